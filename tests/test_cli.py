@@ -1,0 +1,65 @@
+"""The `poeval` command end to end on small made-up data."""
+
+import json
+
+import pytest
+
+from poeval.cli import main
+from poeval.io import read_jsonl
+
+
+def _quatrains(n: int) -> list[dict]:
+    return [{"text": [f"verse number {i} of the first line", f"verse number {i} of the second line",
+                      f"verse number {i} of the third line", f"verse number {i} of the fourth line"],
+             "rhyme": "ABAB", "meter": "iambus"} for i in range(n)]
+
+
+def test_prepare_writes_split_human_samples_and_reports(tmp_path, capsys):
+    source = tmp_path / "quatrain.jsonl"
+    source.write_text("".join(json.dumps(q) + "\n" for q in _quatrains(60)))
+    out = tmp_path / "prepared"
+    assert main(["prepare", "--lang", "en", "--input", str(source), "--out", str(out), "--human-size", "5"]) == 0
+    train, dev = list(read_jsonl(out / "train.jsonl")), list(read_jsonl(out / "dev.jsonl"))
+    assert (len(train), len(dev)) == (54, 6)
+    assert train[0]["rhyme"] == "ABAB" and train[0]["metre"] == "iambus" and len(train[0]["lines"]) == 4
+    humans = sorted((out / "human").glob("human*.jsonl"))
+    assert len(humans) == 10
+    train_ids = {q["id"] for q in train}
+    assert all({q["id"] for q in read_jsonl(h)} <= train_ids for h in humans)
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpus"]["kept"] == 60 and report["split"]["dev"] == 6
+
+
+def test_prepare_missing_input_is_a_clear_error(tmp_path, capsys):
+    assert main(["prepare", "--lang", "de", "--input", str(tmp_path / "nope.jsonl.gz"), "--out", str(tmp_path)]) == 2
+    assert "input not found" in capsys.readouterr().err
+    assert not (tmp_path / "train.jsonl").exists()
+
+
+def test_validate_names_the_bad_key(tmp_path, root, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_text((root / "params.yaml").read_text().replace("mattr_window: 35", "mattr_window: -1"))
+    assert main(["validate", "--params", str(params)]) == 2
+    assert "metrics.lexical.mattr_window" in capsys.readouterr().err
+    assert main(["validate", "--params", str(root / "params.yaml")]) == 0
+
+
+@pytest.mark.parametrize("samples", ["", "a\nb\nc\n", "one two\nthree\nfour five\nsix\n\n" * 2])
+def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, samples):
+    """Empty sample, a poem of 3 verses (skipped), identical poems; a reference of one poem."""
+    path = tmp_path / "samples.txt"
+    path.write_text(samples)
+    ref = tmp_path / "ref.jsonl"
+    ref.write_text(json.dumps({"id": "r0", "lines": ["one two", "three", "four five", "seven"]}) + "\n")
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(path), "--reference", str(ref), "--lang", "en", "--out", str(out), "--quiet",
+                 "--bootstrap-reps", "20"]) == 0
+    text = out.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    result = json.loads(text)
+    assert set(result) >= {"length", "lexical", "memorization", "semantic"}
+    if result["n_poems"] == 2:   # two identical poems: each is the other's nearest neighbour
+        assert result["semantic"]["within"] == pytest.approx(1.0, abs=1e-5)
+        assert result["memorization"]["couplet"] == 0.5   # "one two three" matches; the other couplet does not
+    else:
+        assert result["length"]["mean"] is None and result["semantic"]["within"] is None

@@ -1,0 +1,157 @@
+"""Rhyme-scheme benchmark on the dev gold (`../shared/data/gold/rhyme_{en,de}_dev.jsonl`).
+
+Reports, per language: exact-scheme accuracy on 4-line stanzas (and on all stanzas), pairwise precision
+and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), and stanzas/s.
+
+* ``shipped``: the constants in ``poeval.rhyme`` (``LLR``, ``LINK_BIAS``).
+* ``fitted``: level log-likelihood ratios counted on all of dev (what ``--fit`` prints for shipping).
+* ``cv2``: 2-fold cross-validation by author (authors split alternately by sorted name): the ratios are
+  counted on one half and evaluated on the other; the honest figure.
+
+    .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from poeval import rhyme  # noqa: E402
+
+GOLD = ROOT.parent / "shared" / "data" / "gold"
+
+
+def load(lang: str, limit: int | None = None) -> list[dict]:
+    path = GOLD / f"rhyme_{lang}_dev.jsonl"
+    if not path.exists():
+        sys.exit(f"gold data not found: {path}")
+    rows = [json.loads(x) for x in path.open(encoding="utf-8")]
+    return rows[:limit] if limit else rows
+
+
+def count_levels(rows: list[dict], lang: str) -> tuple[Counter, Counter]:
+    link, non = Counter(), Counter()
+    for r in rows:
+        lev = r["_lev"]
+        s = r["scheme"]
+        for i, j in itertools.combinations(range(len(s)), 2):
+            (link if s[i] == s[j] else non)[lev[i][j]] += 1
+    return link, non
+
+
+def fit_llr(link: Counter, non: Counter, alpha: float = 1.0) -> dict[str, float]:
+    """Smoothed log P(level | linked) / P(level | not linked); an unseen level gets 0 (no evidence)."""
+    nl, nn = sum(link.values()), sum(non.values())
+    ratio = nn / max(nl, 1)
+    out = {}
+    for lev in rhyme.LEVELS:
+        out[lev] = round(math.log((link[lev] + alpha) / (non[lev] + alpha * ratio)) + math.log(ratio), 3)
+    return out
+
+
+def predict(rows: list[dict], llr: dict, bias: float) -> list[str]:
+    import numpy as np
+
+    out = []
+    for r in rows:
+        lev = r["_lev"]
+        n = len(lev)
+        if n <= 1:
+            out.append("a" * n)
+            continue
+        w = np.zeros((n, n))
+        for i in range(n):
+            for j in range(i + 1, n):
+                w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias
+        out.append(rhyme.best_partition(w))
+    return out
+
+
+def evaluate(rows: list[dict], preds: list[str]) -> dict:
+    n4 = ok4 = nall = okall = tp = fp = fn = 0
+    for r, p in zip(rows, preds):
+        g = r["scheme"]
+        same = rhyme.normalise_scheme(g) == rhyme.normalise_scheme(p)
+        nall += 1
+        okall += same
+        if len(g) == 4:
+            n4 += 1
+            ok4 += same
+        for i, j in itertools.combinations(range(len(g)), 2):
+            gl, pl = g[i] == g[j], p[i] == p[j]
+            tp += gl and pl
+            fp += pl and not gl
+            fn += gl and not pl
+    return {
+        "acc4": ok4 / max(n4, 1), "n4": n4, "acc_all": okall / max(nall, 1), "n": nall,
+        "P": tp / max(tp + fp, 1), "R": tp / max(tp + fn, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lang", nargs="+", default=["en", "de"])
+    ap.add_argument("--fit", action="store_true", help="print the fitted LLR tables to paste into rhyme.py")
+    ap.add_argument("--limit", type=int, default=None)
+    args = ap.parse_args()
+    table = []
+    fitted_tables = {}
+    for lang in args.lang:
+        rows = load(lang, args.limit)
+        t0 = time.perf_counter()
+        shipped = rhyme.schemes([r["lines"] for r in rows], lang)
+        dt = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        shipped2 = rhyme.schemes([r["lines"] for r in rows], lang)  # warm caches
+        dt_warm = time.perf_counter() - t1
+        assert shipped == shipped2
+        for r in rows:
+            r["_lev"] = rhyme.pair_levels(r["lines"], lang)
+        res = evaluate(rows, shipped)
+        res.update(name="shipped", sps=len(rows) / dt, sps_warm=len(rows) / dt_warm)
+        table.append((lang, res))
+        link, non = count_levels(rows, lang)
+        llr = fit_llr(link, non)
+        fitted_tables[lang] = (llr, link, non)
+        bias = rhyme.LINK_BIAS[lang]
+        res = evaluate(rows, predict(rows, llr, bias))
+        res.update(name="fitted")
+        table.append((lang, res))
+        authors = sorted({r["author"] for r in rows})
+        fold = {a: i % 2 for i, a in enumerate(authors)}
+        preds = [""] * len(rows)
+        for f in (0, 1):
+            train = [r for r in rows if fold[r["author"]] != f]
+            idx = [k for k, r in enumerate(rows) if fold[r["author"]] == f]
+            llr_f = fit_llr(*count_levels(train, lang))
+            for k, p in zip(idx, predict([rows[k] for k in idx], llr_f, bias)):
+                preds[k] = p
+        res = evaluate(rows, preds)
+        res.update(name="cv2-author")
+        table.append((lang, res))
+    print(f"{'lang':4} {'setup':11} {'4-line acc':>10} {'n4':>5} {'all acc':>8} {'n':>5} {'pair P':>7} "
+          f"{'pair R':>7} {'stanzas/s cold/warm':>20}")
+    for lang, r in table:
+        sps = f"{r['sps']:.0f}/{r['sps_warm']:.0f}" if "sps" in r else ""
+        print(f"{lang:4} {r['name']:11} {100 * r['acc4']:9.1f}% {r['n4']:5d} {100 * r['acc_all']:7.1f}% "
+              f"{r['n']:5d} {100 * r['P']:6.1f}% {100 * r['R']:6.1f}% {sps:>20}")
+    if args.fit:
+        for lang, (llr, link, non) in fitted_tables.items():
+            print(f"\n# {lang}: level  linked  not-linked  llr")
+            for lev in rhyme.LEVELS:
+                print(f"#   {lev:18} {link[lev]:7d} {non[lev]:9d} {llr[lev]:7.3f}")
+            print(f'    "{lang}": {json.dumps(llr, ensure_ascii=False)},')
+        (Path("/tmp") / "poeval_rhyme_llr.json").write_text(json.dumps({k: v[0] for k, v in fitted_tables.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# poeval entry points. Each sets everything up first (Debian packages, .venv with pinned
+# dependencies, DVC), so both work on a fresh Debian machine with Python 3.11:
+#   ./run.sh          run the main job: snakemake on params.yaml (CORES=N to limit cores)
+#   ./run.sh test     run the test suite
+#   ./run.sh setup    only set up
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+STAMP=$VENV/.installed
+# Debian packages the project needs; python3-venv only where the interpreter lacks ensurepip.
+DEBIAN_PACKAGES=()
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+debian() {
+  local missing=() p
+  for p in "${DEBIAN_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  "$PYTHON" -c "import ensurepip" 2>/dev/null || missing+=("python3-venv")
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+venv() {
+  if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt constraints.txt ]; then return; fi
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  # constraints.txt pins every dependency, torch==2.13.0 (CPU) included
+  "$VENV/bin/pip" install -q -c constraints.txt -e '.[test]'
+  touch "$STAMP"
+}
+
+setup() {
+  debian
+  venv
+  export PATH="$PWD/$VENV/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  [ -d .dvc ] || dvc init -q
+}
+
+case "${1:-run}" in
+  run) setup; snakemake -c "${CORES:-all}" ;;
+  test) setup; pytest -q ;;
+  setup) setup ;;
+  *) echo "usage: ./run.sh [run|test|setup]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,766 @@
+"""Phonetic rhyme detection for English and German, and rhyme-scheme labels.
+
+Design
+------
+* Every line-final word is turned into one or more phone sequences: English from the CMU Pronouncing
+  Dictionary (all pronunciations, via ``pronouncing``) with espeak-ng as grapheme-to-phoneme fallback for
+  words it lacks; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
+  espeak-ng runs as ONE persistent process per voice, fed ``word.`` + newline on stdin and answering one
+  IPA line per word; results are cached by word.
+* A pair of end words gets a graded similarity *level* (identical word, exact rhyme, near rhyme, slant,
+  weak/unstressed-ending rhyme, consonance, assonance, none; each crossed with "eye rhyme": the spelled
+  endings agree). Each level has a fixed log-likelihood ratio ``log P(level | linked) / P(level | not
+  linked)`` per language (``LLR``), counted on the dev gold (see ``benchmarks/bench_rhyme.py``).
+* A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
+  partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas
+  use greedy agglomeration plus single-line repair moves. No prior over schemes is used, so every scheme is
+  reachable. The partition is written as a first-appearance label (``abab``, ``aabb``, ...).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import threading
+import unicodedata
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from poeval.errors import PoevalError
+
+__all__ = [
+    "SCHEMES_4",
+    "LEVELS",
+    "end_word",
+    "normalise_de",
+    "normalise_scheme",
+    "rhyme_level",
+    "rhyme_relation",
+    "scheme",
+    "schemes",
+    "pair_levels",
+]
+
+LANGS = ("en", "de")
+EXHAUSTIVE_MAX = 9
+
+# ----------------------------------------------------------------------------------------------------
+# scheme labels
+
+
+def normalise_scheme(s: str | Sequence) -> str:
+    """Relabel a scheme in first-appearance order: ``"ABAB"`` -> ``"abab"``, ``"bcbc"`` -> ``"abab"``.
+
+    Any hashable symbols are accepted (a string or a list of labels). More than 26 groups continue with
+    upper-case letters and then digits-free unicode letters.
+    """
+    seen: dict = {}
+    out = []
+    for ch in s:
+        key = ch.lower() if isinstance(ch, str) else ch
+        if key not in seen:
+            seen[key] = _letter(len(seen))
+        out.append(seen[key])
+    return "".join(out)
+
+
+def _letter(i: int) -> str:
+    if i < 26:
+        return chr(ord("a") + i)
+    if i < 52:
+        return chr(ord("A") + i - 26)
+    return chr(0x100 + i)  # keeps one character per line for very long stanzas
+
+
+@functools.lru_cache(maxsize=None)
+def _partitions(n: int) -> tuple[str, ...]:
+    """All set partitions of n lines as first-appearance labels (restricted growth strings)."""
+    out: list[str] = []
+
+    def rec(prefix: list[int], mx: int) -> None:
+        if len(prefix) == n:
+            out.append("".join(_letter(i) for i in prefix))
+            return
+        for k in range(mx + 2):
+            prefix.append(k)
+            rec(prefix, max(mx, k))
+            prefix.pop()
+
+    if n > 0:
+        rec([0], 0)
+    return tuple(out)
+
+
+SCHEMES_4: list[str] = list(_partitions(4))
+
+
+@functools.lru_cache(maxsize=None)
+def _partition_matrix(n: int) -> np.ndarray:
+    """(n_partitions, n_pairs) 0/1 matrix: whether pair (i, j), i < j, is linked in each partition."""
+    parts = _partitions(n)
+    pairs = list(itertools.combinations(range(n), 2))
+    m = np.zeros((len(parts), len(pairs)), dtype=np.float32)
+    for r, p in enumerate(parts):
+        for c, (i, j) in enumerate(pairs):
+            if p[i] == p[j]:
+                m[r, c] = 1.0
+    return m
+
+
+# ----------------------------------------------------------------------------------------------------
+# text normalisation
+
+_APOS = "’`´ʼ‘"
+
+
+def _is_latin_letter(ch: str) -> bool:
+    return ch.isalpha() and "LATIN" in unicodedata.name(ch, "")
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or unicodedata.combining(ch) > 0 or ch in "ſꝛ'" or unicodedata.category(ch) == "Mn"
+
+
+def end_word(line: str) -> str:
+    """The last word of a line (letters, digits, internal apostrophes and hyphens), or ``""``.
+
+    Trailing punctuation (including ``/`` used as a comma in historical German) is ignored; an
+    apostrophe-initial form like ``'tis`` keeps its apostrophe, an elision like ``th'`` its final one.
+    """
+    if not isinstance(line, str):
+        return ""
+    text = line
+    for ch in _APOS:
+        text = text.replace(ch, "'")
+    chars = list(text)
+    k = len(chars)
+    while k > 0 and not (_word_char(chars[k - 1]) and chars[k - 1] != "'" or (
+            chars[k - 1] == "'" and k >= 2 and chars[k - 2].isalpha() and text[:k].lower().endswith(("th'", " o'")))):
+        k -= 1
+    j = k
+    while j > 0 and (_word_char(chars[j - 1]) or (chars[j - 1] in "-‐" and j >= 2 and chars[j - 2].isalnum())):
+        j -= 1
+    w = "".join(chars[j:k]).strip("-‐")
+    if w.startswith("'") and w.lower() not in ("'tis", "'twas", "'twere", "'twill", "'twould"):
+        w = w.lstrip("'")
+    return w
+
+
+_TILDE = "\u0303"
+_COMB_E = "\u0364"
+
+
+def normalise_de(text: str) -> str:
+    """Normalise historical German spelling (DTA diplomatic transcription) towards modern spelling."""
+    t = unicodedata.normalize("NFD", text)
+    t = t.replace("ſ", "s").replace("ꝛ", "r").replace("/", ",")
+    for ch in _APOS:
+        t = t.replace(ch, "'")
+    # combining e above a vowel: uͤ = ü
+    t = re.sub("([aouAOU])" + _COMB_E, lambda m: m.group(1) + "\u0308", t)
+    t = t.replace(_COMB_E, "")
+    # tilde abbreviations: ẽ = en, m̃ = mm, ñ = nn
+    t = re.sub("([aeiouyAEIOUY]\u0308?)[" + _TILDE + "\u0304]", r"\1n", t)
+    t = re.sub("([mnMN])" + _TILDE, r"\1\1", t)
+    t = t.replace(_TILDE, "")
+    t = unicodedata.normalize("NFC", t)
+    return re.sub(r"[^\W\d_]+", _modernise_de_word, t)
+
+
+_DE_WORD_MAP = {
+    "vnd": "und", "vmb": "um", "umb": "um", "darumb": "darum", "warumb": "warum", "vns": "uns",
+    "jn": "in", "jst": "ist", "jhr": "ihr", "jhn": "ihn", "jm": "ihm", "jch": "ich", "vnnd": "und",
+    "seyn": "sein", "sey": "sei", "bey": "bei", "frey": "frei", "drey": "drei", "itzt": "jetzt",
+}
+
+
+def _modernise_de_word(m: re.Match) -> str:
+    w = m.group(0)
+    low = w.lower()
+    if low in _DE_WORD_MAP:
+        new = _DE_WORD_MAP[low]
+    else:
+        new = low
+        if new.startswith("vn") or new.startswith("vm") or new.startswith("vb"):
+            new = "u" + new[1:]
+        if re.match(r"j[bcdfghklmnpqrstvwxzß]", new):
+            new = "i" + new[1:]
+        new = re.sub(r"ey(?=$|[^aeiouäöü])", "ei", new)
+        new = re.sub(r"(?<=[aeiouäöü])y", "i", new)
+        new = re.sub(r"th(?![aeiouäöüy]?s?ch)", "t", new) if "th" in new else new
+        new = re.sub(r"(?<=[aeiouäöü])hl(?=$)", "hl", new)
+        new = re.sub(r"dt$", "t", new)
+        new = re.sub(r"umb$", "um", new)
+        new = re.sub(r"ff(?=t|$)", "f", new) if len(new) > 4 else new
+    if new == low:
+        return w
+    return new[:1].upper() + new[1:] if w[:1].isupper() else new
+
+
+_EN_ARCHAIC = {
+    "o'er": "over", "e'er": "ever", "ne'er": "never", "'tis": "tis", "'twas": "twas", "ev'n": "even",
+    "e'en": "even", "heav'n": "heaven", "pow'r": "power", "flow'r": "flower", "th'": "the", "o'": "of",
+    "whate'er": "whatever", "where'er": "wherever", "howe'er": "however", "whene'er": "whenever",
+    "whoe'er": "whoever", "tow'r": "tower", "show'r": "shower", "ta'en": "taken", "giv'n": "given",
+    "driv'n": "driven", "spirit's": "spirits", "fall'n": "fallen", "stol'n": "stolen", "o'erthrown": "overthrown",
+    "t'": "to", "i'": "in", "ha'": "have", "oft": "oft",
+}
+
+
+def _strip_accents(w: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", w) if not unicodedata.combining(c))
+
+
+def _clean_word(word: str, lang: str) -> str:
+    w = word.strip()
+    for ch in _APOS:
+        w = w.replace(ch, "'")
+    if lang == "de":
+        w = normalise_de(w)
+        w = w.replace("'", "")
+        w = w.lower()
+        return "".join(c for c in w if c.isalpha() or c == "-").strip("-")
+    w = _strip_accents(w).lower()
+    return "".join(c for c in w if c.isalpha() or c in "'-").strip("-")
+
+
+def _has_latin(word: str) -> bool:
+    return any(_is_latin_letter(c) for c in word)
+
+
+# ----------------------------------------------------------------------------------------------------
+# phonemes
+
+_ARPA = {
+    "AA": "ɑː", "AE": "æ", "AH": "ʌ", "AO": "ɔː", "AW": "aʊ", "AY": "aɪ", "EH": "ɛ", "ER": "ɜː", "EY": "eɪ",
+    "IH": "ɪ", "IY": "iː", "OW": "oʊ", "OY": "ɔɪ", "UH": "ʊ", "UW": "uː",
+    "B": "b", "CH": "tʃ", "D": "d", "DH": "ð", "F": "f", "G": "ɡ", "HH": "h", "JH": "dʒ", "K": "k", "L": "l",
+    "M": "m", "N": "n", "NG": "ŋ", "P": "p", "R": "ɹ", "S": "s", "SH": "ʃ", "T": "t", "TH": "θ", "V": "v",
+    "W": "w", "Y": "j", "Z": "z", "ZH": "ʒ",
+}
+_IPA_VOWELS = set("aeiouyæɐɑɒɔəɘɚɛɜɝɞɪʊʌʏøœɤɯɨʉᵻɵ")
+_IPA_SKIP = set("ː ˑ-_'ʰʲ̩̯̃.,‿|ʔ")
+
+Phones = tuple  # tuple of (symbol, is_vowel, stress) triples
+
+
+def _arpa_to_phones(pron: str) -> Phones:
+    out = []
+    for ph in pron.split():
+        base = ph.rstrip("012")
+        stress = int(ph[-1]) if ph[-1].isdigit() else -1
+        sym = _ARPA.get(base, base.lower())
+        if base == "AH" and stress == 0:
+            sym = "ə"
+        if base == "ER" and stress == 0:
+            sym = "ɚ"
+        out.append((sym, stress >= 0, {1: 1, 2: 2}.get(stress, 0)))
+    return tuple(out)
+
+
+_DIPHTHONGS = ("aɪ", "aʊ", "ɔø", "ɔʏ", "ɔɪ", "eɪ", "oʊ", "əʊ", "eə", "ɪə", "ʊə", "aɪ")
+
+
+def _ipa_to_phones(ipa: str) -> Phones:
+    ipa = re.sub(r"\([a-z-]+\)", "", ipa)
+    out: list[list] = []
+    pending = 0
+    k = 0
+    n = len(ipa)
+    while k < n:
+        ch = ipa[k]
+        if ch in "ˈˌ":
+            pending = 1 if ch == "ˈ" else 2
+            k += 1
+            continue
+        if ch == "ː":
+            if out:
+                out[-1][0] += "ː"
+            k += 1
+            continue
+        if ch.isspace() or ch in _IPA_SKIP or unicodedata.combining(ch) or not (ch.isalpha() or ch in _IPA_VOWELS):
+            k += 1
+            continue
+        if ch in _IPA_VOWELS:
+            sym = ch
+            if ipa[k:k + 2] in _DIPHTHONGS:
+                sym = ipa[k:k + 2]
+            k += len(sym)
+            out.append([sym, True, pending])
+            pending = 0
+        else:
+            out.append([ch, False, 0])
+            k += 1
+    return tuple((s, v, st) for s, v, st in out)
+
+
+class _Espeak:
+    """One persistent espeak-ng process per voice; one IPA line per ``word.`` line."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, voice: str):
+        self.voice = voice
+        self.proc: subprocess.Popen | None = None
+        self.cache: dict[str, str] = {}
+
+    def _start(self) -> None:
+        exe = shutil.which("espeak-ng") or shutil.which("espeak")
+        if exe is None:
+            raise PoevalError(
+                "rhyme detection needs the espeak-ng phonemizer, which was not found on PATH; "
+                "install it with `apt-get install espeak-ng` (or `brew install espeak-ng`)"
+            )
+        self.proc = subprocess.Popen(
+            [exe, "-q", "--ipa", "-v", self.voice],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=2)
+            except Exception:  # pragma: no cover
+                pass
+            self.proc = None
+
+    def ipa(self, word: str) -> str:
+        word = "".join(c for c in word if c.isalpha())
+        if not word:
+            return ""
+        if word in self.cache:
+            return self.cache[word]
+        with self._lock:
+            res = self._query(word)
+        self.cache[word] = res
+        return res
+
+    def _query(self, word: str, retry: bool = True) -> str:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write((word + ".\n").encode("utf-8"))
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
+            if not ready:
+                raise OSError("espeak-ng did not answer")
+            line = self.proc.stdout.readline().decode("utf-8", "replace")
+            if not line:
+                raise OSError("espeak-ng closed its output")
+            return line.strip()
+        except OSError:
+            self.close()
+            if retry:
+                return self._query(word, retry=False)
+            return ""
+
+
+_ESPEAK: dict[str, _Espeak] = {}
+
+
+def _espeak(lang: str) -> _Espeak:
+    voice = {"en": "en-us", "de": "de"}[lang]
+    if voice not in _ESPEAK:
+        _ESPEAK[voice] = _Espeak(voice)
+    return _ESPEAK[voice]
+
+
+def check_phonemizer() -> None:
+    """Raise :class:`PoevalError` with install advice when espeak-ng is missing."""
+    if shutil.which("espeak-ng") is None and shutil.which("espeak") is None:
+        raise PoevalError(
+            "rhyme detection needs the espeak-ng phonemizer, which was not found on PATH; "
+            "install it with `apt-get install espeak-ng` (or `brew install espeak-ng`)"
+        )
+
+
+def _en_candidates(w: str) -> list[str]:
+    cands = []
+    if w in _EN_ARCHAIC:
+        cands.append(_EN_ARCHAIC[w])
+    cands.append(w)
+    if "'" in w:
+        base = w.strip("'")
+        if base.endswith("'d") or base.endswith("'st") or base.endswith("'n"):
+            pass
+        cands.append(re.sub(r"'(d|st|n|r|ry|ring|rs)$", r"e\1", base))
+        cands.append(base.replace("'", "e"))
+        cands.append(base.replace("'", ""))
+        cands.append(base.split("'")[0])
+    if w.endswith("eth") and len(w) > 5:
+        cands.append(w[:-3] + "es")
+        cands.append(w[:-3] + "s")
+        cands.append(w[:-3] + "e" + "s")
+    if w.endswith("est") and len(w) > 5:
+        cands.append(w[:-3] + "s")
+    if "-" in w:
+        cands.append(w.split("-")[-1])
+    # early modern spelling: long s printed as f, final -e, -ie/-y, u/v, doubled final consonants
+    base = cands[-1].replace("'", "")
+    variants = [base]
+    if "f" in base:
+        variants.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
+        variants.append(base.replace("f", "s"))
+    more = []
+    for v in variants:
+        if v.endswith("e") and len(v) > 3:
+            more.append(v[:-1])
+        if v.endswith("ie"):
+            more.append(v[:-2] + "y")
+        if v.endswith(("sse", "lle", "tte", "nne", "ffe")):
+            more.append(v[:-2])
+        if v.endswith("es") and len(v) > 4:
+            more.append(v[:-2] + "s")
+        if re.search(r"[aeiou]u[aeiou]", v):
+            more.append(re.sub(r"(?<=[aeiou])u(?=[aeiou])", "v", v))
+        if v.endswith("y") and len(v) > 3:
+            more.append(v[:-1] + "ie")
+    cands.extend(variants + more)
+    return [c for c in dict.fromkeys(cands) if c]
+
+
+_EN_EXTRA_PRONS = {"aye": ["EY1"], "wind": ["W AY1 N D"], "again": ["AH0 G EY1 N"], "been": ["B IY1 N"]}
+
+
+@functools.lru_cache(maxsize=200_000)
+def phones(word: str, lang: str) -> tuple[Phones, ...]:
+    """All phone sequences for a (cleaned, lower-case) word; ``()`` when it has none."""
+    if lang not in LANGS:
+        raise PoevalError(f"unsupported language {lang!r}; use one of {', '.join(LANGS)}")
+    if not word or not _has_latin(word):
+        return ()
+    if lang == "en":
+        import pronouncing
+
+        for cand in _en_candidates(word):
+            prons = pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
+            if prons:
+                return tuple(dict.fromkeys(_arpa_to_phones(p) for p in prons))
+        target = word.replace("'", "e") if re.search(r"'(d|st)$", word) else word.replace("'", "")
+        target = target.split("-")[-1] or target
+        ipa = _espeak("en").ipa(target)
+        return (_ipa_to_phones(ipa),) if ipa else ()
+    target = word.split("-")[-1] or word
+    ipa = _espeak("de").ipa(target)
+    return (_ipa_to_phones(ipa),) if ipa else ()
+
+
+# ----------------------------------------------------------------------------------------------------
+# graded similarity
+
+_EN_EXACT_V = {"ɚ": "ɜː", "ɝ": "ɜː", "ᵻ": "ɪ", "ɐ": "ə", "ɒ": "ɑː", "əʊ": "oʊ", "ɑ": "ɑː", "ɔ": "ɔː",
+               "i": "iː", "u": "uː", "ɜ": "ɜː", "o": "oʊ", "e": "eɪ", "a": "æ", "ɪə": "ɪɹ", "eə": "ɛɹ"}
+_EN_LOOSE_V = {"ɑː": "A", "ɔː": "A", "ɒ": "A", "ʌ": "E", "ə": "E", "ɪ": "I", "iː": "I", "ʊ": "U", "uː": "U",
+               "ɛ": "e", "æ": "e", "ɜː": "R"}
+_DE_DIPH = [("ɔø", "aɪ"), ("ɔʏ", "aɪ"), ("ɔɪ", "aɪ"), ("aɪ", "aɪ"), ("aʊ", "aʊ")]
+_DE_LOOSE_V = {"y": "i", "ʏ": "i", "ɪ": "i", "i": "i", "ø": "e", "œ": "e", "e": "e", "ɛ": "e", "u": "u",
+               "ʊ": "u", "o": "o", "ɔ": "o", "a": "a", "ɑ": "a", "ə": "ə", "ɜ": "ɐ", "ɐ": "ɐ"}
+_EN_C = {"ɾ": "t", "ɹ": "r", "ɡ": "g", "ɫ": "l"}
+_DE_C = {"ɾ": "r", "ʁ": "r", "ɹ": "r", "ɡ": "g", "ʀ": "r"}
+_LOOSE_C = {"b": "p", "d": "t", "g": "k", "v": "f", "z": "s", "ʒ": "ʃ", "ð": "θ", "ç": "x", "m": "n",
+            "ŋ": "n", "dʒ": "tʃ"}
+
+
+def _canon_vowel(v: str, lang: str, loose: bool) -> str:
+    if lang == "en":
+        v = _EN_EXACT_V.get(v, v)
+        if loose:
+            v = v.replace("ː", "")
+            v = _EN_LOOSE_V.get(v, _EN_LOOSE_V.get(v + "ː", v))
+        return v
+    base = v.replace("ː", "")
+    if loose:
+        for d, r in _DE_DIPH:
+            if base.startswith(d):
+                return r
+        return "".join(_DE_LOOSE_V.get(c, c) for c in base)
+    return v
+
+
+def _canon_cons(c: str, lang: str, loose: bool) -> str:
+    c = (_EN_C if lang == "en" else _DE_C).get(c, c)
+    if loose:
+        c = _LOOSE_C.get(c, c)
+    return c
+
+
+def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple:
+    out = []
+    isv = []
+    for sym, v, _ in ph[start:]:
+        out.append(_canon_vowel(sym, lang, vloose) if v else _canon_cons(sym, lang, closse))
+        isv.append(v)
+    if closse:
+        _VOWEL_CLASSES.update(o for o, v in zip(out, isv) if v)
+    return tuple(out)
+
+
+
+
+def _stressed_index(ph: Phones) -> int:
+    vow = [i for i, (_, v, _) in enumerate(ph) if v]
+    if not vow:
+        return -1
+    prim = [i for i in vow if ph[i][2] == 1]
+    if prim:
+        return prim[-1]
+    sec = [i for i in vow if ph[i][2] == 2]
+    if sec:
+        return sec[-1]
+    return vow[-1]
+
+
+def _stress_starts(ph: Phones) -> list[int]:
+    """Where the rhyme part may start: the last primary stress and a later secondary stress."""
+    first = _stressed_index(ph)
+    if first < 0:
+        return []
+    later = [i for i, (_, v, st) in enumerate(ph) if v and st and i > first]
+    return [first] + ([later[-1]] if later else [])
+
+
+def _last_vowel_index(ph: Phones) -> int:
+    vow = [i for i, (_, v, _) in enumerate(ph) if v]
+    return vow[-1] if vow else -1
+
+
+def _phon_level(pa: Phones, pb: Phones, lang: str) -> tuple:
+    best: tuple = (0, 0, "")
+    for ia in _stress_starts(pa):
+        for ib in _stress_starts(pb):
+            best = max(best, _phon_level_at(pa, pb, ia, ib, lang), key=_level_key)
+    return best
+
+
+def _level_key(lev: tuple) -> tuple:
+    v, c, t = lev
+    return (v >= 1 and c >= 1, c, v, t)
+
+
+def _loose_tail(seq: tuple) -> tuple:
+    out = list(seq)
+    # plural / verb -s and -t after a consonant, ts ~ s
+    if len(out) >= 2 and out[-1] in ("s", "t") and out[-2] not in _VOWEL_CLASSES:
+        out.pop()
+    return tuple(x for x in out if x not in ("h", "ʔ"))
+
+
+_VOWEL_CLASSES: set[str] = set()
+
+
+def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple:
+    """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail)."""
+    ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
+    la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
+    v = 2 if ea[:1] == eb[:1] else 1 if la_[:1] == lb_[:1] else 0
+    if ea[1:] == eb[1:]:
+        c = 3
+    elif la_[1:] == lb_[1:]:
+        c = 2
+    else:
+        sa, sb = _seq(pa, ia, lang, True, True), _seq(pb, ib, lang, True, True)
+        c = 1 if _loose_tail(sa)[1:] == _loose_tail(sb)[1:] else 0
+    tail = ""
+    if v == 0 or c == 0:
+        la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
+        if (la != ia or lb != ib) and _seq(pa, la, lang, True, False) == _seq(pb, lb, lang, True, False):
+            tail = "w" if (pa[la][2] or pb[lb][2]) else "u"
+    return (v, c, tail)
+
+
+_ORTH_V = set("aeiouyäöüàáâèéêìíîòóôùúû")
+
+
+def _orth_ending(w: str, lang: str) -> str:
+    w = "".join(c for c in w if c.isalpha())
+    groups = [(m.start(), m.end()) for m in re.finditer("[" + "".join(_ORTH_V) + "]+", w)]
+    if not groups:
+        return w
+    start, end = groups[-1]
+    tail = w[end:]
+    if len(groups) >= 2 and w[start:end] == "e" and len(tail) <= 1:
+        start = groups[-2][0]
+    elif lang == "en" and len(groups) >= 2 and w[start:end] == "e" and tail in ("d", "s", "st", "th"):
+        start = groups[-2][0]
+    return w[start:]
+
+
+_NONE = "v0c0"
+LEVELS: list[str] = ["identical"] + [
+    f"v{v}c{c}{t}{'+eye' if e else ''}"
+    for v in (2, 1, 0)
+    for c in (3, 2, 1, 0)
+    for t in (("", "w", "u") if (v == 0 or c == 0) else ("",))
+    for e in (True, False)
+]
+
+
+def _level_name(lev: tuple, eye: bool) -> str:
+    v, c, t = lev
+    return f"v{v}c{c}{t}{'+eye' if eye else ''}"
+
+
+@functools.lru_cache(maxsize=500_000)
+def _level_clean(a: str, b: str, lang: str) -> str:
+    if not a or not b or not _has_latin(a) or not _has_latin(b):
+        return _NONE
+    if a == b or a.replace("'", "") == b.replace("'", ""):
+        return "identical"
+    pa, pb = phones(a, lang), phones(b, lang)
+    best: tuple = (0, 0, "")
+    for x in pa:
+        for y in pb:
+            best = max(best, _phon_level(x, y, lang), key=_level_key)
+    ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
+    eye = len(ea) >= 2 and ea == eb
+    return _level_name(best, eye)
+
+
+def rhyme_level(word_a: str, word_b: str, lang: str) -> str:
+    """The graded similarity level of two words (one of :data:`LEVELS`)."""
+    _check_lang(lang)
+    return _level_clean(_clean_word(word_a, lang), _clean_word(word_b, lang), lang)
+
+
+def rhyme_relation(word_a: str, word_b: str, lang: str) -> str:
+    """``"repetition"`` (same word), ``"rhyme"`` (a level more likely between rhyming lines) or ``"none"``."""
+    lev = rhyme_level(word_a, word_b, lang)
+    if lev == "identical":
+        return "repetition"
+    return "rhyme" if LLR[lang].get(lev, 0.0) + LINK_BIAS[lang] > 0 else "none"
+
+
+def _check_lang(lang: str) -> None:
+    if lang not in LANGS:
+        raise PoevalError(f"unsupported language {lang!r}; use one of {', '.join(LANGS)}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# level likelihood ratios: log P(level | linked) - log P(level | not linked), counted on the dev gold of
+# each language with add-one smoothing (benchmarks/bench_rhyme.py --fit prints this table).
+LLR: dict[str, dict[str, float]] = {
+    "en": {"identical": 2.401, "v2c3+eye": 5.065, "v2c3": 4.409, "v2c2+eye": -0.0, "v2c2": 1.828, "v2c1+eye": 3.869, "v2c1": 0.034, "v2c0+eye": 4.881, "v2c0": -2.232, "v2c0w+eye": 3.577, "v2c0w": 2.001, "v2c0u+eye": 2.815, "v2c0u": 2.178, "v1c3+eye": 5.419, "v1c3": 1.912, "v1c2+eye": -0.0, "v1c2": -0.0, "v1c1+eye": -0.0, "v1c1": -2.46, "v1c0+eye": 3.427, "v1c0": -2.745, "v1c0w+eye": 1.619, "v1c0w": 2.164, "v1c0u+eye": 2.833, "v1c0u": 1.281, "v0c3+eye": 4.305, "v0c3": -0.34, "v0c3w+eye": 1.099, "v0c3w": -0.0, "v0c3u+eye": 4.819, "v0c3u": 3.166, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": 0.693, "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c1+eye": 3.258, "v0c1": -3.459, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.846, "v0c1u": -0.763, "v0c0+eye": 4.745, "v0c0": -2.925, "v0c0w+eye": 3.802, "v0c0w": 2.228, "v0c0u+eye": 2.65, "v0c0u": 1.124},
+    "de": {"identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197, "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye": 3.219, "v2c0u": -0.575, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0, "v1c2": 0.0, "v1c1+eye": 1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.19, "v1c0w+eye": 2.263, "v1c0w": 2.569, "v1c0u+eye": 1.91, "v1c0u": -1.374, "v0c3+eye": 1.099, "v0c3": -1.754, "v0c3w+eye": 0.0, "v0c3w": 0.0, "v0c3u+eye": 0.0, "v0c3u": -0.416, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0, "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353, "v0c1w+eye": 0.0, "v0c1w": 0.0, "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c0+eye": 2.279, "v0c0": -4.485, "v0c0w+eye": 3.341, "v0c0w": 2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249},
+}  # fmt: skip
+# bias added to every pair's ratio (negative: linking must be earned)
+LINK_BIAS: dict[str, float] = {"en": 0.0, "de": 0.0}
+
+
+def pair_levels(lines: Sequence[str], lang: str) -> list[list[str]]:
+    """Matrix of levels between the end words of all line pairs (diagonal: ``"identical"``)."""
+    _check_lang(lang)
+    words = [_clean_word(end_word(l), lang) for l in lines]
+    n = len(words)
+    m = [["identical"] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            m[i][j] = m[j][i] = _level_clean(words[i], words[j], lang)
+    return m
+
+
+def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | None) -> np.ndarray:
+    llr = LLR[lang] if llr is None else llr
+    bias = LINK_BIAS[lang] if bias is None else bias
+    lev = pair_levels(lines, lang)
+    n = len(lines)
+    w = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias
+    return w
+
+
+def best_partition(w: np.ndarray) -> str:
+    """The first-appearance label of the partition maximising the sum of ``w[i, j]`` over linked pairs."""
+    n = w.shape[0]
+    if n == 0:
+        return ""
+    if n == 1:
+        return "a"
+    if n <= EXHAUSTIVE_MAX:
+        iu = np.triu_indices(n, 1)
+        scores = _partition_matrix(n) @ w[iu].astype(np.float32)
+        return _partitions(n)[int(np.argmax(scores))]
+    return _greedy_partition(w)
+
+
+def _greedy_partition(w: np.ndarray) -> str:
+    n = w.shape[0]
+    clusters: list[list[int]] = [[i] for i in range(n)]
+
+    def gain(a: list[int], b: list[int]) -> float:
+        return float(w[np.ix_(a, b)].sum())
+
+    while True:
+        best, bi, bj = 0.0, -1, -1
+        for i in range(len(clusters)):
+            for j in range(i + 1, len(clusters)):
+                g = gain(clusters[i], clusters[j])
+                if g > best + 1e-12:
+                    best, bi, bj = g, i, j
+        if bi < 0:
+            break
+        clusters[bi] = clusters[bi] + clusters[bj]
+        del clusters[bj]
+    # repair: move single lines while that improves the score
+    for _ in range(3 * n):
+        moved = False
+        for x in range(n):
+            src = next(k for k, c in enumerate(clusters) if x in c)
+            rest = [y for y in clusters[src] if y != x]
+            here = float(w[x, rest].sum()) if rest else 0.0
+            best, dest = here, None
+            for k, c in enumerate(clusters):
+                if k != src:
+                    g = float(w[x, c].sum())
+                    if g > best + 1e-9:
+                        best, dest = g, k
+            if dest is None and rest and here < -1e-9:
+                best, dest = 0.0, -1
+            if dest is not None:
+                clusters[src] = rest
+                if dest == -1:
+                    clusters.append([x])
+                else:
+                    clusters[dest].append(x)
+                clusters = [c for c in clusters if c]
+                moved = True
+        if not moved:
+            break
+    lab = [0] * n
+    for k, c in enumerate(clusters):
+        for x in c:
+            lab[x] = k
+    return normalise_scheme(lab)
+
+
+def scheme(lines: list[str], lang: str, *, llr: dict | None = None, bias: float | None = None) -> str:
+    """The rhyme scheme of a stanza as a first-appearance label (one letter per line)."""
+    _check_lang(lang)
+    if isinstance(lines, str):
+        raise PoevalError("scheme() expects a list of lines, not a string")
+    lines = ["" if l is None else str(l) for l in lines]
+    if len(lines) <= 1:
+        return "a" * len(lines)
+    return best_partition(_weights(lines, lang, llr, bias))
+
+
+def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False) -> list[str]:
+    """:func:`scheme` for many stanzas (``progress=True`` shows a tqdm bar)."""
+    _check_lang(lang)
+    stanzas = list(stanzas)
+    it: Iterable = stanzas
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(stanzas, desc=f"rhyme schemes ({lang})", unit="stanza")
+    return [scheme(s, lang) for s in it]

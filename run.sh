@@ -10,8 +10,8 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 VENV=.venv
 STAMP=$VENV/.installed
-# Debian packages the project needs; python3-venv only where the interpreter lacks ensurepip.
-DEBIAN_PACKAGES=()
+# Debian packages the project needs (python3-venv is added where the interpreter lacks ensurepip).
+DEBIAN_PACKAGES=(espeak-ng)   # grapheme-to-phoneme for the rhyme detector
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

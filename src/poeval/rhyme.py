@@ -7,22 +7,29 @@ Design
   words it lacks; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
   espeak-ng runs as ONE persistent process per voice, fed ``word.`` + newline on stdin and answering one
   IPA line per word; results are cached by word.
-* A pair of end words gets a graded similarity *level* (identical word, exact rhyme, near rhyme, slant,
-  weak/unstressed-ending rhyme, consonance, assonance, none; each crossed with "eye rhyme": the spelled
-  endings agree). Each level has a fixed log-likelihood ratio ``log P(level | linked) / P(level | not
-  linked)`` per language (``LLR``), counted on the dev gold (see ``benchmarks/bench_rhyme.py``).
+* A pair of end words gets a graded similarity *level* (see ``LEVELS``): ``identical`` (same word), else
+  ``v{V}c{C}{t}[+eye]`` from the rhyme part (last primary stress, or a later secondary stress, to the end;
+  best over all pronunciations): V = stressed vowel 2 same / 1 same under the loose vowel classes (German
+  length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / 0 different; C = the rest
+  3 same / 2 same with loose vowels / 1 same with loose consonants (voicing, nasals, final -s/-t) / 0;
+  t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what follows agree; ``+eye`` when
+  the spelled endings agree. Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+  P(level | not linked)`` per language (``LLR``), counted on the dev gold (``benchmarks/bench_rhyme.py
+  --fit``); ``rhyme_relation`` says "rhyme" when that ratio is positive.
 * A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
   partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas
-  use greedy agglomeration plus single-line repair moves. No prior over schemes is used, so every scheme is
-  reachable. The partition is written as a first-appearance label (``abab``, ``aabb``, ...).
+  use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak smoothed log prior
+  over the 15 schemes (``scheme_prior``: every scheme keeps mass, it only breaks near-ties); stanzas of 5+
+  lines add a log-odds shift by line distance (``DIST_BIAS``). The partition is written as a
+  first-appearance label (``abab``, ``aabb``, ...).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import math
-import os
 import re
 import select
 import shutil
@@ -46,6 +53,9 @@ __all__ = [
     "scheme",
     "schemes",
     "pair_levels",
+    "METRES",
+    "metre",
+    "metre_from_measures",
 ]
 
 LANGS = ("en", "de")
@@ -205,10 +215,10 @@ def _modernise_de_word(m: re.Match) -> str:
 
 
 _EN_ARCHAIC = {
-    "o'er": "over", "e'er": "ever", "ne'er": "never", "'tis": "tis", "'twas": "twas", "ev'n": "even",
+    "o'er": "or", "e'er": "air", "ne'er": "nair", "where'er": "where", "whate'er": "air", "howe'er": "air",
+    "whene'er": "air", "whoe'er": "air", "ere": "air", "'tis": "tis", "'twas": "twas", "ev'n": "even",
     "e'en": "even", "heav'n": "heaven", "pow'r": "power", "flow'r": "flower", "th'": "the", "o'": "of",
-    "whate'er": "whatever", "where'er": "wherever", "howe'er": "however", "whene'er": "whenever",
-    "whoe'er": "whoever", "tow'r": "tower", "show'r": "shower", "ta'en": "taken", "giv'n": "given",
+    "giv'n": "given", "tow'r": "tower", "show'r": "shower", "ta'en": "tain",
     "driv'n": "driven", "spirit's": "spirits", "fall'n": "fallen", "stol'n": "stolen", "o'erthrown": "overthrown",
     "t'": "to", "i'": "in", "ha'": "have", "oft": "oft",
 }
@@ -367,6 +377,12 @@ class _Espeak:
 _ESPEAK: dict[str, _Espeak] = {}
 
 
+@atexit.register
+def _close_espeak() -> None:
+    for e in _ESPEAK.values():
+        e.close()
+
+
 def _espeak(lang: str) -> _Espeak:
     voice = {"en": "en-us", "de": "de"}[lang]
     if voice not in _ESPEAK:
@@ -395,7 +411,6 @@ def _en_candidates(w: str) -> list[str]:
         cands.append(re.sub(r"'(d|st|n|r|ry|ring|rs)$", r"e\1", base))
         cands.append(base.replace("'", "e"))
         cands.append(base.replace("'", ""))
-        cands.append(base.split("'")[0])
     if w.endswith("eth") and len(w) > 5:
         cands.append(w[:-3] + "es")
         cands.append(w[:-3] + "s")
@@ -405,8 +420,16 @@ def _en_candidates(w: str) -> list[str]:
     if "-" in w:
         cands.append(w.split("-")[-1])
     # early modern spelling: long s printed as f, final -e, -ie/-y, u/v, doubled final consonants
-    base = cands[-1].replace("'", "")
-    variants = [base]
+    bases = [c.replace("'", "") for c in cands if "'" not in c or c.endswith("'")] or [w.replace("'", "")]
+    variants = list(bases)
+    for base in bases:
+        if re.search(r"[^aeiou]y[^aeiou]", base):
+            variants.append(re.sub(r"(?<=[^aeiou])y(?=[^aeiou])", "i", base))
+        if base.endswith("yed"):
+            variants.append(base[:-3] + "ied")
+        if "ee" in base:
+            variants.append(base.replace("ee", "ie"))
+    base = bases[-1]
     if "f" in base:
         variants.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
         variants.append(base.replace("f", "s"))
@@ -569,6 +592,8 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple
     else:
         sa, sb = _seq(pa, ia, lang, True, True), _seq(pb, ib, lang, True, True)
         c = 1 if _loose_tail(sa)[1:] == _loose_tail(sb)[1:] else 0
+    if v == 0 and len(ea) == 1 and len(eb) == 1:
+        c = 0  # two open syllables with different vowels share nothing
     tail = ""
     if v == 0 or c == 0:
         la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
@@ -648,11 +673,48 @@ def _check_lang(lang: str) -> None:
 # level likelihood ratios: log P(level | linked) - log P(level | not linked), counted on the dev gold of
 # each language with add-one smoothing (benchmarks/bench_rhyme.py --fit prints this table).
 LLR: dict[str, dict[str, float]] = {
-    "en": {"identical": 2.401, "v2c3+eye": 5.065, "v2c3": 4.409, "v2c2+eye": -0.0, "v2c2": 1.828, "v2c1+eye": 3.869, "v2c1": 0.034, "v2c0+eye": 4.881, "v2c0": -2.232, "v2c0w+eye": 3.577, "v2c0w": 2.001, "v2c0u+eye": 2.815, "v2c0u": 2.178, "v1c3+eye": 5.419, "v1c3": 1.912, "v1c2+eye": -0.0, "v1c2": -0.0, "v1c1+eye": -0.0, "v1c1": -2.46, "v1c0+eye": 3.427, "v1c0": -2.745, "v1c0w+eye": 1.619, "v1c0w": 2.164, "v1c0u+eye": 2.833, "v1c0u": 1.281, "v0c3+eye": 4.305, "v0c3": -0.34, "v0c3w+eye": 1.099, "v0c3w": -0.0, "v0c3u+eye": 4.819, "v0c3u": 3.166, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": 0.693, "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c1+eye": 3.258, "v0c1": -3.459, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.846, "v0c1u": -0.763, "v0c0+eye": 4.745, "v0c0": -2.925, "v0c0w+eye": 3.802, "v0c0w": 2.228, "v0c0u+eye": 2.65, "v0c0u": 1.124},
-    "de": {"identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197, "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye": 3.219, "v2c0u": -0.575, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0, "v1c2": 0.0, "v1c1+eye": 1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.19, "v1c0w+eye": 2.263, "v1c0w": 2.569, "v1c0u+eye": 1.91, "v1c0u": -1.374, "v0c3+eye": 1.099, "v0c3": -1.754, "v0c3w+eye": 0.0, "v0c3w": 0.0, "v0c3u+eye": 0.0, "v0c3u": -0.416, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0, "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353, "v0c1w+eye": 0.0, "v0c1w": 0.0, "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c0+eye": 2.279, "v0c0": -4.485, "v0c0w+eye": 3.341, "v0c0w": 2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249},
+    "en": {
+        "identical": 2.401, "v2c3+eye": 5.062, "v2c3": 4.447, "v2c2+eye": -0.0, "v2c2": 1.828, "v2c1+eye":
+        3.787, "v2c1": 0.016, "v2c0+eye": 4.854, "v2c0": -2.373, "v2c0w+eye": 3.577, "v2c0w": 2.001,
+        "v2c0u+eye": 2.861, "v2c0u": 2.106, "v1c3+eye": 5.423, "v1c3": 1.917, "v1c2+eye": -0.0, "v1c2": -0.0,
+        "v1c1+eye": 0.693, "v1c1": -2.485, "v1c0+eye": 3.604, "v1c0": -2.745, "v1c0w+eye": 1.945, "v1c0w":
+        2.164, "v1c0u+eye": 2.773, "v1c0u": 1.281, "v0c3+eye": 4.537, "v0c3": 0.021, "v0c3w+eye": 1.099,
+        "v0c3w": -0.0, "v0c3u+eye": 4.819, "v0c3u": 3.18, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": 0.693,
+        "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c1+eye": 3.219, "v0c1": -3.465, "v0c1w+eye": -0.0,
+        "v0c1w": 0.693, "v0c1u+eye": 0.846, "v0c1u": -0.763, "v0c0+eye": 4.288, "v0c0": -2.921, "v0c0w+eye":
+        3.818, "v0c0w": 2.228, "v0c0u+eye": 2.694, "v0c0u": 1.127,
+    },
+    "de": {
+        "identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197,
+        "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye":
+        3.219, "v2c0u": -0.575, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0, "v1c2": 0.0, "v1c1+eye":
+        1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.191, "v1c0w+eye": 2.263, "v1c0w": 2.569,
+        "v1c0u+eye": 1.91, "v1c0u": -1.374, "v0c3+eye": 1.099, "v0c3": -1.765, "v0c3w+eye": 0.0, "v0c3w": 0.0,
+        "v0c3u+eye": 0.0, "v0c3u": -0.416, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0,
+        "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353, "v0c1w+eye": 0.0, "v0c1w": 0.0,
+        "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c0+eye": 2.279, "v0c0": -4.439, "v0c0w+eye": 3.341, "v0c0w":
+        2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249,
+    },
 }  # fmt: skip
 # bias added to every pair's ratio (negative: linking must be earned)
 LINK_BIAS: dict[str, float] = {"en": 0.0, "de": 0.0}
+
+
+# log-odds shift of a link by line distance 1, 2, ..., >= len (stanzas of 5+ lines), relative to all pairs
+DIST_BIAS: dict[str, list[float]] = {
+    "en": [1.339, 1.132, -0.016, -0.364, -1.094, -3.35, -2.48, -3.504, -3.686, -3.52, -3.826, -4.97],
+    "de": [0.367, 1.048, -0.571, -2.035, -2.565, -1.746, -2.466, -1.765, -2.55, -1.522, -1.746, -4.59],
+}
+
+# four-line scheme counts of the dev gold (the prior is smoothed with PRIOR_SMOOTHING per scheme and
+# scaled by PRIOR_WEIGHT, so it only breaks near-ties and every scheme stays reachable)
+SCHEME_COUNTS_4: dict[str, dict[str, int]] = {
+    "en": {"abab": 961, "aabb": 311, "abcb": 258, "abba": 9, "aaba": 3, "aaaa": 2},
+    "de": {"abab": 754, "aabb": 348, "abba": 243, "abcb": 220, "abcd": 101, "abac": 9, "abbc": 7, "aaaa": 6,
+           "aaab": 5, "aabc": 4, "abca": 2, "abcc": 2},
+}
+PRIOR_SMOOTHING = 20.0
+PRIOR_WEIGHT: dict[str, float] = {"en": 0.5, "de": 0.5}
 
 
 def pair_levels(lines: Sequence[str], lang: str) -> list[list[str]]:
@@ -671,16 +733,26 @@ def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | No
     llr = LLR[lang] if llr is None else llr
     bias = LINK_BIAS[lang] if bias is None else bias
     lev = pair_levels(lines, lang)
-    n = len(lines)
+    return level_weights(lev, llr, bias, DIST_BIAS[lang])
+
+
+def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Sequence[float] | None) -> np.ndarray:
+    """Pair weights from a level matrix; stanzas of 5+ lines add a log-odds shift by line distance (in long
+    couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter)."""
+    n = len(lev)
     w = np.zeros((n, n))
     for i in range(n):
         for j in range(i + 1, n):
-            w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias
+            d = 0.0
+            if dist_bias and n >= 5:
+                d = dist_bias[min(j - i, len(dist_bias)) - 1]
+            w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias + d
     return w
 
 
-def best_partition(w: np.ndarray) -> str:
-    """The first-appearance label of the partition maximising the sum of ``w[i, j]`` over linked pairs."""
+def best_partition(w: np.ndarray, prior: dict[str, float] | None = None) -> str:
+    """The first-appearance label of the partition maximising the sum of ``w[i, j]`` over linked pairs
+    (plus ``prior[label]`` for labels of the stanza's length, when given)."""
     n = w.shape[0]
     if n == 0:
         return ""
@@ -689,8 +761,26 @@ def best_partition(w: np.ndarray) -> str:
     if n <= EXHAUSTIVE_MAX:
         iu = np.triu_indices(n, 1)
         scores = _partition_matrix(n) @ w[iu].astype(np.float32)
+        if prior:
+            scores = scores + _prior_vector(n, tuple(sorted(prior.items())))
         return _partitions(n)[int(np.argmax(scores))]
     return _greedy_partition(w)
+
+
+@functools.lru_cache(maxsize=64)
+def _prior_vector(n: int, prior: tuple) -> np.ndarray:
+    p = dict(prior)
+    vals = [p[x] for x in _partitions(n) if x in p]
+    floor = min(vals) if vals else 0.0
+    return np.array([p.get(x, floor) for x in _partitions(n)], dtype=np.float32)
+
+
+def scheme_prior(lang: str, weight: float | None = None, counts: dict | None = None) -> dict[str, float]:
+    """Weak, smoothed log prior over the 15 four-line schemes: ``weight * log((count + k) / (N + 15 k))``."""
+    counts = SCHEME_COUNTS_4[lang] if counts is None else counts
+    weight = PRIOR_WEIGHT[lang] if weight is None else weight
+    total = sum(counts.values()) + PRIOR_SMOOTHING * len(SCHEMES_4)
+    return {x: weight * math.log((counts.get(x, 0) + PRIOR_SMOOTHING) / total) for x in SCHEMES_4}
 
 
 def _greedy_partition(w: np.ndarray) -> str:
@@ -751,7 +841,8 @@ def scheme(lines: list[str], lang: str, *, llr: dict | None = None, bias: float 
     lines = ["" if l is None else str(l) for l in lines]
     if len(lines) <= 1:
         return "a" * len(lines)
-    return best_partition(_weights(lines, lang, llr, bias))
+    prior = scheme_prior(lang) if len(lines) == 4 and PRIOR_WEIGHT[lang] > 0 else None
+    return best_partition(_weights(lines, lang, llr, bias), prior)
 
 
 def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False) -> list[str]:
@@ -764,3 +855,84 @@ def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False) -> 
 
         it = tqdm(stanzas, desc=f"rhyme schemes ({lang})", unit="stanza")
     return [scheme(s, lang) for s in it]
+
+
+# ----------------------------------------------------------------------------------------------------
+# metre labels (for conditioning; a simple template matcher, not evaluated against gold)
+
+METRES = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other"]
+_METRE_UNITS = {"iambic": "01", "trochaic": "10", "anapaestic": "001", "dactylic": "100", "amphibrachic": "010"}
+
+
+def _line_stress(line: str) -> str:
+    """CMUdict stress string of a line: 1 stressed, 0 unstressed, x unknown (monosyllables, OOV words)."""
+    import pronouncing
+
+    out = []
+    for tok in re.findall(r"[A-Za-z']+", line):
+        w = _clean_word(tok, "en").strip("'")
+        if not w:
+            continue
+        prons = []
+        for cand in _en_candidates(w):
+            prons = pronouncing.phones_for_word(cand)
+            if prons:
+                break
+        if prons:
+            st = pronouncing.stresses(prons[0]).replace("2", "x")
+            out.append("x" if len(st) == 1 else st)
+        else:
+            out.append("x" * max(1, len(re.findall(r"[aeiouy]+", w.rstrip("e")) or ["a"])))
+    return "".join(out)
+
+
+def _template_score(stress: str, unit: str) -> tuple[int, int]:
+    best = (0, 0)
+    for off in range(len(unit)):
+        hit = tot = 0
+        for k, s in enumerate(stress):
+            if s == "x":
+                continue
+            tot += 1
+            hit += s == unit[(k + off) % len(unit)]
+        if tot and (hit / tot, tot) > (best[0] / max(best[1], 1), best[1]):
+            best = (hit, tot)
+    return best
+
+
+def metre(lines: Sequence[str], lang: str = "en", threshold: float = 0.8) -> str:
+    """Metre family of a stanza from CMUdict stress patterns (English only): one of :data:`METRES`."""
+    if lang != "en":
+        raise PoevalError("metre() derives metre from CMUdict stresses and supports only 'en'; "
+                          "for German use metre_from_measures() on the corpus `measure` field")
+    scores = {}
+    for name, unit in _METRE_UNITS.items():
+        hit = tot = 0
+        for line in lines:
+            h, t = _template_score(_line_stress(str(line)), unit)
+            hit, tot = hit + h, tot + t
+        scores[name] = hit / tot if tot else 0.0
+    # prefer binary feet on ties (they are far more common)
+    name = max(_METRE_UNITS, key=lambda k: (round(scores[k], 6), -len(_METRE_UNITS[k])))
+    return name if scores[name] >= threshold else "other"
+
+
+def metre_from_measures(measures: Iterable[str | None]) -> str:
+    """Majority metre family of DLK ``measure`` values (e.g. ``iambic.tetra``, ``trochaic.tri``)."""
+    counts: dict[str, int] = {}
+    for m in measures:
+        fam = _measure_family(m)
+        counts[fam] = counts.get(fam, 0) + 1
+    if not counts:
+        return "other"
+    known = {k: v for k, v in counts.items() if k != "other"} or counts
+    return max(known, key=lambda k: (known[k], -METRES.index(k)))
+
+
+def _measure_family(m: str | None) -> str:
+    m = (m or "").lower()
+    for key, fam in (("iamb", "iambic"), ("alexandrin", "iambic"), ("troch", "trochaic"), ("anap", "anapaestic"),
+                     ("dactyl", "dactylic"), ("hexameter", "dactylic"), ("amphibr", "amphibrachic")):
+        if key in m:
+            return fam
+    return "other"

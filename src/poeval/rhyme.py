@@ -56,6 +56,10 @@ __all__ = [
     "METRES",
     "metre",
     "metre_from_measures",
+    "is_repetition",
+    "record_meter",
+    "annotate",
+    "write_annotated",
 ]
 
 LANGS = ("en", "de")
@@ -866,24 +870,22 @@ _METRE_UNITS = {"iambic": "01", "trochaic": "10", "anapaestic": "001", "dactylic
 
 def _line_stress(line: str) -> str:
     """CMUdict stress string of a line: 1 stressed, 0 unstressed, x unknown (monosyllables, OOV words)."""
+    return "".join(_word_stress(tok) for tok in re.findall(r"[A-Za-z']+", line))
+
+
+@functools.lru_cache(maxsize=200_000)
+def _word_stress(tok: str) -> str:
     import pronouncing
 
-    out = []
-    for tok in re.findall(r"[A-Za-z']+", line):
-        w = _clean_word(tok, "en").strip("'")
-        if not w:
-            continue
-        prons = []
-        for cand in _en_candidates(w):
-            prons = pronouncing.phones_for_word(cand)
-            if prons:
-                break
+    w = _clean_word(tok, "en").strip("'")
+    if not w:
+        return ""
+    for cand in _en_candidates(w):
+        prons = pronouncing.phones_for_word(cand)
         if prons:
             st = pronouncing.stresses(prons[0]).replace("2", "x")
-            out.append("x" if len(st) == 1 else st)
-        else:
-            out.append("x" * max(1, len(re.findall(r"[aeiouy]+", w.rstrip("e")) or ["a"])))
-    return "".join(out)
+            return "x" if len(st) == 1 else st
+    return "x" * max(1, len(re.findall(r"[aeiouy]+", w.rstrip("e")) or ["a"]))
 
 
 def _template_score(stress: str, unit: str) -> tuple[int, int]:
@@ -936,3 +938,61 @@ def _measure_family(m: str | None) -> str:
         if key in m:
             return fam
     return "other"
+
+
+# ----------------------------------------------------------------------------------------------------
+# repetitions and corpus annotation
+
+def is_repetition(line_a: str, line_b: str, lang: str) -> bool:
+    """Whether two lines end in the same word (after spelling normalisation): a repetition, not a rhyme."""
+    _check_lang(lang)
+    return _level_clean(_clean_word(end_word(line_a), lang), _clean_word(end_word(line_b), lang), lang) == "identical"
+
+
+def _record_lines(record, where: str) -> list[str]:
+    lines = record.get("lines") if isinstance(record, dict) else None
+    if not isinstance(lines, list) or not all(isinstance(v, str) for v in lines):
+        raise PoevalError(f"{where}: expected an object with \"lines\": [str, ...]")
+    return lines
+
+
+def record_meter(record: dict, lang: str) -> str:
+    """Metre label of a quatrain record: DLK ``measure`` majority where present, else CMUdict stresses (EN)."""
+    measures = record.get("measure")
+    if isinstance(measures, list) and any(measures):
+        return metre_from_measures(measures)
+    return metre(record["lines"], "en") if lang == "en" else "other"
+
+
+def annotate(records: Iterable[dict], lang: str, *, meter: bool = False, field: str = "scheme",
+             progress: bool = False, where: str = "input") -> list[dict]:
+    """Copies of ``records`` (``{"lines": [...], ...}``, other fields kept) with the detected scheme in
+    ``field`` and, with ``meter``, a ``"meter"`` label (:func:`record_meter`)."""
+    _check_lang(lang)
+    records = list(records)
+    stanzas = [_record_lines(r, f"{where}: record {i + 1}") for i, r in enumerate(records)]
+    labels = schemes(stanzas, lang, progress=progress)
+    out = [{**record, field: label} for record, label in zip(records, labels)]
+    if meter:
+        from tqdm import tqdm
+
+        for record in tqdm(out, desc=f"metre ({lang})", unit="stanza", disable=not progress):
+            record["meter"] = record_meter(record, lang)
+    return out
+
+
+def write_annotated(path: str, lang: str, out: str | None, *, meter: bool = False, field: str = "scheme",
+                    progress: bool = True) -> int:
+    """:func:`annotate` a JSONL file into ``out`` (atomically; ``None``: standard output)."""
+    import json
+    import sys
+
+    from poeval.io import read_jsonl, write_jsonl
+
+    check_phonemizer()
+    records = annotate(read_jsonl(path), lang, meter=meter, field=field, progress=progress, where=str(path))
+    if out is None:
+        for record in records:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return len(records)
+    return write_jsonl(out, records)

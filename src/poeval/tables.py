@@ -10,6 +10,7 @@ import numpy as np
 
 from .errors import PoevalError
 from .io import atomic_write, read_json, read_jsonl
+from .rhyme import SCHEMES_4
 from .text import tokens
 
 HUMAN = "HUMAN"
@@ -59,7 +60,21 @@ TABLES = {
     "semantic": [("within", "within_pct", 2, 100), ("across", "across_pct", 2, 100)],
     "memorization": [("quatrain", "quatrain_pct", 2, 100), ("couplet", "couplet_pct", 2, 100),
                      ("verse", "verse_pct", 2, 100)],
+    "rhyme": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
+             + [(f"distribution.{s}", f"{s}_pct", 2, 100) for s in SCHEMES_4],
 }
+# Tables that show other columns of a family than its main table.
+TABLE_COLUMNS = {
+    "table10": [("rhyme_pairs_per_poem", "rhyme_pairs_per_poem", 3, 1), ("real_rhymes", "real_rhymes_pct", 2, 100),
+                ("repetitions", "repetitions_pct", 2, 100)],
+}
+
+
+def _get(result: dict, key: str):
+    """``result[key]``, where ``a.b`` reads ``result["a"]["b"]``."""
+    for part in key.split("."):
+        result = result[part]
+    return result
 
 
 def _load_cells(paths: list[str], family: str) -> list[dict]:
@@ -81,11 +96,13 @@ def _scaled(value, scale):
     return None if value is None else value * scale
 
 
-def family_table(paths: list[str], family: str, out: str, ci_out: str | None = None) -> None:
+def family_table(paths: list[str], family: str, out: str, ci_out: str | None = None,
+                 columns: list[tuple] | None = None) -> None:
     """One row per (lang, system, decoding) in input order; the HUMAN cells of a language are averaged
     into one row, as in the paper. ``ci_out``: long-form table with, per number, the bootstrap 95 %
-    interval of a model cell, or the spread (std, min, max) over the HUMAN samples."""
-    columns = TABLES[family]
+    interval of a model cell, or the spread (std, min, max) over the HUMAN samples. ``columns``
+    defaults to the family's main table (:data:`TABLES`)."""
+    columns = columns or TABLES[family]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for cell in _load_cells(paths, family):
         c = cell["cell"]
@@ -95,7 +112,7 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
         label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system
         row = [lang, label, decoding, fmt(_mean([cell["n_poems"] for cell in cells]), 0)]
         for key, name, digits, scale in columns:
-            values = [_scaled(cell[family][key], scale) for cell in cells]
+            values = [_scaled(_get(cell[family], key), scale) for cell in cells]
             row.append(fmt(_mean(values), digits))
             long_rows.append([lang, system, decoding, name, fmt(_mean(values), digits)]
                              + _spread(cells, family, key, values, scale, digits))
@@ -120,4 +137,5 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 
 
 # Table file name -> metric family, as numbered in the paper.
-FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization"}
+FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
+                   "table6": "rhyme", "table10": "rhyme"}

@@ -15,9 +15,23 @@ rule quatrains:
         " --out {output.quatrains} --report {output.report} > {log} 2>&1"
 
 
-rule split:
+# Rhyme scheme and metre of every quatrain, labelled once per corpus: conditioned training reads them
+# from the split files, and the rhyme metric takes the human distribution from them.
+rule rhyme_labels:
     input:
         "data/{lang}/quatrains.jsonl",
+    output:
+        "data/{lang}/labelled.jsonl",
+    log:
+        "logs/rhyme_labels/{lang}.log",
+    threads: 1
+    shell:
+        "poeval rhyme {input} --lang {wildcards.lang} --meter --out {output} > {log} 2>&1"
+
+
+rule split:
+    input:
+        "data/{lang}/labelled.jsonl",
     output:
         train="data/{lang}/train.jsonl",
         dev="data/{lang}/dev.jsonl",

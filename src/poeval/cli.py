@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     p.add_argument("--lang", required=True)
-    p.add_argument("--metrics", default="length,lexical,memorization,semantic",
+    p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
                    help="comma-separated metric families (length, lexical, memorization, rhyme, semantic); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)

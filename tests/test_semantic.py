@@ -235,3 +235,28 @@ def test_default_encoder_real_embeddings(minilm):
     out = semantic.compute([quatrain, paraphrase, unrelated], [paraphrase], encoder="default")
     assert out["across_max"] == pytest.approx(1.0, abs=1e-5) and out["within_max"] == pytest.approx(
         float(emb[0] @ emb[1]), abs=1e-5)
+
+
+def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_path, monkeypatch):
+    """A sample drawn from the reference (same ids and verses) reuses the cached rows: same numbers as
+    encoding it, and the encoder is never loaded. Any other sample is encoded."""
+    from poeval.evaluate import evaluate
+
+    Q4 = ["a fourth quatrain here", "with verses of its own", "that no one else has", "written down before"]
+    ref = tmp_path / "train.jsonl"
+    ref.write_text("".join(json.dumps({"id": f"r{i}", "lines": q}) + "\n" for i, q in enumerate([Q1, Q2, Q3, Q4])))
+    npy = tmp_path / "train.npy"
+    semantic.embed_file(str(ref), "default", str(npy), batch_size=2)
+    human = tmp_path / "human.jsonl"
+    human.write_text("".join(json.dumps({"id": f"r{i}", "lines": q}) + "\n" for i, q in [(0, Q1), (2, Q3)]))
+    kwargs = dict(exclude_sample_from_reference=True)
+    fresh = evaluate(human, ref, "en", ["semantic"], **kwargs)["semantic"]
+    monkeypatch.setattr(semantic, "load_encoder", lambda *a, **k: pytest.fail("encoder loaded"))
+    opts = {"semantic": {"reference_embeddings": str(npy)}}
+    cached = evaluate(human, ref, "en", ["semantic"], options=opts, **kwargs)["semantic"]
+    for key in ("within", "across"):
+        assert cached[key] == pytest.approx(fresh[key], abs=1e-6)
+    edited = tmp_path / "edited.jsonl"   # same id, other verses: must be encoded, not looked up
+    edited.write_text(json.dumps({"id": "r0", "lines": Q4[:3] + ["changed"]}) + "\n")
+    with pytest.raises(pytest.fail.Exception, match="encoder loaded"):
+        evaluate(edited, ref, "en", ["semantic"], options=opts)

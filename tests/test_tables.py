@@ -1,6 +1,9 @@
 import json
 
+import pytest
+
 from poeval import tables
+from poeval.errors import PoevalError
 
 
 def _cell(path, lang, system, decoding, n, mean, std=1.0):
@@ -44,3 +47,50 @@ def test_table1_counts(tmp_path):
     out = tmp_path / "t1.tsv"
     tables.table1({"en": {"train": [str(train)]}}, str(out))
     assert out.read_text().splitlines()[1].split("\t") == ["en", "train", "2", "8", "11", "6"]
+
+
+def _per_poem_cell(path, family, system, decoding, per_poem):
+    path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": 3,
+                                family: {"per_poem": per_poem}}))
+    return str(path)
+
+
+def test_figures_are_pngs_sized_by_panels_and_byte_identical(tmp_path):
+    from matplotlib.image import imread
+
+    from poeval import figures
+
+    length = [_per_poem_cell(tmp_path / "h.json", "length", "HUMAN", "human0", [20, 22, 25]),
+              _per_poem_cell(tmp_path / "a.json", "length", "a", "v", [10, 12, 12]),
+              _per_poem_cell(tmp_path / "b.json", "length", "b", "v", [30, 31, 40])]
+    one, two, again = tmp_path / "one.png", tmp_path / "two.png", tmp_path / "again.png"
+    figures.figure1(length[:2], str(one))
+    figures.figure1(length, str(two))
+    figures.figure1(length, str(again))
+    assert two.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and two.read_bytes() == again.read_bytes()
+    assert imread(str(two)).shape[1] > 1.8 * imread(str(one)).shape[1]   # one panel per model, side by side
+    sims = {"within": [0.5, 0.6, 0.9], "across": [0.7, 0.8, 0.8]}
+    sem = [_per_poem_cell(tmp_path / "hs.json", "semantic", "HUMAN", "human0", sims),
+           _per_poem_cell(tmp_path / "ms.json", "semantic", "a", "v", {"within": None, "across": [0.2, 0.3, 0.4]})]
+    figures.figure4(sem, str(tmp_path / "f4.png"))
+    assert imread(str(tmp_path / "f4.png")).shape[2] in (3, 4)
+    with pytest.raises(PoevalError, match="per-poem"):
+        figures.figure4(length, str(tmp_path / "bad.png"))
+    with pytest.raises(PoevalError, match="model cell"):
+        figures.figure1(length[:1], str(tmp_path / "bad.png"))
+    assert not (tmp_path / "bad.png").exists()
+
+
+def test_table4_reads_training_logs(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "training_log.json").write_text(json.dumps({
+        "model_cfg": {"arch": "bygpt5", "size": "S", "init": "scratch", "conditioned": True},
+        "summary": {"n_params": 123456, "vocab_size": 259, "steps": 800, "best_dev_loss": 1.23456,
+                    "tokens_per_s": 15000.4}}))
+    out = tmp_path / "t4.tsv"
+    tables.table4([("en", "bygpt5-s-cond", str(model))], str(out))
+    assert out.read_text().splitlines()[1].split("\t") == [
+        "en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235", "15000"]
+    with pytest.raises(PoevalError, match="training log"):
+        tables.table4([("en", "x", str(tmp_path / "missing"))], str(tmp_path / "t4b.tsv"))

@@ -74,7 +74,7 @@ def test_tiny_dag_end_to_end(tiny_run):
     stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
     assert '"validity_rate"' in stats
 
-    for table in ("table2", "table3", "memorization", "table6", "table10"):
+    for table in ("table2", "table3", "memorization", "table6", "table10", "table7", "table8", "table9", "table12"):
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
         assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s"]
         assert all(value != "nan" for row in rows for value in row)
@@ -86,6 +86,9 @@ def test_tiny_dag_end_to_end(tiny_run):
     # the human scheme shares of Table 6 sum to 100 %; train quatrains carry the cached labels
     table6 = _rows(work / "results" / "tables" / "table6.tsv")
     assert abs(sum(float(v) for v in table6[1][7:]) - 100) < 0.1
+    table4 = _rows(work / "results" / "tables" / "table4.tsv")
+    assert table4[1][:6] == ["en", "gpt2-s", "gpt2", "S", "scratch", "no"] and int(table4[1][6]) > 10_000
+    assert all((work / "results" / "figures" / f"{f}.png").stat().st_size > 5_000 for f in ("figure1", "figure4"))
     train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
     assert all('"scheme": ' in line and '"meter": ' in line for line in train)
 
@@ -99,8 +102,8 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     work = _workdir(tmp_path)
     proc = snakemake(work, "-c", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    tables = sorted(p.name for p in (tiny_run / "results" / "tables").glob("*.tsv"))
-    assert len(tables) == 13
-    for name in tables:
-        first = (tiny_run / "results" / "tables" / name).read_bytes()
-        assert (work / "results" / "tables" / name).read_bytes() == first, name
+    outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
+                     if p.parent.name in ("tables", "figures"))
+    assert len(outputs) == 2 + 10 * 2 + 2   # table1, table4; ten family tables with intervals; two figures
+    for name in outputs:
+        assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name

@@ -92,9 +92,10 @@ def cmd_evaluate(args) -> None:
     if args.reference_embeddings:
         options["semantic"] = options.get("semantic", {}) | {"reference_embeddings": args.reference_embeddings}
     if args.threads:
-        import torch
+        if "semantic" in families:   # torch takes seconds to import; only the encoder needs it
+            import torch
 
-        torch.set_num_threads(args.threads)
+            torch.set_num_threads(args.threads)
         options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
     result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
                               bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,
@@ -118,9 +119,17 @@ def cmd_table(args) -> None:
             lang, split, path = item.split(":", 2)
             splits.setdefault(lang, {}).setdefault(split, []).append(path)
         tables.table1(splits, args.out)
+    elif args.name == "table4":
+        tables.table4([tuple(item.split(":", 2)) for item in args.inputs], args.out)
     else:
         tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
                             tables.TABLE_COLUMNS.get(args.name))
+
+
+def cmd_figure(args) -> None:
+    from .figures import FIGURES
+
+    FIGURES[args.name][1](args.inputs, args.out)
 
 
 def cmd_validate(args) -> None:
@@ -219,11 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
-    p.add_argument("name", choices=["table1", *FAMILY_OF_TABLE])
-    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH)")
+    p.add_argument("name", choices=["table1", "table4", *FAMILY_OF_TABLE])
+    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR)")
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("figure", help="(workflow) draw a figure from its cells")
+    p.add_argument("name", choices=["figure1", "figure4"])
+    p.add_argument("inputs", nargs="+", help="cell files (figure1: length; figure4: semantic)")
+    p.add_argument("--out", required=True, help="PNG file")
+    p.set_defaults(func=cmd_figure)
 
     p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
     p.add_argument("--params", default="params.yaml")

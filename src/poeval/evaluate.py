@@ -27,11 +27,12 @@ def _lines(poems: list[dict]) -> list[list[str]]:
 @dataclass
 class Reference:
     """The reference (training) quatrains a sample is compared with; ``rows`` index them among the
-    usable quatrains of ``path``, i.e. the rows of its cached embeddings."""
+    ``usable`` quatrains of ``path``, i.e. the rows of its cached embeddings."""
 
     path: str
     poems: list[dict]
     rows: np.ndarray
+    usable: list[dict]
 
 
 # Each family adapter returns (result, resample): ``resample(idx)`` recomputes the family's scalars on
@@ -40,7 +41,8 @@ class Reference:
 
 def _length(poems, ref, opts):
     a, b = length.lengths(_lines(poems)), length.lengths(_lines(ref.poems))
-    return length.from_lengths(a, b), lambda idx: length.from_lengths(a[idx], b)
+    # per-poem lengths feed the length histograms (Figure 1)
+    return length.from_lengths(a, b) | {"per_poem": a.tolist()}, lambda idx: length.from_lengths(a[idx], b)
 
 
 def _lexical(poems, ref, opts):
@@ -69,20 +71,35 @@ def _memorization(poems, ref, opts):
     return result, resample
 
 
+def _cached_sample_rows(poems, ref) -> np.ndarray | None:
+    """Rows of the reference cache holding the sample's quatrains (a HUMAN sample drawn from train),
+    or None unless every sample quatrain is there with the same id and verses."""
+    position = {p["id"]: i for i, p in enumerate(ref.usable)}
+    rows = [position.get(p["id"]) for p in poems]
+    if not poems or any(r is None or ref.usable[r]["lines"] != p["lines"] for r, p in zip(rows, poems)):
+        return None
+    return np.asarray(rows, dtype=np.int64)
+
+
 def _semantic(poems, ref, opts):
     cache = opts.get("reference_embeddings")
-    ref_emb = None
+    ref_emb = sample_emb = None
     if cache:
-        ref_emb = semantic.load_embeddings(cache, encoder=opts["encoder"], input_path=ref.path)[ref.rows]
+        cached = semantic.load_embeddings(cache, encoder=opts["encoder"], input_path=ref.path)
+        ref_emb = cached[ref.rows]
+        rows = _cached_sample_rows(poems, ref)
+        sample_emb = None if rows is None else cached[rows]   # no encoder run for HUMAN samples
     within, across = semantic.max_sims(_lines(poems), _lines(ref.poems), encoder=opts["encoder"],
-                                       reference_embeddings=ref_emb, batch_size=opts["batch_size"],
-                                       progress=opts.get("progress", False))
+                                       reference_embeddings=ref_emb, sample_embeddings=sample_emb,
+                                       batch_size=opts["batch_size"], progress=opts.get("progress", False))
 
     def resample(idx):
         # within keeps each poem's max cosine in the full sample: a resampled duplicate is not a new poem
         return semantic.from_max_sims(None if within is None else within[idx], None if across is None else across[idx])
 
-    return semantic.from_max_sims(within, across), resample
+    # per-poem max cosines feed the similarity distributions (Figure 4)
+    per_poem = {k: None if v is None else [round(float(x), 6) for x in v] for k, v in (("within", within), ("across", across))}
+    return semantic.from_max_sims(within, across) | {"per_poem": per_poem}, resample
 
 
 def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
@@ -208,7 +225,7 @@ def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset())
     rows = [i for i, p in enumerate(poems) if p["id"] not in exclude_ids]
     if not rows:
         raise PoevalError(f"{path}: no usable reference quatrains")
-    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64))
+    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems)
 
 
 def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],

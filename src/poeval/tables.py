@@ -50,6 +50,23 @@ def table1(splits: dict[str, dict[str, list[str]]], out: str) -> None:
     write_tsv(out, ["lang", "split", "quatrains", "verses", "tokens", "types"], rows)
 
 
+def table4(models: list[tuple[str, str, str]], out: str) -> None:
+    """Table 4: one row per (lang, system, model directory) from its ``training_log.json``."""
+    rows = []
+    for lang, system, model_dir in models:
+        path = Path(model_dir) / "training_log.json"
+        if not path.exists():
+            raise PoevalError(f"{path}: no training log (is {model_dir} a poeval checkpoint?)")
+        log = read_json(path)
+        cfg, summary = log.get("model_cfg", {}), log.get("summary", {})
+        rows.append([lang, system, str(cfg.get("arch", NA)), str(cfg.get("size", NA)), str(cfg.get("init", NA)),
+                     "yes" if cfg.get("conditioned") else "no", fmt(summary.get("n_params"), 0),
+                     fmt(summary.get("vocab_size"), 0), fmt(summary.get("steps"), 0),
+                     fmt(summary.get("best_dev_loss"), 3), fmt(summary.get("tokens_per_s"), 0)])
+    write_tsv(out, ["lang", "system", "arch", "size", "init", "conditioned", "parameters", "vocab", "steps",
+                    "best_dev_loss", "train_tokens_per_s"], rows)
+
+
 # Columns of each family's table: (key in the cell JSON, column name, digits, scale). Fractions are
 # shown in percent, as in the paper.
 TABLES = {
@@ -138,4 +155,8 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 
 # Table file name -> metric family, as numbered in the paper.
 FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
-                   "table6": "rhyme", "table10": "rhyme"}
+                   "table6": "rhyme", "table10": "rhyme",
+                   "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical"}
+# Tables with a row for every decoding config (the paper's appendix); the others show each system under
+# its first decoding config only.
+DECODING_TABLES = {"table7", "table8", "table9", "table12"}

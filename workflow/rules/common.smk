@@ -5,7 +5,8 @@ from snakemake.exceptions import WorkflowError
 
 from poeval import config as poeval_config
 from poeval.errors import PoevalError
-from poeval.tables import FAMILY_OF_TABLE
+from poeval.figures import FIGURES
+from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE
 
 try:
     poeval_config.validate(config)
@@ -59,15 +60,25 @@ def bootstrap_reps(wildcards):
     return 0 if wildcards.system == HUMAN else config["metrics"]["bootstrap"]["reps"]
 
 
-def cells(family):
-    """Every cell file of one metric family, in table order: per language the HUMAN samples, then
-    each system and decoding config in params order."""
+def cells(family, decodings=DECODINGS[:1]):
+    """Cell files of one metric family, in table order: per language the HUMAN samples, then each
+    system under each of ``decodings`` (default: the first decoding config) in params order."""
     out = []
     for lang in LANGS:
         out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang, hid=HUMAN_IDS, family=family)
         out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json",
-                      lang=lang, system=SYSTEMS, decoding=DECODINGS, family=family)
+                      lang=lang, system=SYSTEMS, decoding=decodings, family=family)
     return out
+
+
+def table_cells(wildcards):
+    table = wildcards.table
+    return cells(FAMILY_OF_TABLE[table], DECODINGS if table in DECODING_TABLES else DECODINGS[:1])
+
+
+def model_items():
+    """LANG:SYSTEM:DIR items for `poeval table table4`."""
+    return [f"{lang}:{system}:models/{lang}/{system}" for lang in LANGS for system in SYSTEMS]
 
 
 def table1_args():
@@ -82,4 +93,7 @@ def table1_args():
 def all_targets():
     families = config["metrics"]["families"]
     tables = [t for t, family in FAMILY_OF_TABLE.items() if family in families]
-    return ["results/tables/table1.tsv"] + expand("results/tables/{table}.tsv", table=tables)
+    figures = [f for f, (family, _) in FIGURES.items() if family in families]
+    return (["results/tables/table1.tsv", "results/tables/table4.tsv"]
+            + expand("results/tables/{table}.tsv", table=tables)
+            + expand("results/figures/{figure}.png", figure=figures))

@@ -274,13 +274,15 @@ def max_similarity(queries: np.ndarray, keys: np.ndarray, *, exclude_self: bool 
 # --- metric family -----------------------------------------------------------------------------------
 
 def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "default",
-             reference_embeddings: np.ndarray | None = None, batch_size: int = 16,
-             progress: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+             reference_embeddings: np.ndarray | None = None, sample_embeddings: np.ndarray | None = None,
+             batch_size: int = 16, progress: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Per-quatrain maximum cosines ``(within, across)`` (float32 arrays in sample order).
 
     within: to another quatrain of the sample (None with fewer than 2 quatrains). across: to the
     reference quatrains, from ``reference_embeddings`` when given (rows = reference quatrains) or by
-    embedding ``reference`` (None when neither is given or the reference is empty)."""
+    embedding ``reference`` (None when neither is given or the reference is empty). With
+    ``sample_embeddings`` (rows = samples, e.g. from the reference cache) and ``reference_embeddings``
+    the encoder is not loaded at all."""
     if isinstance(encoder, str):
         resolve_encoder(encoder)                    # a bad parameter fails even on an empty sample
     if not samples:
@@ -288,8 +290,11 @@ def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "defaul
     have_ref = reference_embeddings is not None or bool(reference)
     if reference_embeddings is not None and np.asarray(reference_embeddings).shape[0] == 0:
         have_ref = False
-    model = load_encoder(encoder)
-    emb = embed_quatrains(samples, model, batch_size=batch_size, progress=progress)
+    if sample_embeddings is not None and (reference_embeddings is not None or not have_ref):
+        model, emb = None, np.asarray(sample_embeddings, dtype=np.float32)
+    else:
+        model = load_encoder(encoder)
+        emb = embed_quatrains(samples, model, batch_size=batch_size, progress=progress)
     within = max_similarity(emb, emb, exclude_self=True) if len(samples) >= 2 else None
     across = None
     if have_ref:

@@ -114,7 +114,13 @@ def test_parse_quatrain(text, finished, lines, reason):
 def test_decoding_kwargs():
     assert lm.decoding_kwargs(VANILLA) == {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0}
     assert lm.decoding_kwargs({"temperature": 0.7})["top_k"] == 0  # top-k off unless asked for
-    for bad in ({"temperature": 0}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"typical_p": 0.9}):
+    from poeval.contrastive import contrastive_generate
+
+    cs = lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7})
+    assert cs == {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
+    for bad in ({"temperature": 0}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"typical_p": 0.9},
+                {"top_k": 0, "penalty_alpha": 0.6}, {"top_k": 4, "penalty_alpha": 1.5},
+                {"top_k": 4, "penalty_alpha": 0.6, "temperature": 0.7}):
         with pytest.raises(PoevalError):
             lm.decoding_kwargs(bad)
 
@@ -201,7 +207,7 @@ def test_retraining_replaces_output_dir(corpus, tmp_path):
 
 def test_bad_config_is_a_poeval_error(corpus, tmp_path):
     with pytest.raises(PoevalError, match="arch"):
-        _train(corpus, tmp_path / "m", model_cfg={**TINY, "arch": "llama"})
+        _train(corpus, tmp_path / "m", model_cfg={**TINY, "arch": "rnn"})
     with pytest.raises(PoevalError, match="max_steps"):
         _train(corpus, tmp_path / "m", max_steps=0)
     with pytest.raises(PoevalError, match="learning_rate"):
@@ -293,6 +299,43 @@ def test_sample_zero_valid(trained, tmp_path):
     assert stats["attempts"] == 20 == sum(stats["reasons"].values())
 
 
+def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
+    """The eleven configs of the paper's Appendix B, as named in params.yaml, on a tiny model."""
+    import yaml
+
+    configs = yaml.safe_load((root / "params.yaml").read_text())["decoding"]
+    assert len(configs) == 11
+    for name, decoding in configs.items():
+        out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
+        result = lm.sample(str(trained), decoding, 4, str(out), str(stats), batch_size=8, max_attempts=16,
+                           max_new_tokens=60, progress=False)
+        assert result["attempts"] >= 1 and result["decoding"] == decoding, name
+
+
+def test_contrastive_samples_differ_and_follow_the_search(trained, tmp_path):
+    """Contrastive search is deterministic after its sampled first token: the quatrains differ from one
+    another, and continuing a sample's first token with the search reproduces it."""
+    import torch
+
+    from poeval.contrastive import contrastive_search
+
+    cs = {"top_k": 4, "penalty_alpha": 0.6}
+    out, stats = tmp_path / "cs.jsonl", tmp_path / "cs.json"
+    lm.sample(str(trained), cs, 6, str(out), str(stats), batch_size=8, max_attempts=40, progress=False)
+    records = list(read_jsonl(out))
+    assert len({tuple(r["lines"]) for r in records}) > 1
+    model, tok = lm.load(str(trained))
+    model.eval()
+    torch.manual_seed(3)
+    bos = torch.full((5, 1), tok.bos_token_id)
+    rows = lm._generate(model, bos, lm.decoding_kwargs(cs), 60, tok.eos_token_id, tok.pad_token_id)
+    for row in rows:
+        again = contrastive_search(model, row[None, :2], top_k=4, penalty_alpha=0.6, max_new_tokens=59,
+                                   eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)[0]
+        assert again.tolist() == row[: again.shape[0]].tolist()
+        assert (row[again.shape[0]:] == tok.pad_token_id).all()
+
+
 def test_sampling_is_deterministic(trained, tmp_path):
     a, sa, _ = _sample(trained, tmp_path, "a", n=5, max_attempts=48)
     b, sb, _ = _sample(trained, tmp_path, "b", n=5, max_attempts=48)
@@ -300,3 +343,270 @@ def test_sampling_is_deterministic(trained, tmp_path):
     assert a == b and sa["reasons"] == sb["reasons"] and sa["attempts"] == sb["attempts"]
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     assert (a, sa["reasons"]) != (c, sc["reasons"])
+
+
+# ---------------------------------------------------------------------------------------------- model families
+
+ARCH_CFG = {  # tiny versions of each family; bygpt5 needs room for ~200 bytes per quatrain
+    "gpt2": TINY,
+    "gptneo": {**TINY, "arch": "gptneo", "n_layer": 3},  # odd: global, local, global
+    "llama": {**TINY, "arch": "llama"},
+    "bygpt5": {**TINY, "arch": "bygpt5", "n_positions": 256},
+}
+MODEL_CLASS = {
+    "gpt2": "GPT2LMHeadModel",
+    "gptneo": "GPTNeoForCausalLM",
+    "llama": "LlamaForCausalLM",
+    "bygpt5": "GPT2LMHeadModel",
+}
+
+
+@pytest.mark.parametrize("arch", ["gptneo", "llama", "bygpt5"])
+def test_each_arch_trains_saves_loads_and_samples(arch, corpus, tmp_path):
+    steps = 200 if arch == "bygpt5" else 150
+    summary = _train(corpus, tmp_path / arch, model_cfg=ARCH_CFG[arch], max_steps=steps, eval_every=steps // 4)
+    model, tok = lm.load(str(tmp_path / arch))
+    assert type(model).__name__ == MODEL_CLASS[arch]
+    assert summary["truncated_train"] == 0
+    evals = read_json(tmp_path / arch / "training_log.json")["evals"]
+    assert evals[-1]["train_loss"] < evals[0]["train_loss"]
+    if arch == "bygpt5":
+        assert type(tok).__name__ == "ByT5Tokenizer" and len(tok) == summary["vocab_size"] == 259
+        assert model.config.n_positions == 256
+    else:
+        assert len(tok) == TINY["vocab_size"]
+    if arch == "gptneo":
+        assert model.config.attention_layers == ["global", "local", "global"]
+    # bygpt5 needs ~200 new tokens (bytes) per quatrain: max_new_bytes replaces max_new_tokens for it
+    records, stats, _ = _sample(tmp_path / arch, tmp_path, n=4, max_attempts=32, max_new_tokens=100,
+                                max_new_bytes=240)
+    assert stats["max_new_tokens"] == (240 if arch == "bygpt5" else 95)
+    assert stats["byte_level"] == (arch == "bygpt5")
+    assert len(records) > 0, stats["reasons"]
+    for rec in records:
+        assert len(rec["lines"]) == 4 and all(rec["lines"])
+    # the model learnt the corpus: word-level models mostly sample corpus words; the (tiny, briefly
+    # trained) byte-level one at least its alphabet, where an untrained one would emit any of 256 bytes
+    text = " ".join(line for rec in records for line in rec["lines"])
+    if arch == "bygpt5":
+        assert sum(c in "abcdefghijklmnopqrstuvwxyz " for c in text) > 0.95 * len(text) and "the " in text
+    else:
+        words = set(ADJ + NOUN + VERB + PREP + ["the", TRAIN_ONLY])
+        assert sum(w in words for w in text.split()) > 0.5 * len(text.split())
+
+
+def test_byte_tokenizer_round_trips_utf8_without_trained_vocabulary(tmp_path):
+    tok = lm.byte_tokenizer()
+    assert len(tok) == 259 and tok.bos_token == tok.eos_token == "</s>" and tok.pad_token_id == 0
+    text = "Grüße, Mädchen — ſchöne Öde!\n  leading and trailing  \n«ça» 🌙 ẞ\tß"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert ids == [b + 3 for b in text.encode("utf-8")]  # one token per byte, nothing merged
+    assert tok.decode(ids) == text
+    # BOS/EOS do not eat the whitespace next to them (ByT5's default </s> would)
+    framed = lm.quatrain_text([" a ", "b", "c", "d "], tok.bos_token, tok.eos_token)
+    fids = tok(framed, add_special_tokens=False)["input_ids"]
+    assert fids[0] == fids[-1] == tok.eos_token_id and fids[1:-1] == [b + 3 for b in " a \nb\nc\nd ".encode()]
+    # saved without any vocabulary file, restored by load()-style AutoTokenizer
+    tok.save_pretrained(tmp_path)
+    assert not {"vocab.json", "merges.txt", "tokenizer.json", "spiece.model"} & {p.name for p in tmp_path.iterdir()}
+    from transformers import AutoTokenizer
+
+    again = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert again(text, add_special_tokens=False)["input_ids"] == ids and again.decode(ids) == text
+    assert again.bos_token_id == again.eos_token_id == 1
+
+
+def test_bygpt5_tokenizer_does_not_depend_on_the_corpus(corpus, tmp_path):
+    cfg = {**ARCH_CFG["bygpt5"], "vocab_size": 300}  # vocab_size is ignored: nothing is trained
+    _train(corpus, tmp_path / "a", model_cfg=cfg, max_steps=2, eval_every=2)
+    _train((corpus[1], corpus[0]), tmp_path / "b", model_cfg=cfg, max_steps=2, eval_every=2)
+    for name in ("tokenizer_config.json",):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert read_json(tmp_path / "a" / "training_log.json")["summary"]["vocab_size"] == 259
+
+
+# ---------------------------------------------------------------------------------------------- conditioning
+
+SCHEMES_USED = ["abab", "aabb", "abba", "aaaa"]
+METERS_USED = ["iambic", "trochaic", "dactylic"]
+
+
+def _styled(records: list[dict]) -> list[dict]:
+    return [
+        {**r, "scheme": SCHEMES_USED[i % len(SCHEMES_USED)], "meter": METERS_USED[i % len(METERS_USED)]}
+        for i, r in enumerate(records)
+    ]
+
+
+@pytest.fixture(scope="module")
+def styled_corpus(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("lm_styled")
+    write_jsonl(root / "train.jsonl", _styled(_quatrains(60, 1, TRAIN_ONLY)))
+    write_jsonl(root / "dev.jsonl", _styled(_quatrains(20, 2, DEV_ONLY)))
+    return root / "train.jsonl", root / "dev.jsonl"
+
+
+def test_style_vocabulary():
+    assert len(lm.SCHEMES) == 15 and len(set(lm.SCHEMES)) == 15
+    assert {"aaaa", "abab", "aabb", "abba", "abcd", "abcb"} <= set(lm.SCHEMES)
+    assert all(s[0] == "a" for s in lm.SCHEMES) and "baba" not in lm.SCHEMES
+    assert len(lm.STYLE_TOKENS) == 21
+    assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
+    assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "bygpt5"])
+def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_path):
+    cfg = {**ARCH_CFG[arch], "conditioned": True}
+    summary = _train(styled_corpus, tmp_path / "c", model_cfg=cfg, max_steps=2, eval_every=2)
+    _, tok = lm.load(str(tmp_path / "c"))
+    base = 259 if arch == "bygpt5" else TINY["vocab_size"]
+    assert len(tok) == summary["vocab_size"] == base + 21 and lm.has_style_tokens(tok)
+    records = list(read_jsonl(styled_corpus[0]))
+    quatrains, styles = lm._read_split(styled_corpus[0], "train", conditioned=True)
+    assert styles[0] == ["<scheme=abab>", "<meter=iambic>"]
+    texts = lm.training_texts(tok, quatrains, styles)
+    assert texts[1] == tok.bos_token + "<scheme=aabb><meter=trochaic>" + "\n".join(records[1]["lines"]) + tok.eos_token
+    ids, _ = lm._encode(tok, quatrains, None, styles)
+    for seq, rec in zip(ids, records):
+        # BOS, then each style tag as ONE special token, then the plain quatrain
+        assert seq[1] == tok.convert_tokens_to_ids(f"<scheme={rec['scheme']}>") >= base
+        assert seq[2] == tok.convert_tokens_to_ids(f"<meter={rec['meter']}>") >= base
+        assert tok.decode(seq[3:-1]) == "\n".join(rec["lines"])
+        assert not any(i >= base for i in seq[3:])
+    # an unconditioned model on the same records sees plain quatrains, and no style tokens exist
+    _train(styled_corpus, tmp_path / "u", model_cfg=ARCH_CFG[arch], max_steps=2, eval_every=2)
+    _, plain = lm.load(str(tmp_path / "u"))
+    assert len(plain) == base and not lm.has_style_tokens(plain)
+    plain_ids, _ = lm._encode(plain, *lm._read_split(styled_corpus[0], "train")[:1], None)
+    assert plain.decode(plain_ids[0]) == plain.bos_token + "\n".join(records[0]["lines"]) + plain.eos_token
+
+
+def test_conditioned_samples_have_no_style_tokens(styled_corpus, tmp_path):
+    out = tmp_path / "c"
+    _train(styled_corpus, out, model_cfg={**TINY, "conditioned": True})
+    model, tok = lm.load(str(out))
+    style_ids = set(tok.convert_tokens_to_ids(list(lm.STYLE_TOKENS)))
+    # unprompted generation from BOS does produce style tokens (the model learnt to start with them) ...
+    torch.manual_seed(1)
+    prompt = torch.full((16, 1), tok.bos_token_id)
+    raw = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=40,
+                         pad_token_id=tok.pad_token_id, **lm.decoding_kwargs(VANILLA))
+    assert any(i in style_ids for i in raw[:, 1:3].flatten().tolist())
+    # ... but they never reach the sampled records
+    records, stats, _ = _sample(out, tmp_path, n=8)
+    assert len(records) > 0, stats["reasons"]
+    text = (tmp_path / "s.jsonl").read_text()
+    assert "<scheme" not in text and "<meter" not in text and "=abab" not in text
+
+
+def test_conditioned_needs_style_fields(corpus, styled_corpus, tmp_path):
+    cfg = {**TINY, "conditioned": True}
+    with pytest.raises(PoevalError, match=r"train\.jsonl: record 1 has no 'scheme' field.*models\.c\.conditioned"):
+        lm.train(str(corpus[0]), str(styled_corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+    dev = tmp_path / "dev.jsonl"
+    write_jsonl(dev, [{k: v for k, v in r.items() if k != "meter"} for r in read_jsonl(styled_corpus[1])])
+    with pytest.raises(PoevalError, match=r"dev\.jsonl: record 1 has no 'meter' field"):
+        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+    write_jsonl(dev, [{**r, "scheme": "abcde"} for r in read_jsonl(styled_corpus[1])])
+    with pytest.raises(PoevalError, match=r"dev\.jsonl: record 1: 'scheme' is 'abcde'"):
+        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+    with pytest.raises(PoevalError, match=r"models\.c\.conditioned must be true or false"):
+        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), {**TINY, "conditioned": "yes"}, TRAIN_CFG,
+                 progress=False, name="c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.jsonl"]
+
+
+# ---------------------------------------------------------------------------------------------- resuming
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _interrupt_at(monkeypatch, at: int):
+    def hook(step):
+        if step == at:
+            raise _Interrupt(step)
+
+    monkeypatch.setattr(lm, "_after_step", hook)
+
+
+@pytest.mark.parametrize("arch, lr, patience", [("gpt2", 1e-2, 2), ("llama", 3e-2, 3)])
+def test_resume_after_interruption_is_bit_identical(arch, lr, patience, corpus, tmp_path, monkeypatch):
+    cfg = {**ARCH_CFG[arch], "dropout": 0.1}  # dropout: the torch RNG state must be restored too
+    # > 1 epoch (data order must be restored); the high lr overfits, so the best weights are saved before
+    # the interruption and early stopping (at step 40) depends on the restored patience counter
+    kw = {"max_steps": 50, "eval_every": 10, "length_grouping": 3, "batch_size": 8, "lr": lr, "patience": patience}
+    full = _train(corpus, tmp_path / "full", model_cfg=cfg, **kw)
+    assert full["best_step"] <= 30 and full["stopped_early"] and full["steps"] == 40
+    _interrupt_at(monkeypatch, 35)
+    with pytest.raises(_Interrupt):
+        _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
+    assert not (tmp_path / "cut").exists() and (lm.resume_dir(tmp_path / "cut") / "state.pt").is_file()
+    monkeypatch.setattr(lm, "_after_step", None)
+    summary = _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
+    assert summary["resumed_from_step"] == 30
+    a, b = _state(tmp_path / "full"), _state(tmp_path / "cut")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    la, lb = (read_json(tmp_path / x / "training_log.json") for x in ("full", "cut"))
+    assert [(e["step"], e["train_loss"], e["dev_loss"]) for e in la["evals"]] == [
+        (e["step"], e["train_loss"], e["dev_loss"]) for e in lb["evals"]
+    ]
+    assert la["summary"]["train_tokens"] == lb["summary"]["train_tokens"]
+    assert la["summary"]["best_step"] == lb["summary"]["best_step"]
+    # the resume state is gone once the run has finished
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "full"]
+
+
+def test_resume_state_is_discarded_when_config_changes(corpus, tmp_path, monkeypatch):
+    kw = {"max_steps": 30, "eval_every": 10}
+    _interrupt_at(monkeypatch, 25)
+    with pytest.raises(_Interrupt):
+        _train(corpus, tmp_path / "m", **kw)
+    monkeypatch.setattr(lm, "_after_step", None)
+    summary = _train(corpus, tmp_path / "m", **kw, seed=2)  # different config: starts afresh
+    assert summary["resumed_from_step"] is None
+    _train(corpus, tmp_path / "fresh", **kw, seed=2)
+    a, b = _state(tmp_path / "m"), _state(tmp_path / "fresh")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not lm.resume_dir(tmp_path / "m").exists()
+
+
+# ---------------------------------------------------------------------------------------------- pretrained
+
+
+def test_pretrained_with_separate_tokenizer(corpus, trained, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    cfg = {"arch": "gpt2", "size": "S", "init": "pretrained", "name_or_path": str(trained), "tokenizer": str(trained)}
+    summary = _train(corpus, tmp_path / "ft", model_cfg=cfg, max_steps=5, eval_every=5)
+    assert summary["vocab_size"] == TINY["vocab_size"]
+    bad = {**cfg, "tokenizer": "no/such-tokenizer"}
+    with pytest.raises(PoevalError, match=r"tokenizer 'no/such-tokenizer' given by models\.ft\.tokenizer"):
+        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), bad, TRAIN_CFG, progress=False, name="ft")
+    with pytest.raises(PoevalError, match=r"models\.ft\.tokenizer is only used with init: pretrained"):
+        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), {**TINY, "tokenizer": str(trained)},
+                 TRAIN_CFG, progress=False, name="ft")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]
+
+
+def test_pretrained_conditioned_adds_style_tokens(styled_corpus, trained, tmp_path):
+    cfg = {"arch": "gpt2", "size": "S", "init": "pretrained", "name_or_path": str(trained), "conditioned": True}
+    summary = _train(styled_corpus, tmp_path / "ft", model_cfg=cfg, max_steps=5, eval_every=5)
+    model, tok = lm.load(str(tmp_path / "ft"))
+    assert summary["vocab_size"] == len(tok) == TINY["vocab_size"] + 21 == model.get_input_embeddings().num_embeddings
+
+
+def test_lora_without_peft_is_a_clear_error(corpus, trained, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "peft", None)  # as if peft were not installed
+    cfg = {"arch": "llama", "size": "L", "init": "pretrained", "name_or_path": str(trained), "lora": {"r": 8}}
+    with pytest.raises(PoevalError, match=r"models\.big\.lora .*install peft"):
+        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
+    with pytest.raises(PoevalError, match=r"models\.big\.lora is only used with init: pretrained"):
+        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), {**TINY, "lora": {"r": 8}}, TRAIN_CFG,
+                 progress=False, name="big")
+    assert list(tmp_path.iterdir()) == []

@@ -67,17 +67,22 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert sizes["human"] == 3 * 50
 
     table5 = _rows(work / "results" / "tables" / "table5.tsv")
-    assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"]]
+    assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"],
+                                               ["en", "bygpt5-s-cond", "vanilla"]]
     human = table5[1]
     assert human[3] == "50" and 5 < float(human[4]) < 60
     assert 0 < float(human[9]) <= 1   # histogram intersection of a train subsample with train
     stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
     assert '"validity_rate"' in stats
 
-    for table in ("table2", "table3", "memorization", "table6", "table10", "table7", "table8", "table9", "table12"):
+    for table in ("table2", "table3", "memorization", "table6", "table10"):
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
-        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s"]
+        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s", "bygpt5-s-cond"]
         assert all(value != "nan" for row in rows for value in row)
+    for table in ("table7", "table8", "table9", "table12"):   # every decoding config
+        rows = _rows(work / "results" / "tables" / f"{table}.tsv")
+        assert [row[1:3] for row in rows[2:]] == [["gpt2-s", "vanilla"], ["gpt2-s", "contrastive-k6-a0.7"],
+                                                  ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"]]
     # human samples come from train but are compared with the rest of train, not with themselves
     memorized = _rows(work / "results" / "tables" / "memorization.tsv")[1]
     assert float(memorized[4]) < 50
@@ -88,6 +93,7 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert abs(sum(float(v) for v in table6[1][7:]) - 100) < 0.1
     table4 = _rows(work / "results" / "tables" / "table4.tsv")
     assert table4[1][:6] == ["en", "gpt2-s", "gpt2", "S", "scratch", "no"] and int(table4[1][6]) > 10_000
+    assert table4[2][:6] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes"] and table4[2][7] == "280"
     assert all((work / "results" / "figures" / f"{f}.png").stat().st_size > 5_000 for f in ("figure1", "figure4"))
     train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
     assert all('"scheme": ' in line and '"meter": ' in line for line in train)

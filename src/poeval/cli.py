@@ -76,7 +76,8 @@ def cmd_sample(args) -> None:
 
     s = args.sampling
     lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
-              max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
+              max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),
+              max_attempts=s["max_attempts"], seed=s["seed"],
               threads=args.threads, id_prefix=args.id_prefix)
 
 

@@ -20,10 +20,10 @@ def _workdir(tmp_path: Path) -> Path:
     return work
 
 
-def snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
+def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/tiny.yaml",)) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
     cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"), "--directory", str(work),
-           "--configfile", "config/tiny.yaml", *args]
+           *args, "--configfile", *configs]
     return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -38,6 +38,26 @@ def test_dry_run_shows_the_spine(tmp_path):
     out = proc.stdout + proc.stderr
     for rule in ("quatrains", "rhyme_labels", "split", "train", "sample", "metric_cell", "family_table"):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
+
+
+def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
+    """config/grid.yaml: 2 languages x 16 systems (4 families x S/L x conditioned or not) x 11 decodings."""
+    work = _workdir(tmp_path)
+    shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
+    (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
+    proc = snakemake(work, "-n", "results/tables/table2.tsv", "results/tables/table12.tsv",
+                     configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    out = proc.stdout + proc.stderr
+    stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
+                 and line.split()[-1].isdigit() and not line.startswith("total"))
+    assert stats["train"] == "32" and stats["sample"] == str(32 * 11)
+    assert stats["metric_cell"] == str(2 * (3 + 16 * 11))   # lexical: HUMAN samples + every model cell
+    for lang in ("en", "de"):
+        for family in ("gpt2", "gptneo", "llama", "bygpt5"):
+            for size in ("s", "l"):
+                for cond in ("", "-cond"):
+                    assert f"results/metrics/{lang}/{family}-{size}{cond}/topk-k25-t1.0/lexical.json" in out
 
 
 def test_invalid_params_stop_before_any_job_naming_the_key(tmp_path):

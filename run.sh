@@ -11,7 +11,7 @@ PYTHON=${PYTHON:-python3}
 VENV=.venv
 STAMP=$VENV/.installed
 # Debian packages the project needs (python3-venv is added where the interpreter lacks ensurepip).
-DEBIAN_PACKAGES=(espeak-ng)   # grapheme-to-phoneme for the rhyme detector
+DEBIAN_PACKAGES=(espeak-ng wordnet-base)   # grapheme-to-phoneme for the rhyme detector; WordNet 3.0 files for BPoMP synonyms
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -1,0 +1,150 @@
+"""Accuracy on minimal pairs and an error analysis against word-bigram frequency.
+
+* Accuracy per task: the share of pairs with ``score_original > score_corrupted``; a tie counts 0.5.
+  The 95 % interval is a percentile bootstrap over pairs (``numpy.random.default_rng(seed)``).
+* Error analysis: does the model just prefer the text with the more frequent word sequences? For each
+  pair, ``freq_diff = F(original) - F(corrupted)`` with ``F(text) = sum over its word bigrams of
+  log(count + 1)`` (add-one smoothing, so unseen bigrams add log 1 = 0); words are lower-cased runs of
+  letters, digits and inner apostrophes, and bigrams run across line breaks (so a line swap changes
+  them). ``score_diff = score_original - score_corrupted``. Pearson and Spearman correlations (scipy)
+  over all pairs and over the most confident decile (the ceil(n / 10) largest ``|score_diff|``), overall
+  and per task; null where undefined (under 3 pairs or a constant variable).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .. import io
+from ..errors import PoevalError
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+
+
+def _check_scored(records: list[dict], where: str) -> None:
+    for n, r in enumerate(records, 1):
+        for f in ("score_original", "score_corrupted"):
+            v = r.get(f)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise PoevalError(f"{where}: record {n}: {f!r} must be a finite number (run the scorer first)")
+
+
+def _load(scores) -> tuple[list[dict], str]:
+    if isinstance(scores, (str, Path)):
+        return list(io.read_jsonl(scores)), str(scores)
+    return list(scores), "scores"
+
+
+def _by_task(records: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        out.setdefault(str(r.get("task", "all")), []).append(r)
+    return dict(sorted(out.items()))
+
+
+# --- accuracy ------------------------------------------------------------------------------------
+
+def pair_outcomes(records: Sequence[dict]) -> np.ndarray:
+    """1 when the original scores higher, 0.5 on a tie, else 0."""
+    so = np.array([r["score_original"] for r in records], float)
+    sc = np.array([r["score_corrupted"] for r in records], float)
+    return np.where(so > sc, 1.0, np.where(so == sc, 0.5, 0.0))
+
+
+def bootstrap_ci(values: np.ndarray, reps: int, seed: int, level: float = 0.95) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(reps, len(values)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def accuracy(scores_jsonl, bootstrap_reps: int = 1000, seed: int = 1) -> dict:
+    """``{task: {"n", "accuracy", "ties", "ci95": [low, high]}}`` for a scored pairs file (or list)."""
+    if not isinstance(bootstrap_reps, int) or bootstrap_reps < 1:
+        raise PoevalError(f"bootstrap_reps must be a positive integer, got {bootstrap_reps!r}")
+    records, where = _load(scores_jsonl)
+    _check_scored(records, where)
+    out = {}
+    for task, recs in _by_task(records).items():
+        v = pair_outcomes(recs)
+        out[task] = {"n": len(v), "accuracy": float(v.mean()), "ties": int((v == 0.5).sum()),
+                     "ci95": list(bootstrap_ci(v, bootstrap_reps, seed))}
+    return out
+
+
+# --- bigram frequency ----------------------------------------------------------------------------
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def bigrams(lines: Sequence[str]) -> list[str]:
+    """Word bigrams (``"w1 w2"``) of the lines read as one running text."""
+    ws = words("\n".join(lines))
+    return [f"{a} {b}" for a, b in zip(ws, ws[1:])]
+
+
+def bigram_counts(lines: Iterable[str]) -> Counter:
+    """Counts of word bigrams in a training text given as lines (bigrams cross line breaks)."""
+    lines = list(lines)
+    if not all(isinstance(x, str) for x in lines):
+        raise PoevalError("bigram counts need a list of text lines")
+    return Counter(bigrams(lines))
+
+
+def write_bigram_counts(lines: Iterable[str], out: str) -> int:
+    counts = bigram_counts(lines)
+    io.write_json(out, dict(counts))
+    return len(counts)
+
+
+def log_freq(lines: Sequence[str], counts: Mapping[str, int]) -> float:
+    """Sum over the text's bigrams of log(count + 1)."""
+    return float(sum(math.log(counts.get(b, 0) + 1) for b in bigrams(lines)))
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> dict:
+    from scipy import stats
+
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"n": len(x), "pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None}
+    p = stats.pearsonr(x, y)
+    s = stats.spearmanr(x, y)
+    return {"n": len(x), "pearson": float(p.statistic), "pearson_p": float(p.pvalue),
+            "spearman": float(s.statistic), "spearman_p": float(s.pvalue)}
+
+
+def _summary(score_diff: np.ndarray, freq_diff: np.ndarray) -> dict:
+    k = math.ceil(len(score_diff) / 10)
+    top = np.argsort(-np.abs(score_diff), kind="stable")[:k]
+    return {"all": _corr(score_diff, freq_diff), "top_decile": _corr(score_diff[top], freq_diff[top])}
+
+
+def error_analysis(scores_jsonl, bigram_counts) -> dict:
+    """Correlation of ``score_diff`` with ``freq_diff`` (see the module doc), overall and per task, plus
+    per-pair values. ``bigram_counts``: a mapping ``"w1 w2" -> count`` or a JSON file of one."""
+    if isinstance(bigram_counts, (str, Path)):
+        bigram_counts = io.read_json(bigram_counts)
+    if not isinstance(bigram_counts, Mapping):
+        raise PoevalError("bigram_counts must be a mapping 'w1 w2' -> count or a JSON file holding one")
+    records, where = _load(scores_jsonl)
+    _check_scored(records, where)
+    per_pair = [{"id": r.get("id"), "task": r.get("task"),
+                 "score_diff": r["score_original"] - r["score_corrupted"],
+                 "freq_diff": log_freq(r["original"], bigram_counts) - log_freq(r["corrupted"], bigram_counts)}
+                for r in records]
+
+    def arrays(rows):
+        return (np.array([p["score_diff"] for p in rows], float), np.array([p["freq_diff"] for p in rows], float))
+
+    out = {"overall": _summary(*arrays(per_pair)), "tasks": {}}
+    for task in sorted({str(p["task"]) for p in per_pair}):
+        out["tasks"][task] = _summary(*arrays([p for p in per_pair if str(p["task"]) == task]))
+    out["pairs"] = per_pair
+    return out

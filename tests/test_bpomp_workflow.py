@@ -55,7 +55,7 @@ def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
     assert by_key[("gpt2-s", "all", "all")][3] == "90" and by_key[("bert-s", "synonym", "top_decile")][3] == "3"
     assert all(-1 <= float(r[4]) <= 1 for r in err[1:] if r[4] != "NA")
 
-    log = json.loads((work / "models" / "en" / "bert-s" / "training_log.json").read_text())
+    log = json.loads((work / "results" / "bpomp" / "models" / "en" / "bert-s" / "training_log.json").read_text())
     assert log["objective"] == "masked" and log["config"]["n_layer"] == 1
     stats = json.loads((work / "results" / "bpomp" / "scores" / "bert-s" / "synonym.stats.json").read_text())
     assert stats["pairs"] == 30 and stats["s_per_1000_pairs"] > 0

@@ -91,6 +91,6 @@ def test_table4_reads_training_logs(tmp_path):
     out = tmp_path / "t4.tsv"
     tables.table4([("en", "bygpt5-s-cond", str(model))], str(out))
     assert out.read_text().splitlines()[1].split("\t") == [
-        "en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235", "15000"]
+        "en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235"]
     with pytest.raises(PoevalError, match="training log"):
         tables.table4([("en", "x", str(tmp_path / "missing"))], str(tmp_path / "t4b.tsv"))

@@ -62,9 +62,10 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
         rows.append([lang, system, str(cfg.get("arch", NA)), str(cfg.get("size", NA)), str(cfg.get("init", NA)),
                      "yes" if cfg.get("conditioned") else "no", fmt(summary.get("n_params"), 0),
                      fmt(summary.get("vocab_size"), 0), fmt(summary.get("steps"), 0),
-                     fmt(summary.get("best_dev_loss"), 3), fmt(summary.get("tokens_per_s"), 0)])
+                     fmt(summary.get("best_dev_loss"), 3)])
+    # throughput (tokens/s) stays in training_log.json: a table must not change between identical runs
     write_tsv(out, ["lang", "system", "arch", "size", "init", "conditioned", "parameters", "vocab", "steps",
-                    "best_dev_loss", "train_tokens_per_s"], rows)
+                    "best_dev_loss"], rows)
 
 
 # Columns of each family's table: (key in the cell JSON, column name, digits, scale). Fractions are

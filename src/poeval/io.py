@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import os
 import tempfile
@@ -84,3 +85,12 @@ def read_json(path: str | os.PathLike) -> Any:
         raise PoevalError(f"input not found: {path}")
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (inputs recorded in caches and resume states)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import PoevalError
-from .io import read_jsonl, write_json, write_jsonl
+from .io import file_sha256, read_jsonl, write_json, write_jsonl
 
 SPECIAL = "<|endoftext|>"
 
@@ -573,14 +573,6 @@ def resume_dir(out_dir: str | os.PathLike) -> Path:
     return out.parent / f".{out.name}.resume"
 
 
-def _file_digest(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _fingerprint(train: str, dev: str, cfg: dict, tcfg: dict, threads: int) -> str:
     """What must be equal for a saved training state to be resumed: inputs, config, threads, versions."""
     import torch
@@ -591,8 +583,8 @@ def _fingerprint(train: str, dev: str, cfg: dict, tcfg: dict, threads: int) -> s
         "model_cfg": cfg,
         "train_cfg": tcfg,
         "threads": int(threads),
-        "train": _file_digest(train),
-        "dev": _file_digest(dev),
+        "train": file_sha256(train),
+        "dev": file_sha256(dev),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }

@@ -26,7 +26,6 @@ are clipped to [-1, 1] (float32 rounding can give 1.0000001 for identical texts)
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import PoevalError
-from ..io import atomic_write, write_json
+from ..io import atomic_write, file_sha256, write_json
 
 PARAM = "metrics.semantic.encoder"
 DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -157,14 +156,6 @@ def sidecar_path(out_npy: str | os.PathLike) -> Path:
     return Path(f"{out_npy}.json")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 16,
                threads: int | None = None) -> None:
     """Embed the usable quatrains of a file once and cache them: ``out_npy`` (float32, n x dim, rows in
@@ -194,7 +185,7 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
         "dtype": "float32",
         "normalized": True,
         "text": "verses joined with a single space",
-        "input_sha256": _sha256(src),
+        "input_sha256": file_sha256(src),
         "skipped": dict(sorted(skipped.items())),
     })
 
@@ -218,7 +209,7 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None,
     if encoder is not None and canonical_encoder_name(encoder) != meta.get("encoder"):
         raise PoevalError(f"{npy} was made with encoder {meta.get('encoder')!r}, but {PARAM} is "
                           f"{canonical_encoder_name(encoder)!r}; recreate it")
-    if input_path is not None and _sha256(Path(input_path)) != meta.get("input_sha256"):
+    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
         raise PoevalError(f"{npy} was made from a different version of {input_path}; recreate it")
     return np.asarray(emb, dtype=np.float32)
 

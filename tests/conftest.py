@@ -6,6 +6,8 @@ import pytest
 # Nothing in the tests may reach a model hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# as `poeval` sets it (cli.main): busy-waiting OpenMP threads crawl when pytest shares the cores
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

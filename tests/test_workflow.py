@@ -1,6 +1,8 @@
 """The Snakemake DAG on the tiny overlay, end to end in a temporary directory."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +26,7 @@ def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/tiny.y
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
     cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"), "--directory", str(work),
            *args, "--configfile", *configs]
-    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1800)
 
 
 def _rows(path: Path) -> list[list[str]]:
@@ -36,12 +38,13 @@ def test_dry_run_shows_the_spine(tmp_path):
     proc = snakemake(work, "-n", "results/tables/table5.tsv")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    for rule in ("quatrains", "rhyme_labels", "split", "train", "sample", "metric_cell", "family_table"):
+    for rule in ("quatrains", "rhyme_labels", "split", "train", "sample", "metric_cell", "table5"):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
 
 
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
-    """config/grid.yaml: 2 languages x 16 systems (4 families x S/L x conditioned or not) x 11 decodings."""
+    """config/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 11
+    decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 9 ancestral decodings."""
     work = _workdir(tmp_path)
     shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
     (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
@@ -51,13 +54,17 @@ def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     out = proc.stdout + proc.stderr
     stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
                  and line.split()[-1].isdigit() and not line.startswith("total"))
-    assert stats["train"] == "32" and stats["sample"] == str(32 * 11)
-    assert stats["metric_cell"] == str(2 * (3 + 16 * 11))   # lexical: HUMAN samples + every model cell
+    assert stats["train"] == str(2 * 20) and stats["sample"] == str(2 * (16 * 11 + 4 * 9))
+    assert stats["metric_cell"] == str(2 * (3 + 16 * 11 + 4 * 9))   # lexical: HUMAN samples + every model cell
+    assert stats["pseudo_sonnets"] == stats["word2vec"] == "2"
     for lang in ("en", "de"):
         for family in ("gpt2", "gptneo", "llama", "bygpt5"):
             for size in ("s", "l"):
                 for cond in ("", "-cond"):
                     assert f"results/metrics/{lang}/{family}-{size}{cond}/topk-k25-t1.0/lexical.json" in out
+        for system in ("deepspeare-s", "deepspeare-s-cond", "sa-s", "sa-s-cond"):
+            assert f"results/metrics/{lang}/{system}/topk-k25-t1.0/lexical.json" in out
+            assert f"results/metrics/{lang}/{system}/contrastive-k6-a0.7/lexical.json" not in out
 
 
 def test_invalid_params_stop_before_any_job_naming_the_key(tmp_path):
@@ -81,14 +88,16 @@ def tiny_run(tmp_path_factory) -> Path:
 def test_tiny_dag_end_to_end(tiny_run):
     work = tiny_run
     table1 = _rows(work / "results" / "tables" / "table1.tsv")
-    assert table1[0] == ["lang", "split", "quatrains", "verses", "tokens", "types"]
+    assert table1[0] == ["lang", "split", "poems", "verses", "tokens", "types"]
     sizes = {row[1].split(" ")[0]: int(row[2]) for row in table1[1:]}
     assert sizes["train"] + sizes["dev"] <= 600 and sizes["train"] > 8 * sizes["dev"]
     assert sizes["human"] == 3 * 50
+    assert sizes["pseudo-sonnets"] == sizes["train"] // 4   # every training quatrain used at most once
 
     table5 = _rows(work / "results" / "tables" / "table5.tsv")
     assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"],
-                                               ["en", "bygpt5-s-cond", "vanilla"]]
+                                               ["en", "bygpt5-s-cond", "vanilla"], ["en", "deepspeare-s", "vanilla"],
+                                               ["en", "sa-s-cond", "vanilla"]]
     human = table5[1]
     assert human[3] == "50" and 5 < float(human[4]) < 60
     assert 0 < float(human[9]) <= 1   # histogram intersection of a train subsample with train
@@ -97,12 +106,14 @@ def test_tiny_dag_end_to_end(tiny_run):
 
     for table in ("table2", "table3", "memorization", "table6", "table10"):
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
-        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s", "bygpt5-s-cond"]
+        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s", "bygpt5-s-cond", "deepspeare-s",
+                                                "sa-s-cond"]
         assert all(value != "nan" for row in rows for value in row)
     for table in ("table7", "table8", "table9", "table12"):   # every decoding config
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
         assert [row[1:3] for row in rows[2:]] == [["gpt2-s", "vanilla"], ["gpt2-s", "contrastive-k6-a0.7"],
-                                                  ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"]]
+                                                  ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"],
+                                                  ["deepspeare-s", "vanilla"], ["sa-s-cond", "vanilla"]]
     # human samples come from train but are compared with the rest of train, not with themselves
     memorized = _rows(work / "results" / "tables" / "memorization.tsv")[1]
     assert float(memorized[4]) < 50
@@ -114,6 +125,11 @@ def test_tiny_dag_end_to_end(tiny_run):
     table4 = _rows(work / "results" / "tables" / "table4.tsv")
     assert table4[1][:6] == ["en", "gpt2-s", "gpt2", "S", "scratch", "no"] and int(table4[1][6]) > 10_000
     assert table4[2][:6] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes"] and table4[2][7] == "280"
+    assert table4[3][:6] == ["en", "deepspeare-s", "deepspeare", "S", "scratch", "no"]
+    assert table4[4][:6] == ["en", "sa-s-cond", "sa", "S", "scratch", "yes"]
+    for system in ("deepspeare-s", "sa-s-cond"):   # the ports' samples are quatrains like everyone's
+        stats = json.loads((work / "results" / "samples" / "en" / system / "vanilla.stats.json").read_text())
+        assert stats["valid"] == 20 and stats["arch"] == system.split("-")[0]
     assert all((work / "results" / "figures" / f"{f}.png").stat().st_size > 5_000 for f in ("figure1", "figure4"))
     train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
     assert all('"scheme": ' in line and '"meter": ' in line for line in train)
@@ -130,6 +146,89 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
                      if p.parent.name in ("tables", "figures"))
-    assert len(outputs) == 2 + 10 * 2 + 2   # table1, table4; ten family tables with intervals; two figures
+    assert len(outputs) == 2 + 10 * 2 + 15   # table1, table4; ten family tables with intervals; 15 figures
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
+    """`poeval provenance` on the tiny run: every link, with the real files' hashes; in a copy of the run,
+    a changed sampling seed or a modified samples file makes that row stale and leaves the others fresh."""
+    from poeval import provenance
+    from poeval.cli import main
+    from poeval.io import file_sha256, read_json
+
+    def trace(work, row, *overlays):
+        return provenance.trace(work / "results/tables/table2.tsv", row, "mattr_pct",
+                                configfiles=tuple(work / o for o in overlays))
+
+    result = trace(tiny_run, "gpt2-s", "config/tiny.yaml")
+    assert not result["stale"], result["reasons"]
+    assert [link["name"] for link in result["chain"]] == [
+        "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
+    hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
+    for rel in ("results/metrics/en/gpt2-s/vanilla/lexical.json", "results/samples/en/gpt2-s/vanilla.jsonl",
+                "data/en/train.jsonl", "data/en/dev.jsonl", "data/en/labelled.jsonl"):
+        assert hashes[rel] == file_sha256(tiny_run / rel), rel
+    assert hashes["models/en/gpt2-s"] == provenance.dir_sha256(tiny_run / "models/en/gpt2-s")
+    stats = read_json(tiny_run / "results/samples/en/gpt2-s/vanilla.stats.json")["provenance"]
+    assert stats["inputs"]["model"]["sha256"] == hashes["models/en/gpt2-s"]
+    assert result["code"] and result["created"]
+    assert main(["provenance", str(tiny_run / "results/tables/table2.tsv"), "--row", "HUMAN", "--column", "mtld",
+                 "--configfile", str(tiny_run / "config/tiny.yaml"), "--check"]) == 0
+    assert "OK:" in capsys.readouterr().out
+
+    work = tmp_path / "copy"
+    shutil.copytree(tiny_run, work, ignore=shutil.ignore_patterns(".snakemake"))
+    (work / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
+    reseeded = trace(work, "gpt2-s", "config/tiny.yaml", "config/seed.yaml")
+    assert any("sampling.seed: recorded 1, now 2" in r for r in reseeded["reasons"]), reseeded["reasons"]
+    assert not trace(work, "HUMAN", "config/tiny.yaml", "config/seed.yaml")["stale"]
+    with open(work / "results/samples/en/bygpt5-s-cond/vanilla.jsonl", "a") as handle:
+        handle.write('{"id": "x", "lines": ["a b c d e", "f g h i j", "k l m n o", "p q r s t"]}\n')
+    edited = trace(work, "bygpt5-s-cond", "config/tiny.yaml")
+    assert any("bygpt5-s-cond/vanilla.jsonl: hash differs" in r for r in edited["reasons"]), edited["reasons"]
+    assert not trace(work, "gpt2-s", "config/tiny.yaml")["stale"]
+
+
+def _dry_run_inputs(out: str) -> dict[str, list[str]]:
+    """rule name -> its input files, from a dry run's job listing."""
+    jobs = {}
+    for block in out.split("\nrule ")[1:]:
+        name = block.split(":", 1)[0]
+        inputs = re.search(r"^    input: (.*)$", block, re.M)
+        jobs[name] = inputs.group(1).split(", ") if inputs else []
+    return jobs
+
+
+def test_figures_read_the_cells_of_their_language_family_and_decodings(tmp_path):
+    work = _workdir(tmp_path)
+    (work / "config" / "two.yaml").write_text("systems: [gpt2-s, gptneo-s]\n")
+    proc = snakemake(work, "-n", "results/figures/figure3.png", "results/figures/figure6.png",
+                     "results/figures/figure12.png", "results/figures/figure2.png",
+                     configs=("config/tiny.yaml", "config/two.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    jobs = _dry_run_inputs(proc.stdout + proc.stderr)
+    human = [f"results/metrics/en/HUMAN/human{i}/rhyme.json" for i in range(3)]
+    assert jobs["figure3"] == []                     # German is not in this run: a labelled empty figure
+    assert jobs["figure6"] == human + ["results/metrics/en/gptneo-s/vanilla/rhyme.json"]
+    assert jobs["figure12"] == human + [f"results/metrics/en/gptneo-s/{d}/rhyme.json"
+                                        for d in ("vanilla", "contrastive-k6-a0.7")]
+    assert jobs["figure2"] == human + [f"results/metrics/en/{s}/vanilla/rhyme.json" for s in ("gpt2-s", "gptneo-s")]
+
+
+@pytest.mark.slow
+def test_report_holds_every_table_and_figure(tiny_run):
+    work = tiny_run
+    proc = snakemake(work, "--report", "results/report.html")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    html = (work / "results" / "report.html").read_text()
+    names = [p.name for p in sorted((work / "results" / "tables").glob("*.tsv"))
+             + sorted((work / "results" / "figures").glob("*.png"))]
+    assert len(names) == 2 + 10 * 2 + 15
+    assert [name for name in names if name not in html] == []
+    assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
+    curves = sorted((work / "results" / "curves" / "en").glob("*.tsv"))
+    assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "gpt2-s.tsv"]
+    assert curves[0].read_text().startswith("step\tdev_loss\ttrain_loss\n")

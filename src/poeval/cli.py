@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -66,19 +67,57 @@ def cmd_rhyme(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from . import lm
+    from . import lm, poetic, provenance
 
-    lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
+    if not poetic.is_poetic(args.model):
+        lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
+        return
+    if not args.sonnets or not args.lang:
+        raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
+    model = dict(args.model)
+    training = {**args.training, **model.pop("training", {})}   # the system's own overrides win
+    poetic.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
+                                       word2vec=args.word2vec, threads=args.threads, name=args.name)
+    _add_stamp(Path(args.out) / "training_log.json",
+               provenance.train_stamp(args.sonnets, args.dev, model, training, word2vec=args.word2vec))
+
+
+def _add_stamp(path: Path, stamp: dict) -> None:
+    """Record the provenance of an artifact written by a poetry-specific port (one place for both)."""
+    from .io import read_json, write_json
+
+    write_json(path, {**read_json(path), "provenance": stamp})
 
 
 def cmd_sample(args) -> None:
-    from . import lm
+    from . import lm, provenance
+    from .poetic import common, module
 
     s = args.sampling
+    if common.is_checkpoint(args.model_dir):
+        arch = common.load_manifest(args.model_dir)["arch"]
+        module(arch).sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
+                            max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
+                            threads=args.threads, id_prefix=args.id_prefix)
+        sampling = {k: s[k] for k in ("n", "batch_size", "max_new_tokens", "max_attempts", "seed")}
+        _add_stamp(Path(args.stats), provenance.sample_stamp(args.model_dir, args.decoding, sampling))
+        return
     lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
               max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),
               max_attempts=s["max_attempts"], seed=s["seed"],
               threads=args.threads, id_prefix=args.id_prefix)
+
+
+def cmd_sonnets(args) -> None:
+    from .poetic import sonnets
+
+    print(json.dumps(sonnets.write_sonnets(args.train, args.out, args.report, args.sonnets), indent=2))
+
+
+def cmd_word2vec(args) -> None:
+    from .poetic import sonnets
+
+    print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec), indent=2))
 
 
 def cmd_evaluate(args) -> None:
@@ -128,9 +167,24 @@ def cmd_table(args) -> None:
 
 
 def cmd_figure(args) -> None:
-    from .figures import FIGURES
+    from . import figures
 
-    FIGURES[args.name][1](args.inputs, args.out)
+    figures.make(args.name, args.inputs, args.out, arch_of=args.arch_of)
+
+
+def cmd_curve(args) -> None:
+    from . import figures
+
+    figures.training_curve(args.model_dir, args.out)
+
+
+def cmd_provenance(args) -> int:
+    from . import provenance
+
+    result = provenance.trace(args.table, args.row, args.column, lang=args.lang, decoding=args.decoding,
+                              root=args.root, params=args.params, configfiles=tuple(args.configfile))
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else provenance.format_text(result))
+    return 3 if args.check and result["stale"] else 0
 
 
 def cmd_validate(args) -> None:
@@ -333,7 +387,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--training", type=_json, required=True, help="params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
+    p.add_argument("--word2vec", help="deepspeare/sa: word2vec text file for the embeddings (poeval word2vec)")
+    p.add_argument("--lang", choices=["en", "de"], help="deepspeare/sa: language (pronouncing dictionary)")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sonnets", help="(workflow) pseudo-sonnets from the train split, for deepspeare/sa")
+    p.add_argument("--train", required=True)
+    p.add_argument("--sonnets", type=_json, required=True, help="params poetic.sonnets as JSON")
+    p.add_argument("--out", required=True)
+    p.add_argument("--report", required=True)
+    p.set_defaults(func=cmd_sonnets)
+
+    p = sub.add_parser("word2vec", help="(workflow) word2vec vectors of the train split, for deepspeare/sa")
+    p.add_argument("--train", required=True)
+    p.add_argument("--word2vec", type=_json, required=True, help="params poetic.word2vec as JSON")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_word2vec)
 
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
@@ -379,11 +449,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.set_defaults(func=cmd_table)
 
+    from .figures import FIGURES
+
     p = sub.add_parser("figure", help="(workflow) draw a figure from its cells")
-    p.add_argument("name", choices=["figure1", "figure4"])
-    p.add_argument("inputs", nargs="+", help="cell files (figure1: length; figure4: semantic)")
+    p.add_argument("name", choices=list(FIGURES))
+    # none: a language-specific figure of a language not in the run still builds (a labelled empty panel)
+    p.add_argument("inputs", nargs="*", help="cell files of the figure's metric family (figures.FIGURES)")
+    p.add_argument("--arch-of", type=_json, default={}, help="JSON {system: arch}, for the per-family figures")
     p.add_argument("--out", required=True, help="PNG file")
     p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("curve", help="(workflow) a checkpoint's dev/train loss per step as TSV, for dvc plots")
+    p.add_argument("model_dir", help="checkpoint directory with training_log.json")
+    p.add_argument("--out", required=True, help="TSV file (step, dev_loss, train_loss)")
+    p.set_defaults(func=cmd_curve)
+
+    p = sub.add_parser("provenance", help="the chain of artifacts, hashes and params behind one table number")
+    p.add_argument("table", help="a metric table, e.g. results/tables/table2.tsv")
+    p.add_argument("--row", required=True, help="system name (HUMAN for the human row)")
+    p.add_argument("--column", required=True, help="column name in the table header, e.g. mattr_pct")
+    p.add_argument("--lang", help="language of the row, when the table has several")
+    p.add_argument("--decoding", help="decoding config of the row (tables with a row per decoding)")
+    p.add_argument("--root", help="working directory of the run (default: the one holding results/tables/)")
+    p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
+    p.add_argument("--configfile", nargs="+", action="extend", default=[],
+                   help="overlays the run was made with, as for snakemake (later wins)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--check", action="store_true", help="exit with status 3 when the chain is stale")
+    p.set_defaults(func=cmd_provenance)
 
     p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
     p.add_argument("--params", default="params.yaml")
@@ -395,16 +488,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Workflow jobs share the cores (snakemake -c N runs several at once). OpenMP's default busy-waiting
+    # then makes torch's many small ops (the LSTM ports above all) up to ten times slower; sleeping
+    # threads cost little. Must be set before torch is first imported; the user's own setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        status = args.func(args)   # a command may return a status (provenance --check)
     except PoevalError as err:
         print(f"poeval: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("poeval: interrupted", file=sys.stderr)
         return 130
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

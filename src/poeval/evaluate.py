@@ -17,6 +17,7 @@ from .errors import PoevalError
 from .io import read_jsonl, write_json
 from . import rhyme as detector
 from .metrics import length, lexical, memorization, rhyme, semantic
+from .provenance import evaluation_stamp
 from .text import strip_punctuation
 
 
@@ -256,6 +257,7 @@ def write_evaluation(samples: str, reference: str, lang: str, families: list[str
     result = evaluate(samples, reference, lang, families, **kwargs)
     if cell:
         result["cell"] = cell
+    result["provenance"] = evaluation_stamp(samples, reference, families, kwargs)  # poeval provenance reads it
     write_json(out, result)
     return result
 

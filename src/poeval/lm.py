@@ -35,8 +35,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from . import device
 from .errors import PoevalError
 from .io import file_sha256, read_jsonl, write_json, write_jsonl
+from .provenance import sample_stamp, train_stamp
 
 SPECIAL = "<|endoftext|>"
 
@@ -453,6 +455,8 @@ def _loss_sum(model, input_ids, mask, labels):
     """Summed next-token cross-entropy and the number of predicted tokens."""
     import torch.nn.functional as F
 
+    dev = device.of(model)
+    input_ids, mask, labels = input_ids.to(dev), mask.to(dev), labels.to(dev)
     logits = model(input_ids=input_ids, attention_mask=mask).logits[:, :-1, :]
     target = labels[:, 1:]
     loss = F.cross_entropy(
@@ -680,6 +684,7 @@ def train(
     else:
         texts = [quatrain_text(q, "", "") for q in train_q]  # tokenizer sees TRAIN text only, no style tokens
         model, tokenizer = _build_scratch(cfg, texts)
+    model.to(device.resolve())
     model.train()
 
     max_len = _max_positions(model)
@@ -722,6 +727,8 @@ def train(
         scheduler.load_state_dict(saved["scheduler"])
         stream.restore(saved["stream"])
         torch.set_rng_state(saved["torch_rng"])
+        if saved.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
         step = resumed_from = int(saved["step"])
         best_loss, best_step, best_state = float(saved["best_loss"]), int(saved["best_step"]), saved["best_state"]
         bad_evals, log = int(saved["bad_evals"]), list(saved["log"])
@@ -742,6 +749,7 @@ def train(
                 "scheduler": scheduler.state_dict(),
                 "stream": stream.state(),
                 "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "best_loss": best_loss,
                 "best_step": best_step,
                 "best_state": best_state,
@@ -791,7 +799,8 @@ def train(
                 run_loss, run_tokens, run_input_tokens, run_time = 0.0, 0, 0, 0.0
                 if dev_loss < best_loss:
                     best_loss, best_step, bad_evals = dev_loss, step, 0
-                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                    # kept on the CPU: a copy on the GPU would double the model's memory there
+                    best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
                 else:
                     bad_evals += 1
                     if patience and bad_evals >= patience:
@@ -834,7 +843,8 @@ def train(
             tokenizer.save_pretrained(tmp)
         write_json(
             tmp / "training_log.json",
-            {"evals": log, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg},
+            {"evals": log, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg,
+             "provenance": train_stamp(train, dev, model_cfg, train_cfg)},
         )
         _replace_dir(tmp, out)
     except BaseException:
@@ -955,6 +965,8 @@ def sample(
     from tqdm.auto import tqdm
 
     gen_kwargs = decoding_kwargs(decoding)
+    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_new_bytes": max_new_bytes,
+                "max_attempts": max_attempts, "seed": seed}   # as given (params sampling), for provenance
     if n < 0 or max_attempts < 1 or batch_size < 1 or (max_new_tokens is not None and max_new_tokens < 1):
         raise PoevalError("sample: n must be >= 0 and batch_size, max_new_tokens, max_attempts >= 1")
     if not Path(model_dir).is_dir():
@@ -962,6 +974,7 @@ def sample(
     torch.set_num_threads(int(threads))
     with _quiet_transformers(progress):
         model, tokenizer = load(model_dir)
+    model.to(device.resolve())
     model.eval()
     limit = _max_positions(model)
     if max_new_bytes is not None and is_byte_level(tokenizer):
@@ -984,7 +997,7 @@ def sample(
     try:
         while len(records) < n and attempts < max_attempts:
             size = min(batch_size, max_attempts - attempts)
-            prompt = torch.full((size, 1), bos, dtype=torch.long)
+            prompt = torch.full((size, 1), bos, dtype=torch.long, device=device.of(model))
             with torch.no_grad(), _quiet_transformers(progress):
                 seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
             for row in seqs[:, 1:].tolist():
@@ -1004,13 +1017,7 @@ def sample(
     finally:
         bar.close()
 
-    write_jsonl(out, records)
-    result = {
-        "attempts": attempts,
-        "valid": len(records),
-        "requested": n,
-        "validity_rate": len(records) / attempts if attempts else 0.0,
-        "reasons": dict(sorted(reasons.items())),
+    return write_samples(records, reasons, attempts, n, out, stats, {
         "decoding": decoding,
         "seed": int(seed),
         "batch_size": batch_size,
@@ -1018,6 +1025,20 @@ def sample(
         "byte_level": is_byte_level(tokenizer),
         "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0,
+        "provenance": sample_stamp(model_dir, decoding, sampling),
+    })
+
+
+def write_samples(records: list[dict], reasons: dict, attempts: int, n: int, out, stats, extra: dict) -> dict:
+    """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``)."""
+    write_jsonl(out, records)
+    result = {
+        "attempts": attempts,
+        "valid": len(records),
+        "requested": n,
+        "validity_rate": len(records) / attempts if attempts else 0.0,
+        "reasons": dict(sorted(reasons.items())),
+        **extra,
     }
     write_json(stats, result)
     return result

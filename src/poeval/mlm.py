@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import device
 from .errors import PoevalError
 from .io import write_json
 from .lm import _make_sibling_dir, _quiet_transformers, _read_quatrains, _replace_dir
@@ -170,6 +171,8 @@ def _loss_sum(model, inputs, att, labels):
     """Summed cross-entropy over the selected positions (only they go through the output layer)."""
     import torch.nn.functional as F
 
+    dev = device.of(model)
+    inputs, att, labels = inputs.to(dev), att.to(dev), labels.to(dev)
     hidden = model.bert(input_ids=inputs, attention_mask=att).last_hidden_state
     sel = labels != -100
     logits = model.cls(hidden[sel])
@@ -214,6 +217,7 @@ def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threa
     with _quiet_transformers(progress):
         tokenizer = train_tokenizer([quatrain_text(q) for q in train_q], c["vocab_size"])
         model = build_model(c, tokenizer)
+    model.to(device.resolve())
     model.train()
     train_ids, n_trunc = _encode(tokenizer, train_q, c["n_positions"])
     dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, c["n_positions"])
@@ -275,7 +279,7 @@ def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threa
                 run_loss, run_targets, run_tokens, run_time = 0.0, 0, 0, 0.0
                 if dev_loss < best_loss:
                     best_loss, best_step, bad_evals = dev_loss, step, 0
-                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                    best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
                 else:
                     bad_evals += 1
                     if c["patience"] and bad_evals >= c["patience"]:

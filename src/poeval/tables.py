@@ -45,9 +45,10 @@ def _size_row(lang: str, split: str, files: list[str]) -> list[str]:
 
 
 def table1(splits: dict[str, dict[str, list[str]]], out: str) -> None:
-    """Table 1: sizes per language and split. ``splits[lang][split]`` lists the JSONL files of a split."""
+    """Table 1: sizes per language and split. ``splits[lang][split]`` lists the JSONL files of a split; a poem
+    is a quatrain, except in the pseudo-sonnets split (14 verses each)."""
     rows = [_size_row(lang, split, files) for lang, by_split in splits.items() for split, files in by_split.items()]
-    write_tsv(out, ["lang", "split", "quatrains", "verses", "tokens", "types"], rows)
+    write_tsv(out, ["lang", "split", "poems", "verses", "tokens", "types"], rows)
 
 
 def table4(models: list[tuple[str, str, str]], out: str) -> None:

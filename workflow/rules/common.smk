@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from poeval import config as poeval_config
 from poeval.errors import PoevalError
 from poeval.figures import FIGURES
+from poeval.poetic import ARCHS as POETIC_ARCHS
 from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE
 
 try:
@@ -60,19 +61,47 @@ def bootstrap_reps(wildcards):
     return 0 if wildcards.system == HUMAN else config["metrics"]["bootstrap"]["reps"]
 
 
-def cells(family, decodings=DECODINGS[:1]):
+def is_poetic(system):
+    return config["models"][system]["arch"] in POETIC_ARCHS
+
+
+def system_decodings(system, decodings):
+    """The decoding configs a system runs: the poetry-specific ports sample ancestrally only
+    (contrastive search is defined for the transformer generators)."""
+    if not is_poetic(system):
+        return list(decodings)
+    return [d for d in decodings if "penalty_alpha" not in config["decoding"][d]]
+
+
+def cells(family, decodings=DECODINGS[:1], langs=None, systems=None):
     """Cell files of one metric family, in table order: per language the HUMAN samples, then each
-    system under each of ``decodings`` (default: the first decoding config) in params order."""
+    system under each of ``decodings`` (default: the first decoding config) in params order.
+    ``langs``, ``systems``: a subset (default: all configured), for the figures."""
     out = []
-    for lang in LANGS:
+    for lang in LANGS if langs is None else langs:
         out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang, hid=HUMAN_IDS, family=family)
-        out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json",
-                      lang=lang, system=SYSTEMS, decoding=decodings, family=family)
+        for system in SYSTEMS if systems is None else systems:
+            out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json", lang=lang, system=system,
+                          decoding=system_decodings(system, decodings), family=family)
     return out
 
 
-def table_cells(wildcards):
-    table = wildcards.table
+def train_inputs(wildcards):
+    """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec."""
+    inputs = {"train": f"data/{wildcards.lang}/train.jsonl", "dev": f"data/{wildcards.lang}/dev.jsonl"}
+    if is_poetic(wildcards.system):
+        inputs |= {"sonnets": f"data/{wildcards.lang}/sonnets.jsonl", "word2vec": f"data/{wildcards.lang}/word2vec.txt"}
+    return inputs
+
+
+def train_poetic_options(wildcards):
+    if not is_poetic(wildcards.system):
+        return ""
+    lang = wildcards.lang
+    return f"--sonnets data/{lang}/sonnets.jsonl --word2vec data/{lang}/word2vec.txt --lang {lang}"
+
+
+def table_cells(table):
     return cells(FAMILY_OF_TABLE[table], DECODINGS if table in DECODING_TABLES else DECODINGS[:1])
 
 
@@ -87,16 +116,32 @@ def table1_args():
     for lang in LANGS:
         items += [f"{lang}:train:data/{lang}/train.jsonl", f"{lang}:dev:data/{lang}/dev.jsonl"]
         items += [f"{lang}:human:{path}" for path in human_files(lang)]
+        items.append(f"{lang}:pseudo-sonnets:data/{lang}/sonnets.jsonl")
     return items
 
 
 def all_targets():
     families = config["metrics"]["families"]
     tables = [t for t, family in FAMILY_OF_TABLE.items() if family in families]
-    figures = [f for f, (family, _) in FIGURES.items() if family in families]
+    figures = [name for name, fig in FIGURES.items() if fig.family in families]
     return (["results/tables/table1.tsv", "results/tables/table4.tsv"]
             + expand("results/tables/{table}.tsv", table=tables)
-            + expand("results/figures/{figure}.png", figure=figures))
+            + expand("results/figures/{figure}.png", figure=figures)
+            + expand("results/curves/{lang}/{system}.tsv", lang=LANGS, system=SYSTEMS))
+
+
+# --- Figures (rules/tables.smk): one rule per entry of poeval.figures.FIGURES ----------------------
+ARCH_OF = {system: config["models"][system].get("arch") for system in SYSTEMS}
+
+
+def figure_cells(name):
+    """The cells figure ``name`` reads: its metric family, its language (none when that language is
+    not configured: the figure then says so), its generator family, and the first or every decoding
+    config."""
+    fig = FIGURES[name]
+    langs = [lang for lang in LANGS if fig.lang in (None, lang)]
+    return cells(fig.family, DECODINGS if fig.all_decodings else DECODINGS[:1], langs=langs,
+                 systems=fig.systems(ARCH_OF))
 
 
 # --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------

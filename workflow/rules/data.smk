@@ -46,3 +46,35 @@ rule split:
     shell:
         "poeval split --quatrains {input} --split {params.split:q} --human {params.human:q}"
         " --train {output.train} --dev {output.dev} --human-out {output.human} --report {output.report} > {log} 2>&1"
+
+
+# Training data of the poetry-specific generators (deepspeare, sa): pseudo-sonnets from the train split
+# (counted in Table 1) and word2vec vectors for their embeddings.
+rule pseudo_sonnets:
+    input:
+        "data/{lang}/train.jsonl",
+    output:
+        sonnets="data/{lang}/sonnets.jsonl",
+        report="data/{lang}/sonnets_report.json",
+    log:
+        "logs/pseudo_sonnets/{lang}.log",
+    params:
+        sonnets=as_json(config["poetic"]["sonnets"]),
+    threads: 1
+    shell:
+        "poeval sonnets --train {input} --sonnets {params.sonnets:q} --out {output.sonnets}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule word2vec:
+    input:
+        "data/{lang}/train.jsonl",
+    output:
+        "data/{lang}/word2vec.txt",
+    log:
+        "logs/word2vec/{lang}.log",
+    params:
+        word2vec=as_json(config["poetic"]["word2vec"]),
+    threads: 1
+    shell:
+        "poeval word2vec --train {input} --word2vec {params.word2vec:q} --out {output} > {log} 2>&1"

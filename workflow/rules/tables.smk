@@ -28,32 +28,58 @@ rule table4:
 
 # Tables 2, 3, 5, 6, 10 and memorization: one row per language x system (first decoding config);
 # Tables 7, 8, 9, 12: one row per language x system x decoding config. Each is assembled from the
-# cell files, with a long-form table of intervals next to it.
-rule family_table:
-    input:
-        table_cells,
-    output:
-        table=report("results/tables/{table}.tsv", caption="../report/{table}.rst", category="Tables"),
-        ci=report("results/tables/{table}.ci.tsv", caption="../report/ci.rst", category="Intervals"),
-    log:
-        "logs/tables/{table}.log",
-    wildcard_constraints:
-        table="|".join(FAMILY_OF_TABLE),
-    threads: 1
-    shell:
-        "poeval table {wildcards.table} {input} --out {output.table} --ci-out {output.ci} > {log} 2>&1"
+# cell files, with a long-form table of intervals next to it. One rule per table (named after it),
+# because a report caption path cannot hold a wildcard: each table gets its own caption file.
+for _table in FAMILY_OF_TABLE:
+
+    rule:
+        name:
+            _table
+        input:
+            table_cells(_table),
+        output:
+            table=report(f"results/tables/{_table}.tsv", caption=f"../report/{_table}.rst", category="Tables"),
+            ci=report(f"results/tables/{_table}.ci.tsv", caption="../report/ci.rst", category="Intervals"),
+        log:
+            f"logs/tables/{_table}.log",
+        params:
+            table=_table,
+        threads: 1
+        shell:
+            "poeval table {params.table} {input} --out {output.table} --ci-out {output.ci} > {log} 2>&1"
 
 
-# Figures 1 and 4: per-poem values of the cells of the first decoding config, HUMAN pooled.
-rule figure:
+# Figures (poeval.figures.FIGURES has the numbering): one rule per figure, for the same reason.
+# A figure of a language that is not configured gets no cells and draws a "not in this run" panel.
+for _figure, _spec in FIGURES.items():
+
+    rule:
+        name:
+            _figure
+        input:
+            figure_cells(_figure),
+        output:
+            report(f"results/figures/{_figure}.png", caption=f"../report/{_figure}.rst", category="Figures",
+                   subcategory=_spec.group),
+        log:
+            f"logs/figures/{_figure}.log",
+        params:
+            figure=_figure,
+            arch_of=as_json(ARCH_OF),
+            systems=", ".join(_spec.systems(ARCH_OF)) or "none",  # for the caption
+        threads: 1
+        shell:
+            "poeval figure {params.figure} {input} --arch-of {params.arch_of:q} --out {output} > {log} 2>&1"
+
+
+# Training curves as flat TSVs, one per checkpoint: `dvc plots show` draws them (dvc.yaml `plots`).
+rule training_curve:
     input:
-        lambda wc: cells(FIGURES[wc.figure][0]),
+        "models/{lang}/{system}",
     output:
-        report("results/figures/{figure}.png", caption="../report/{figure}.rst", category="Figures"),
+        "results/curves/{lang}/{system}.tsv",
     log:
-        "logs/figures/{figure}.log",
-    wildcard_constraints:
-        figure="|".join(FIGURES),
+        "logs/curves/{lang}/{system}.log",
     threads: 1
     shell:
-        "poeval figure {wildcards.figure} {input} --out {output} > {log} 2>&1"
+        "poeval curve {input} --out {output} > {log} 2>&1"

@@ -1,7 +1,6 @@
 rule train:
     input:
-        train="data/{lang}/train.jsonl",
-        dev="data/{lang}/dev.jsonl",
+        unpack(train_inputs),
     output:
         directory("models/{lang}/{system}"),
     log:
@@ -9,7 +8,9 @@ rule train:
     params:
         model=lambda wc: as_json(config["models"][wc.system]),
         training=as_json(config["training"]),
+        poetic=train_poetic_options,
     threads: config["threads"]
     shell:
         "poeval train --train {input.train} --dev {input.dev} --out {output} --model {params.model:q}"
-        " --training {params.training:q} --name {wildcards.system} --threads {threads} > {log} 2>&1"
+        " --training {params.training:q} --name {wildcards.system} --threads {threads} {params.poetic}"
+        " > {log} 2>&1"

@@ -46,12 +46,11 @@ def resolve_model(model, kind: str):
         return model[0].eval(), model[1]
     if not isinstance(model, str) or not model:
         raise PoevalError("model must be a path / hub id or a (model, tokenizer) pair")
-    if kind == "masked":
-        return load_masked(model)
+    from .. import device
     from ..lm import load
 
-    m, tok = load(model)
-    return m.eval(), tok
+    m, tok = load_masked(model) if kind == "masked" else load(model)
+    return m.to(device.resolve()).eval(), tok
 
 
 def _max_len(model) -> int | None:

@@ -1,0 +1,342 @@
+"""What the two poetry-specific generators (DeepSpeare, Structured Adversary) share: the word vocabulary
+and tokenisation, word2vec initialisation, ancestral sampling filters, quatrain assembly and the
+checkpoint format.
+
+A checkpoint directory holds ``poeval_model.json`` (``{"arch", "config", "vocab"}``), ``weights.pt``
+(a dict of named state dicts, e.g. ``{"lm": ..., "rhyme": ...}``) and ``training_log.json`` (same keys
+as the transformer generators': ``evals``, ``summary``, ``model_cfg``, ``train_cfg``). It is written to a
+temporary sibling directory and renamed into place, like every poeval checkpoint.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import shutil
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import PoevalError
+from ..io import read_json, read_jsonl, write_json
+from ..lm import write_samples  # noqa: F401  (re-exported: every generator writes one stats format)
+
+MANIFEST = "poeval_model.json"
+WEIGHTS = "weights.pt"
+
+PAD, UNK, BOS, EOS, EOL = "<pad>", "<unk>", "<bos>", "<eos>", "<eol>"
+SPECIALS = (PAD, UNK, BOS, EOS, EOL)
+
+# words keep inner apostrophes and hyphens ("e'er", "well-known"); every other non-space character
+# is a token of its own, so punctuation is modelled and rejoined without losing it
+_TOKEN_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
+_NO_SPACE_BEFORE = set(",.;:!?)]}’”'»")
+_NO_SPACE_AFTER = set("([{“‘„«¿¡")
+
+
+def tokenize(line: str) -> list[str]:
+    """The word-level tokens of one verse (case kept: the metrics compare text as written)."""
+    return _TOKEN_RE.findall(line)
+
+
+def detokenize(tokens: Iterable[str]) -> str:
+    """Join tokens into a verse: no space before closing punctuation or after opening punctuation."""
+    out = ""
+    for tok in tokens:
+        if out and tok not in _NO_SPACE_BEFORE and out[-1] not in _NO_SPACE_AFTER:
+            out += " "
+        out += tok
+    return out
+
+
+def is_word(token: str) -> bool:
+    return any(ch.isalpha() for ch in token)
+
+
+def end_word(tokens: list[str]) -> str | None:
+    """The line-final word (trailing punctuation skipped), the one rhyme is judged on."""
+    for tok in reversed(tokens):
+        if is_word(tok):
+            return tok
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# vocabulary
+
+
+class Vocab:
+    """Word vocabulary: the specials, then words of the training split by falling count (ties
+    alphabetical, so the ids never depend on file order beyond the counts)."""
+
+    def __init__(self, itos: list[str]):
+        self.itos = list(itos)
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+        missing = [s for s in SPECIALS if s not in self.stoi]
+        if missing:
+            raise PoevalError(f"vocabulary lacks the special tokens {missing}")
+
+    @classmethod
+    def build(cls, lines: Iterable[list[str]], min_count: int = 2, max_size: int | None = None,
+              extra: Iterable[str] = ()) -> "Vocab":
+        counts = collections.Counter(tok for toks in lines for tok in toks)
+        words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+        if max_size is not None:
+            words = words[: max(0, max_size - len(SPECIALS) - len(tuple(extra)))]
+        return cls([*SPECIALS, *extra, *words])
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def id(self, token: str) -> int:
+        return self.stoi.get(token, self.stoi[UNK])
+
+    def ids(self, tokens: Iterable[str]) -> list[int]:
+        return [self.id(t) for t in tokens]
+
+    def __getitem__(self, i: int) -> str:
+        return self.itos[i]
+
+    @property
+    def pad(self) -> int:
+        return self.stoi[PAD]
+
+    @property
+    def unk(self) -> int:
+        return self.stoi[UNK]
+
+    @property
+    def bos(self) -> int:
+        return self.stoi[BOS]
+
+    @property
+    def eos(self) -> int:
+        return self.stoi[EOS]
+
+    @property
+    def eol(self) -> int:
+        return self.stoi[EOL]
+
+
+# --------------------------------------------------------------------------------------------------
+# data
+
+
+def read_poems(path: str | Path, role: str) -> list[list[str]]:
+    """The poems (lists of verses) of a JSONL file: pseudo-sonnets or quatrains, each ``{"lines": [...]}``."""
+    poems = []
+    for i, record in enumerate(read_jsonl(path)):
+        lines = record.get("lines") if isinstance(record, dict) else None
+        if not isinstance(lines, list) or not lines or not all(isinstance(x, str) for x in lines):
+            raise PoevalError(f"{path}: record {i + 1} has no non-empty 'lines' list of strings")
+        poems.append(lines)
+    if not poems:
+        raise PoevalError(f"{role} file {path} contains no poems")
+    return poems
+
+
+# --------------------------------------------------------------------------------------------------
+# word2vec
+
+
+def _stable_hash(text: str) -> int:
+    # gensim seeds each word's initial vector with hash(word + seed); Python's str hash changes per
+    # process (PYTHONHASHSEED), which would make the vectors differ between identical runs
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def train_word2vec(sentences: list[list[str]], out: str | Path, cfg: dict) -> dict:
+    """Train skip-gram/CBOW word2vec (gensim) on tokenised verses and save the vectors in word2vec text
+    format. One worker thread: gensim is deterministic only single-threaded. Returns a summary."""
+    from gensim.models import Word2Vec
+
+    impl = cfg.get("impl", "gensim")
+    if impl != "gensim":
+        raise PoevalError(f"word2vec impl {impl!r} is not supported (known: gensim)")
+    if not sentences:
+        raise PoevalError("word2vec needs at least one tokenised verse")
+    model = Word2Vec(
+        sentences=sentences, vector_size=int(cfg.get("dim", 100)), window=int(cfg.get("window", 5)),
+        min_count=int(cfg.get("min_count", 2)), sg=1 if cfg.get("sg", True) else 0,
+        epochs=int(cfg.get("epochs", 5)), seed=int(cfg.get("seed", 1)), workers=1, hashfxn=_stable_hash,
+    )
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    model.wv.save_word2vec_format(str(tmp), binary=False)
+    tmp.replace(out)
+    return {"words": len(model.wv), "dim": model.wv.vector_size, "sentences": len(sentences)}
+
+
+def read_word2vec(path: str | Path) -> dict[str, list[float]]:
+    """Vectors of a word2vec text file (first line: count and dimension)."""
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"word2vec file not found: {path}")
+    vectors: dict[str, list[float]] = {}
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().split()
+        if len(header) != 2:
+            raise PoevalError(f"{path}: not a word2vec text file (first line must be '<count> <dim>')")
+        dim = int(header[1])
+        for lineno, line in enumerate(handle, 2):
+            parts = line.rstrip("\n").split(" ")
+            if len(parts) != dim + 1:
+                raise PoevalError(f"{path}: line {lineno} has {len(parts) - 1} values, expected {dim}")
+            vectors[parts[0]] = [float(x) for x in parts[1:]]
+    return vectors
+
+
+def init_embedding(embedding, vocab: Vocab, path: str | Path | None) -> dict:
+    """Copy word2vec vectors into the rows of ``embedding`` (an ``nn.Embedding``) for the words they
+    cover; other rows keep their random init. Returns how many words were covered."""
+    import torch
+
+    if path is None:
+        return {"word2vec_covered": 0, "vocab": len(vocab)}
+    vectors = read_word2vec(path)
+    dim = embedding.weight.shape[1]
+    some = next(iter(vectors.values()), None)
+    if some is not None and len(some) != dim:
+        raise PoevalError(f"word2vec {path} has dimension {len(some)}, the model's embedding {dim}")
+    covered = 0
+    with torch.no_grad():
+        for word, vec in vectors.items():
+            if word in vocab.stoi:
+                embedding.weight[vocab.stoi[word]] = torch.tensor(vec)
+                covered += 1
+    return {"word2vec_covered": covered, "vocab": len(vocab)}
+
+
+# --------------------------------------------------------------------------------------------------
+# sampling
+
+
+ANCESTRAL_KEYS = {"temperature", "top_p", "top_k"}
+
+
+def ancestral_params(decoding: dict, arch: str) -> tuple[float, float, int]:
+    """(temperature, top_p, top_k) of an ancestral decoding config; contrastive search is defined for
+    the transformer generators only (it needs their hidden-state geometry), so it is refused here."""
+    if "penalty_alpha" in decoding:
+        raise PoevalError(f"{arch} samples ancestrally; contrastive search (penalty_alpha) is only defined "
+                          "for the transformer generators — leave it out of this system's decodings")
+    unknown = set(decoding) - ANCESTRAL_KEYS
+    if unknown:
+        raise PoevalError(f"unknown decoding parameter(s) {sorted(unknown)}; known: {sorted(ANCESTRAL_KEYS)}")
+    temperature = float(decoding.get("temperature", 1.0))
+    top_p = float(decoding.get("top_p", 1.0))
+    top_k = decoding.get("top_k", 0)
+    if not temperature > 0 or not 0 < top_p <= 1 or not isinstance(top_k, int) or top_k < 0:
+        raise PoevalError(f"bad decoding config {decoding}: need temperature > 0, 0 < top_p <= 1, integer top_k >= 0")
+    return temperature, top_p, top_k
+
+
+def filtered_probs(logits, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, banned=()):
+    """Next-token probabilities after temperature, top-k and nucleus filtering (Holtzman et al. 2020);
+    ``banned`` ids (e.g. ``<unk>``, ``<pad>``) get probability zero."""
+    import torch
+
+    logits = logits.float() / temperature
+    if banned:
+        logits[..., list(banned)] = -math.inf
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, -math.inf)
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+        cum = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
+        drop = cum - torch.softmax(sorted_logits, dim=-1) >= top_p   # keep the smallest set reaching top_p
+        sorted_logits = sorted_logits.masked_fill(drop, -math.inf)
+        logits = torch.full_like(logits, -math.inf).scatter(-1, order, sorted_logits)
+    return torch.softmax(logits, dim=-1)
+
+
+# --------------------------------------------------------------------------------------------------
+# checkpoints
+
+
+def is_checkpoint(model_dir: str | Path) -> bool:
+    """Whether ``model_dir`` holds a poetry-specific generator (rather than a transformers checkpoint)."""
+    return (Path(model_dir) / MANIFEST).is_file()
+
+
+def save_checkpoint(out_dir: str | Path, arch: str, config: dict, vocab: Vocab, states: dict[str, Any],
+                    log: dict) -> None:
+    """Write a checkpoint directory atomically (temp sibling, then rename)."""
+    import torch
+
+    from ..lm import _make_sibling_dir, _replace_dir
+
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _make_sibling_dir(out)
+    try:
+        write_json(tmp / MANIFEST, {"arch": arch, "config": config, "vocab": vocab.itos})
+        torch.save(states, tmp / WEIGHTS)
+        write_json(tmp / "training_log.json", log)
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_manifest(model_dir: str | Path) -> dict:
+    """``{"arch", "config", "vocab"}`` of a checkpoint directory."""
+    model_dir = Path(model_dir)
+    if not is_checkpoint(model_dir):
+        raise PoevalError(f"{model_dir} is not a poetry-generator checkpoint (no {MANIFEST})")
+    return read_json(model_dir / MANIFEST)
+
+
+def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, Any]]:
+    """(arch, config, vocab, named state dicts) of a checkpoint directory."""
+    import torch
+
+    manifest = load_manifest(model_dir)
+    states = torch.load(Path(model_dir) / WEIGHTS, map_location="cpu", weights_only=True)
+    return manifest["arch"], manifest["config"], Vocab(manifest["vocab"]), states
+
+
+# --------------------------------------------------------------------------------------------------
+# training and sampling bookkeeping shared by both generators
+
+
+class EarlyStopping:
+    """Stop after ``patience`` evaluations without a lower dev loss (the papers use patience 5);
+    remembers the best state."""
+
+    def __init__(self, patience: int):
+        self.patience, self.best, self.best_step, self.bad, self.best_state = int(patience), math.inf, 0, 0, None
+
+    def update(self, loss: float, step: int, state_fn) -> bool:
+        """Record one evaluation; ``state_fn()`` snapshots the weights when ``loss`` is the best so far.
+        Returns True when training should stop."""
+        if loss < self.best:
+            self.best, self.best_step, self.bad, self.best_state = loss, step, 0, state_fn()
+        else:
+            self.bad += 1
+        return self.bad >= self.patience
+
+
+def verse_ok(tokens: list[str]) -> bool:
+    """A generated verse counts only if it has at least one word (not just punctuation)."""
+    return any(is_word(t) for t in tokens)
+
+
+def check_params(cfg: dict, param, *, positive_int=(), nonneg_int=(), nonneg_number=(), bools=()) -> None:
+    """Raise PoevalError naming the first of the given keys whose value has the wrong type or range;
+    ``param(key)`` gives the name a user sees (e.g. ``models.sa-s.hidden``)."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    checks = [(positive_int, lambda v: is_int(v) and v >= 1, "a positive integer"),
+              (nonneg_int, lambda v: is_int(v) and v >= 0, "an integer >= 0"),
+              (nonneg_number, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+               "a number >= 0"),
+              (bools, lambda v: isinstance(v, bool), "true or false")]
+    for keys, ok, what in checks:
+        for key in keys:
+            if not ok(cfg[key]):
+                raise PoevalError(f"{param(key)} must be {what}, got {cfg[key]!r}")

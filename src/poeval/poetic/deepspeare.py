@@ -1,0 +1,1199 @@
+"""DeepSpeare (Lau et al. 2018, "Deep-speare: A joint neural model of poetic language, meter and rhyme",
+ACL) ported to PyTorch from the paper's description: three models trained in one loop on pseudo-sonnets,
+and a generator that samples quatrains verse by verse, reranked by the pentameter model and with rhyme
+enforced by the rhyme model.
+
+Components (arch ``deepspeare``) and how they map to the paper:
+
+* **Language model**. An encoder–decoder LSTM. The *encoder* reads the sonnet's previous verses
+  (the "context"): word embeddings (word2vec-initialised) into a biLSTM, then the paper's *selective
+  mechanism* ``h'_i = h_i * sigmoid(W h_i + U s + b)`` with ``s`` the verse's final forward and backward
+  states. The *decoder* is an LSTM whose input at each step concatenates the word embedding and a
+  character encoding of the word (a biLSTM over its characters, final states); at each step it attends
+  over the encoded context (bilinear scores ``(U s_t) . (W h'_i)`` instead of the paper's additive
+  ``v . tanh(W h'_i + U s_t)``: the additive form needs a batch x steps x context x dim tensor, several
+  times the cost on CPU) and mixes the attended vector ``c_t`` into its state with the paper's gate
+  ``g = sigmoid(W [s_t; c_t] + b)``, ``s'_t = (1 - g) s_t + g c_t``; a softmax gives the next word. Each
+  verse is decoded **right to left** (the paper's inversion trick, so that generation draws the rhyme word
+  first), ending with ``<eol>``. A learned "null" context slot lets the first verse attend to something.
+  Each previous verse is encoded on its own (one encoding serves every later verse of the sonnet) rather
+  than the whole preceding context as one sequence. The softmax is adaptive (Grave et al. 2017; a head of
+  the ``softmax_cutoffs[0]`` most frequent words) for speed. Each verse starts from a fresh decoder
+  state: the earlier verses reach it only through the attention.
+* **Pentameter model**. Character level and unsupervised: a biLSTM encodes the verse's characters;
+  a decoder LSTM, fed its previous attended vector, attends over the characters once for each of the 10
+  stress positions of iambic pentameter, and a sigmoid on the attended vector alone predicts the stress
+  (unstressed/stressed alternating, ``S- S+`` x 5) — so the model must find characters that carry the
+  pattern. Attention is moved forward monotonically (our formulation of the paper's location-based,
+  sigma-windowed attention): the window centre ``mu_t`` is the expected position of the content
+  attention, never left of ``mu_{t-1}``, and a Gaussian of width ``pm_sigma`` around it sharpens it.
+  Loss per verse: the 10 binary cross-entropies + ``pm_repeat_scale`` x the repeat penalty
+  ``sum_t sum_j min(a_tj, sum_{t'<t} a_t'j)`` (no character attended twice) + ``pm_cov_scale`` x the
+  coverage penalty ``sum_{j vowel} relu(pm_cov_threshold - sum_t a_tj)`` (every vowel of the verse gets
+  attention).
+* **Rhyme model**. A character biLSTM encodes each line-final word; for each verse of a quatrain
+  (the target) the cosine similarities ``Q`` to the end words of the other three verses and of
+  ``rm_neg`` random end words of other quatrains are computed, and the margin loss
+  ``max(0, rm_delta - top1(Q) + top2(Q))`` separates the most similar (assumed rhyming) ending from the
+  rest — unsupervised, on the three quatrains of every pseudo-sonnet.
+* **Joint training**. The three losses are summed (``L_lm + L_pm + L_rm``) and optimised in one loop by
+  one AdamW optimiser (the original ran one optimiser per component: SGD for the LM, Adam for the
+  others); the character embedding is shared by the three models (the paper's shared weights). Early
+  stopping on the LM's dev loss (per-token cross-entropy on dev quatrains, each quatrain its own
+  context, ``<eol>`` included). Training ends after ``epochs`` passes (default 3; the paper: 30) or
+  ``max_steps`` optimizer steps, whichever comes first.
+* **Generation**. For each quatrain a target rhyme scheme is drawn from the distribution of the
+  schemes of the training sonnets' quatrains (a style-conditioned model samples its own style line
+  first, and the scheme it sampled is enforced). Each verse is sampled word by word, right to left, with
+  the decoding config's temperature / top-p / top-k (the original drew a temperature in 0.6-0.8 per
+  verse), conditioned on the verses already chosen;
+  ``candidates`` verses are drawn in parallel. When the scheme says the verse rhymes with an earlier one,
+  its rhyme word (the first word drawn) is redrawn up to ``rhyme_attempts`` times until the rhyme model's
+  cosine with the earlier verse's end word reaches ``rhyme_threshold`` (the same word does not count).
+  Among the finished candidates that rhyme, one is drawn with probability proportional to
+  ``exp(-pentameter loss)`` (``rerank: sample``; the original generator likewise samples among its 10
+  candidates with the pentameter loss as weight) or the best is taken (``rerank: best``). If no
+  candidate rhymes, the one whose end word is most similar is kept and counted in
+  ``rhyme_forced_failures``.
+
+Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
+Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
+
+CPU note: with ``threads`` > 1 on a machine where other processes hold the cores, OpenMP's spin-waiting
+makes these many small LSTM operations up to 10x slower than one thread; ``OMP_WAIT_POLICY=PASSIVE`` in
+the environment avoids it.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import random
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import lm as _lm
+from ..errors import PoevalError
+from ..io import read_jsonl
+from .common import (EarlyStopping, Vocab, ancestral_params, check_params, detokenize, end_word, filtered_probs,
+                     init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok,
+                     write_samples)
+
+ARCH = "deepspeare"
+N_STRESS = 10  # iambic pentameter: S- S+ x 5
+STRESS_TARGET = [0.0, 1.0] * (N_STRESS // 2)
+
+# sizes: S fits the 2-core budget (about 3 minutes on 2,250 pseudo-sonnets); L has the paper's dimensions
+SIZES: dict[str, dict[str, Any]] = {
+    "S": {"char_dim": 32, "char_hidden": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64,
+          "pm_enc_dim": 32, "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64},
+    "L": {"char_dim": 150, "char_hidden": 50, "enc_dim": 200, "dec_dim": 600, "attn_dim": 25,
+          "pm_enc_dim": 50, "pm_dec_dim": 200, "pm_attn_dim": 50, "rm_dim": 100},
+}
+
+MODEL_DEFAULTS: dict[str, Any] = {
+    "arch": ARCH,
+    "size": "S",
+    "init": "scratch",            # accepted for symmetry with the transformer entries; only scratch
+    "name_or_path": None,
+    "conditioned": False,
+    # vocabulary
+    "min_count": 3,               # the original's word_minfreq
+    "max_vocab": None,            # cap on the word vocabulary (null: all words with min_count)
+    "max_word_chars": 20,         # characters of a word seen by the character encoders (its last ones)
+    # language model (the size's values fill in what is not given here)
+    "word_dim": 100,              # = word2vec dim
+    **SIZES["S"],
+    "dropout": 0.1,               # the original: keep_prob 0.7; less for the few-epoch CPU budget
+    "softmax_cutoffs": [1000, 4000],  # adaptive softmax clusters (word ranks); [] = full softmax
+    "tie_embeddings": True,       # full softmax only: output shares the word embedding (dec_dim -> word_dim map)
+    # pentameter model
+    "pm_max_chars": 80,
+    "pm_sigma": 1.0,
+    "pm_repeat_scale": 1.0,
+    "pm_cov_scale": 1.0,
+    "pm_cov_threshold": 0.7,
+    # rhyme model
+    "rm_neg": 5,
+    "rm_delta": 0.5,
+    # generation
+    "candidates": 10,             # verses drawn per verse slot (the original's sent_sample)
+    "rhyme_threshold": 0.9,       # the original's rm_threshold
+    "rhyme_attempts": 20,         # redraws of the rhyme word per candidate
+    "rerank": "sample",           # sample (prob. ~ exp(-pentameter loss)) | best
+}
+
+TRAIN_DEFAULTS: dict[str, Any] = {
+    "seed": 1,
+    "batch_size": 32,             # pseudo-sonnets per step
+    "max_steps": 1000,            # hard cap on optimizer steps
+    "epochs": 3,                  # passes over the pseudo-sonnets (whichever of epochs / max_steps ends first)
+    "lr": 1e-3,
+    "warmup_steps": 0,            # linear warm-up of the learning rate
+    "weight_decay": 0.0,
+    "max_grad_norm": 5.0,         # the original's max_grad_norm
+    "eval_every": 50,
+    "eval_quatrains": 300,
+    "patience": 5,                # the paper's early stopping
+    "length_grouping": 0,         # accepted, not used: a batch is whole sonnets
+}
+
+_INT_KEYS = ("min_count", "max_word_chars", "word_dim", "char_dim", "char_hidden", "enc_dim", "dec_dim",
+             "attn_dim", "pm_enc_dim", "pm_dec_dim", "pm_attn_dim", "pm_max_chars", "rm_dim", "candidates",
+             "rhyme_attempts")
+_NONNEG_INT_KEYS = ("rm_neg",)
+_FLOAT_KEYS = ("dropout", "pm_sigma", "pm_repeat_scale", "pm_cov_scale", "pm_cov_threshold", "rm_delta",
+               "rhyme_threshold")
+
+_VOWELS = set("aeiouyæœø")
+PAD_CHAR, UNK_CHAR, SPECIAL_CHAR = 0, 1, 2
+
+
+# --------------------------------------------------------------------------------------------------
+# configuration
+
+
+def _param(name: str | None, key: str) -> str:
+    return f"models.{name}.{key}" if name else key
+
+
+def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
+    """``model_cfg`` with the size's and the arch's defaults filled in, checked; PoevalError names the key."""
+    if not isinstance(model_cfg, dict):
+        raise PoevalError(f"model config {_param(name, '')} must be a mapping")
+    model_cfg = {k: v for k, v in model_cfg.items() if k != "training"}   # the caller merges it into train_cfg
+    unknown = sorted(set(model_cfg) - set(MODEL_DEFAULTS))
+    if unknown:
+        raise PoevalError(f"unknown parameter(s) {', '.join(_param(name, k) for k in unknown)} for arch "
+                          f"{ARCH}; known: {', '.join(sorted(MODEL_DEFAULTS))}")
+    arch = model_cfg.get("arch", ARCH)
+    if arch != ARCH:
+        raise PoevalError(f"{_param(name, 'arch')} is {arch!r}; this module trains {ARCH!r}")
+    size = model_cfg.get("size", "S")
+    if size not in SIZES:
+        raise PoevalError(f"{_param(name, 'size')} must be one of {', '.join(SIZES)}, got {size!r}")
+    cfg = {**MODEL_DEFAULTS, **SIZES[size], **model_cfg}
+    if cfg["init"] not in (None, "scratch"):
+        raise PoevalError(f"{_param(name, 'init')}: {ARCH} is trained from scratch only, got {cfg['init']!r}")
+    if cfg["name_or_path"] is not None:
+        raise PoevalError(f"{_param(name, 'name_or_path')} must be null: {ARCH} has no pretrained checkpoints")
+    cut = cfg["softmax_cutoffs"]
+    if not isinstance(cut, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cut):
+        raise PoevalError(f"{_param(name, 'softmax_cutoffs')} must be a list of positive integers (word ranks)")
+    check_params(cfg, lambda key: _param(name, key), positive_int=_INT_KEYS, nonneg_int=_NONNEG_INT_KEYS,
+                 nonneg_number=_FLOAT_KEYS, bools=("conditioned", "tie_embeddings"))
+    if cfg["max_vocab"] is not None and (not isinstance(cfg["max_vocab"], int) or cfg["max_vocab"] < 10):
+        raise PoevalError(f"{_param(name, 'max_vocab')} must be null or an integer >= 10")
+    if not cfg["dropout"] < 1:
+        raise PoevalError(f"{_param(name, 'dropout')} must be < 1")
+    if not 0 < cfg["pm_sigma"]:
+        raise PoevalError(f"{_param(name, 'pm_sigma')} must be > 0")
+    if not -1 <= cfg["rhyme_threshold"] <= 1:
+        raise PoevalError(f"{_param(name, 'rhyme_threshold')} is a cosine similarity: between -1 and 1")
+    if cfg["rerank"] not in ("sample", "best"):
+        raise PoevalError(f"{_param(name, 'rerank')} must be 'sample' or 'best', got {cfg['rerank']!r}")
+    return cfg
+
+
+def resolve_train_cfg(train_cfg: dict) -> dict:
+    unknown = sorted(set(train_cfg) - set(TRAIN_DEFAULTS))
+    if unknown:
+        raise PoevalError(f"unknown training parameter(s) {unknown} for arch {ARCH}; known: {sorted(TRAIN_DEFAULTS)}")
+    tcfg = {**TRAIN_DEFAULTS, **train_cfg}
+    check_params(tcfg, lambda key: f"training {key}",
+                 positive_int=("batch_size", "max_steps", "epochs", "eval_every", "eval_quatrains"),
+                 nonneg_int=("patience", "warmup_steps", "length_grouping"),
+                 nonneg_number=("lr", "weight_decay", "max_grad_norm"))
+    if not tcfg["lr"] > 0:
+        raise PoevalError("training lr must be > 0")
+    if not isinstance(tcfg["seed"], int) or isinstance(tcfg["seed"], bool):
+        raise PoevalError(f"training seed must be an integer, got {tcfg['seed']!r}")
+    return tcfg
+
+
+# --------------------------------------------------------------------------------------------------
+# data
+
+
+def _fold(ch: str) -> str:
+    base = unicodedata.normalize("NFD", ch)[:1]
+    return base or ch
+
+
+def is_vowel(ch: str) -> bool:
+    """Vowel letters of the Latin alphabet, accents and umlauts included (``ä`` -> ``a``)."""
+    return _fold(ch.lower()) in _VOWELS
+
+
+def pm_text(verse: str, max_chars: int) -> str:
+    """What the pentameter model reads: the verse lower-cased, letters and word-internal apostrophes and
+    hyphens only, single spaces."""
+    out = []
+    for ch in verse.lower():
+        out.append(ch if ch.isalpha() or ch in "'’-" else " ")
+    return " ".join("".join(out).split())[:max_chars]
+
+
+def _style_of(record: dict, path, i: int, field_s: str, field_m: str, k: int | None, name: str | None) -> list[str]:
+    scheme = record.get(field_s)
+    meter = record.get(field_m)
+    if k is not None:
+        scheme = scheme[k] if isinstance(scheme, list) and len(scheme) > k else None
+        meter = meter[k] if isinstance(meter, list) and len(meter) > k else None
+    where = f"{path}: record {i + 1}"
+    if scheme not in _lm.SCHEMES or meter not in _lm.METERS:
+        raise PoevalError(f"{where} lacks a valid '{field_s}'/'{field_m}' (scheme one of the 15 four-line schemes, "
+                          f"meter one of {', '.join(_lm.METERS)}), which style-conditioned training needs "
+                          f"({_param(name, 'conditioned')} is true)")
+    return _lm.style_tokens(scheme, meter)
+
+
+def _lines_of(record, path, i: int) -> list[str]:
+    lines = record.get("lines") if isinstance(record, dict) else None
+    if not isinstance(lines, list) or not lines or not all(isinstance(x, str) for x in lines):
+        raise PoevalError(f"{path}: record {i + 1} has no non-empty 'lines' list of strings")
+    return lines
+
+
+def read_sonnets(path, conditioned: bool, name: str | None = None) -> tuple[list[dict], collections.Counter]:
+    """Each pseudo-sonnet as ``{"rows": [[tokens] ...], "verse": [bool ...], "quatrains": [[row index x4] ...]}``
+    (rows in order; style rows precede each quatrain when ``conditioned``), and the counts of the
+    quatrains' rhyme schemes (from the records' ``schemes``)."""
+    sonnets, schemes = [], collections.Counter()
+    for i, record in enumerate(read_jsonl(path)):
+        lines = _lines_of(record, path, i)
+        quatrains = record.get("quatrains")
+        if isinstance(quatrains, list) and quatrains and all(isinstance(q, list) for q in quatrains):
+            parts = [list(q) for q in quatrains]
+            rest = record.get("couplet") if isinstance(record.get("couplet"), list) else []
+        else:
+            parts = [lines[j:j + 4] for j in range(0, len(lines) - len(lines) % 4, 4)]
+            rest = lines[len(lines) - len(lines) % 4:]
+        if not all(isinstance(x, str) for p in parts for x in p) or not all(isinstance(x, str) for x in rest):
+            raise PoevalError(f"{path}: record {i + 1}: 'quatrains' / 'couplet' must hold strings")
+        for s in record.get("schemes") or []:
+            if s in _lm.SCHEMES:
+                schemes[s] += 1
+        rows, verse, texts, quats = [], [], [], []
+        for k, part in enumerate(parts):
+            if conditioned:
+                rows.append(_style_of(record, path, i, "schemes", "meters", k, name))
+                verse.append(False)
+                texts.append(None)
+            start = len(rows)
+            rows.extend(tokenize(x) for x in part)
+            verse.extend([True] * len(part))
+            texts.extend(part)
+            if len(part) == 4:
+                quats.append(list(range(start, start + 4)))
+        rows.extend(tokenize(x) for x in rest)
+        verse.extend([True] * len(rest))
+        texts.extend(rest)
+        sonnets.append({"rows": rows, "verse": verse, "quatrains": quats, "text": texts})
+    if not sonnets:
+        raise PoevalError(f"pseudo-sonnet file {path} contains no sonnets")
+    return sonnets, schemes
+
+
+def read_dev(path, conditioned: bool, limit: int, name: str | None = None) -> list[dict]:
+    """Dev quatrains in the same form as :func:`read_sonnets` (each its own context)."""
+    out = []
+    for i, record in enumerate(read_jsonl(path)):
+        if len(out) >= limit:
+            break
+        lines = _lines_of(record, path, i)
+        rows, verse, texts = [], [], []
+        if conditioned:
+            rows.append(_style_of(record, path, i, "scheme", "meter", None, name))
+            verse.append(False)
+            texts.append(None)
+        rows.extend(tokenize(x) for x in lines)
+        verse.extend([True] * len(lines))
+        texts.extend(lines)
+        start = len(rows) - len(lines)
+        quats = [list(range(start, start + 4))] if len(lines) == 4 else []
+        out.append({"rows": rows, "verse": verse, "quatrains": quats, "text": texts})
+    if not out:
+        raise PoevalError(f"dev file {path} contains no quatrains")
+    return out
+
+
+class Tables:
+    """Word vocabulary, word "types" (vocabulary words, then out-of-vocabulary strings, so that the
+    character encoder sees an unknown word's real spelling) and the character vocabulary."""
+
+    def __init__(self, vocab: Vocab, chars: list[str], max_word_chars: int, style: tuple[str, ...] = ()):
+        self.vocab = vocab
+        self.chars = list(chars)
+        self.cstoi = {c: i for i, c in enumerate(self.chars)}
+        self.max_word_chars = max_word_chars
+        self.specials = set(vocab.itos[:5]) | set(style)
+        self.types: list[str] = list(vocab.itos)
+        self.tstoi: dict[str, int] = {w: i for i, w in enumerate(self.types)}
+
+    @staticmethod
+    def char_list(texts) -> list[str]:
+        seen = set()
+        for t in texts:
+            seen.update(t.lower())
+        return ["<pad>", "<unk>", "<special>", *sorted(seen)]
+
+    def char_ids(self, text: str) -> list[int]:
+        return [self.cstoi.get(c, UNK_CHAR) for c in text]
+
+    def word_chars(self, token: str) -> list[int]:
+        if token in self.specials:
+            return [SPECIAL_CHAR]
+        return self.char_ids(token.lower()[-self.max_word_chars:]) or [UNK_CHAR]
+
+    def type_id(self, token: str, add: bool = True) -> int:
+        tid = self.tstoi.get(token)
+        if tid is None:
+            if not add:
+                return self.vocab.unk
+            tid = self.tstoi[token] = len(self.types)
+            self.types.append(token)
+        return tid
+
+    def type_tensors(self):
+        """(n_types, max_word_chars) character ids and lengths of every type."""
+        ids = [self.word_chars(t) for t in self.types]
+        width = max(len(x) for x in ids)
+        mat = torch.zeros(len(ids), width, dtype=torch.long)
+        for i, x in enumerate(ids):
+            mat[i, : len(x)] = torch.tensor(x)
+        return mat, torch.tensor([len(x) for x in ids])
+
+
+def _encode_poem(poem: dict, tables: Tables, cfg: dict, add_types: bool) -> dict:
+    """Type ids per row, pentameter character ids per verse, end-word type ids per quatrain."""
+    rows = [[tables.type_id(t, add_types) for t in row] for row in poem["rows"]]
+    pm = []
+    for text, is_verse in zip(poem["text"], poem["verse"]):
+        if is_verse:
+            s = pm_text(text, cfg["pm_max_chars"])
+            if any(ch.isalpha() for ch in s):
+                pm.append(tables.char_ids(s))
+    ends = []
+    for q in poem["quatrains"]:
+        words = [end_word(poem["rows"][r]) for r in q]
+        if all(words):
+            ends.append([tables.type_id(w, add_types) for w in words])
+    return {"rows": rows, "pm": pm, "ends": ends}
+
+
+# --------------------------------------------------------------------------------------------------
+# model
+
+
+def run_lstm(lstm: nn.LSTM, x, lengths, rows_per_bucket: int = 128, max_buckets: int = 4):
+    """``lstm(x)`` (batch first, one direction) over right-padded rows, run in up to ``max_buckets`` groups
+    of rows of similar length (at least ``rows_per_bucket`` rows each), each cut to its own longest row:
+    far less padding is computed. Outputs past a row's length are undefined."""
+    n, width, _ = x.shape
+    buckets = min(max_buckets, n // rows_per_bucket)
+    if buckets <= 1:
+        return lstm(x)[0]
+    order = torch.argsort(lengths, stable=True)
+    out = x.new_zeros(n, width, lstm.hidden_size)
+    for part in torch.tensor_split(order, buckets):
+        if part.numel() == 0:
+            continue
+        w = int(lengths[part].max().clamp(min=1, max=width))
+        out[part, :w] = lstm(x[part, :w])[0]
+    return out
+
+
+class BiLSTM(nn.Module):
+    """A one-layer bidirectional LSTM over right-padded sequences. The backward direction runs a second
+    LSTM over each sequence reversed within its length, so no packing is needed (packed sequences are
+    several times slower to train on CPU)."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.fwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.bwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    def forward(self, x, lengths):
+        """x (N, L, D), lengths (N,) >= 1 -> outputs (N, L, 2H) (undefined at padding: mask them), final states (N, 2H):
+        the forward state after the last token and the backward state after the first."""
+        n, width, _ = x.shape
+        lengths = lengths.clamp(min=1, max=width)
+        t = torch.arange(width).unsqueeze(0)
+        valid = t < lengths.unsqueeze(1)
+        rev = torch.where(valid, lengths.unsqueeze(1) - 1 - t, t)            # reverse the valid part
+        of = run_lstm(self.fwd, x, lengths)
+        ob = run_lstm(self.bwd, x.gather(1, rev.unsqueeze(-1).expand_as(x)), lengths)
+        ob = ob.gather(1, rev.unsqueeze(-1).expand_as(ob))
+        out = torch.cat([of, ob], dim=-1)
+        last = of[torch.arange(n), lengths - 1]
+        return out, torch.cat([last, ob[:, 0]], dim=-1)
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, cfg: dict, n_words: int, pad: int):
+        super().__init__()
+        wd, ch, e, d, a = cfg["word_dim"], cfg["char_hidden"], cfg["enc_dim"], cfg["dec_dim"], cfg["attn_dim"]
+        self.pad = pad
+        self.embed = nn.Embedding(n_words, wd, padding_idx=pad)
+        self.word_chars = BiLSTM(cfg["char_dim"], ch)
+        self.encoder = BiLSTM(wd, e)
+        self.sel_h = nn.Linear(2 * e, 2 * e)
+        self.sel_s = nn.Linear(2 * e, 2 * e, bias=False)
+        self.null = nn.Parameter(torch.zeros(2 * e))
+        self.decoder = nn.LSTM(wd + 2 * ch, d, batch_first=True)
+        self.att_q = nn.Linear(d, a, bias=False)
+        self.att_k = nn.Linear(2 * e, a)
+        self.ctx = nn.Linear(2 * e, d)
+        self.gate = nn.Linear(2 * d, d)
+        cutoffs = [c for c in cfg["softmax_cutoffs"] if 0 < c < n_words - 1]
+        self.adaptive = None
+        self.tied = bool(cfg["tie_embeddings"]) and not cutoffs
+        self.out_proj = nn.Linear(d, wd)        # decoder state -> word space, then the softmax
+        if cutoffs:   # adaptive softmax (Grave et al. 2017): frequent words in the head, rare ones in clusters
+            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(wd, n_words, sorted(set(cutoffs)), div_value=4.0)
+        elif self.tied:
+            self.out_bias = nn.Parameter(torch.zeros(n_words))
+        else:
+            self.out = nn.Linear(wd, n_words)
+        self.drop = nn.Dropout(cfg["dropout"])
+
+    # character encodings of word types
+    def char_encode(self, char_emb, chars, lengths):
+        return self.word_chars(char_emb(chars), lengths)[1]
+
+    def encode_verses(self, words, lengths):
+        """words (N, L) in natural order -> selected states (N, L, 2E)."""
+        x = self.drop(self.embed(words))
+        out, s = self.encoder(x, lengths)
+        return out * torch.sigmoid(self.sel_h(out) + self.sel_s(s).unsqueeze(1))
+
+    def log_probs(self, h):
+        """Next-word log-probabilities (usable as logits) for decoder outputs ``h`` (N, D)."""
+        if self.adaptive is not None:
+            return self.adaptive.log_prob(self.out_proj(h))
+        return torch.log_softmax(self.logits(h), dim=-1)
+
+    def nll_sum(self, h, target):
+        if self.adaptive is not None:
+            return self.adaptive(self.out_proj(h), target).loss * target.numel()
+        return F.cross_entropy(self.logits(h), target, reduction="sum")
+
+    def logits(self, h):
+        if self.tied:
+            return self.out_proj(h) @ self.embed.weight.t() + self.out_bias
+        return self.out(self.out_proj(h))
+
+    def mix(self, s, ctx):
+        c = torch.tanh(self.ctx(ctx))
+        g = torch.sigmoid(self.gate(torch.cat([s, c], dim=-1)))
+        return (1 - g) * s + g * c
+
+
+class PentameterModel(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        e, d, a = cfg["pm_enc_dim"], cfg["pm_dec_dim"], cfg["pm_attn_dim"]
+        self.encoder = BiLSTM(cfg["char_dim"], e)
+        self.decoder = nn.LSTMCell(2 * e, d)
+        self.att_h = nn.Linear(2 * e, a, bias=False)
+        self.att_s = nn.Linear(d, a)
+        self.att_v = nn.Linear(a, 1, bias=False)
+        self.out = nn.Linear(2 * e, 1)
+        self.sigma = float(cfg["pm_sigma"])
+        self.rep_scale, self.cov_scale = float(cfg["pm_repeat_scale"]), float(cfg["pm_cov_scale"])
+        self.cov_threshold = float(cfg["pm_cov_threshold"])
+
+    def forward(self, char_emb, chars, lengths, vowels):
+        """Per-verse losses (N,) and their parts: chars (N, L) with lengths, vowels (N, L) bool."""
+        h, _ = self.encoder(char_emb(chars), lengths)
+        n, width, _ = h.shape
+        mask = torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+        pos = torch.arange(width, dtype=h.dtype).unsqueeze(0)
+        keys = self.att_h(h)
+        state = (h.new_zeros(n, self.decoder.hidden_size), h.new_zeros(n, self.decoder.hidden_size))
+        prev = h.new_zeros(n, h.shape[-1])
+        cum = h.new_zeros(n, width)
+        rep = h.new_zeros(n)
+        mu = None
+        logits = []
+        for _ in range(N_STRESS):
+            state = self.decoder(prev, state)
+            e = self.att_v(torch.tanh(keys + self.att_s(state[0]).unsqueeze(1))).squeeze(-1)
+            a = torch.softmax(e.masked_fill(~mask, -1e9), dim=-1)
+            p = (a * pos).sum(-1)
+            mu = p if mu is None else torch.maximum(mu, p)      # the window never moves back
+            w = a * torch.exp(-((pos - mu.unsqueeze(1)) ** 2) / (2 * self.sigma ** 2)) * mask
+            f = w / w.sum(-1, keepdim=True).clamp_min(1e-8)
+            rep = rep + torch.minimum(f, cum).sum(-1)
+            cum = cum + f
+            prev = torch.bmm(f.unsqueeze(1), h).squeeze(1)
+            logits.append(self.out(prev).squeeze(-1))
+        logits = torch.stack(logits, dim=1)
+        target = logits.new_tensor(STRESS_TARGET).expand_as(logits)
+        ce = F.binary_cross_entropy_with_logits(logits, target, reduction="none").sum(-1)
+        cov = F.relu(self.cov_threshold * vowels.to(h.dtype) - cum).sum(-1)
+        loss = ce + self.rep_scale * rep + self.cov_scale * cov
+        return loss, {"ce": ce, "repeat": rep, "coverage": cov}
+
+
+class RhymeModel(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.encoder = BiLSTM(cfg["char_dim"], cfg["rm_dim"])
+        self.delta = float(cfg["rm_delta"])
+
+    def embed(self, char_emb, chars, lengths):
+        return F.normalize(self.encoder(char_emb(chars), lengths)[1], dim=-1)
+
+    def loss(self, u, quatrains, negatives):
+        """u (W, H) normalised encodings; quatrains (Q, 4) and negatives (Q, K) index u. Mean margin loss
+        over the 4 targets of every quatrain."""
+        uq = u[quatrains]                                   # (Q, 4, H)
+        sim = uq @ uq.transpose(1, 2)                       # (Q, 4, 4)
+        others = sim.masked_fill(torch.eye(4, dtype=torch.bool), -2.0)
+        parts = [others]
+        if negatives.shape[1]:
+            parts.append(uq @ u[negatives].transpose(1, 2))  # (Q, 4, K)
+        q = torch.cat(parts, dim=-1)
+        top = q.topk(2, dim=-1).values
+        return F.relu(self.delta - top[..., 0] + top[..., 1]).mean()
+
+
+class DeepSpeare(nn.Module):
+    def __init__(self, cfg: dict, n_words: int, n_chars: int, pad: int):
+        super().__init__()
+        self.chars = nn.Embedding(n_chars, cfg["char_dim"], padding_idx=PAD_CHAR)
+        self.lm = LanguageModel(cfg, n_words, pad)
+        self.pentameter = PentameterModel(cfg)
+        self.rhyme = RhymeModel(cfg)
+
+    PARTS = ("chars", "lm", "pentameter", "rhyme")
+
+    def states(self) -> dict:
+        return {k: {n: t.detach().clone() for n, t in getattr(self, k).state_dict().items()} for k in self.PARTS}
+
+    def load_states(self, states: dict) -> None:
+        missing = [k for k in self.PARTS if k not in states]
+        if missing:
+            raise PoevalError(f"checkpoint lacks the weights of {missing}")
+        for k in self.PARTS:
+            getattr(self, k).load_state_dict(states[k])
+
+
+# --------------------------------------------------------------------------------------------------
+# batches and losses
+
+
+def _pad2(seqs: list[list[int]], value: int = 0, min_width: int = 1):
+    width = max([min_width, *map(len, seqs)])
+    out = torch.full((len(seqs), width), value, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if s:
+            out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out, torch.tensor([len(s) for s in seqs], dtype=torch.long)
+
+
+class Batcher:
+    """Turns encoded poems into tensors, and computes the joint losses of a batch."""
+
+    def __init__(self, model: DeepSpeare, tables: Tables, cfg: dict):
+        self.model, self.tables, self.cfg = model, tables, cfg
+        self.vocab = tables.vocab
+        self.n_words = len(tables.vocab)
+        self.type_chars, self.type_len = tables.type_tensors()
+
+    def words_of(self, types):
+        return torch.where(types < self.n_words, types, torch.full_like(types, self.vocab.unk))
+
+    def char_vectors(self, types):
+        """Character encodings of the types in ``types`` (any shape), computed once per distinct type."""
+        uniq, inv = torch.unique(types, return_inverse=True)
+        enc = self.model.lm.char_encode(self.model.chars, self.type_chars[uniq], self.type_len[uniq])
+        return enc[inv]
+
+    def lm_loss(self, poems: list[dict]):
+        """Summed next-token cross-entropy over every row of ``poems`` (each row decoded right to left
+        given the poem's earlier rows) and the number of predicted tokens."""
+        m = self.model.lm
+        vocab = self.vocab
+        n_poems = len(poems)
+        n_rows = max(len(p["rows"]) for p in poems)
+        flat = [p["rows"][k] if k < len(p["rows"]) else [] for p in poems for k in range(n_rows)]
+        exists = torch.tensor([k < len(p["rows"]) for p in poems for k in range(n_rows)])
+        enc_types, enc_len = _pad2(flat, vocab.pad)
+        le = enc_types.shape[1]
+        mem = m.encode_verses(self.words_of(enc_types), enc_len)            # (P*V, Le, 2E)
+        mem = mem.reshape(n_poems, n_rows * le, -1)
+        mem = torch.cat([m.null.expand(n_poems, 1, -1), mem], dim=1)        # (P, 1 + V*Le, 2E)
+        # row k sees the tokens of rows j < k (and the null slot)
+        tok_ok = (torch.arange(le).unsqueeze(0) < enc_len.unsqueeze(1)).view(n_poems, n_rows, le)
+        earlier = torch.ones(n_rows, n_rows, dtype=torch.bool).tril(-1)      # [k, j]: j < k
+        vis = (earlier.view(1, n_rows, n_rows, 1) & tok_ok.view(n_poems, 1, n_rows, le))
+        vis = torch.cat([torch.ones(n_poems, n_rows, 1, dtype=torch.bool), vis.view(n_poems, n_rows, -1)], dim=-1)
+
+        dec_in = [[vocab.bos, *row[::-1]] for row in flat]
+        dec_types, _ = _pad2(dec_in, vocab.pad)
+        target_types, _ = _pad2([[*row[::-1], vocab.eol] if e else [] for row, e in zip(flat, exists.tolist())],
+                                vocab.pad, dec_types.shape[1])
+        target = self.words_of(target_types).masked_fill(target_types == vocab.pad, vocab.pad)
+        x = torch.cat([m.embed(self.words_of(dec_types)), self.char_vectors(dec_types)], dim=-1)
+        s = run_lstm(m.decoder, m.drop(x), enc_len + 1)                      # (P*V, Ld, D)
+        ld = s.shape[1]
+        s = s.reshape(n_poems, n_rows * ld, -1)
+        scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, V*Ld, M)
+        vis_rows = vis.repeat_interleave(ld, dim=1)                          # (P, V*Ld, M)
+        att = torch.softmax(scores.masked_fill(~vis_rows, -1e9), dim=-1)
+        ctx = att @ mem                                                      # (P, V*Ld, 2E)
+        sel = (target != vocab.pad).view(n_poems, n_rows * ld)               # predicted positions only
+        h = m.mix(s[sel], ctx[sel])
+        loss = m.nll_sum(m.drop(h), target.view(n_poems, n_rows * ld)[sel])
+        return loss, int(sel.sum())
+
+    def pm_loss(self, poems: list[dict]):
+        lines = [x for p in poems for x in p["pm"]]
+        if not lines:
+            return torch.zeros(())
+        return self.pm_lines(lines).mean()
+
+    def pm_lines(self, lines: list[list[int]]):
+        chars, lengths = _pad2(lines, PAD_CHAR)
+        vowels = self._vowel_ids()[chars]
+        loss, _ = self.model.pentameter(self.model.chars, chars, lengths, vowels)
+        return loss
+
+    def _vowel_ids(self):
+        if not hasattr(self, "_vowel_table"):
+            self._vowel_table = torch.tensor([i > SPECIAL_CHAR and is_vowel(c)
+                                              for i, c in enumerate(self.tables.chars)])
+        return self._vowel_table
+
+    def rhyme_embed(self, type_ids):
+        ids = torch.as_tensor(type_ids, dtype=torch.long)
+        return self.model.rhyme.embed(self.model.chars, self.type_chars[ids], self.type_len[ids])
+
+    def rm_loss(self, poems: list[dict], rng: random.Random | None):
+        """Margin loss over the quatrains of ``poems``; negatives: ``rm_neg`` end words of other poems'
+        quatrains (random with ``rng``, else the following quatrains', for a fixed dev score)."""
+        quats = [(i, q) for i, p in enumerate(poems) for q in p["ends"]]
+        if not quats:
+            return torch.zeros(())
+        words = sorted({w for _, q in quats for w in q})
+        index = {w: j for j, w in enumerate(words)}
+        k = self.cfg["rm_neg"]
+        negs = []
+        for qi, (pi, q) in enumerate(quats):
+            pool = [j for j, (pj, _) in enumerate(quats) if pj != pi]
+            if not pool:
+                negs.append([])
+                continue
+            if rng is not None:
+                picks = [(pool[rng.randrange(len(pool))], rng.randrange(4)) for _ in range(k)]
+            else:
+                picks = [(pool[(qi + t) % len(pool)], (qi + t) % 4) for t in range(k)]
+            negs.append([index[quats[j][1][v]] for j, v in picks])
+        if any(len(n) != len(negs[0]) for n in negs):
+            negs = [[] for _ in negs]
+        u = self.rhyme_embed(words)
+        qt = torch.tensor([[index[w] for w in q] for _, q in quats], dtype=torch.long)
+        nt = torch.tensor(negs, dtype=torch.long).view(len(quats), -1)
+        return self.model.rhyme.loss(u, qt, nt)
+
+
+# --------------------------------------------------------------------------------------------------
+# training
+
+
+def _evaluate(batcher: Batcher, dev: list[dict], batch_size: int) -> dict:
+    model = batcher.model
+    model.eval()
+    total, count, pm, rm, n_pm, n_rm = 0.0, 0, 0.0, 0.0, 0, 0
+    with torch.no_grad():
+        for start in range(0, len(dev), batch_size):
+            part = dev[start:start + batch_size]
+            loss, n = batcher.lm_loss(part)
+            total += float(loss)
+            count += n
+            lines = [x for p in part for x in p["pm"]]
+            if lines:
+                pm += float(batcher.pm_lines(lines).sum())
+                n_pm += len(lines)
+            nq = sum(len(p["ends"]) for p in part)
+            if nq:
+                rm += float(batcher.rm_loss(part, None)) * nq
+                n_rm += nq
+    model.train()
+    return {"dev_loss": total / max(count, 1), "dev_pm_loss": pm / n_pm if n_pm else None,
+            "dev_rm_loss": rm / n_rm if n_rm else None}
+
+
+def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict, *, lang: str,
+          word2vec: str | None = None, threads: int = 1, name: str | None = None, progress: bool = True) -> dict:
+    """Train DeepSpeare's language, pentameter and rhyme models jointly on pseudo-sonnets; keep the weights
+    with the best dev LM loss; write ``out_dir`` atomically (:func:`.common.save_checkpoint`). Returns the
+    log's summary."""
+    from tqdm.auto import tqdm
+
+    cfg = resolve_model_cfg(model_cfg, name)
+    tcfg = resolve_train_cfg(train_cfg)
+    if not isinstance(lang, str) or not lang:
+        raise PoevalError("train: lang must be a language code such as 'en' or 'de'")
+    if word2vec is not None and not Path(word2vec).is_file():
+        raise PoevalError(f"word2vec file not found: {word2vec}")
+    conditioned = cfg["conditioned"]
+    train_poems, scheme_counts = read_sonnets(sonnets, conditioned, name)
+    dev_poems = read_dev(dev, conditioned, tcfg["eval_quatrains"], name)
+
+    t_start = time.perf_counter()
+    # one thread whatever `threads` says: torch's multithreaded CPU kernels for these small LSTM ops
+    # sum in a varying order, so two identical runs gave different weights with 2 threads
+    torch.set_num_threads(1)
+    seed = int(tcfg["seed"])
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+
+    style = _lm.STYLE_TOKENS if conditioned else ()
+    verse_tokens = [row for p in train_poems for row, v in zip(p["rows"], p["verse"]) if v]
+    vocab = Vocab.build(verse_tokens, min_count=cfg["min_count"], max_size=cfg["max_vocab"], extra=style)
+    chars = Tables.char_list([t for row in verse_tokens for t in row] +
+                             [x for p in train_poems for x, v in zip(p["text"], p["verse"]) if v])
+    tables = Tables(vocab, chars, cfg["max_word_chars"], style)
+    train_enc = [_encode_poem(p, tables, cfg, True) for p in train_poems]
+    dev_enc = [_encode_poem(p, tables, cfg, True) for p in dev_poems]
+
+    model = DeepSpeare(cfg, len(vocab), len(chars), vocab.pad)
+    w2v = init_embedding(model.lm.embed, vocab, word2vec)
+    model.train()
+    batcher = Batcher(model, tables, cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n and n != "chars.weight"]
+    ids = {id(p) for p in decay}
+    other = [p for p in model.parameters() if id(p) not in ids]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": float(tcfg["weight_decay"])},
+                                   {"params": other, "weight_decay": 0.0}], lr=float(tcfg["lr"]))
+    warmup = int(tcfg["warmup_steps"])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+
+    bs = tcfg["batch_size"]
+    per_epoch = math.ceil(len(train_enc) / bs)
+    max_steps = min(tcfg["max_steps"], tcfg["epochs"] * per_epoch)
+    stopper = EarlyStopping(tcfg["patience"])
+    evals: list[dict] = []
+    run = collections.defaultdict(float)
+    step, stopped_early, order, pos = 0, False, list(range(len(train_enc))), len(train_enc)
+    train_tokens, train_time = 0, 0.0
+
+    def do_eval(epoch: float) -> bool:
+        res = _evaluate(batcher, dev_enc, 2 * bs)
+        entry = {"step": step, "epoch": round(epoch, 4), **res,
+                 "train_loss": run["lm"] / run["tokens"] if run["tokens"] else None,
+                 "train_pm_loss": run["pm"] / run["n"] if run["n"] else None,
+                 "train_rm_loss": run["rm"] / run["n"] if run["n"] else None,
+                 "elapsed_s": time.perf_counter() - t_start}
+        evals.append(entry)
+        run.clear()
+        bar.set_postfix(dev=f"{res['dev_loss']:.3f}")
+        stop = stopper.update(res["dev_loss"], step, model.states)
+        return stop and tcfg["patience"] > 0
+
+    bar = tqdm(total=max_steps, desc="train deepspeare", unit="step", disable=not progress, leave=False)
+    try:
+        do_eval(0.0)   # the untrained model: the baseline every later evaluation must beat
+        while step < max_steps:
+            if pos >= len(order):
+                rng.shuffle(order)
+                pos = 0
+            batch = [train_enc[i] for i in order[pos:pos + bs]]
+            pos += bs
+            t0 = time.perf_counter()
+            lm_sum, n_tok = batcher.lm_loss(batch)
+            pm = batcher.pm_loss(batch)
+            rm = batcher.rm_loss(batch, rng)
+            loss = lm_sum / max(n_tok, 1) + pm + rm
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if tcfg["max_grad_norm"]:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), float(tcfg["max_grad_norm"]))
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            train_time += time.perf_counter() - t0
+            train_tokens += n_tok
+            run["lm"] += float(lm_sum.detach())
+            run["tokens"] += n_tok
+            run["pm"] += float(pm.detach())
+            run["rm"] += float(rm.detach())
+            run["n"] += 1
+            bar.update(1)
+            if step % tcfg["eval_every"] == 0 or step == max_steps:
+                if do_eval(step / per_epoch):
+                    stopped_early = step < max_steps
+                    break
+    finally:
+        bar.close()
+
+    if stopper.best_state is not None:
+        model.load_states(stopper.best_state)
+    best = next(e for e in evals if e["step"] == stopper.best_step)
+
+    def last(key: str):
+        return next((e[key] for e in reversed(evals) if e[key] is not None), None)
+
+    config = {**cfg, "lang": lang, "chars": chars, "scheme_counts": dict(sorted(scheme_counts.items()))}
+    summary = {
+        "best_step": stopper.best_step,
+        "best_dev_loss": stopper.best if math.isfinite(stopper.best) else None,
+        "best_dev_pm_loss": best["dev_pm_loss"],
+        "best_dev_rm_loss": best["dev_rm_loss"],
+        "final_train_loss": last("train_loss"),
+        "final_train_pm_loss": last("train_pm_loss"),
+        "final_train_rm_loss": last("train_rm_loss"),
+        "stopped_early": stopped_early,
+        "steps": step,
+        "epochs": round(step / per_epoch, 4),
+        "elapsed_s": time.perf_counter() - t_start,
+        "tokens_per_s": train_tokens / train_time if train_time else None,
+        "train_tokens": train_tokens,
+        "n_params": n_params,
+        "n_train": len(train_enc),
+        "n_train_verses": sum(sum(p["verse"]) for p in train_poems),
+        "n_dev_eval": len(dev_enc),
+        "vocab_size": len(vocab),
+        "n_chars": len(chars),
+        "word2vec_covered": w2v["word2vec_covered"],
+        "threads": int(threads),
+    }
+    log = {"evals": evals, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg}
+    save_checkpoint(out_dir, ARCH, config, vocab, model.states(), log)
+    return summary
+
+
+# --------------------------------------------------------------------------------------------------
+# loading and generation
+
+
+class Loaded:
+    """A trained DeepSpeare checkpoint: the model (eval mode), its tables and config, with small helpers
+    to score text with each component."""
+
+    def __init__(self, model_dir: str | Path):
+        arch, config, vocab, states = load_checkpoint(model_dir)
+        if arch != ARCH:
+            raise PoevalError(f"{model_dir} holds a {arch!r} model, not {ARCH!r}")
+        self.cfg = config
+        self.style = _lm.STYLE_TOKENS if config["conditioned"] else ()
+        self.tables = Tables(vocab, config["chars"], config["max_word_chars"], self.style)
+        self.vocab = vocab
+        self.model = DeepSpeare(config, len(vocab), len(config["chars"]), vocab.pad)
+        self.model.load_states(states)
+        self.model.eval()
+        self.batcher = Batcher(self.model, self.tables, config)
+
+    def _word_tensors(self, words: list[str]):
+        return _pad2([self.tables.word_chars(w) for w in words], PAD_CHAR)
+
+    @torch.no_grad()
+    def rhyme_embeddings(self, words: list[str]):
+        chars, lengths = self._word_tensors(words)
+        return self.model.rhyme.embed(self.model.chars, chars, lengths)
+
+    @torch.no_grad()
+    def rhyme_similarity(self, word_a: str, word_b: str) -> float:
+        """The rhyme model's cosine similarity of two words' endings."""
+        u = self.rhyme_embeddings([word_a, word_b])
+        return float(u[0] @ u[1])
+
+    @torch.no_grad()
+    def pentameter_loss(self, verses: list[str]) -> list[float]:
+        """The pentameter model's loss (cross-entropy + penalties) of each verse; lower = more iambic."""
+        lines = [self.tables.char_ids(pm_text(v, self.cfg["pm_max_chars"]) or " ") for v in verses]
+        return self.batcher.pm_lines(lines).tolist()
+
+    @torch.no_grad()
+    def lm_loss(self, quatrains: list[list[str]]) -> float:
+        """Per-token cross-entropy of the language model on ``quatrains`` (each its own context)."""
+        poems = []
+        for q in quatrains:
+            rows = [tokenize(x) for x in q]
+            poems.append({"rows": [[self.tables.type_id(t, add=False) for t in r] for r in rows]})
+        loss, n = self.batcher.lm_loss(poems)
+        return float(loss) / max(n, 1)
+
+
+def draw(probs, k: int = 1):
+    """``k`` independent draws (with replacement) from each row of ``probs`` (rows sum to > 0): inverse-CDF
+    sampling with ``torch.rand``, many times faster than ``torch.multinomial`` on CPU for large vocabularies;
+    zero-probability entries are never drawn."""
+    cdf = probs.cumsum(dim=-1)
+    u = torch.rand(probs.shape[0], k) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).clamp(max=probs.shape[-1] - 1)
+
+
+class Generator:
+    """Batched quatrain generation (module docstring, "Generation")."""
+
+    def __init__(self, loaded: Loaded, temperature: float, top_p: float, top_k: int):
+        self.L = loaded
+        cfg, vocab, model = loaded.cfg, loaded.vocab, loaded.model
+        self.cfg, self.vocab, self.lm = cfg, vocab, model.lm
+        self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
+        n = len(vocab)
+        words = vocab.itos
+        self.style_ids = [vocab.stoi[t] for t in loaded.style]
+        special = {vocab.pad, vocab.unk, vocab.bos, vocab.eos, vocab.eol, *self.style_ids}
+        self.banned = sorted({vocab.pad, vocab.unk, vocab.bos, vocab.eos, *self.style_ids})
+        self.is_word = torch.tensor([i not in special and is_word(w) for i, w in enumerate(words)])
+        lower: dict[str, int] = {}
+        self.lower_id = torch.tensor([lower.setdefault(w.lower(), len(lower)) for w in words])
+        with torch.no_grad():
+            chars, lengths = loaded.batcher.type_chars[:n], loaded.batcher.type_len[:n]
+            self.char_table = self.lm.char_encode(model.chars, chars, lengths)
+            self.rhyme_table = model.rhyme.embed(model.chars, chars, lengths) * self.is_word.unsqueeze(1)
+        counts = cfg.get("scheme_counts") or {}
+        self.schemes = sorted(counts) if counts else ["abab", "aabb", "abba"]
+        self.scheme_probs = torch.tensor([float(counts[s]) for s in self.schemes] if counts else [1.0] * 3)
+        self.scheme_source = "training sonnets" if counts else "default (abab, aabb, abba)"
+        if self.style_ids:
+            self.scheme_source = "sampled style token"
+            self.meter_ids = [vocab.stoi[t] for t in loaded.style if t.startswith("<meter=")]
+            self.scheme_tok = [vocab.stoi[t] for t in loaded.style if t.startswith("<scheme=")]
+
+    # -- one decoder step over rows ``idx``
+    def _step(self, tok, state, keys, mem, vis):
+        lm = self.lm
+        x = torch.cat([lm.embed(tok), self.char_table[tok]], dim=-1).unsqueeze(1)
+        s, state = lm.decoder(x, state)
+        s = s[:, 0]
+        scores = torch.bmm(keys, lm.att_q(s).unsqueeze(-1)).squeeze(-1).masked_fill(~vis, -1e9)
+        ctx = torch.bmm(torch.softmax(scores, dim=-1).unsqueeze(1), mem).squeeze(1)
+        return lm.log_probs(lm.mix(s, ctx)), state
+
+    def _encode(self, rows: list[list[int]]):
+        words, lengths = _pad2(rows, self.vocab.pad)
+        enc = self.lm.encode_verses(words, lengths)
+        return enc, torch.arange(words.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
+
+    def _style_rows(self, mem, vis):
+        """Sample each quatrain's style line (meter, then scheme: the line is decoded right to left)."""
+        p = mem.shape[0]
+        keys = self.lm.att_k(mem)
+        state = None
+        tok = torch.full((p,), self.vocab.bos, dtype=torch.long)
+        out = []
+        for allowed in (self.meter_ids, self.scheme_tok):
+            logp, state = self._step(tok, state, keys, mem, vis)
+            mask = torch.ones(logp.shape[-1], dtype=torch.bool)
+            mask[allowed] = False
+            probs = filtered_probs(logp.masked_fill(mask, -math.inf), self.temperature, self.top_p, self.top_k)
+            tok = draw(probs).squeeze(1)
+            out.append(tok)
+        return [[int(sc), int(me)] for me, sc in zip(*out)]     # natural order: scheme, meter
+
+    def _decode(self, keys, mem, vis, budget, partner):
+        """Sample one verse per row (right to left). Returns token buffer (R, T) in generation order,
+        lengths, finished flags, end-word ids, rhyme-ok flags and rhyme similarities."""
+        r = budget.shape[0]
+        steps = int(budget.max()) if r else 0
+        buf = torch.full((r, max(steps, 1)), self.vocab.pad, dtype=torch.long)
+        length = torch.zeros(r, dtype=torch.long)
+        finished = torch.zeros(r, dtype=torch.bool)
+        alive = budget > 0
+        end = torch.full((r,), -1, dtype=torch.long)
+        rhyme_ok = torch.zeros(r, dtype=torch.bool)
+        rhyme_sim = torch.full((r,), -2.0)
+        need = partner >= 0
+        d = self.lm.decoder.hidden_size
+        h = torch.zeros(1, r, d)
+        c = torch.zeros(1, r, d)
+        tok = torch.full((r,), self.vocab.bos, dtype=torch.long)
+        thr, attempts = float(self.cfg["rhyme_threshold"]), int(self.cfg["rhyme_attempts"])
+        # rows per chunk: a (rows x vocabulary) float tensor stays below ~16 MB, so that the allocator reuses
+        # its memory instead of mapping fresh pages at every step (large vocabularies: much system time)
+        chunk = max(64, (1 << 22) // len(self.vocab))
+        for t in range(steps):
+            live = alive.nonzero().squeeze(1)
+            if live.numel() == 0:
+                break
+            for idx in torch.split(live, chunk):
+                logp, (hn, cn) = self._step(tok[idx], (h[:, idx], c[:, idx]), keys[idx], mem[idx], vis[idx])
+                h[:, idx], c[:, idx] = hn, cn
+                probs = filtered_probs(logp, self.temperature, self.top_p, self.top_k, self.banned)
+                nxt = draw(probs).squeeze(1)
+                first = end[idx] < 0
+                redraw = (need[idx] & first).nonzero().squeeze(1)
+                if redraw.numel():   # the rhyme word: redraw until it rhymes with the partner's end word
+                    draws = draw(probs[redraw], attempts)
+                    pw = partner[idx[redraw]]
+                    sims = (self.rhyme_table[draws] * self.rhyme_table[pw].unsqueeze(1)).sum(-1)
+                    same = self.lower_id[draws] == self.lower_id[pw].unsqueeze(1)
+                    word = self.is_word[draws]
+                    good = word & (sims >= thr) & ~same
+                    okay = ~word | good
+                    pick = okay.float().argmax(dim=1)          # first acceptable draw (else the first draw)
+                    rows = torch.arange(redraw.numel())
+                    nxt[redraw] = draws[rows, pick]
+                    chosen_word = word[rows, pick]
+                    target = idx[redraw[chosen_word]]
+                    rhyme_ok[target] = good[rows, pick][chosen_word]
+                    sim = torch.where(same[rows, pick], torch.tensor(-2.0), sims[rows, pick])
+                    rhyme_sim[target] = sim[chosen_word]
+                new_end = first & self.is_word[nxt]
+                end[idx[new_end]] = nxt[new_end]
+                buf[idx, t] = nxt
+                eol = nxt == self.vocab.eol
+                finished[idx[eol]] = True
+                length[idx[~eol]] += 1
+                tok[idx] = nxt
+                stop = eol | (t + 1 >= budget[idx])
+                alive[idx[stop]] = False
+        return buf, length, finished, end, rhyme_ok, rhyme_sim
+
+    @torch.no_grad()
+    def generate(self, size: int, max_tokens: int) -> list[dict]:
+        """``size`` quatrain attempts: each ``{"lines" or None, "reason", "scheme", "constrained", "forced"}``."""
+        cfg, vocab, lm = self.cfg, self.vocab, self.lm
+        k = int(cfg["candidates"])
+        mem = lm.null.view(1, 1, -1).expand(size, 1, -1)
+        vis = torch.ones(size, 1, dtype=torch.bool)
+        if self.style_ids:
+            styles = self._style_rows(mem, vis)
+            enc, m = self._encode(styles)
+            mem, vis = torch.cat([mem, enc], dim=1), torch.cat([vis, m], dim=1)
+            schemes = [vocab[s[0]][len("<scheme="):-1] for s in styles]
+        else:
+            draws = torch.multinomial(self.scheme_probs, size, replacement=True).tolist()
+            schemes = [self.schemes[i] for i in draws]
+        used = torch.zeros(size, dtype=torch.long)
+        valid = [True] * size
+        results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0, "forced": 0} for s in schemes]
+        ends = torch.full((size, 4), -1, dtype=torch.long)
+        for v in range(4):
+            partner = torch.full((size,), -1, dtype=torch.long)
+            for p, sch in enumerate(schemes):
+                earlier = [u for u in range(v) if sch[u] == sch[v]]
+                if earlier and valid[p]:
+                    partner[p] = ends[p, earlier[-1]]
+            budget = (max_tokens - used).clamp(min=0)
+            budget[torch.tensor([not x for x in valid])] = 0
+            rep = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731
+            buf, length, finished, end, rhyme_ok, rhyme_sim = self._decode(
+                rep(lm.att_k(mem)), rep(mem), rep(vis), rep(budget), rep(partner))
+            toks = [buf[i, : length[i]].tolist()[::-1] for i in range(buf.shape[0])]
+            words = [[vocab[t] for t in row] for row in toks]
+            ok = [bool(finished[i]) and verse_ok(words[i]) for i in range(len(words))]
+            texts = [detokenize(w) if o else "" for w, o in zip(words, ok)]
+            pm = torch.full((len(texts),), math.inf)
+            cand = [i for i, o in enumerate(ok) if o]
+            if cand:
+                lines = [self.L.tables.char_ids(pm_text(texts[i], cfg["pm_max_chars"]) or " ") for i in cand]
+                pm[cand] = self.L.batcher.pm_lines(lines)
+            chosen_rows = []
+            for p in range(size):
+                if not valid[p]:
+                    chosen_rows.append([])
+                    continue
+                cands = [i for i in range(p * k, (p + 1) * k) if ok[i]]
+                if not cands:
+                    valid[p] = False
+                    done = any(bool(finished[i]) for i in range(p * k, (p + 1) * k))
+                    results[p]["reason"] = "empty_line" if done else "truncated"
+                    chosen_rows.append([])
+                    continue
+                pool = cands
+                if partner[p] >= 0:
+                    results[p]["constrained"] += 1
+                    rhymed = [i for i in cands if rhyme_ok[i]]
+                    if rhymed:
+                        pool = rhymed
+                    else:
+                        results[p]["forced"] += 1
+                        pool = [max(cands, key=lambda i: float(rhyme_sim[i]))]
+                if len(pool) == 1 or cfg["rerank"] == "best":
+                    pick = min(pool, key=lambda i: float(pm[i]))
+                else:
+                    weights = torch.softmax(-pm[pool], dim=0)
+                    pick = pool[int(torch.multinomial(weights, 1))]
+                results[p]["lines"].append(texts[pick])
+                ends[p, v] = end[pick]
+                used[p] += int(length[pick]) + 1
+                chosen_rows.append(toks[pick])
+            enc, m = self._encode(chosen_rows)
+            mem, vis = torch.cat([mem, enc], dim=1), torch.cat([vis, m], dim=1)
+        for p in range(size):
+            if not valid[p]:
+                results[p]["lines"] = None
+        return results
+
+
+def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batch_size: int = 100,
+           max_new_tokens: int | None = 100, max_attempts: int = 3000, seed: int = 1, threads: int = 1,
+           id_prefix: str = "", progress: bool = True) -> dict:
+    """Sample until ``n`` valid quatrains or ``max_attempts`` quatrain generations; write the samples JSONL
+    and the stats JSON (:func:`.common.write_samples`). A quatrain is valid when each of its four verses
+    ended with ``<eol>`` within ``max_new_tokens`` generated tokens in all (``<eol>`` included) and has a
+    word. Deterministic for equal seed, batch_size and threads."""
+    from tqdm.auto import tqdm
+
+    temperature, top_p, top_k = ancestral_params(decoding, ARCH)
+    for key, value, low in (("n", n, 0), ("batch_size", batch_size, 1), ("max_attempts", max_attempts, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise PoevalError(f"sample: {key} must be an integer >= {low}, got {value!r}")
+    if max_new_tokens is not None and (not isinstance(max_new_tokens, int) or max_new_tokens < 4):
+        raise PoevalError(f"sample: max_new_tokens must be null or an integer >= 4 (four verses), "
+                          f"got {max_new_tokens!r}")
+    if not Path(model_dir).is_dir():
+        raise PoevalError(f"model directory not found: {model_dir}")
+    torch.set_num_threads(int(threads))
+    loaded = Loaded(model_dir)
+    gen = Generator(loaded, temperature, top_p, top_k)
+    max_tokens = max_new_tokens if max_new_tokens is not None else 200
+
+    torch.manual_seed(int(seed))
+    records: list[dict] = []
+    reasons: collections.Counter = collections.Counter()
+    targets: collections.Counter = collections.Counter()
+    constrained = forced = attempts = 0
+    t0 = time.perf_counter()
+    bar = tqdm(total=n, desc="sample deepspeare", unit="quatrain", disable=not progress, leave=False)
+    try:
+        while len(records) < n and attempts < max_attempts:
+            size = min(batch_size, max_attempts - attempts)
+            for res in gen.generate(size, max_tokens):
+                attempts += 1
+                constrained += res["constrained"]
+                forced += res["forced"]
+                if res["lines"] is None:
+                    reasons[res["reason"]] += 1
+                else:
+                    targets[res["scheme"]] += 1
+                    records.append({"id": f"{id_prefix}{len(records):05d}", "lines": res["lines"]})
+                    bar.update(1)
+                if len(records) >= n:
+                    break
+    finally:
+        bar.close()
+    extra = {
+        "decoding": decoding,
+        "seed": int(seed),
+        "batch_size": batch_size,
+        "max_new_tokens": max_new_tokens,
+        "max_attempts": max_attempts,
+        "elapsed_s": time.perf_counter() - t0,
+        "arch": ARCH,
+        "candidates": int(loaded.cfg["candidates"]),
+        "rhyme_threshold": float(loaded.cfg["rhyme_threshold"]),
+        "rhyme_attempts": int(loaded.cfg["rhyme_attempts"]),
+        "rerank": loaded.cfg["rerank"],
+        "scheme_source": gen.scheme_source,
+        "target_schemes": dict(sorted(targets.items())),
+        "rhyme_constrained_verses": constrained,
+        "rhyme_forced_failures": forced,
+    }
+    return write_samples(records, reasons, attempts, n, out, stats, extra)

@@ -1,0 +1,684 @@
+"""Provenance of one table number: the chain of artifacts and params behind it, checked for staleness.
+
+Build time: every step that produces an artifact stores :func:`stamp` under a ``"provenance"`` key of its
+JSON side file (metric cell, sample stats, ``training_log.json``, split and corpus reports): the sha256
+of each input as it was consumed, the params it ran with, the code revision and the creation time.
+
+Query time (`poeval provenance`): :func:`trace` walks back from a table cell along the workflow's layout
+(cell -> samples -> checkpoint -> split -> corpus), hashes each artifact as it is now and compares it with
+the hash its consumer recorded, and compares each recorded params group with params.yaml (+ overlays).
+When dvc.lock exists it is a second record: its params per stage (compared with params.yaml alone, as
+DVC does) and, where the DVC cache holds the listing of a directory output, its md5 per file.
+
+Names the checker reads (a new producer, e.g. another generator family, must use the same ones; the
+helpers :func:`train_stamp` and :func:`sample_stamp` fix them):
+
+* metric cell: inputs ``samples``, ``reference`` (``embeddings``); params ``metrics``, ``bootstrap_reps``,
+  ``seed``, ``exclude_sample_from_reference``
+* sample stats: input ``model`` (checkpoint directory); params ``decoding``, ``sampling``
+* training_log.json: inputs ``train``, ``dev``; params ``model``, ``training``
+* split report: input ``quatrains``; params ``split``, ``human``
+* corpus report: input ``source`` (absent when nothing was read from disk); params ``corpus``, ``quatrains``
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import PoevalError
+from .io import file_sha256, read_json
+
+HUMAN = "HUMAN"
+ABBREV = 12  # hex characters of a hash shown in the text output
+# Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
+# creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
+# (weights, config, tokenizer) is all in the hash.
+DIR_HASH_EXCLUDE = frozenset({"training_log.json"})
+# Runtime settings passed along with a family's options that are not params: they do not change the
+# numbers (workers) or are recorded as inputs (the embeddings cache).
+RUNTIME_OPTIONS = frozenset({"workers", "progress", "reference_embeddings"})
+# dvc.yaml stage whose params (in dvc.lock) feed each link of the chain.
+DVC_STAGE = {"metric params": "metrics", "decoding": "sample", "training params": "train", "corpus": "data"}
+
+
+# --- stamping (build time) ----------------------------------------------------------------------
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        # no optional locks: `git status` must not take index.lock from someone committing in the same checkout
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def code_revision() -> str:
+    """The revision of the poeval code that is running: ``git rev-parse HEAD`` (+ ``-dirty`` with
+    uncommitted changes to tracked files) when the package is a tracked file of a git checkout, else
+    ``poeval <version>``. The package's own directory is asked, not the working directory: a workflow
+    runs in a data directory, and an installed package may sit inside some unrelated checkout."""
+    package = Path(__file__).resolve().parent
+    if _git(["ls-files", "--error-unmatch", "__init__.py"], package) is not None:
+        head = _git(["rev-parse", "HEAD"], package)
+        if head:
+            dirty = _git(["status", "--porcelain", "--untracked-files=no"], package)
+            return head + ("-dirty" if dirty else "")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"poeval {version('poeval')}"
+    except PackageNotFoundError:
+        return "poeval (unknown version)"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _files_under(path: Path) -> list[Path]:
+    return sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).as_posix())
+
+
+def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLUDE) -> str:
+    """sha256 over the sorted relative paths and file hashes of a directory, without the top-level
+    names in ``exclude``; a renamed, added, removed or changed file changes it."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    for file in _files_under(path):
+        rel = file.relative_to(path).as_posix()
+        if rel not in exclude:
+            digest.update(f"{rel}\0{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def path_sha256(path: str | os.PathLike) -> str:
+    """:func:`poeval.io.file_sha256` of a file, :func:`dir_sha256` of a directory."""
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"input not found: {path}")
+    return dir_sha256(path) if path.is_dir() else file_sha256(path)
+
+
+def stamp(inputs: dict[str, str | os.PathLike | None], params: dict) -> dict:
+    """What an artifact was built from, to store under its ``"provenance"`` key: each input's path and
+    sha256 (a directory: :func:`dir_sha256`; ``None`` inputs are left out), the params as given, the
+    code revision and the UTC creation time."""
+    recorded = {name: {"path": str(p), "sha256": path_sha256(p)} for name, p in inputs.items() if p is not None}
+    return {"inputs": recorded, "params": params, "code": code_revision(), "created": utc_now()}
+
+
+def train_stamp(train: str | os.PathLike, dev: str | os.PathLike, model_cfg: dict, train_cfg: dict,
+                **other_inputs: str | os.PathLike | None) -> dict:
+    """Stamp for a checkpoint's ``training_log.json``: ``model_cfg`` and ``train_cfg`` as received
+    (params ``models.<system>`` and ``training``; a system's own ``training`` block merged in, as
+    `poeval train` does), before defaults are filled in. ``train`` is the file trained on (pseudo-sonnets
+    for deepspeare/sa); ``other_inputs`` adds more, e.g. ``word2vec=path``."""
+    return stamp({"train": train, "dev": dev, **other_inputs}, {"model": model_cfg, "training": train_cfg})
+
+
+def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict) -> dict:
+    """Stamp for a samples file's ``.stats.json``: ``sampling`` holds the params ``sampling`` keys as
+    received (n, batch_size, max_new_tokens, max_new_bytes, max_attempts, seed)."""
+    return stamp({"model": model_dir}, {"decoding": decoding, "sampling": sampling})
+
+
+def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
+    """Stamp for a metric cell, from the arguments of :func:`poeval.evaluate.evaluate`."""
+    options = kwargs.get("options") or {}
+    inputs = {"samples": samples, "reference": reference}
+    if "semantic" in families:
+        inputs["embeddings"] = options.get("semantic", {}).get("reference_embeddings")
+    metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in families}
+    return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs.get("bootstrap_reps", 0),
+                          "seed": kwargs.get("seed", 1),
+                          "exclude_sample_from_reference": bool(kwargs.get("exclude_sample_from_reference"))})
+
+
+# --- a table cell -------------------------------------------------------------------------------
+
+@dataclass
+class TableCell:
+    """One number of a family table and where it comes from."""
+
+    table: str
+    family: str
+    lang: str
+    system: str
+    decoding: str          # "-" for the HUMAN row
+    n_cells: int           # the HUMAN row is the mean of this many sample cells
+    column: str
+    key: str               # in the cell JSON: family section key (``a.b`` nested), or ``n_poems``
+    digits: int
+    scale: float
+    value: str             # as printed in the table
+
+
+def _columns(table: str) -> list[tuple]:
+    # tables (and the rhyme module it imports) load only when a chain is traced: the producers that
+    # import this module for stamp() stay light
+    from .tables import FAMILY_OF_TABLE, TABLE_COLUMNS, TABLES
+
+    return [("n_poems", "n", 0, 1)] + (TABLE_COLUMNS.get(table) or TABLES[FAMILY_OF_TABLE[table]])
+
+
+def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
+    if not path.is_file():
+        raise PoevalError(f"table not found: {path}")
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    if not rows or rows[0][:4] != ["lang", "system", "decoding", "n"]:
+        raise PoevalError(f"{path}: not a family table (expected columns lang, system, decoding, n, ...)")
+    return rows[0], rows[1:]
+
+
+def _system_of(label: str) -> str:
+    """The system of a row label: ``HUMAN (mean of 10)`` -> ``HUMAN``."""
+    return label.split(" (", 1)[0]
+
+
+def _n_cells(label: str) -> int:
+    if label.startswith(f"{HUMAN} (mean of "):
+        return int(label.rsplit(" ", 1)[1].rstrip(")"))
+    return 1
+
+
+def _pick_row(path: Path, rows: list[list[str]], system: str, lang: str | None, decoding: str | None) -> list[str]:
+    valid = [f"{r[0]}/{_system_of(r[1])}/{r[2]}" for r in rows]
+    hits = [r for r in rows if _system_of(r[1]) == _system_of(system) and (lang is None or r[0] == lang)
+            and (decoding is None or r[2] in (decoding, "-"))]   # the HUMAN row has no decoding
+    if not hits:
+        raise PoevalError(f"{path}: no row for system '{system}'"
+                          + (f", lang '{lang}'" if lang else "") + (f", decoding '{decoding}'" if decoding else "")
+                          + f"; rows (lang/system/decoding): {', '.join(valid)}")
+    if len(hits) > 1:
+        which = ", ".join(f"{r[0]}/{_system_of(r[1])}/{r[2]}" for r in hits)
+        raise PoevalError(f"{path}: '{system}' matches {len(hits)} rows ({which}); choose one with --lang and/or "
+                          "--decoding")
+    return hits[0]
+
+
+def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = None,
+            decoding: str | None = None) -> TableCell:
+    """The cell of ``table`` at row ``row`` (a system name; HUMAN for the human row) and ``column``
+    (a header name); ``lang``/``decoding`` choose among rows of the same system."""
+    from .tables import FAMILY_OF_TABLE
+
+    path = Path(table)
+    name = path.name.removesuffix(".tsv")
+    if name not in FAMILY_OF_TABLE:
+        raise PoevalError(f"{path}: provenance covers the metric tables ({', '.join(sorted(FAMILY_OF_TABLE))}), "
+                          f"not '{name}'")
+    header, rows = _read_tsv(path)
+    columns = {c[1]: c for c in _columns(name)}
+    if column not in columns or column not in header:
+        raise PoevalError(f"{path}: no column '{column}'; columns: {', '.join(header[3:])}")
+    picked = _pick_row(path, rows, row, lang, decoding)
+    key, _, digits, scale = columns[column]
+    return TableCell(str(path), FAMILY_OF_TABLE[name], picked[0], _system_of(picked[1]), picked[2],
+                     _n_cells(picked[1]), column, key, digits, scale, picked[header.index(column)])
+
+
+# --- checking -----------------------------------------------------------------------------------
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def param_diffs(recorded: dict, current: dict, exact: bool = True) -> tuple[list[str], list[str]]:
+    """(differences, unrecorded) between two params dicts, by dotted key.
+
+    A difference is ``key: recorded X, now Y`` for a recorded key whose value changed or that is gone
+    now (null). A key set now but absent from the record is *unrecorded*, not a difference: a producer
+    records what it used (a generator without byte-level decoding never sees max_new_bytes).
+    ``exact=False`` compares only the keys both sides have, for legacy records that mix in defaults."""
+    r, c = _flatten(recorded), _flatten(current)
+    keys = sorted(r) if exact else sorted(r.keys() & c.keys())
+    diffs = [f"{k}: recorded {_show(r[k])}, now {_show(c.get(k))}" for k in keys if r[k] != c.get(k)]
+    unrecorded = [f"{k} = {_show(c[k])}" for k in sorted(c.keys() - r.keys()) if exact and c[k] is not None]
+    return diffs, unrecorded
+
+
+def _abbrev(digest: str | None) -> str:
+    return digest[:ABBREV] if digest else "-"
+
+
+def _file_md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class Link:
+    """One step of the chain: the files it consists of, the params it ran with, and why it is stale."""
+
+    name: str
+    files: list[dict] = field(default_factory=list)      # {"path", "sha256", ...}
+    params: dict = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    built: dict = field(default_factory=dict)            # code and created of the stamp, when there is one
+
+
+class _Dvc:
+    """dvc.lock (when present): params per stage and md5 per file of its outputs."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        path = root / "dvc.lock"
+        self.lock = None
+        if path.is_file():
+            import yaml
+
+            try:
+                self.lock = yaml.safe_load(path.read_text("utf-8")) or {}
+            except yaml.YAMLError as err:
+                raise PoevalError(f"{path}: not valid YAML ({err})") from None
+
+    def param_diffs(self, stage: str, config: dict) -> list[str]:
+        spec = (self.lock or {}).get("stages", {}).get(stage)
+        if not spec:
+            return []
+        recorded = spec.get("params", {}).get("params.yaml", {})
+        current = {key: _dotted(config, key) for key in recorded}
+        return [f"dvc.lock stage '{stage}' ran with {d}" for d in param_diffs(recorded, current)[0]]
+
+    def _listing(self, md5: str) -> dict[str, str] | None:
+        path = self.root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+        if not path.is_file():
+            return None
+        return {entry["relpath"]: entry["md5"] for entry in json.loads(path.read_text("utf-8"))}
+
+    def recorded_md5(self, rel: str) -> tuple[str | None, dict[str, str] | None, str | None]:
+        """(stage, {relpath under ``rel``: md5} as recorded, note) for a file or directory ``rel``."""
+        for stage, spec in (self.lock or {}).get("stages", {}).items():
+            for out in spec.get("outs", []):
+                base = str(out.get("path", "")).rstrip("/")
+                md5 = str(out.get("md5", ""))
+                if rel != base and not rel.startswith(base + "/"):
+                    continue
+                if out.get("hash") != "md5":   # DVC 2 hashed text files after dos2unix: not comparable
+                    return stage, None, f"dvc.lock: '{base}' has DVC 2 hashes; not compared"
+                if rel == base and not md5.endswith(".dir"):
+                    return stage, {"": md5}, None
+                if not rel.startswith(base + "/") or not md5.endswith(".dir"):
+                    continue
+                listing = self._listing(md5)
+                if listing is None:
+                    return stage, None, f"dvc.lock: the listing of '{base}' is not in the DVC cache; not compared"
+                sub = rel[len(base) + 1:]
+                return stage, {k[len(sub):].lstrip("/"): v for k, v in listing.items()
+                               if k == sub or k.startswith(sub + "/")}, None
+        return None, None, None
+
+
+def _dotted(config: dict, key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(config, dict) or part not in config:
+            return None
+        config = config[part]
+    return config
+
+
+class _Tracer:
+    """Builds the chain of one table cell; paths follow the workflow's layout under ``root``."""
+
+    def __init__(self, root: Path, config: dict, dvc_config: dict):
+        # dvc_config: params.yaml alone, which is all DVC reads (overlays are Snakemake's)
+        self.root, self.config, self.dvc_config, self.dvc = root, config, dvc_config, _Dvc(root)
+        self._hashes: dict[Path, str] = {}
+
+    def rel(self, path: str | Path) -> str:
+        path = Path(path)
+        if not path.is_absolute():
+            return path.as_posix()
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def abs(self, path: str | Path) -> Path:
+        path = Path(path)
+        return path if path.is_absolute() else self.root / path
+
+    def sha(self, path: str | Path) -> str | None:
+        path = self.abs(path)
+        if path not in self._hashes:
+            self._hashes[path] = path_sha256(path) if path.exists() else None
+        return self._hashes[path]
+
+    def file_entry(self, link: Link, path: str | Path) -> dict:
+        """Hash ``path`` now, note it in ``link`` and cross-check it against dvc.lock."""
+        entry = {"path": self.rel(path), "sha256": self.sha(path)}
+        if self.abs(path).is_dir():
+            entry["kind"] = "dir"
+        if entry["sha256"] is None:
+            link.stale.append(f"{entry['path']} is missing")
+        self._dvc_check(link, path, entry)
+        link.files.append(entry)
+        return entry
+
+    def _dvc_check(self, link: Link, path: str | Path, entry: dict) -> None:
+        stage, recorded, note = self.dvc.recorded_md5(self.rel(path))
+        if note and note not in link.notes:
+            link.notes.append(note)
+        if recorded is None or entry["sha256"] is None:
+            return
+        full = self.abs(path)
+        now = ({"": _file_md5(full)} if full.is_file()
+               else {f.relative_to(full).as_posix(): _file_md5(f) for f in _files_under(full)})
+        if set(recorded) == {""}:
+            entry["dvc_md5"] = recorded[""]
+        changed = sorted(k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k))
+        if changed == [""]:
+            link.stale.append(f"{entry['path']}: md5 differs from dvc.lock (stage '{stage}')")
+        elif changed:
+            what = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+            link.stale.append(f"{entry['path']}: files differ from dvc.lock (stage '{stage}'): {what}")
+
+    def check_input(self, link: Link, stamp_: dict | None, name: str, path: str | Path, consumer: str) -> None:
+        """Stale when ``path`` now hashes differently from what ``consumer`` recorded for input ``name``."""
+        if stamp_ is None:
+            note = f"{consumer} has no provenance stamp: its input '{name}' is not compared"
+            link.notes += [] if note in link.notes else [note]
+            return
+        recorded = stamp_.get("inputs", {}).get(name)
+        now = self.sha(path)
+        if recorded is None:
+            link.notes.append(f"{consumer} recorded no hash for its input '{name}'")
+        elif now is not None and recorded["sha256"] != now:
+            link.stale.append(f"{self.rel(path)}: hash differs from the one recorded when {consumer} was built "
+                              f"(recorded {_abbrev(recorded['sha256'])}, now {_abbrev(now)})")
+
+    def check_params(self, link: Link, recorded: dict | None, current: dict, what: str, exact: bool = True) -> None:
+        """Stale when ``recorded`` params differ from ``current`` ones, or dvc.lock's from the current ones."""
+        stage = DVC_STAGE.get(link.name)
+        # dvc.lock is checked even without a stamp: for older artifacts it is the only record
+        dvc_diffs = self.dvc.param_diffs(stage, self.dvc_config) if stage else []
+        link.stale += [r for r in dvc_diffs if r not in link.stale]
+        if recorded is None:
+            link.notes.append(f"{what}: no provenance stamp (built before poeval recorded provenance); not checked")
+            return
+        link.params = recorded
+        diffs, unrecorded = param_diffs(recorded, current, exact)
+        link.stale += [f"params now differ from the ones recorded by {what}: {d}" for d in diffs]
+        link.notes += [f"params now set but not recorded by {what} (not compared): {u}" for u in unrecorded]
+
+
+def _load(path: Path) -> dict | None:
+    return read_json(path) if path.is_file() else None
+
+
+def _stamp(doc: dict | None) -> dict | None:
+    return (doc or {}).get("provenance")
+
+
+def _built(stamp_: dict | None) -> dict:
+    return {k: stamp_[k] for k in ("code", "created") if k in stamp_} if stamp_ else {}
+
+
+def _cell_paths(cell: TableCell) -> list[str]:
+    base = f"results/metrics/{cell.lang}"
+    if cell.system == HUMAN:
+        return [f"{base}/{HUMAN}/human{k}/{cell.family}.json" for k in range(cell.n_cells)]
+    return [f"{base}/{cell.system}/{cell.decoding}/{cell.family}.json"]
+
+
+def _samples_path(cell: TableCell, cell_path: str) -> str:
+    if cell.system == HUMAN:
+        return f"data/{cell.lang}/human/{Path(cell_path).parent.name}.jsonl"
+    return f"results/samples/{cell.lang}/{cell.system}/{cell.decoding}.jsonl"
+
+
+def _cell_value(cell: TableCell, docs: list[dict]) -> str:
+    """The table's number recomputed from its cell files, formatted as the table does."""
+    from .tables import _get, _mean, _scaled, fmt
+
+    def one(doc):
+        return doc.get("n_poems") if cell.key == "n_poems" else _get(doc[cell.family], cell.key)
+
+    return fmt(_mean([_scaled(one(doc), cell.scale) for doc in docs]), cell.digits)
+
+
+def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | None]]:
+    """Links cell, metric params and samples (one file per HUMAN sample cell)."""
+    cells, params, samples = Link("cell"), Link("metric params"), Link("samples")
+    docs, stamps = [], []
+    for path in _cell_paths(cell):
+        if t.file_entry(cells, path)["sha256"] is None:
+            stamps.append(None)
+            continue
+        doc = read_json(t.abs(path))
+        docs.append(doc)
+        stamps.append(_stamp(doc))
+    if docs and (value := _cell_value(cell, docs)) != cell.value:
+        cells.stale.append(f"the table shows {cell.value} but its cell files give {value}: the table is older "
+                           "than its cells")
+    current = {"metrics": {cell.family: t.config.get("metrics", {}).get(cell.family, {})},
+               "bootstrap_reps": 0 if cell.system == HUMAN else _dotted(t.config, "metrics.bootstrap.reps"),
+               "seed": _dotted(t.config, "metrics.bootstrap.seed"),
+               "exclude_sample_from_reference": cell.system == HUMAN}
+    reference = f"data/{cell.lang}/train.jsonl"
+    for path, st in zip(_cell_paths(cell), stamps):
+        t.check_params(params, (st or {}).get("params"), current, path)
+        if st is not None:
+            t.check_input(cells, st, "reference", reference, path)
+            if "embeddings" in st.get("inputs", {}):
+                t.check_input(cells, st, "embeddings", f"results/embeddings/{cell.lang}/train.npy", path)
+        sample = _samples_path(cell, path)
+        t.file_entry(samples, sample)
+        t.check_input(samples, st, "samples", sample, path)
+    params.stale = list(dict.fromkeys(params.stale))   # the HUMAN cells repeat the same differences
+    cells.built = _built(next((s for s in stamps if s), None))
+    return [cells, params, samples], stamps
+
+
+def _legacy_sampling(stats: dict) -> dict:
+    """What a stats file written before stamping says about its params (compared key by key)."""
+    return {"decoding": stats.get("decoding"),
+            "sampling": {"n": stats.get("requested"), "seed": stats.get("seed"),
+                         "batch_size": stats.get("batch_size"), "max_attempts": stats.get("max_attempts")}}
+
+
+def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
+    """Links decoding, checkpoint and training params of a model row."""
+    decoding, checkpoint, training = Link("decoding"), Link("checkpoint"), Link("training params")
+    samples = f"results/samples/{cell.lang}/{cell.system}/{cell.decoding}.jsonl"
+    stats_path = samples.removesuffix(".jsonl") + ".stats.json"
+    stats = _load(t.abs(stats_path))
+    if stats is None:
+        decoding.stale.append(f"{stats_path} is missing")
+    st = _stamp(stats)
+    decoding.files.append({"path": stats_path, "name": cell.decoding})
+    decoding.built = _built(st)
+    if cell.decoding not in t.config.get("decoding", {}):
+        decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
+    current = {"decoding": t.config.get("decoding", {}).get(cell.decoding), "sampling": t.config.get("sampling")}
+    if stats is not None:
+        t.check_params(decoding, st["params"] if st else _legacy_sampling(stats), current, stats_path, exact=bool(st))
+
+    model_dir = f"models/{cell.lang}/{cell.system}"
+    t.file_entry(checkpoint, model_dir)
+    t.check_input(checkpoint, st, "model", model_dir, stats_path)
+    log_path = f"{model_dir}/training_log.json"
+    log = _load(t.abs(log_path))
+    lst = _stamp(log)
+    training.files.append({"path": log_path})
+    training.built = _built(lst)
+    if cell.system not in t.config.get("models", {}):
+        training.stale.append(f"system '{cell.system}' is no longer defined under models in the params")
+    current = _training_params(t.config, cell.system)
+    if log is not None:
+        legacy = {"model": log.get("model_cfg"), "training": log.get("train_cfg")}
+        t.check_params(training, lst["params"] if lst else legacy, current, log_path, exact=bool(lst))
+    else:
+        training.stale.append(f"{log_path} is missing")
+    split = Link("split")
+    # the recorded inputs, as a generator may train on other files of the split (pseudo-sonnets, word2vec)
+    inputs = (lst or {}).get("inputs") or {n: {"path": f"data/{cell.lang}/{n}.jsonl"} for n in ("train", "dev")}
+    for name, recorded in inputs.items():
+        t.file_entry(split, recorded["path"])
+        t.check_input(split, lst, name, recorded["path"], log_path)
+    return [decoding, checkpoint, training, split]
+
+
+def _training_params(config: dict, system: str) -> dict:
+    """params ``models.<system>`` and ``training`` as the generator receives them: a system's own
+    ``training`` block (the poetry-specific ports) overrides the shared one, as `poeval train` does."""
+    model = dict(config.get("models", {}).get(system) or {})
+    own = model.pop("training", None) or {}
+    return {"model": model, "training": {**(config.get("training") or {}), **own}}
+
+
+def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
+    """Links split (params and input) and corpus."""
+    lang = cell.lang
+    report_path = f"data/{lang}/split_report.json"
+    report = _load(t.abs(report_path))
+    st = _stamp(report)
+    split.files.insert(0, {"path": report_path})
+    split.built = _built(st)
+    if report is None:
+        split.stale.append(f"{report_path} is missing")
+    else:
+        t.check_params(split, (st or {}).get("params"),
+                       {"split": t.config.get("split"), "human": t.config.get("human")}, report_path)
+    corpus = Link("corpus")
+    labelled = f"data/{lang}/labelled.jsonl"
+    t.file_entry(corpus, labelled)
+    t.check_input(corpus, st, "quatrains", labelled, report_path)
+    corpus_path = f"data/{lang}/corpus_report.json"
+    rep = _load(t.abs(corpus_path))
+    cst = _stamp(rep)
+    corpus.files.append({"path": corpus_path, "format": (rep or {}).get("format")})
+    corpus.built = _built(cst)
+    if rep is None:
+        corpus.stale.append(f"{corpus_path} is missing")
+        return [split, corpus]
+    current = {"corpus": t.config.get("corpus", {}).get(lang), "quatrains": t.config.get("quatrains")}
+    t.check_params(corpus, (cst or {}).get("params"), current, corpus_path)
+    source = (cst or {}).get("inputs", {}).get("source")
+    if source:
+        now = t.sha(source["path"])
+        corpus.files.append({"name": "source", "path": t.rel(source["path"]), "sha256": now,
+                             "recorded_sha256": source["sha256"]})
+        if now is None:
+            corpus.notes.append(f"corpus source {source['path']} is not available here; not compared")
+        else:
+            t.check_input(corpus, cst, "source", source["path"], corpus_path)
+    return [split, corpus]
+
+
+def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None = None, decoding: str | None = None,
+          root: str | os.PathLike | None = None, params: str | os.PathLike | None = None,
+          configfiles: tuple[str | os.PathLike, ...] = ()) -> dict:
+    """The provenance chain of one table number, as a JSON-able dict (``stale``: any link stale).
+
+    ``root`` is the workflow's working directory (default: the directory holding ``results/tables/``
+    of ``table``, else the current one); ``params`` defaults to ``root/params.yaml``; ``configfiles``
+    are the overlays the run was made with (later wins, as with Snakemake's --configfile)."""
+    from . import config as poeval_config
+
+    cell = resolve(table, row, column, lang, decoding)
+    base = Path(root) if root is not None else _default_root(Path(table))
+    params_file = Path(params) if params else base / "params.yaml"
+    cfg = poeval_config.load(params_file, tuple(configfiles))
+    t = _Tracer(base.resolve(), cfg, poeval_config.load(params_file) if configfiles else cfg)
+    links, stamps = _cell_links(t, cell)
+    if cell.system == HUMAN:
+        split = Link("split")
+        t.file_entry(split, f"data/{cell.lang}/train.jsonl")
+    else:
+        *model, split = _model_links(t, cell)
+        links += model
+    links += _data_links(t, cell, split)
+    first = next((s for s in stamps if s), {})
+    reasons = [f"{link.name}: {r}" for link in links for r in link.stale]
+    return {"table": t.rel(Path(table).resolve()), "row": {"lang": cell.lang, "system": cell.system,
+                                                          "decoding": cell.decoding},
+            "column": cell.column, "value": cell.value, "family": cell.family, "key": cell.key, "scale": cell.scale,
+            "chain": [vars(link) for link in links], "code": first.get("code"), "created": first.get("created"),
+            "code_now": code_revision(), "stale": bool(reasons), "reasons": reasons}
+
+
+def _default_root(table: Path) -> Path:
+    table = table.resolve()
+    if table.parent.name == "tables" and table.parent.parent.name == "results":
+        return table.parents[2]
+    return Path.cwd()
+
+
+# --- text output --------------------------------------------------------------------------------
+
+def _file_text(entry: dict) -> str:
+    parts = [entry["path"]]
+    if "name" in entry:
+        parts.insert(0, entry["name"])
+    if entry.get("format"):
+        parts.append(f"({entry['format']})")
+    if "sha256" in entry:
+        parts.append(f"{'dir ' if entry.get('kind') == 'dir' else ''}sha256 {_abbrev(entry['sha256'])}")
+    if "recorded_sha256" in entry and entry["recorded_sha256"] != entry.get("sha256"):
+        parts.append(f"(recorded {_abbrev(entry['recorded_sha256'])})")
+    if "dvc_md5" in entry:
+        parts.append(f"dvc md5 {_abbrev(entry['dvc_md5'])}")
+    return "  ".join(parts)
+
+
+def _short_revision(code: str | None) -> str:
+    """A git revision cut to 12 hex characters (its -dirty flag kept); a version string as it is."""
+    if not code:
+        return "-"
+    head, dirty, _ = code.partition("-dirty")
+    is_hex = len(head) == 40 and all(c in "0123456789abcdef" for c in head)
+    return head[:ABBREV] + (dirty if is_hex else "") if is_hex else code
+
+
+def _param_lines(params: dict) -> list[str]:
+    return [f"{key} = {_show(value)}" for key, value in params.items()]
+
+
+def format_text(result: dict) -> str:
+    """One link per line (continuation lines indented under it), hashes cut to 12 hex characters;
+    ``!`` marks why a link is stale, ``?`` what could not be checked."""
+    row = result["row"]
+    scale = f" x {result['scale']:g}" if result["scale"] != 1 else ""
+    lines = [f"{result['table']}  {row['lang']} / {row['system']} / {row['decoding']}  "
+             f"{result['column']} = {result['value']}  ({result['family']}.{result['key']}{scale})"]
+    for i, link in enumerate(result["chain"]):
+        items = [_file_text(f) for f in link["files"]] + _param_lines(link["params"])
+        head = f"{'   ' if i == 0 else '-> '}{link['name']:<16} "
+        for j, item in enumerate(items or [""]):
+            lines.append((head if j == 0 else " " * len(head)) + item)
+        lines += [f"      ! {r}" for r in link["stale"]] + [f"      ? {n}" for n in link["notes"]]
+    code = _short_revision(result["code"])
+    if result["code"] and result["code"] != result["code_now"]:
+        code += f"  (running now: {_short_revision(result['code_now'])})"
+    lines += [f"   {'code':<16} {code}", f"   {'created':<16} {result['created'] or '-'}"]
+    if result["stale"]:
+        lines.append(f"STALE: {len(result['reasons'])} reason(s), marked '!' above")
+    else:
+        lines.append("OK: inputs and params unchanged since each step was built")
+    return "\n".join(lines)

@@ -1,0 +1,280 @@
+"""Tests for poeval.poetic.deepspeare: a tiny DeepSpeare (language, pentameter and rhyme models) trained
+on made-up rhyming pseudo-sonnets (CPU, seconds)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from poeval import lm  # noqa: E402
+from poeval.errors import PoevalError  # noqa: E402
+from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
+from poeval.poetic import common, deepspeare as ds  # noqa: E402
+
+# rhyme families: the end words of rhyming verses share an ending; some families end in the same letter
+# as another (ight/oat, ore/ate, ain/een), so the rhyme model must learn more than the last letter
+FAMILIES = {
+    "ight": "night light bright sight might flight fight tight".split(),
+    "oat": "boat coat float goat throat moat gloat bloat".split(),
+    "ay": "day way play stay say gray bay ray".split(),
+    "ore": "more shore store core lore snore bore wore".split(),
+    "ate": "gate fate late state plate mate hate rate".split(),
+    "ell": "bell tell well fell spell shell dwell swell".split(),
+    "ain": "rain pain gain main plain chain grain stain".split(),
+    "een": "green queen seen keen screen between sheen teen".split(),
+    "ound": "sound ground found round bound mound hound pound".split(),
+}
+ADJ = "silver quiet golden broken gentle hollow bitter tender".split()
+NOUN = "river candle meadow harbor shadow lantern orchard sparrow".split()
+VERB = "sings sleeps burns waits drifts falls turns breaks".split()
+
+TINY = {
+    "arch": "deepspeare", "size": "S", "conditioned": False, "min_count": 1, "word_dim": 16,
+    "char_dim": 12, "char_hidden": 12, "enc_dim": 16, "dec_dim": 48, "attn_dim": 16,
+    "pm_enc_dim": 12, "pm_dec_dim": 16, "pm_attn_dim": 12, "rm_dim": 24, "dropout": 0.0,
+    "softmax_cutoffs": [], "candidates": 4, "rhyme_attempts": 10, "rhyme_threshold": 0.5,
+}
+TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "epochs": 100, "lr": 0.01, "eval_every": 40,
+         "eval_quatrains": 20, "patience": 5}
+VANILLA = {"temperature": 1.0, "top_p": 1.0, "top_k": 0}
+
+
+def _verse(rng: random.Random, end: str) -> str:
+    return f"the {rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(VERB)} in the {end}{rng.choice(',.;')}"
+
+
+def _quatrain(rng: random.Random) -> tuple[list[str], str]:
+    fa, fb = rng.sample(sorted(FAMILIES), 2)
+    a1, a2 = rng.sample(FAMILIES[fa], 2)
+    b1, b2 = rng.sample(FAMILIES[fb], 2)
+    scheme = rng.choice(["abab", "aabb", "abba"])
+    ends = {"abab": [a1, b1, a2, b2], "aabb": [a1, a2, b1, b2], "abba": [a1, b1, b2, a2]}[scheme]
+    return [_verse(rng, e) for e in ends], scheme
+
+
+def _sonnets(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        parts = [_quatrain(rng) for _ in range(3)]
+        fam = rng.choice(sorted(FAMILIES))
+        c1, c2 = rng.sample(FAMILIES[fam], 2)
+        couplet = [_verse(rng, c1), _verse(rng, c2)]
+        quatrains = [q for q, _ in parts]
+        out.append({"id": f"sonnet{i:06d}", "lines": [x for q in quatrains for x in q] + couplet,
+                    "quatrains": quatrains, "couplet": couplet, "schemes": [s for _, s in parts],
+                    "meters": ["iambic", "anapaestic", "iambic"], "sources": []})
+    return out
+
+
+def _dev(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        lines, scheme = _quatrain(rng)
+        out.append({"id": f"dev{i:04d}", "lines": lines, "scheme": scheme, "meter": "iambic"})
+    return out
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("ds_data")
+    write_jsonl(d / "sonnets.jsonl", _sonnets(48, 1))
+    write_jsonl(d / "dev.jsonl", _dev(20, 2))
+    return {"sonnets": str(d / "sonnets.jsonl"), "dev": str(d / "dev.jsonl"), "dir": d}
+
+
+@pytest.fixture(scope="module")
+def trained(data) -> dict:
+    out = data["dir"] / "model"
+    summary = ds.train(data["sonnets"], data["dev"], str(out), TINY, TRAIN, lang="en", progress=False)
+    return {"dir": out, "summary": summary, "log": read_json(out / "training_log.json")}
+
+
+def _pairs(loaded: ds.Loaded) -> tuple[list[float], list[float]]:
+    rhyming = [("night", "light"), ("boat", "coat"), ("gate", "fate"), ("more", "shore"), ("rain", "chain"),
+               ("green", "queen"), ("day", "gray"), ("sound", "ground")]
+    # the same first word with a non-rhyming word of the same last letter
+    other = [("night", "coat"), ("boat", "light"), ("gate", "shore"), ("more", "fate"), ("rain", "queen"),
+             ("green", "chain"), ("day", "bell"), ("sound", "more")]
+    return ([loaded.rhyme_similarity(a, b) for a, b in rhyming], [loaded.rhyme_similarity(a, b) for a, b in other])
+
+
+def _margin(yes: list[float], no: list[float]) -> float:
+    return sum(yes) / len(yes) - sum(no) / len(no)
+
+
+def test_rhyme_model_ranks_rhyming_pairs_above_non_rhyming(trained, data, tmp_path):
+    yes, no = _pairs(ds.Loaded(trained["dir"]))
+    # each rhyming pair beats the non-rhyming pair that shares its first word, and clearly on average
+    assert all(y > n for y, n in zip(yes, no)), (yes, no)
+    assert _margin(yes, no) > 0.5, (yes, no)
+    # a character LSTM sees shared endings even untrained: training must widen the gap well beyond that
+    out = tmp_path / "m1"
+    ds.train(data["sonnets"], data["dev"], str(out), TINY, {**TRAIN, "max_steps": 1}, lang="en", progress=False)
+    yes1, no1 = _pairs(ds.Loaded(out))
+    assert _margin(yes, no) > _margin(yes1, no1) + 0.25, (_margin(yes, no), _margin(yes1, no1))
+    # the dev margin loss went down
+    evals = trained["log"]["evals"]
+    assert evals[-1]["dev_rm_loss"] < 0.7 * evals[0]["dev_rm_loss"]
+
+
+def test_pentameter_loss_decreases(trained):
+    evals = trained["log"]["evals"]
+    assert evals[0]["step"] == 0   # the untrained model is evaluated first
+    assert evals[-1]["dev_pm_loss"] < 0.8 * evals[0]["dev_pm_loss"], [e["dev_pm_loss"] for e in evals]
+    assert evals[-1]["train_pm_loss"] < evals[1]["train_pm_loss"]
+
+
+def test_language_model_loss_decreases(trained):
+    evals = trained["log"]["evals"]
+    assert trained["summary"]["best_dev_loss"] < 0.6 * evals[0]["dev_loss"], [e["dev_loss"] for e in evals]
+    assert evals[-1]["train_loss"] < evals[1]["train_loss"]
+    loaded = ds.Loaded(trained["dir"])
+    seen = loaded.lm_loss([q["lines"] for q in _dev(10, 2)])
+    shuffled = loaded.lm_loss([[" ".join(reversed(x.split())) for x in q["lines"]] for q in _dev(10, 2)])
+    assert seen < shuffled   # the model prefers the word order it was trained on
+
+
+def test_train_and_sample_end_to_end(trained, tmp_path):
+    model_dir = trained["dir"]
+    assert common.is_checkpoint(model_dir)
+    arch, config, vocab, states = common.load_checkpoint(model_dir)
+    assert arch == "deepspeare" and set(states) == {"chars", "lm", "pentameter", "rhyme"}
+    assert config["scheme_counts"] and not any(t in vocab.stoi for t in lm.STYLE_TOKENS)
+    log = trained["log"]
+    assert set(log) == {"evals", "summary", "model_cfg", "train_cfg"}
+    for key in ("step", "epoch", "dev_loss", "train_loss", "dev_pm_loss", "dev_rm_loss"):
+        assert key in log["evals"][-1]
+    for key in ("best_step", "best_dev_loss", "stopped_early", "steps", "elapsed_s", "n_params", "n_train",
+                "n_dev_eval", "vocab_size", "threads", "best_dev_pm_loss", "best_dev_rm_loss"):
+        assert key in log["summary"]
+    assert log["summary"]["n_train"] == 48 and log["summary"]["steps"] == 80
+
+    out, stats = tmp_path / "s.jsonl", tmp_path / "s.stats.json"
+    res = ds.sample(str(model_dir), VANILLA, 30, str(out), str(stats), batch_size=16, seed=3, id_prefix="ds-",
+                    progress=False)
+    records = list(read_jsonl(out))
+    assert len(records) == 30 == res["valid"]
+    assert [r["id"] for r in records] == [f"ds-{k:05d}" for k in range(30)]
+    for r in records:
+        assert len(r["lines"]) == 4 and all(x.strip() and x == x.strip() for x in r["lines"])
+        assert all(common.verse_ok(common.tokenize(x)) for x in r["lines"])
+    st = read_json(stats)
+    for key in ("attempts", "valid", "requested", "validity_rate", "reasons", "decoding", "seed", "batch_size",
+                "max_new_tokens", "max_attempts", "elapsed_s", "arch", "rhyme_forced_failures",
+                "rhyme_constrained_verses", "candidates", "target_schemes"):
+        assert key in st
+    assert st["arch"] == "deepspeare" and st["attempts"] >= 30
+    # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme
+    assert st["rhyme_constrained_verses"] >= 2 * 30
+    assert st["rhyme_forced_failures"] < 0.5 * st["rhyme_constrained_verses"]
+    # the enforced rhymes rhyme: most sampled quatrains end their verses in the planned families
+    fam = {w: f for f, ws in FAMILIES.items() for w in ws}
+    rhymed = sum(len({fam.get(common.end_word(common.tokenize(x))) for x in r["lines"]}) <= 2 for r in records)
+    assert rhymed >= 0.6 * len(records)
+
+
+def test_sample_budget_and_validity(trained, tmp_path):
+    out, stats = tmp_path / "s.jsonl", tmp_path / "s.stats.json"
+    res = ds.sample(str(trained["dir"]), VANILLA, 10, str(out), str(stats), batch_size=8, max_new_tokens=8,
+                    max_attempts=16, progress=False)
+    # 8 tokens cannot hold four verses of this corpus (8 tokens each): no attempt is valid, none is written
+    assert res["valid"] == 0 and res["attempts"] == 16 and sum(res["reasons"].values()) == 16
+    assert set(res["reasons"]) <= {"truncated", "empty_line"} and res["reasons"]["truncated"] >= 8
+    assert list(read_jsonl(out)) == []
+
+
+def test_training_and_sampling_are_deterministic(data, trained, tmp_path):
+    cfg = {**TRAIN, "max_steps": 12, "eval_every": 6}
+    a, b = tmp_path / "a", tmp_path / "b"
+    ds.train(data["sonnets"], data["dev"], str(a), TINY, cfg, lang="en", progress=False)
+    ds.train(data["sonnets"], data["dev"], str(b), TINY, cfg, lang="en", progress=False)
+    sa, sb = common.load_checkpoint(a)[3], common.load_checkpoint(b)[3]
+    for part in sa:
+        for key in sa[part]:
+            assert torch.equal(sa[part][key], sb[part][key]), (part, key)
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"s{k}.jsonl"
+        ds.sample(str(trained["dir"]), {"temperature": 0.8, "top_p": 0.9, "top_k": 0}, 12, str(out),
+                  str(tmp_path / f"s{k}.json"), batch_size=5, seed=7, progress=False)
+        runs.append(list(read_jsonl(out)))
+    assert runs[0] == runs[1]
+    other = tmp_path / "s2.jsonl"
+    ds.sample(str(trained["dir"]), VANILLA, 12, str(other), str(tmp_path / "s2.json"), batch_size=5, seed=8,
+              progress=False)
+    assert list(read_jsonl(other)) != runs[0]
+
+
+def test_contrastive_search_is_refused(trained, tmp_path):
+    out = tmp_path / "c.jsonl"
+    with pytest.raises(PoevalError, match="contrastive"):
+        ds.sample(str(trained["dir"]), {"top_k": 10, "penalty_alpha": 0.6}, 5, str(out), str(tmp_path / "c.json"),
+                  progress=False)
+    assert not out.exists()
+
+
+def test_conditioned_model_has_style_tokens_and_samples_none(data, tmp_path):
+    out = tmp_path / "cond"
+    cfg = {**TINY, "conditioned": True}
+    ds.train(data["sonnets"], data["dev"], str(out), cfg, {**TRAIN, "max_steps": 40, "eval_every": 20},
+             lang="en", progress=False)
+    vocab = common.load_checkpoint(out)[2]
+    assert all(t in vocab.stoi for t in lm.STYLE_TOKENS)
+    assert vocab.itos[: len(common.SPECIALS)] == list(common.SPECIALS)
+    samples, stats = tmp_path / "c.jsonl", tmp_path / "c.json"
+    ds.sample(str(out), VANILLA, 20, str(samples), str(stats), batch_size=10, progress=False)
+    records = list(read_jsonl(samples))
+    assert len(records) == 20
+    text = json.dumps(records)
+    assert "<scheme=" not in text and "<meter=" not in text and "<" not in text
+    st = read_json(stats)
+    assert st["scheme_source"] == "sampled style token"
+    assert sum(st["target_schemes"].values()) == 20 and set(st["target_schemes"]) <= set(lm.SCHEMES)
+
+
+def test_conditioned_training_needs_style_labels(tmp_path, data):
+    bad = tmp_path / "nostyle.jsonl"
+    write_jsonl(bad, [{k: v for k, v in s.items() if k not in ("schemes", "meters")} for s in _sonnets(4, 5)])
+    with pytest.raises(PoevalError, match="schemes"):
+        ds.train(str(bad), data["dev"], str(tmp_path / "m"), {**TINY, "conditioned": True}, TRAIN, lang="en",
+                 progress=False)
+    assert not (tmp_path / "m").exists()
+
+
+def test_bad_input_is_refused(data, trained, tmp_path):
+    out = tmp_path / "m"
+    with pytest.raises(PoevalError, match=r"models\.ds\.hidden_size"):
+        ds.train(data["sonnets"], data["dev"], str(out), {**TINY, "hidden_size": 3}, TRAIN, lang="en", name="ds",
+                 progress=False)
+    with pytest.raises(PoevalError, match="unknown training parameter"):
+        ds.train(data["sonnets"], data["dev"], str(out), TINY, {**TRAIN, "warmup": 3}, lang="en", progress=False)
+    with pytest.raises(PoevalError, match="size"):
+        ds.train(data["sonnets"], data["dev"], str(out), {**TINY, "size": "XL"}, TRAIN, lang="en", progress=False)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(PoevalError, match="no sonnets"):
+        ds.train(str(empty), data["dev"], str(out), TINY, TRAIN, lang="en", progress=False)
+    with pytest.raises(PoevalError, match="not found"):
+        ds.train(str(tmp_path / "missing.jsonl"), data["dev"], str(out), TINY, TRAIN, lang="en", progress=False)
+    with pytest.raises(PoevalError, match="dev file"):
+        ds.train(data["sonnets"], str(empty), str(out), TINY, TRAIN, lang="en", progress=False)
+    assert not out.exists() and not list(tmp_path.glob(".m*"))
+    s_out = tmp_path / "x.jsonl"
+    with pytest.raises(PoevalError, match="n must be"):
+        ds.sample(str(trained["dir"]), VANILLA, -1, str(s_out), str(tmp_path / "x.json"), progress=False)
+    with pytest.raises(PoevalError, match="not found"):
+        ds.sample(str(tmp_path / "nomodel"), VANILLA, 5, str(s_out), str(tmp_path / "x.json"), progress=False)
+    with pytest.raises(PoevalError, match="not a poetry-generator checkpoint"):
+        ds.sample(str(tmp_path), VANILLA, 5, str(s_out), str(tmp_path / "x.json"), progress=False)
+    assert not s_out.exists()

@@ -14,7 +14,8 @@ from poeval.errors import PoevalError
 from poeval.rhyme import SCHEMES_4
 
 ROOT = Path(__file__).resolve().parents[1]
-ARCH_OF = {"a": "gpt2", "b": "gpt2", "c": "gpt2", "d": "gpt2", "z": "bygpt5"}
+MODELS = {"a": {"arch": "gpt2", "conditioned": False}, "z": {"arch": "bygpt5", "conditioned": True},
+          "ds": {"arch": "deepspeare", "conditioned": False}, "sa": {"arch": "sa", "conditioned": True}}
 
 
 def _rhyme_cell(tmp_path, system, decoding="v", lang="en", shares=None, ce=3.0, n=10, name=None):
@@ -64,34 +65,57 @@ def test_extremes_pick_best_worst_and_average_by_cross_entropy(tmp_path):
     assert figures.extremes(figures.scheme_series(paths[:1])) == {}
 
 
-def test_extremes_figure_plots_the_cells_shares_human_averaged(tmp_path, captured):
-    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", shares={"abab": 0.5, "abcd": 0.5}),
-             _rhyme_cell(tmp_path, "HUMAN", "human1", shares={"abab": 0.3, "aabb": 0.7}),
-             _rhyme_cell(tmp_path, "a", shares={"aaaa": 0.25, "abcd": 0.75}, ce=2.0),
-             _rhyme_cell(tmp_path, "b", shares={"abcb": 1.0}, ce=4.0)]
-    figures.make("figure2", paths, str(tmp_path / "f2.png"), arch_of=ARCH_OF)
-    heights = _bar_heights(captured[0].axes[0])
-    human = dict.fromkeys(SCHEMES_4, 0.0) | {"abab": 40.0, "abcd": 25.0, "aabb": 35.0}
-    assert heights["HUMAN (n=10)"] == [human[s] for s in SCHEMES_4]
-    best = next(v for k, v in heights.items() if k.startswith("best: a (v), CE 2.000"))
-    assert best == [75.0 if s == "abcd" else 25.0 if s == "aaaa" else 0.0 for s in SCHEMES_4]
-    worst = next(v for k, v in heights.items() if k.startswith("worst: b (v)"))
-    assert worst == [100.0 if s == "abcb" else 0.0 for s in SCHEMES_4]
+def _panel_bars(fig) -> dict[str, dict[str, list[float]]]:
+    """Panel title -> bar series label -> heights, for the panels that draw bars."""
+    return {ax.get_title(): _bar_heights(ax) for ax in fig.axes if ax.containers}
+
+
+def _percent(shares: dict[str, float]) -> list[float]:
+    return [round(100 * shares.get(s, 0.0), 9) for s in SCHEMES_4]
+
+
+def test_figure2_is_german_and_figure3_english_with_human_best_worst_average_panels(tmp_path, captured):
+    human0, human1 = {"abab": 0.5, "abcd": 0.5}, {"abab": 0.3, "aabb": 0.7}
+    a, b, c = {"aaaa": 0.25, "abcd": 0.75}, {"abcb": 1.0}, {"abba": 0.5, "abab": 0.5}
+    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", lang="de", shares=human0),
+             _rhyme_cell(tmp_path, "HUMAN", "human1", lang="de", shares=human1),
+             _rhyme_cell(tmp_path, "a", lang="de", shares=a, ce=2.0),
+             _rhyme_cell(tmp_path, "b", lang="de", shares=b, ce=4.0),
+             _rhyme_cell(tmp_path, "c", lang="de", shares=c, ce=2.5)]
+    figures.make("figure2", paths, str(tmp_path / "f2.png"))
+    fig = captured[0]
+    assert fig.get_suptitle().startswith("German: rhyme schemes of HUMAN and of the best, worst and average")
+    panels = _panel_bars(fig)
+    human = {"abab": 0.4, "abcd": 0.25, "aabb": 0.35}            # the mean of the two samples' shares
+    assert list(panels) == ["(a) HUMAN (n=10)", "(b) best: a (v)\nCE 2.000 bits, n=10",
+                            "(c) worst: b (v)\nCE 4.000 bits, n=10", "(d) average: c (v)\nCE 2.500 bits, n=10"]
+    assert panels["(a) HUMAN (n=10)"] == {"HUMAN": _percent(human)}
+    for title, shares in zip(list(panels)[1:], (a, b, c)):
+        system = title.split(": ")[1].split(" ")[0]
+        assert panels[title] == {system: _percent(shares), "HUMAN": _percent(human)}, title
+    with pytest.raises(PoevalError, match="language 'de'"):             # figure 3 is English
+        figures.make("figure3", paths, str(tmp_path / "f3.png"))
 
 
 def test_a_language_not_in_the_run_gives_a_labelled_empty_figure(tmp_path, captured):
-    assert main(["figure", "figure3", "--out", str(tmp_path / "f3.png")]) == 0
-    assert "'de' not in this run" in _texts(captured[0])
-    assert (tmp_path / "f3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["figure", "figure2", "--out", str(tmp_path / "f2.png")]) == 0
+    assert "language 'de' not in this run" in _texts(captured[0])
+    assert (tmp_path / "f2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    en_only = [_rhyme_cell(tmp_path, "HUMAN", "human0")]
+    assert main(["figure", "figure12", *en_only, "--system", "gpt2-l", "--lang", "de",
+                 "--out", str(tmp_path / "f12.png")]) != 0                 # an English cell in a German figure
+    assert main(["figure", "figure12", "--system", "gpt2-l", "--lang", "de", "--out", str(tmp_path / "f12.png")]) == 0
+    assert _texts(captured[-1]) == "language 'de' not in this run"
+    assert main(["figure", "figure12", "--system", "gpt2-l", "--out", str(tmp_path / "x.png")]) != 0
 
 
 def test_rhyme_figures_are_byte_identical_and_carry_no_timestamp(tmp_path):
     paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", shares={"abab": 0.6, "abcd": 0.4}),
              _rhyme_cell(tmp_path, "a", shares={"abab": 0.2, "abcd": 0.8})]
-    for name in ("figure2", "figure5", "figure11"):
+    for name in ("figure3", "figure7", "figure12"):
         one, two = tmp_path / f"{name}-1.png", tmp_path / f"{name}-2.png"
-        figures.make(name, paths, str(one), arch_of=ARCH_OF)
-        figures.make(name, paths, str(two), arch_of=ARCH_OF)
+        for out in (one, two):
+            figures.make(name, paths, str(out), models=MODELS, selection=figures.Selection("a", "en"))
         assert one.read_bytes() == two.read_bytes(), name
         assert b"tIME" not in one.read_bytes() and b"matplotlib version" not in one.read_bytes()
 
@@ -100,73 +124,107 @@ def test_wrong_cells_are_clear_errors(tmp_path):
     length = tmp_path / "length.json"
     length.write_text(json.dumps({"cell": {"lang": "en", "system": "a", "decoding": "v"}, "n_poems": 3,
                                   "length": {"per_poem": [1, 2, 3]}}))
+    en = figures.Selection("a", "en")
     with pytest.raises(PoevalError, match="not a 'rhyme' metric cell"):
-        figures.make("figure5", [str(length)], str(tmp_path / "x.png"), arch_of=ARCH_OF)
+        figures.make("figure7", [str(length)], str(tmp_path / "x.png"), models=MODELS)
     with pytest.raises(PoevalError, match="not a 'semantic' metric cell"):
-        figures.make("figure10", [str(length)], str(tmp_path / "x.png"))
-    bygpt5 = _rhyme_cell(tmp_path, "z")
-    with pytest.raises(PoevalError, match="'z' \\(arch bygpt5\\) is not of the GPT-2 family"):
-        figures.make("figure5", [bygpt5], str(tmp_path / "x.png"), arch_of=ARCH_OF)
-    with pytest.raises(PoevalError, match="has no arch"):
-        figures.make("figure5", [bygpt5], str(tmp_path / "x.png"), arch_of={})
-    german = _rhyme_cell(tmp_path, "a", lang="de")
+        figures.make("figure10", [str(length)], str(tmp_path / "x.png"), selection=en)
+    conditioned = _rhyme_cell(tmp_path, "z")
+    with pytest.raises(PoevalError, match="'z' is not one of the unconditioned LLMs"):
+        figures.make("figure7", [conditioned], str(tmp_path / "x.png"), models=MODELS)
+    with pytest.raises(PoevalError, match="has no model entry"):
+        figures.make("figure9", [conditioned], str(tmp_path / "x.png"), models={})
     with pytest.raises(PoevalError, match="language 'de'"):
-        figures.make("figure2", [german], str(tmp_path / "x.png"), arch_of=ARCH_OF)
+        figures.make("figure9", [_rhyme_cell(tmp_path, "z", lang="de")], str(tmp_path / "x.png"), models=MODELS)
+    with pytest.raises(PoevalError, match="a cell of z \\(en\\) given to a figure of a \\(en\\)"):
+        figures.make("figure12", [conditioned], str(tmp_path / "x.png"), selection=en)
+    with pytest.raises(PoevalError, match="shows one system"):
+        figures.make("figure12", [conditioned], str(tmp_path / "x.png"))
     with pytest.raises(PoevalError, match="unknown figure"):
-        figures.make("figure99", [german], str(tmp_path / "x.png"))
+        figures.make("figure99", [conditioned], str(tmp_path / "x.png"))
     assert not (tmp_path / "x.png").exists()
 
 
-def test_family_figure_shows_its_systems_or_says_there_are_none(tmp_path, captured):
+def test_kind_figures_draw_one_panel_per_system_and_language(tmp_path, captured):
+    # figure 5 (both languages): system by system as in the paper, DeepSpeare (en), (de), then SA
+    human_en, human_de = {"abab": 1.0}, {"aabb": 1.0}
+    ds_en, ds_de, sa_en = {"aabb": 0.5, "abcd": 0.5}, {"abba": 1.0}, {"abcd": 1.0}
+    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", shares=human_en),
+             _rhyme_cell(tmp_path, "ds", shares=ds_en), _rhyme_cell(tmp_path, "sa", shares=sa_en),
+             _rhyme_cell(tmp_path, "HUMAN", "human0", lang="de", shares=human_de),
+             _rhyme_cell(tmp_path, "ds", lang="de", shares=ds_de),
+             _rhyme_cell(tmp_path, "sa", lang="de", shares={}, ce=None, n=0)]
+    data = figures.make("figure5", paths, str(tmp_path / "f5.png"), models=MODELS)
+    assert list(data) == ["ds (en), n=10", "ds (de), n=10", "sa (en), n=10"]
+    panels = _panel_bars(captured[0])
+    assert panels["(a) ds (en), n=10"] == {"ds": _percent(ds_en), "HUMAN": _percent(human_en)}
+    assert panels["(b) ds (de), n=10"] == {"ds": _percent(ds_de), "HUMAN": _percent(human_de)}
+    assert panels["(c) sa (en), n=10"] == {"sa": _percent(sa_en), "HUMAN": _percent(human_en)}
+    assert "no valid quatrains" in _texts(captured[0])           # (d) sa (de): no scheme shares to draw
+    # no system of the kind, or the language not in the run: one panel that says so
+    figures.make("figure6", [], str(tmp_path / "f6.png"), models=MODELS)
+    assert _texts(captured[1]) == "language 'de' not in this run"
+    figures.make("figure7", paths[:1], str(tmp_path / "f7.png"), models=MODELS)
+    assert _texts(captured[2]) == "unconditioned LLMs not in this run"
+
+
+def test_system_kinds_split_the_systems_as_the_paper_does():
+    models = {"g": {"arch": "gpt2", "conditioned": False}, "gc": {"arch": "gpt2", "conditioned": True},
+              "n": {"arch": "gptneo"}, "lc": {"arch": "llama", "conditioned": True}, "b": {"arch": "bygpt5"},
+              "d": {"arch": "deepspeare", "conditioned": True}, "s": {"arch": "sa"}, "m": {"arch": "mistral"}}
+    systems = {name: spec.systems(models) for name, spec in figures.FIGURES.items() if not spec.single}
+    assert systems["figure5"] == ["d", "s", "m"]
+    assert systems["figure6"] == systems["figure7"] == ["g", "n", "b"]
+    assert systems["figure8"] == systems["figure9"] == ["gc", "lc"]
+    assert systems["figure2"] == systems["figure3"] == list(models)
+    assert [figures.FIGURES[f"figure{i}"].lang for i in (2, 3, 6, 7, 8, 9)] == ["de", "en", "de", "en", "de", "en"]
+    assert [name for name, spec in figures.FIGURES.items() if spec.single] == [f"figure{i}" for i in range(10, 16)]
+
+
+def test_single_system_figure_draws_a_panel_per_decoding_config(tmp_path, captured):
     human = _rhyme_cell(tmp_path, "HUMAN", "human0", shares={"abab": 1.0})
-    a = _rhyme_cell(tmp_path, "a", shares={"aabb": 0.5, "abcd": 0.5})
-    data = figures.make("figure5", [human, a], str(tmp_path / "f5.png"), arch_of=ARCH_OF)
-    assert list(data["en"]) == ["HUMAN (n=10)", "a (v), n=10"]
-    heights = _bar_heights(captured[0].axes[0])
-    assert heights["a (v), n=10"] == [50.0 if s in ("aabb", "abcd") else 0.0 for s in SCHEMES_4]
-    assert "no systems" not in _texts(captured[0])
-    figures.make("figure9", [human], str(tmp_path / "f9.png"), arch_of=ARCH_OF)
-    assert "no systems of this family in this run" in _texts(captured[1])
+    vanilla = _rhyme_cell(tmp_path, "sa", "vanilla", shares={"aabb": 0.25, "abcd": 0.75})
+    cooler = _rhyme_cell(tmp_path, "sa", "temperature-0.7", shares={"aabb": 0.5, "abcd": 0.5}, n=8)
+    sel = figures.Selection("sa", "en", ("vanilla", "temperature-0.7"))
+    data = figures.make("figure11", [human, vanilla, cooler], str(tmp_path / "f11.png"), selection=sel)
+    assert captured[0].get_suptitle() == "sa (English): rhyme schemes at the default vs a lowered temperature"
+    assert _panel_bars(captured[0]) == {
+        "(a) vanilla, n=10": {"sa": _percent({"aabb": 0.25, "abcd": 0.75}), "HUMAN": _percent({"abab": 1.0})},
+        "(b) temperature-0.7, n=8": {"sa": _percent({"aabb": 0.5, "abcd": 0.5}), "HUMAN": _percent({"abab": 1.0})}}
+    assert list(data) == ["vanilla, n=10", "temperature-0.7, n=8"]
+    # the lowered temperature not configured: its panel says so
+    figures.make("figure11", [human, vanilla], str(tmp_path / "f11.png"), selection=sel)
+    assert list(_panel_bars(captured[1])) == ["(a) vanilla, n=10"]
+    assert _texts(captured[1]) == "decoding config 'temperature-0.7'\nnot configured for sa"
+    # no decodings given: every config with a cell, in input order; the system not in the run
+    figures.make("figure12", [human, cooler, vanilla], str(tmp_path / "f12.png"), selection=figures.Selection("sa", "en"))
+    assert list(_panel_bars(captured[2])) == ["(a) temperature-0.7, n=8", "(b) vanilla, n=10"]
+    figures.make("figure12", [human], str(tmp_path / "f12.png"), selection=figures.Selection("gpt2-l", "en"))
+    assert _texts(captured[3]) == "system 'gpt2-l' not in this run"
 
 
-def test_arch_families_cover_any_arch():
-    spec = figures.FIGURES
-    arch_of = {"g": "gpt2", "n": "gptneo", "l": "llama", "b": "bygpt5", "d": "deepspeare", "s": "sa", "m": "mistral"}
-    assert [spec[f"figure{i}"].systems(arch_of) for i in range(5, 10)] == [["g"], ["n"], ["l"], ["b"], ["d", "s", "m"]]
-    assert spec["figure15"].systems(arch_of) == ["d", "s", "m"]
-    assert spec["figure2"].systems(arch_of) == list(arch_of)
-
-
-def test_decoding_heatmap_rows_are_the_shares_per_config(tmp_path, captured):
-    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", shares={"abab": 1.0}),
-             _rhyme_cell(tmp_path, "a", "vanilla", shares={"aabb": 0.25, "abcd": 0.75}),
-             _rhyme_cell(tmp_path, "a", "topk", shares={}, ce=None, n=0)]
-    data = figures.make("figure11", paths, str(tmp_path / "f11.png"), arch_of=ARCH_OF)
-    rows = data[("en", "a")]
-    assert list(rows) == ["HUMAN (n=10)", "vanilla (n=10)", "topk (n=0)"]
-    assert rows["vanilla (n=10)"][SCHEMES_4.index("abcd")] == 75.0 and rows["vanilla (n=10)"].sum() == 100.0
-    assert np.isnan(rows["topk (n=0)"]).all()   # no valid quatrains: no shares, not 0 %
-    image = captured[0].axes[0].images[0].get_array()
-    assert image[1, SCHEMES_4.index("aabb")] == 25.0
-
-
-def test_similarity_by_decoding_pools_systems_per_config(tmp_path, captured):
+def test_similarity_figure_shows_one_systems_max_similarity_to_train_per_decoding(tmp_path, captured):
     def cell(name, system, decoding, within, across):
         path = tmp_path / name
         path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": 2,
                                     "semantic": {"per_poem": {"within": within, "across": across}}}))
         return str(path)
 
-    paths = [cell("h.json", "HUMAN", "human0", [0.5, 0.6], [0.7, 0.8]),
-             cell("a.json", "a", "vanilla", [0.1, 0.2], [0.3, 0.4]),
-             cell("b.json", "b", "vanilla", [0.9], None),
+    paths = [cell("h0.json", "HUMAN", "human0", [0.5, 0.6], [0.7, 0.8]),
+             cell("h1.json", "HUMAN", "human1", [0.5], [0.75]),
+             cell("a.json", "a", "vanilla", [0.1, 0.2], [0.31, 0.41, 0.415]),
              cell("c.json", "a", "topk", [0.3], [0.2])]
-    data = figures.make("figure10", paths, str(tmp_path / "f10.png"))
-    assert data["en"]["within"]["vanilla"].tolist() == [0.1, 0.2, 0.9]
-    assert data["en"]["across"]["vanilla"].tolist() == [0.3, 0.4]
-    assert data["en"]["within"]["topk"].tolist() == [0.3] and data["en"]["within"]["HUMAN"].tolist() == [0.5, 0.6]
-    legend = [t.get_text() for t in captured[0].axes[0].get_legend().get_texts()]
-    assert legend == ["HUMAN (n=2)", "vanilla (n=3)", "topk (n=1)"]
+    sel = figures.Selection("a", "en", ("vanilla", "topk", "nucleus"))
+    data = figures.make("figure10", paths, str(tmp_path / "f10.png"), selection=sel)
+    assert {k: v.tolist() for k, v in data.items()} == {"vanilla": [0.31, 0.41, 0.415], "topk": [0.2]}
+    vanilla = captured[0].axes[0]
+    assert vanilla.get_title() == "(a) vanilla (n=3)"
+    bars, human = vanilla.patches[:-1], vanilla.patches[-1]      # filled bins, then HUMAN's outline
+    width = figures.SIM_BINS[1] - figures.SIM_BINS[0]
+    counts = {round(p.get_x() + width / 2, 2): round(p.get_height() * width * 3, 6) for p in bars if p.get_height()}
+    assert counts == {0.31: 1.0, 0.41: 2.0}                        # 0.41 and 0.415 share the bin [0.40, 0.42)
+    assert human.get_label() == "HUMAN"
+    assert "decoding config 'nucleus'\nnot configured for a" in _texts(captured[0])
 
 
 def test_training_curve_is_a_flat_tsv_of_the_evals(tmp_path):

@@ -169,7 +169,10 @@ def cmd_table(args) -> None:
 def cmd_figure(args) -> None:
     from . import figures
 
-    figures.make(args.name, args.inputs, args.out, arch_of=args.arch_of)
+    if bool(args.system) != bool(args.lang):
+        raise PoevalError("--system and --lang go together (the one system of figures 10-15)")
+    selection = figures.Selection(args.system, args.lang, tuple(args.decodings)) if args.system else None
+    figures.make(args.name, args.inputs, args.out, models=args.models, selection=selection)
 
 
 def cmd_curve(args) -> None:
@@ -455,7 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=list(FIGURES))
     # none: a language-specific figure of a language not in the run still builds (a labelled empty panel)
     p.add_argument("inputs", nargs="*", help="cell files of the figure's metric family (figures.FIGURES)")
-    p.add_argument("--arch-of", type=_json, default={}, help="JSON {system: arch}, for the per-family figures")
+    p.add_argument("--models", type=_json, default={},
+                   help="JSON {system: {arch, conditioned}}, for the figures of one kind of system (5-9)")
+    p.add_argument("--system", help="the one system of figures 10-15 (params figures.<name>.system)")
+    p.add_argument("--lang", help="its language (params figures.<name>.lang)")
+    p.add_argument("--decodings", nargs="*", default=[],
+                   help="its panels' decoding configs, in order (none: every one it has cells of)")
     p.add_argument("--out", required=True, help="PNG file")
     p.set_defaults(func=cmd_figure)
 

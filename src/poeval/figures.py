@@ -1,18 +1,20 @@
 """Figures of the paper, drawn from the per-cell JSON files (the same cells as the tables).
 
-Each figure groups cells by language; the HUMAN samples of a language are pooled into one
-distribution (rhyme schemes: the mean of their shares, as in Table 6). PNGs carry no timestamp or
-software version, so the same cells give the same bytes. :data:`FIGURES` maps the paper's figure
-numbers to what poeval draws; the workflow (rules/tables.smk) builds one rule per entry.
+The HUMAN samples of a language are pooled into one distribution (rhyme schemes: the mean of their
+shares, as in Table 6). PNGs carry no timestamp or software version, so the same cells give the same
+bytes. :data:`FIGURES` maps the paper's figure numbers to what poeval draws; the workflow
+(rules/tables.smk) builds one rule per entry. Panels are lettered (a), (b), ... as in the paper.
 
 Figure numbers (Chen et al. 2024, main text and appendix):
 
 * 1: length histograms; 4: max-similarity distributions (first decoding config);
-* 2, 3: rhyme schemes of HUMAN and of the best, worst and average model by rhyme cross-entropy
-  (English, German);
-* 5-9: rhyme schemes per generator family (gpt2, gptneo, llama, bygpt5, poetry-specific);
-* 10: max-similarity distributions per decoding config, pooled over the systems;
-* 11-15: rhyme schemes per decoding config, per generator family (same order as 5-9)."""
+* 2 (German), 3 (English): rhyme schemes of (a) HUMAN and of the (b) best, (c) worst and (d) average
+  model by rhyme cross-entropy;
+* 5: rhyme schemes of the poetry-specific systems (DeepSpeare, SA), per system and language;
+  6 German and 7 English unconditioned LLMs, 8 German and 9 English style-conditioned LLMs;
+* 10-15 show one system each (params ``figures``): 10 its max similarity to train per decoding
+  config; 11 its rhyme schemes at the default vs a lowered temperature; 12-15 its rhyme schemes under
+  every decoding config."""
 
 from __future__ import annotations
 
@@ -70,11 +72,6 @@ def _finish(plt, fig, out: str) -> None:
     plt.close(fig)
 
 
-def _many_colors(plt) -> list:
-    """tab10, then the light half of tab20: distinct colours for up to 20 series (the grid has 11 decodings)."""
-    return list(plt.get_cmap("tab10").colors) + list(plt.get_cmap("tab20").colors[1::2])
-
-
 def _note(ax, text: str) -> None:
     """A panel-wide message (an empty family, a language not in the run), so a figure always builds."""
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=10,
@@ -112,8 +109,8 @@ def figure1(paths: list[str], out: str) -> None:
 SIM_BINS = np.linspace(-0.2, 1.0, 61)
 
 
-def _sim_hist(ax, values: np.ndarray, label: str, human: bool = False, color=None) -> None:
-    style = {"color": "black", "linewidth": 1.6} if human else {"linewidth": 1.0, "color": color}
+def _sim_hist(ax, values: np.ndarray, label: str, human: bool = False) -> None:
+    style = {"color": "black", "linewidth": 1.6} if human else {"linewidth": 1.0}
     ax.hist(values, bins=SIM_BINS, density=True, histtype="step", label=label, **style)
 
 
@@ -133,49 +130,95 @@ def figure4(paths: list[str], out: str) -> None:
     _finish(plt, fig, out)
 
 
-def _sim_axes(ax, lang: str, kind: str, legend_outside: bool = False) -> None:
+def _sim_axes(ax, lang: str, kind: str) -> None:
     ax.set_title(f"{lang}: max cosine {kind} {'the sample' if kind == 'within' else 'to train'}")
     ax.set_xlabel("max cosine similarity")
     ax.set_ylabel("density")
-    if ax.has_data() and legend_outside:   # up to 11 decoding configs: beside the panel, not over the data
-        ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    elif ax.has_data():
+    if ax.has_data():
         ax.legend(frameon=False)
 
 
-# --- Figure 10: max similarity per decoding config -------------------------------------------------
+# --- Panels -----------------------------------------------------------------------------------------
 
-def similarity_by_decoding(paths: list[str]) -> dict[str, dict[str, dict[str, np.ndarray]]]:
-    """lang -> kind (within, across) -> HUMAN or decoding config -> per-poem max cosines, pooled over
-    the systems (and over the HUMAN samples), in input order."""
-    out: dict = {}
+BAR_COLOR = "#2ab0ff"          # the paper's code's bar colour
+LANG_NAMES = {"en": "English", "de": "German"}
+
+
+def _lang_name(lang: str | None) -> str:
+    return LANG_NAMES.get(lang, f"'{lang}'")
+
+
+def _panels(plt, n: int, title: str, ylabel: str):
+    """A figure of ``n`` panels in rows of three (four panels: 2 x 2) sharing the y axis, titled;
+    unused cells hidden, the y axis labelled on the left only."""
+    cols = 2 if n == 4 else min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.7 * rows + 0.5), squeeze=False, sharey=True)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title)
+    return fig, list(axes.flat)[:n]
+
+
+def _letter(i: int) -> str:
+    """The paper's panel labels: (a), (b), ..."""
+    return f"({chr(ord('a') + i)})" if i < 26 else f"({i + 1})"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The one system, of one language, that figures 10-15 show (params ``figures.<name>``), and the
+    decoding configs of its panels in order (empty: every decoding config it has cells of)."""
+
+    system: str
+    lang: str
+    decodings: tuple[str, ...] = ()
+
+
+def _check_selected(lang: str, system: str, sel: Selection) -> None:
+    if lang != sel.lang or system not in (HUMAN, sel.system):
+        raise PoevalError(f"a cell of {system} ({lang}) given to a figure of {sel.system} ({sel.lang})")
+
+
+def _decoding_panels(sel: Selection, present: list[str], has_human: bool) -> list[tuple[str, str | None]]:
+    """(decoding config, None or the note that replaces its panel) per panel of a single-system figure."""
+    if not present:
+        missing = f"system '{sel.system}'" if has_human else f"language '{sel.lang}'"
+        return [("", f"{missing} not in this run")]
+    return [(d, None if d in present else f"decoding config '{d}'\nnot configured for {sel.system}")
+            for d in sel.decodings or present]
+
+
+# --- Figure 10: max similarity per decoding config of one system -----------------------------------
+
+def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
+    """Figure 10: one panel per decoding config, the histogram of the system's per-quatrain max cosine
+    similarity to the training set (the paper's measure), over the pooled HUMAN samples' (outline)."""
+    sel = _required(selection, spec)
+    human, by_decoding = [], {}
     for c, per_poem in _load_per_poem(paths, "semantic"):
-        label = HUMAN if c["system"] == HUMAN else c["decoding"]
-        for kind in ("within", "across"):
-            pooled = out.setdefault(c["lang"], {}).setdefault(kind, {}).setdefault(label, [])
-            pooled.extend(per_poem.get(kind) or [])
-    return {lang: {kind: {label: np.asarray(v, dtype=float) for label, v in by_label.items()}
-                   for kind, by_label in kinds.items()} for lang, kinds in out.items()}
-
-
-def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", arch_of: dict | None = None) -> dict:
-    """Figure 10: one step histogram per decoding config (all systems pooled) against HUMAN."""
+        _check_selected(c["lang"], c["system"], sel)
+        pooled = human if c["system"] == HUMAN else by_decoding.setdefault(c["decoding"], [])
+        pooled.extend(per_poem.get("across") or [])
     plt = _pyplot()
-    data = similarity_by_decoding(paths)
-    langs = list(data) or ["(no cells)"]
-    fig, axes = plt.subplots(len(langs), 2, figsize=(11.0, 3.0 * len(langs)), squeeze=False)
-    colors = _many_colors(plt)
-    for row, lang in zip(axes, langs):
-        for ax, kind in zip(row, ("within", "across")):
-            series = data.get(lang, {}).get(kind, {})
-            models = [label for label in series if label != HUMAN]
-            for label, values in series.items():
-                if values.size:
-                    color = None if label == HUMAN else colors[models.index(label) % len(colors)]
-                    _sim_hist(ax, values, f"{label} (n={values.size})", human=label == HUMAN, color=color)
-            _sim_axes(ax, lang, kind, legend_outside=True)
-            if not ax.has_data():
-                _note(ax, "no similarities in this run")
+    panels = _decoding_panels(sel, list(by_decoding), bool(human))
+    fig, axes = _panels(plt, len(panels), spec.title.format(system=sel.system, lang=_lang_name(sel.lang)),
+                        "density")
+    data = {}
+    for i, (ax, (decoding, note)) in enumerate(zip(axes, panels)):
+        values = np.asarray(by_decoding.get(decoding, []), dtype=float)
+        if note is None and values.size:
+            ax.hist(values, bins=SIM_BINS, density=True, color=BAR_COLOR, label=sel.system)
+            if human:
+                _sim_hist(ax, np.asarray(human, dtype=float), HUMAN, human=True)
+            ax.legend(frameon=False, fontsize=6, loc="upper left")
+            data[decoding] = values
+        else:
+            _note(ax, note or "no similarities in this cell")
+        ax.set_title(f"{_letter(i)} {decoding} (n={values.size})" if decoding else "")
+        ax.set_xlabel("max cosine similarity to train")
     _finish(plt, fig, out)
     return data
 
@@ -184,7 +227,7 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", arch_
 
 @dataclass(frozen=True)
 class SchemeSeries:
-    """One bar series: a model cell, or the HUMAN samples of a language averaged."""
+    """One sample's scheme shares: a model cell, or the HUMAN samples of a language averaged."""
 
     lang: str
     system: str
@@ -231,7 +274,7 @@ def scheme_series(paths: list[str]) -> list[SchemeSeries]:
 
 
 def extremes(series: list[SchemeSeries]) -> dict[str, SchemeSeries]:
-    """The best (lowest cross-entropy to the human distribution), worst (highest) and average model
+    """The best (lowest rhyme cross-entropy, read from the cell), worst (highest) and average model
     (closest to the models' mean cross-entropy, chosen among the others when there are at least three).
     Ties go to the earlier series (params order); cells without a cross-entropy (no valid quatrain) are
     not ranked."""
@@ -246,23 +289,33 @@ def extremes(series: list[SchemeSeries]) -> dict[str, SchemeSeries]:
     return {"best": best, "worst": worst, "average": average}
 
 
-def _scheme_bars(ax, entries: list[tuple[str, np.ndarray, object]]) -> None:
-    """Grouped bars: one group per scheme, one bar per entry (label, shares, colour), in percent."""
+# A panel: (title, the series drawn or None, the HUMAN series outlined behind it or None, note or None)
+SchemePanel = tuple[str, "SchemeSeries | None", "SchemeSeries | None", "str | None"]
+
+
+def _scheme_figure(title: str, panels: list[SchemePanel], out: str) -> dict:
+    """One bar chart of scheme shares (%) per panel, lettered as in the paper; a panel with a note (or a
+    series without valid quatrains) shows the note instead. Returns panel title -> shares (%)."""
+    plt = _pyplot()
+    fig, axes = _panels(plt, len(panels), title, "share of quatrains (%)")
     x = np.arange(len(SCHEMES_4))
-    width = 0.8 / max(1, len(entries))
-    for i, (label, shares, color) in enumerate(entries):
-        ax.bar(x + (i - (len(entries) - 1) / 2) * width, 100 * shares, width, label=label, color=color)
-    ax.set_xticks(x, SCHEMES_4, rotation=90)
-    ax.set_xlim(-0.6, len(SCHEMES_4) - 0.4)
-    ax.set_ylabel("share of quatrains (%)")
-    if entries:
-        ax.legend(frameon=False, fontsize=7)
-    else:
-        ax.set_ylim(0, 100)
-
-
-def _human_entry(series: list[SchemeSeries]) -> list[tuple]:
-    return [(f"HUMAN (n={s.n:.0f})", s.shares, "black") for s in series if s.system == HUMAN]
+    data = {}
+    for i, (ax, (name, series, human, note)) in enumerate(zip(axes, panels)):
+        if note is None and series is not None and series.n:
+            is_human = series.system == HUMAN
+            ax.bar(x, 100 * series.shares, 0.8, color="dimgrey" if is_human else BAR_COLOR,
+                   label=HUMAN if is_human else series.system)
+            if human is not None and not is_human:
+                ax.bar(x, 100 * human.shares, 0.8, fill=False, edgecolor="black", linewidth=0.7, label=HUMAN)
+                ax.legend(frameon=False, fontsize=6, loc="upper left")
+            data[name] = 100 * series.shares
+        else:
+            _note(ax, note or "no valid quatrains")
+        ax.set_title(f"{_letter(i)} {name}" if name else "", fontsize=8)
+        ax.set_xticks(x, SCHEMES_4, rotation=90, fontsize=6)
+        ax.set_xlim(-0.6, len(SCHEMES_4) - 0.4)
+    _finish(plt, fig, out)
+    return data
 
 
 def _check_lang(series: list[SchemeSeries], lang: str | None) -> None:
@@ -271,181 +324,153 @@ def _check_lang(series: list[SchemeSeries], lang: str | None) -> None:
         raise PoevalError(f"a cell of language '{wrong[0].lang}' ({wrong[0].label}) given to a figure of '{lang}'")
 
 
-def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", arch_of: dict | None = None) -> dict:
-    """Figures 2 and 3: HUMAN next to the best, worst and average model of one language."""
-    plt = _pyplot()
+def _humans(series: list[SchemeSeries]) -> dict[str, SchemeSeries]:
+    return {s.lang: s for s in series if s.system == HUMAN}
+
+
+def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
+    """Figures 2 (German) and 3 (English): (a) HUMAN, then the (b) best, (c) worst and (d) average model
+    by rhyme cross-entropy to the human distribution."""
     series = scheme_series(paths)
     _check_lang(series, spec.lang)
+    human = _humans(series).get(spec.lang)
     picks = extremes(series)
-    entries = _human_entry(series)
-    for role, color in (("best", "tab:green"), ("worst", "tab:red"), ("average", "tab:blue")):
-        if role in picks:
-            s = picks[role]
-            entries.append((f"{role}: {s.label}, CE {s.cross_entropy:.3f} bits, n={s.n:.0f}", s.shares, color))
-    fig, ax = plt.subplots(figsize=(8.0, 3.4))
-    _scheme_bars(ax, entries)
-    ax.set_title(f"{spec.lang}: rhyme schemes of HUMAN and of the best, worst and average model\n"
-                 "by rhyme cross-entropy to the human distribution")
+    panels: list[SchemePanel] = [(f"HUMAN (n={human.n:.0f})", human, None, None)] if human else []
+    for role, s in picks.items():
+        panels.append((f"{role}: {s.label}\nCE {s.cross_entropy:.3f} bits, n={s.n:.0f}", s, human, None))
     if not series:
-        _note(ax, f"language '{spec.lang}' not in this run")
+        panels.append(("", None, None, f"language '{spec.lang}' not in this run"))
     elif not picks:
-        _note(ax, "no model cell with valid quatrains")
-    _finish(plt, fig, out)
-    return {label: shares for label, shares, _ in entries}
+        panels.append(("", None, None, "no model cell with valid quatrains"))
+    return _scheme_figure(spec.title.format(lang=_lang_name(spec.lang)), panels, out)
 
 
-def _check_family(series: list[SchemeSeries], spec: "Figure", arch_of: dict) -> None:
+def _check_kind(series: list[SchemeSeries], spec: "Figure", models: dict) -> None:
     for s in series:
         if s.system == HUMAN:
             continue
-        if s.system not in arch_of:
-            raise PoevalError(f"system '{s.system}' has no arch (pass every system's arch with --arch-of)")
-        if arch_family(arch_of[s.system]) != spec.arch_family:
-            raise PoevalError(f"system '{s.system}' (arch {arch_of[s.system]}) is not of the "
-                              f"{FAMILIES[spec.arch_family][0]} family that this figure shows")
+        if s.system not in models:
+            raise PoevalError(f"system '{s.system}' has no model entry (pass every system's with --models)")
+        if system_kind(models[s.system]) != spec.kind:
+            raise PoevalError(f"system '{s.system}' is not one of the {KINDS[spec.kind]} that this figure shows")
 
 
-def _by_lang(series: list[SchemeSeries]) -> dict[str, list[SchemeSeries]]:
-    out: dict[str, list[SchemeSeries]] = {}
+def rhyme_kind_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
+    """Figures 5-9: one panel per system of one kind (poetry-specific; unconditioned or style-conditioned
+    LLMs) and language (5: both, system by system; 6-9: one), HUMAN outlined."""
+    series = scheme_series(paths)
+    _check_lang(series, spec.lang)
+    _check_kind(series, spec, models or {})
+    humans = _humans(series)
+    systems = [s for s in series if s.system != HUMAN]
+    order = list(dict.fromkeys(s.system for s in systems))
+    systems.sort(key=lambda s: order.index(s.system))       # stable: languages stay in input order
+    one_lang = spec.lang is not None
+    panels: list[SchemePanel] = [(f"{s.system}, n={s.n:.0f}" if one_lang else f"{s.system} ({s.lang}), n={s.n:.0f}",
+                                  s, humans.get(s.lang), None) for s in systems]
+    if not panels:
+        missing = f"language '{spec.lang}'" if one_lang and not humans else KINDS[spec.kind]
+        panels = [("", None, None, f"{missing} not in this run")]
+    return _scheme_figure(spec.title.format(lang=_lang_name(spec.lang)), panels, out)
+
+
+def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
+    """Figures 11-15: one panel per decoding config of one system (11: its default and lowered
+    temperature), HUMAN outlined."""
+    sel = _required(selection, spec)
+    series = scheme_series(paths)
     for s in series:
-        out.setdefault(s.lang, []).append(s)
-    return out
-
-
-def rhyme_family_figure(paths: list[str], out: str, spec: "Figure", arch_of: dict | None = None) -> dict:
-    """Figures 5-9: per language, HUMAN and every system of one generator family (first decoding config)."""
-    plt = _pyplot()
-    series = scheme_series(paths)
-    _check_family(series, spec, arch_of or {})
-    by_lang = _by_lang(series) or {"(no cells)": []}
-    fig, axes = plt.subplots(len(by_lang), 1, figsize=(9.0, 3.4 * len(by_lang)), squeeze=False)
-    colors = _many_colors(plt)
-    data = {}
-    for ax, (lang, lang_series) in zip(axes.flat, by_lang.items()):
-        models = [s for s in lang_series if s.system != HUMAN]
-        entries = _human_entry(lang_series) + [(f"{s.label}, n={s.n:.0f}", s.shares, colors[i % len(colors)])
-                                               for i, s in enumerate(models)]
-        _scheme_bars(ax, entries)
-        ax.set_title(f"{lang}: rhyme schemes, {FAMILIES[spec.arch_family][0]}")
-        if not models:
-            _note(ax, "no systems of this family in this run")
-        data[lang] = {label: shares for label, shares, _ in entries}
-    _finish(plt, fig, out)
-    return data
-
-
-def _decoding_panels(series: list[SchemeSeries]) -> list[tuple[str, str | None, list[SchemeSeries]]]:
-    """(lang, system or None, [HUMAN, the system's decoding configs...]) per language and system."""
-    panels = []
-    for lang, lang_series in _by_lang(series).items():
-        human = [s for s in lang_series if s.system == HUMAN]
-        systems = list(dict.fromkeys(s.system for s in lang_series if s.system != HUMAN))
-        panels += [(lang, system, human + [s for s in lang_series if s.system == system]) for system in systems]
-        if not systems:
-            panels.append((lang, None, human))
-    return panels or [("(no cells)", None, [])]
-
-
-def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", arch_of: dict | None = None) -> dict:
-    """Figures 11-15: per language and system of one family, a heatmap of scheme shares (columns) per
-    decoding config (rows), HUMAN first."""
-    plt = _pyplot()
-    series = scheme_series(paths)
-    _check_family(series, spec, arch_of or {})
-    panels = _decoding_panels(series)
-    cols = 2 if len(panels) > 1 else 1
-    rows = math.ceil(len(panels) / cols)
-    top = max([0.01, *(float(s.shares.max()) for s in series)])
-    height = 1.3 + 0.22 * max(2, *(len(r) for _, _, r in panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, height * rows), squeeze=False)
-    data = {}
-    for ax, (lang, system, rows_) in zip(axes.flat, panels):
-        data[(lang, system)] = _heatmap(ax, rows_, top)
-        ax.set_title(f"{lang}: {system or FAMILIES[spec.arch_family][0]}, rhyme schemes (%) per decoding config")
-        if system is None:
-            _note(ax, "no systems of this family in this run")
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    _finish(plt, fig, out)
-    return data
-
-
-def _heatmap(ax, rows: list[SchemeSeries], top: float) -> dict:
-    labels = [("HUMAN" if s.system == HUMAN else s.decoding) + f" (n={s.n:.0f})" for s in rows]
-    # a config without valid quatrains has no shares (NaN: blank, "-"), not 0 % of every scheme
-    values = np.array([100 * s.shares if s.n else np.full(len(SCHEMES_4), np.nan) for s in rows]) if rows \
-        else np.zeros((0, len(SCHEMES_4)))
-    ax.imshow(values if rows else np.full((1, len(SCHEMES_4)), np.nan), aspect="auto", cmap="viridis",
-              vmin=0, vmax=100 * top)
-    for (i, j), v in np.ndenumerate(values):
-        text, dark = ("-", False) if np.isnan(v) else (f"{v:.0f}", v < 60 * top)
-        ax.text(j, i, text, ha="center", va="center", fontsize=6, color="white" if dark else "black")
-    ax.set_xticks(range(len(SCHEMES_4)), SCHEMES_4, rotation=90)
-    ax.set_yticks(range(len(labels)), labels)
-    return dict(zip(labels, values))
+        _check_selected(s.lang, s.system, sel)
+    human = _humans(series).get(sel.lang)
+    by_decoding = {s.decoding: s for s in series if s.system != HUMAN}
+    panels: list[SchemePanel] = [
+        (f"{decoding}, n={by_decoding[decoding].n:.0f}" if note is None else decoding,
+         by_decoding.get(decoding), human, note)
+        for decoding, note in _decoding_panels(sel, list(by_decoding), human is not None)]
+    return _scheme_figure(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), panels, out)
 
 
 # --- The registry -----------------------------------------------------------------------------------
 
-# Generator families of the appendix figures: key -> (label, archs). An arch of no family here (a new
-# one) is drawn with the poetry-specific family, so every system appears in some figure.
-FAMILIES = {
-    "gpt2": ("GPT-2 family (arch gpt2)", ("gpt2",)),
-    "gptneo": ("GPT-Neo family (arch gptneo)", ("gptneo",)),
-    "llama": ("LLaMA family (arch llama)", ("llama",)),
-    "bygpt5": ("ByGPT5 family (arch bygpt5)", ("bygpt5",)),
-    "poetic": ("poetry-specific (archs deepspeare, sa; and any other arch)", ("deepspeare", "sa")),
-}
-OTHER_FAMILY = "poetic"
+# System kinds of the paper's appendix figures: the poetry-specific generators (5), unconditioned (6,
+# 7) and style-conditioned LLMs (8, 9). Any arch outside the LLM families counts as poetry-specific.
+LLM_ARCHS = ("gpt2", "gptneo", "llama", "bygpt5")
+KINDS = {"poetic": "poetry-specific systems", "unconditioned": "unconditioned LLMs",
+         "conditioned": "style-conditioned LLMs"}
 
 
-def arch_family(arch: str | None) -> str:
-    for key, (_, archs) in FAMILIES.items():
-        if arch in archs:
-            return key
-    return OTHER_FAMILY
+def system_kind(model: dict) -> str:
+    """``poetic``, ``unconditioned`` or ``conditioned`` of a ``models`` entry (its arch and conditioned)."""
+    if model.get("arch") not in LLM_ARCHS:
+        return "poetic"
+    return "conditioned" if model.get("conditioned") else "unconditioned"
 
 
 @dataclass(frozen=True)
 class Figure:
-    """What a figure reads: cells of ``family`` under the first (or every) decoding config, of one
-    language (``lang``) or all, of the systems of one generator family (``arch_family``) or all."""
+    """What a figure reads: cells of ``family`` of one language (``lang``) or all, of the systems of one
+    ``kind`` or all, under the first decoding config; or (``single``) one system of one language, set
+    in params ``figures.<name>``, under several decoding configs. ``title`` is formatted with ``lang``
+    (the language's name) and ``system``."""
 
     family: str
     draw: Callable
     group: str                       # report subcategory
-    all_decodings: bool = False
+    title: str = ""
     lang: str | None = None
-    arch_family: str | None = None
+    kind: str | None = None
+    single: bool = False
 
-    def systems(self, arch_of: dict[str, str | None]) -> list[str]:
-        """The systems (in ``arch_of`` order) whose cells this figure reads."""
-        return [s for s, arch in arch_of.items() if self.arch_family in (None, arch_family(arch))]
+    def systems(self, models: dict[str, dict]) -> list[str]:
+        """The systems (in ``models`` order) whose cells this (not single-system) figure reads."""
+        return [s for s, model in models.items() if self.kind in (None, system_kind(model))]
+
+
+def _required(selection: Selection | None, spec: Figure) -> Selection:
+    if selection is None:
+        raise PoevalError("this figure shows one system: pass --system and --lang (params figures.<name>)")
+    return selection
 
 
 def _plain(draw: Callable) -> Callable:
-    """Adapter for the figures that need neither the spec nor the archs."""
-    return lambda paths, out, spec=None, arch_of=None: draw(paths, out)
+    """Adapter for the figures that need neither the spec nor the selection."""
+    return lambda paths, out, spec=None, models=None, selection=None: draw(paths, out)
 
+
+_EXTREMES = "{lang}: rhyme schemes of HUMAN and of the best, worst and average model by cross-entropy"
+_PER_DECODING = "{system} ({lang}): rhyme schemes per decoding config"
 
 FIGURES: dict[str, Figure] = {
     "figure1": Figure("length", _plain(figure1), "Length"),
-    "figure2": Figure("rhyme", rhyme_extremes_figure, "Rhyme schemes", lang="en"),
-    "figure3": Figure("rhyme", rhyme_extremes_figure, "Rhyme schemes", lang="de"),
+    "figure2": Figure("rhyme", rhyme_extremes_figure, "Rhyme schemes", _EXTREMES, lang="de"),
+    "figure3": Figure("rhyme", rhyme_extremes_figure, "Rhyme schemes", _EXTREMES, lang="en"),
     "figure4": Figure("semantic", _plain(figure4), "Semantic similarity"),
-    **{f"figure{5 + i}": Figure("rhyme", rhyme_family_figure, "Rhyme schemes", arch_family=key)
-       for i, key in enumerate(FAMILIES)},
-    "figure10": Figure("semantic", similarity_decoding_figure, "Semantic similarity", all_decodings=True),
-    **{f"figure{11 + i}": Figure("rhyme", rhyme_decoding_figure, "Rhyme schemes per decoding config",
-                                 all_decodings=True, arch_family=key) for i, key in enumerate(FAMILIES)},
+    "figure5": Figure("rhyme", rhyme_kind_figure, "Rhyme schemes",
+                      "Rhyme schemes of the poetry-specific systems (DeepSpeare, SA)", kind="poetic"),
+    "figure6": Figure("rhyme", rhyme_kind_figure, "Rhyme schemes", "{lang}: rhyme schemes of the unconditioned LLMs",
+                      lang="de", kind="unconditioned"),
+    "figure7": Figure("rhyme", rhyme_kind_figure, "Rhyme schemes", "{lang}: rhyme schemes of the unconditioned LLMs",
+                      lang="en", kind="unconditioned"),
+    "figure8": Figure("rhyme", rhyme_kind_figure, "Rhyme schemes",
+                      "{lang}: rhyme schemes of the style-conditioned LLMs", lang="de", kind="conditioned"),
+    "figure9": Figure("rhyme", rhyme_kind_figure, "Rhyme schemes",
+                      "{lang}: rhyme schemes of the style-conditioned LLMs", lang="en", kind="conditioned"),
+    "figure10": Figure("semantic", similarity_decoding_figure, "Decoding configs",
+                       "{system} ({lang}): max similarity to train per decoding config", single=True),
+    "figure11": Figure("rhyme", rhyme_decoding_figure, "Decoding configs",
+                       "{system} ({lang}): rhyme schemes at the default vs a lowered temperature", single=True),
+    **{f"figure{i}": Figure("rhyme", rhyme_decoding_figure, "Decoding configs", _PER_DECODING, single=True)
+       for i in (12, 13, 14, 15)},
 }
 
 
-def make(name: str, paths: list[str], out: str, arch_of: dict[str, str | None] | None = None):
-    """Draw figure ``name`` from its cells into the PNG ``out`` (the CLI's and the workflow's entry)."""
+def make(name: str, paths: list[str], out: str, models: dict[str, dict] | None = None,
+         selection: Selection | None = None):
+    """Draw figure ``name`` from its cells into the PNG ``out`` (the CLI's and the workflow's entry).
+    ``models``: {system: {arch, conditioned}} (figures 5-9); ``selection``: the system of 10-15."""
     if name not in FIGURES:
         raise PoevalError(f"unknown figure {name!r} (one of {', '.join(FIGURES)})")
-    return FIGURES[name].draw(paths, out, spec=FIGURES[name], arch_of=arch_of)
+    return FIGURES[name].draw(paths, out, spec=FIGURES[name], models=models, selection=selection)
 
 
 # --- Training curves (DVC plots) --------------------------------------------------------------------

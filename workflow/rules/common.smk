@@ -131,17 +131,54 @@ def all_targets():
 
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.figures.FIGURES ----------------------
-ARCH_OF = {system: config["models"][system].get("arch") for system in SYSTEMS}
+import shlex
+
+MODELS_OF = {s: {"arch": config["models"][s].get("arch"), "conditioned": bool(config["models"][s].get("conditioned"))}
+             for s in SYSTEMS}
+# figures 10-15: the one system each shows (params `figures`, schema defaults when a config has none)
+FIGURE_SELECTION = poeval_config.merge(poeval_config.section_defaults("figures"), config.get("figures") or {})
+
+
+def figure_decodings(name):
+    """The decoding configs of a single-system figure's panels: params, or every configured one the
+    system runs."""
+    sel = FIGURE_SELECTION[name]
+    if sel.get("decodings"):
+        return list(sel["decodings"])
+    return system_decodings(sel["system"], DECODINGS) if sel["system"] in SYSTEMS else list(DECODINGS)
 
 
 def figure_cells(name):
     """The cells figure ``name`` reads: its metric family, its language (none when that language is
-    not configured: the figure then says so), its generator family, and the first or every decoding
-    config."""
+    not configured: the figure then says so), its kind of system, under the first decoding config; or
+    the one system of figures 10-15 under the decoding configs of its panels that are configured."""
     fig = FIGURES[name]
+    if fig.single:
+        sel = FIGURE_SELECTION[name]
+        if sel["lang"] not in LANGS:
+            return []
+        systems = [sel["system"]] if sel["system"] in SYSTEMS else []
+        return cells(fig.family, [d for d in figure_decodings(name) if d in DECODINGS], langs=[sel["lang"]],
+                     systems=systems)
     langs = [lang for lang in LANGS if fig.lang in (None, lang)]
-    return cells(fig.family, DECODINGS if fig.all_decodings else DECODINGS[:1], langs=langs,
-                 systems=fig.systems(ARCH_OF))
+    return cells(fig.family, DECODINGS[:1], langs=langs, systems=fig.systems(MODELS_OF))
+
+
+def figure_options(name):
+    """`poeval figure` options: the systems' kinds (figures 5-9), or the one system and its panels."""
+    if not FIGURES[name].single:
+        return f"--models {shlex.quote(as_json(MODELS_OF))}"
+    sel = FIGURE_SELECTION[name]
+    return shlex.join(["--system", sel["system"], "--lang", sel["lang"], "--decodings", *figure_decodings(name)])
+
+
+def figure_shows(name):
+    """What a figure shows, for its caption: the systems it reads, or the one system and its panels."""
+    if not FIGURES[name].single:
+        return ", ".join(FIGURES[name].systems(MODELS_OF)) or "none"
+    sel = FIGURE_SELECTION[name]
+    where = "" if sel["system"] in SYSTEMS and sel["lang"] in LANGS else ", not in this run"
+    return f"{sel['system']} ({sel['lang']}{where}); panels: {', '.join(figure_decodings(name))}"
 
 
 # --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------

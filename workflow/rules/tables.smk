@@ -50,7 +50,7 @@ for _table in FAMILY_OF_TABLE:
 
 
 # Figures (poeval.figures.FIGURES has the numbering): one rule per figure, for the same reason.
-# A figure of a language that is not configured gets no cells and draws a "not in this run" panel.
+# A figure of a language or system that is not configured draws a "not in this run" panel.
 for _figure, _spec in FIGURES.items():
 
     rule:
@@ -65,11 +65,11 @@ for _figure, _spec in FIGURES.items():
             f"logs/figures/{_figure}.log",
         params:
             figure=_figure,
-            arch_of=as_json(ARCH_OF),
-            systems=", ".join(_spec.systems(ARCH_OF)) or "none",  # for the caption
+            options=figure_options(_figure),
+            shows=figure_shows(_figure),  # for the caption
         threads: 1
         shell:
-            "poeval figure {params.figure} {input} --arch-of {params.arch_of:q} --out {output} > {log} 2>&1"
+            "poeval figure {params.figure} {input} {params.options} --out {output} > {log} 2>&1"
 
 
 # Training curves as flat TSVs, one per checkpoint: `dvc plots show` draws them (dvc.yaml `plots`).

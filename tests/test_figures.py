@@ -249,3 +249,21 @@ def test_every_figure_has_a_numbered_caption():
     for name in figures.FIGURES:
         caption = (ROOT / "workflow" / "report" / f"{name}.rst").read_text()
         assert re.match(rf"Figure {name[6:]}: ", caption), name
+
+
+def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_papers(root):
+    from poeval import config
+
+    params = config.load(root / "params.yaml")
+    assert params["figures"] == config.section_defaults("figures")          # params.yaml and the schema agree
+    assert {s["system"] for s in params["figures"].values()} <= set(params["systems"])
+    grid = config.load(root / "params.yaml", (root / "config" / "grid.yaml",))
+    # the paper's captions of Figures 10-15 (Appendix B)
+    assert {name: (s["system"], s["lang"]) for name, s in grid["figures"].items()} == {
+        "figure10": ("gptneo-l-cond", "en"), "figure11": ("sa-s", "en"), "figure12": ("gpt2-l", "de"),
+        "figure13": ("bygpt5-l", "de"), "figure14": ("gpt2-s-cond", "en"), "figure15": ("bygpt5-s-cond", "de")}
+    assert grid["figures"]["figure11"]["decodings"] == ["vanilla", "temperature-0.7"]
+    assert all(s["system"] in grid["systems"] and s["lang"] in grid["languages"] for s in grid["figures"].values())
+    params["figures"]["figure12"]["system"] = "gpt2-xl"
+    with pytest.raises(PoevalError, match=r"figures\.figure12\.system: 'gpt2-xl' is not defined under models"):
+        config.validate(params)

@@ -93,6 +93,9 @@ def _cross_check(config: dict) -> list[str]:
     for name, model in config["models"].items():
         if model.get("init") == "pretrained" and not model.get("name_or_path"):
             problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
+    for name, shown in (config.get("figures") or {}).items():   # not in systems is fine: a panel says so
+        if shown["system"] not in config["models"]:
+            problems.append(f"key figures.{name}.system: '{shown['system']}' is not defined under models")
     return problems
 
 

@@ -197,7 +197,8 @@ def test_single_system_figure_draws_a_panel_per_decoding_config(tmp_path, captur
     assert list(_panel_bars(captured[1])) == ["(a) vanilla, n=10"]
     assert _texts(captured[1]) == "decoding config 'temperature-0.7'\nnot configured for sa"
     # no decodings given: every config with a cell, in input order; the system not in the run
-    figures.make("figure12", [human, cooler, vanilla], str(tmp_path / "f12.png"), selection=figures.Selection("sa", "en"))
+    figures.make("figure12", [human, cooler, vanilla], str(tmp_path / "f12.png"),
+                 selection=figures.Selection("sa", "en"))
     assert list(_panel_bars(captured[2])) == ["(a) temperature-0.7, n=8", "(b) vanilla, n=10"]
     figures.make("figure12", [human], str(tmp_path / "f12.png"), selection=figures.Selection("gpt2-l", "en"))
     assert _texts(captured[3]) == "system 'gpt2-l' not in this run"

@@ -196,14 +196,15 @@ def _decoding_panels(sel: Selection, present: list[str], has_human: bool) -> lis
 def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
     """Figure 10: one panel per decoding config, the histogram of the system's per-quatrain max cosine
     similarity to the training set (the paper's measure), over the pooled HUMAN samples' (outline)."""
-    sel = _required(selection, spec)
-    human, by_decoding = [], {}
+    sel = _required(selection)
+    human, by_decoding, has_human = [], {}, False
     for c, per_poem in _load_per_poem(paths, "semantic"):
         _check_selected(c["lang"], c["system"], sel)
+        has_human |= c["system"] == HUMAN
         pooled = human if c["system"] == HUMAN else by_decoding.setdefault(c["decoding"], [])
         pooled.extend(per_poem.get("across") or [])
     plt = _pyplot()
-    panels = _decoding_panels(sel, list(by_decoding), bool(human))
+    panels = _decoding_panels(sel, list(by_decoding), has_human)
     fig, axes = _panels(plt, len(panels), spec.title.format(system=sel.system, lang=_lang_name(sel.lang)),
                         "density")
     data = {}
@@ -377,7 +378,7 @@ def rhyme_kind_figure(paths: list[str], out: str, spec: "Figure", models=None, s
 def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
     """Figures 11-15: one panel per decoding config of one system (11: its default and lowered
     temperature), HUMAN outlined."""
-    sel = _required(selection, spec)
+    sel = _required(selection)
     series = scheme_series(paths)
     for s in series:
         _check_selected(s.lang, s.system, sel)
@@ -426,7 +427,7 @@ class Figure:
         return [s for s, model in models.items() if self.kind in (None, system_kind(model))]
 
 
-def _required(selection: Selection | None, spec: Figure) -> Selection:
+def _required(selection: Selection | None) -> Selection:
     if selection is None:
         raise PoevalError("this figure shows one system: pass --system and --lang (params figures.<name>)")
     return selection

@@ -149,11 +149,11 @@ def _lang_name(lang: str | None) -> str:
 
 
 def _panels(plt, n: int, title: str, ylabel: str):
-    """A figure of ``n`` panels in rows of three (four panels: 2 x 2) sharing the y axis, titled;
-    unused cells hidden, the y axis labelled on the left only."""
+    """A figure of ``n`` panels in rows of three (four panels: 2 x 2) sharing the y axis, titled (at
+    least two panels wide, so the title fits); unused cells hidden, the y axis labelled on the left only."""
     cols = 2 if n == 4 else min(3, n)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.7 * rows + 0.5), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * max(cols, 2), 2.7 * rows + 0.5), squeeze=False, sharey=True)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     for ax in axes[:, 0]:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -228,6 +229,29 @@ def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_
     assert "--system sa-s-cond --lang en --decodings contrastive-k6-a0.7 vanilla temperature-0.7 --out" in out
     assert jobs["figure12"] == human + [cell("gpt2-s", d) for d in ("vanilla", "contrastive-k6-a0.7")]
     assert jobs["figure13"] == human                  # bygpt5-s is not in this run: a panel says so
+
+
+def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
+    work = _workdir(tmp_path)
+    shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
+    (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
+    proc = snakemake(work, "-n", *(f"results/figures/figure{i}.png" for i in range(10, 16)),
+                     configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    jobs = _dry_run_inputs(proc.stdout + proc.stderr)
+    grid = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
+
+    def cells(lang, system, family="rhyme", decodings=grid):
+        human = [f"results/metrics/{lang}/HUMAN/human{i}/{family}.json" for i in range(3)]
+        return human + [f"results/metrics/{lang}/{system}/{d}/{family}.json" for d in decodings]
+
+    assert jobs["figure10"] == cells("en", "gptneo-l-cond", "semantic")
+    # vanilla vs lowered temperature: the cells of those two that the grid samples
+    assert jobs["figure11"] == cells("en", "sa-s", decodings=[d for d in ("vanilla", "temperature-0.7") if d in grid])
+    assert jobs["figure12"] == cells("de", "gpt2-l")
+    assert jobs["figure13"] == cells("de", "bygpt5-l")
+    assert jobs["figure14"] == cells("en", "gpt2-s-cond")
+    assert jobs["figure15"] == cells("de", "bygpt5-s-cond")
 
 
 @pytest.mark.slow

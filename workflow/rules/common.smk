@@ -166,8 +166,10 @@ def figure_cells(name):
 
 def figure_options(name):
     """`poeval figure` options: the systems' kinds (figures 5-9), or the one system and its panels."""
-    if not FIGURES[name].single:
+    if FIGURES[name].kind:
         return f"--models {shlex.quote(as_json(MODELS_OF))}"
+    if not FIGURES[name].single:
+        return ""
     sel = FIGURE_SELECTION[name]
     return shlex.join(["--system", sel["system"], "--lang", sel["lang"], "--decodings", *figure_decodings(name)])
 

@@ -50,19 +50,39 @@ def _texts(fig) -> str:
 
 
 def test_extremes_pick_best_worst_and_average_by_cross_entropy(tmp_path):
-    # mean of the ranked models' CE: (2.9 + 2.5 + 3.7 + 3.2) / 4 = 3.075; among a and d (best and
-    # worst excluded) d is closer (0.125 vs 0.175); e has no valid quatrain and is not ranked
+    # ranked: b 2.5, a 2.9, d 3.2, c 3.7 -> best b, worst c, average the lower median a (the model
+    # closest to the mean, 3.075, would be d); e has no valid quatrain and is not ranked
     paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", ce=2.0)]
     paths += [_rhyme_cell(tmp_path, s, ce=ce) for s, ce in (("a", 2.9), ("b", 2.5), ("c", 3.7), ("d", 3.2), ("e", None))]
     picks = figures.extremes(figures.scheme_series(paths))
-    assert {role: s.system for role, s in picks.items()} == {"best": "b", "worst": "c", "average": "d"}
-    # with three or more, the average is never the best or the worst, even when it ties with one
-    tied = figures.scheme_series([_rhyme_cell(tmp_path, s, ce=ce) for s, ce in (("p", 1.0), ("q", 1.0), ("r", 4.0))])
-    assert {role: s.system for role, s in figures.extremes(tied).items()} == {"best": "p", "worst": "r", "average": "q"}
-    # a tie goes to the earlier system (params order)
-    tie = figures.scheme_series([_rhyme_cell(tmp_path, s, ce=1.5) for s in ("x", "y")])
-    assert figures.extremes(tie)["best"].system == "x" and figures.extremes(tie)["worst"].system == "x"
+    assert {role: s.system for role, s in picks.items()} == {"best": "b", "worst": "c", "average": "a"}
+    # ties keep params order, so with three or more the average is neither the best nor the worst
+    for ces, average in (((1.0, 1.0, 4.0), "q"), ((1.0, 4.0, 4.0), "q")):
+        tied = figures.scheme_series([_rhyme_cell(tmp_path, s, ce=ce) for s, ce in zip("pqr", ces)])
+        assert {role: s.system for role, s in figures.extremes(tied).items()} == {
+            "best": "p", "worst": "r", "average": average}
     assert figures.extremes(figures.scheme_series(paths[:1])) == {}
+
+
+# The paper's Table 6 cross-entropies (every model; German has no GPT-Neo) and the best, worst and
+# average models its Figures 2 (German) and 3 (English) show
+PAPER_TABLE6_CE = {
+    "de": {"DeepSpeare": 3.52, "SA": 4.57, "ByGPT5-L": 4.12, "ByGPT5-S": 4.21, "GPT2-L": 4.13, "GPT2-S": 4.29,
+           "LLaMA2-L": 4.11, "LLaMA2-S": 4.21, "LLaMA3": 4.10, "ByGPT5-L-con": 3.84, "ByGPT5-S-con": 3.75,
+           "GPT2-L-con": 3.97, "GPT2-S-con": 4.14, "LLaMA2-L-con": 4.02, "LLaMA2-S-con": 3.83, "LLaMA3-con": 4.04},
+    "en": {"DeepSpeare": 3.64, "SA": 4.39, "ByGPT5-L": 4.00, "ByGPT5-S": 4.04, "GPT2-L": 4.03, "GPT2-S": 4.03,
+           "GPTNeo-L": 3.99, "GPTNeo-S": 4.11, "LLaMA2-L": 3.95, "LLaMA2-S": 3.95, "LLaMA3": 4.02,
+           "ByGPT5-L-con": 4.05, "ByGPT5-S-con": 3.92, "GPT2-L-con": 4.02, "GPT2-S-con": 4.07, "GPTNeo-L-con": 3.89,
+           "GPTNeo-S-con": 4.11, "LLaMA2-L-con": 3.85, "LLaMA2-S-con": 3.74, "LLaMA3-con": 3.52}}
+PAPER_FIGURES_2_3 = {"de": {"best": "DeepSpeare", "worst": "SA", "average": "LLaMA3"},
+                     "en": {"best": "LLaMA3-con", "worst": "SA", "average": "ByGPT5-L"}}
+
+
+@pytest.mark.parametrize("lang", ["de", "en"])
+def test_extremes_reproduce_the_papers_figures_2_and_3_from_its_table6(tmp_path, lang):
+    paths = [_rhyme_cell(tmp_path, s, lang=lang, ce=ce) for s, ce in PAPER_TABLE6_CE[lang].items()]
+    picks = figures.extremes(figures.scheme_series(paths))
+    assert {role: s.system for role, s in picks.items()} == PAPER_FIGURES_2_3[lang]
 
 
 def _panel_bars(fig) -> dict[str, dict[str, list[float]]]:

@@ -116,7 +116,7 @@ def table1_args():
     for lang in LANGS:
         items += [f"{lang}:train:data/{lang}/train.jsonl", f"{lang}:dev:data/{lang}/dev.jsonl"]
         items += [f"{lang}:human:{path}" for path in human_files(lang)]
-        items.append(f"{lang}:pseudo-sonnets:data/{lang}/sonnets.jsonl")
+        items += [f"{lang}:sonnets-train:data/{lang}/sonnets.jsonl", f"{lang}:sonnets-dev:data/{lang}/dev_sonnets.jsonl"]
     return items
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from .config import for_lang
 from .errors import PoevalError
 from .io import read_jsonl, write_json
 from . import rhyme as detector
@@ -86,6 +87,7 @@ def _cached_sample_rows(poems, ref) -> np.ndarray | None:
 
 
 def _semantic(poems, ref, opts):
+    opts = opts | {"encoder": for_lang(opts["encoder"], opts["lang"])}
     cache = opts.get("reference_embeddings")
     ref_emb = sample_emb = None
     if cache:
@@ -103,7 +105,9 @@ def _semantic(poems, ref, opts):
 
     # per-poem max cosines feed the similarity distributions (Figure 4)
     per_poem = {k: None if v is None else [round(float(x), 6) for x in v] for k, v in (("within", within), ("across", across))}
-    return semantic.from_max_sims(within, across) | {"per_poem": per_poem}, resample
+    encoder = semantic.canonical_encoder_name(opts["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
+    return semantic.from_max_sims(within, across) | {"per_poem": per_poem, "encoder": encoder} | note, resample
 
 
 def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:

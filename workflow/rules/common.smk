@@ -110,6 +110,13 @@ def model_items():
     return [f"{lang}:{system}:models/{lang}/{system}" for lang in LANGS for system in SYSTEMS]
 
 
+def semantic_encoders():
+    """Each language's sentence encoder, flagging an English-only one applied to German (captions)."""
+    from poeval.metrics.semantic import encoder_caption
+
+    return encoder_caption(config["metrics"]["semantic"]["encoder"], LANGS)
+
+
 def table1_args():
     """LANG:SPLIT:PATH items for `poeval table table1`."""
     items = []

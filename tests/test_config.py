@@ -64,3 +64,32 @@ def test_section_defaults_match_the_paper():
     assert config.section_defaults("quatrains") == {"min_verse_chars": 11, "non_overlap": True, "dedup_share": 0.1}
     assert config.section_defaults("split")["dev_fraction"] == 0.1
     assert config.section_defaults("human") == {"n_samples": 10, "size": 1000, "seed": 1}
+
+
+def test_per_language_checkpoints_and_encoders(params):
+    params["languages"] = ["en", "de"]
+    params["models"]["gpt2-s"] |= {"init": "pretrained", "name_or_path": {"en": "openai-community/gpt2",
+                                                                          "de": "benjamin/gerpt2"}}
+    params["metrics"]["semantic"]["encoder"] = {"en": "default", "de": "distiluse-base-multilingual-cased-v1"}
+    config.validate(params)
+    model = params["models"]["gpt2-s"]
+    assert config.model_for_lang(model, "de")["name_or_path"] == "benjamin/gerpt2"
+    assert config.model_for_lang(model, "en") == model | {"name_or_path": "openai-community/gpt2"}
+    assert config.for_lang(params["metrics"]["semantic"]["encoder"], "de") == "distiluse-base-multilingual-cased-v1"
+    assert config.for_lang("default", "de") == "default"
+    broken = copy.deepcopy(params)
+    del broken["models"]["gpt2-s"]["name_or_path"]["de"]
+    del broken["metrics"]["semantic"]["encoder"]["de"]
+    with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder\.de: missing(.|\n)*models\.gpt2-s\.name_or_path\.de"):
+        config.validate(broken)
+    params["models"]["gpt2-s"]["name_or_path"] = {"fr": "x"}
+    with pytest.raises(PoevalError, match=r"models\.gpt2-s"):
+        config.validate(params)
+
+
+def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(root):
+    cfg = config.load(root / "params.yaml", (root / "config" / "paper.yaml",))
+    assert config.for_lang(cfg["metrics"]["semantic"]["encoder"], "de") == "distiluse-base-multilingual-cased-v1"
+    for system in ("gpt2-s", "gpt2-l-cond"):
+        en, de = (config.model_for_lang(cfg["models"][system], lang)["name_or_path"] for lang in ("en", "de"))
+        assert en.startswith("openai-community/") and de.startswith("benjamin/gerpt2")

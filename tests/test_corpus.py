@@ -429,6 +429,12 @@ def test_draw_human_samples():
         assert len(set(ids)) == 100 and set(ids) <= train_ids
     assert len({tuple(q["id"] for q in s) for s in samples}) == 10  # samples differ from each other
     assert C.draw_human_samples(train, 10, 100, 1) == samples
+    # random order, not train order: the positions of a sample's quatrains in train are not increasing
+    position = {q["id"]: i for i, q in enumerate(train)}
+    for s in samples:
+        rows = [position[q["id"]] for q in s]
+        assert rows != sorted(rows)
+    assert [q["id"] for q in samples[0]] == [train[i]["id"] for i in random.Random(1).sample(range(300), 100)]
     assert C.draw_human_samples(train, 10, 100, 2) != samples
     with pytest.raises(PoevalError, match="1000.*300"):
         C.draw_human_samples(train, 10, 1000, 1)

@@ -59,3 +59,25 @@ def test_non_utf8_and_empty_inputs(tmp_path, capsys):
     assert result["n_poems"] == 0 and result["length"]["mean"] is None
     assert main(["evaluate", str(ref), "--reference", str(empty), "--lang", "en", "--out", str(tmp_path / "o.json")]) == 2
     assert "no usable reference" in capsys.readouterr().err
+
+
+def test_paper_switches_reach_their_metrics(tmp_path):
+    """metrics.{length.bins, lexical.tokens, memorization.autojunk} pass through evaluate (and its bootstrap)."""
+    from poeval.metrics import length, lexical, memorization
+
+    pytest.importorskip("lexical_diversity")
+    train = [" ".join(f"w{i}{k}" for k in range(14)) for i in range(4)]      # one quatrain of 4 x 14 tokens
+    sample = [["cats cat", "runs run", "was is", "mice mouse"], [v.replace("w0", "v0", 1) for v in train]]
+    reference = [train, ["a b"] * 3 + ["a b c"]]   # 9 tokens: one 30th of [8, 56] is 1.6 tokens wide
+    samples, ref = _write_jsonl(tmp_path / "s.jsonl", sample), _write_jsonl(tmp_path / "r.jsonl", reference)
+    paper = {"length": {"bins": 30}, "lexical": {"tokens": "flemmatize"}, "memorization": {"autojunk": True}}
+    families = ["length", "lexical", "memorization"]
+    default, switched = evaluate(samples, ref, "en", families), evaluate(samples, ref, "en", families, paper,
+                                                                         bootstrap_reps=5)
+    a, b = length.lengths(sample), length.lengths(reference)
+    assert switched["length"]["hist_intersection"] == length.histogram_intersection(a, b, 30) == 1.0
+    assert default["length"]["hist_intersection"] == length.histogram_intersection(a, b) == 0.5
+    assert switched["lexical"]["attr"] == lexical.compute(sample, tokens="flemmatize")["attr"] < default["lexical"]["attr"]
+    assert switched["memorization"]["quatrain"] == memorization.compute(sample, reference, autojunk=True)["quatrain"]
+    assert (default["memorization"]["quatrain"], switched["memorization"]["quatrain"]) == (0.5, 0.0)
+    assert "ci" in switched["lexical"]

@@ -24,6 +24,30 @@ def test_histogram_intersection_hand_computed():
     assert length.histogram_intersection(np.array([1]), np.array([2])) == 0.0
 
 
+def _paper_histogram_intersection(train, sample):
+    """The paper's code (analysis/length.py): 30 density bins over the joint range, min over the sample's sum."""
+    lo, hi = np.min([np.min(train), np.min(sample)]), np.max([np.max(train), np.max(sample)])
+    hist_1, _ = np.histogram(train, bins=30, range=[lo, hi], density=True)
+    hist_2, _ = np.histogram(sample, bins=30, range=[lo, hi], density=True)
+    return np.sum(np.minimum(hist_1, hist_2)) / np.sum(hist_2)
+
+
+def test_thirty_bins_reproduce_the_papers_code_and_differ_from_one_token_bins():
+    a = np.array([10, 11, 12, 70])   # sample
+    b = np.array([10, 11, 13, 70])   # training
+    assert length.histogram_intersection(a, b) == pytest.approx(0.75)   # 12 and 13 are different lengths
+    # 30 bins over [10, 70] are 2 tokens wide: 12 and 13 fall into one bin
+    assert length.histogram_intersection(a, b, 30) == pytest.approx(1.0)
+    assert length.histogram_intersection(a, b, 30) == pytest.approx(_paper_histogram_intersection(b, a))
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a, b = rng.integers(5, 60, 50), rng.integers(8, 90, 200)
+        assert length.histogram_intersection(a, b, 30) == pytest.approx(_paper_histogram_intersection(b, a))
+    samples, reference = [_q(4), _q(64)], [_q(5), _q(64)]   # 30 bins of 2 tokens over [4, 64]
+    assert length.compute(samples, reference)["hist_intersection"] == pytest.approx(0.5)
+    assert length.compute(samples, reference, bins=30)["hist_intersection"] == pytest.approx(1.0)
+
+
 def _q(n_tokens):
     """A quatrain with n tokens spread over its verses (at least one per verse)."""
     words = ["w"] * n_tokens

@@ -166,3 +166,46 @@ def test_compute_empty_gives_none_not_nan():
 def test_compute_rejects_bad_params_even_on_empty_sample():
     with pytest.raises(PoevalError):
         lexical.compute([], mattr_window=0)
+
+
+# --- the paper's code: lexical_diversity.flemmatize (metrics.lexical.tokens: flemmatize) -------------
+
+@pytest.fixture
+def paper_flemmatize(monkeypatch):
+    """The package's own flemmatize. Its module imports pkg_resources, gone from current setuptools: a
+    stand-in that resolves the package's data file lets the real code run."""
+    import importlib
+    import sys
+    import types
+    from importlib import resources
+
+    pytest.importorskip("lexical_diversity")
+    if importlib.util.find_spec("pkg_resources") is None:
+        shim = types.ModuleType("pkg_resources")
+        shim.resource_filename = lambda package, name: str(resources.files(package).joinpath(name))
+        monkeypatch.setitem(sys.modules, "pkg_resources", shim)
+        monkeypatch.delitem(sys.modules, "lexical_diversity.lex_div", raising=False)
+    return importlib.import_module("lexical_diversity.lex_div")
+
+
+PAPER_QUATRAIN = ["The cats were running, (running!) to the sea;", "A cat was run - don't ask - by the SYMBOLS' seas.",
+                  "  mice and mouse, \"well-known\" women", "and a woman: was it better, best, good?"]
+
+
+def test_flemmatize_is_the_papers_tokeniser_and_lemmatiser(paper_flemmatize):
+    text = " ".join(PAPER_QUATRAIN)
+    assert lexical.flemmatize(text) == paper_flemmatize.flemmatize(text)
+    assert lexical.paper_quatrain_tokens(PAPER_QUATRAIN) == paper_flemmatize.flemmatize(text)
+    for line in PAPER_QUATRAIN + ["", " ", "It's 10% (or so) -LRB- SYM", "Der Mond ist aufgegangen, die Sterne"]:
+        assert lexical.flemmatize(line) == paper_flemmatize.flemmatize(line)
+
+
+def test_flemmatize_mode_lemmatises_and_lowers_attr_against_the_default(paper_flemmatize):
+    sample = [["cats cat", "runs run", "was is", "mice mouse"]]
+    default = lexical.compute(sample)
+    paper = lexical.compute(sample, tokens="flemmatize")
+    assert lexical.quatrain_tokens(sample[0]) == ["cats", "cat", "runs", "run", "was", "is", "mice", "mouse"]
+    assert paper_flemmatize.flemmatize(" ".join(sample[0])) == ["cat", "cat", "run", "run", "be", "be", "mouse",
+                                                                 "mouse"]
+    assert default["attr"] == 1.0 and paper["attr"] == 0.5 == paper_flemmatize.ttr(["cat", "cat", "run", "run",
+                                                                                     "be", "be", "mouse", "mouse"])

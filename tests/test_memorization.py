@@ -250,3 +250,42 @@ def test_bad_arguments():
         mem.compute([Q], [Q], levels=("stanza",))
     with pytest.raises(PoevalError):
         mem.compute([Q], [Q], sample_ids=["a", "b"])
+
+
+# --- the paper's code: difflib.get_close_matches, autojunk on (metrics.memorization.autojunk) --------
+
+SONNET = ("Shall I compare thee to a summer's day? Thou art more lovely and more temperate: Rough winds do shake "
+          "the darling buds of May, And summer's lease hath all too short a date; Sometime too hot the eye of "
+          "heaven shines").split()
+
+
+def _verses(words):
+    return [" ".join(words[k * 10:(k + 1) * 10]) for k in range(3)] + [" ".join(words[30:])]
+
+
+def test_autojunk_reproduces_get_close_matches_and_differs_from_the_default():
+    train = _verses(SONNET)
+    moved = _verses(SONNET[1:] + SONNET[:1])   # one word moved to the end: a near-copy of 214 characters
+    train_unit, sample_unit = " ".join(train), " ".join(moved)
+    assert len(sample_unit) >= 200   # difflib's autojunk only acts on sequences of 200 or more
+    default = mem.compute([moved], [train], levels=("quatrain",))
+    paper = mem.compute([moved], [train], levels=("quatrain",), autojunk=True)
+    assert default["quatrain"] == 1.0 and default["hits"]["quatrain"][0]["score"] == pytest.approx(sm(train_unit, sample_unit))
+    assert default["hits"]["quatrain"][0]["score"] > 0.95
+    assert paper["quatrain"] == 0.0
+    assert difflib.get_close_matches(sample_unit, [train_unit], n=1, cutoff=0.7) == []   # the paper's call
+    assert difflib.SequenceMatcher(None, train_unit, sample_unit).ratio() < 0.1
+
+
+def test_autojunk_mode_decides_as_get_close_matches_on_random_long_units():
+    rng = random.Random(7)
+    alphabet = "aaaeeeiou nrst"
+    training = ["".join(rng.choice(alphabet) for _ in range(rng.randint(150, 260))) for _ in range(30)]
+    samples = [t[: rng.randint(0, 20)] + t[rng.randint(20, 40):] if k % 2 else t[::-1]
+               for k, t in enumerate(training[:20])]
+    for threshold in (0.6, 0.8):
+        fast = mem.best_matches(samples, training, threshold, autojunk=True)
+        assert fast == mem.best_matches_bruteforce(samples, training, threshold, autojunk=True)
+        expected = [i for i, s in enumerate(samples) if difflib.get_close_matches(s, training, n=1, cutoff=threshold)]
+        assert [i for i, _, _ in fast] == expected
+        assert fast != mem.best_matches(samples, training, threshold)

@@ -130,7 +130,7 @@ def test_stamp_records_hashes_params_code_and_time(run):
     assert st["params"] == {"x": {"y": 1}} and st["code"] and st["created"].endswith("Z")
     cell = json.loads((run / "results/metrics/en/gpt2-s/vanilla/lexical.json").read_text())["provenance"]
     # runtime settings (workers) are not params; only the evaluated family is recorded
-    assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_threshold": 0.72}}
+    assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_threshold": 0.72, "tokens": "poeval"}}
     with pytest.raises(PoevalError, match="input not found"):
         P.stamp({"a": "missing.jsonl"}, {})
 
@@ -233,8 +233,10 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     (run / "data/en/word2vec.txt").write_text("1 2\nword 0.1 0.2\n")
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
-    received = P._training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s")
+    received = P._training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
+    per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
+    assert P._training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
     log = run / "models/en/gpt2-s/training_log.json"
     write_json(log, {"provenance": P.train_stamp("data/en/sonnets.jsonl", "data/en/dev.jsonl", cfg["models"]["gpt2-s"],
                                                  cfg["training"], word2vec="data/en/word2vec.txt")})

@@ -260,3 +260,23 @@ def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_pa
     edited.write_text(json.dumps({"id": "r0", "lines": Q4[:3] + ["changed"]}) + "\n")
     with pytest.raises(pytest.fail.Exception, match="encoder loaded"):
         evaluate(edited, ref, "en", ["semantic"], options=opts)
+
+
+def test_per_language_encoder_and_the_english_only_note(fake, tmp_path):
+    """metrics.semantic.encoder as {lang: encoder}: each cell uses its language's; the English-only
+    default applied to German says so in the cell and in the caption text."""
+    from poeval.evaluate import evaluate
+
+    ref = tmp_path / "train.jsonl"
+    ref.write_text("".join(json.dumps({"id": f"r{i}", "lines": q}) + "\n" for i, q in enumerate([Q1, Q2, Q3])))
+    per_lang = {"semantic": {"encoder": {"en": "default", "de": "distiluse-base-multilingual-cased-v1"}}}
+    en = evaluate(ref, ref, "en", ["semantic"], options=per_lang)["semantic"]
+    de = evaluate(ref, ref, "de", ["semantic"], options=per_lang)["semantic"]
+    assert (en["encoder"], de["encoder"]) == ("all-MiniLM-L6-v2", "distiluse-base-multilingual-cased-v1")
+    assert "encoder_note" not in en and "encoder_note" not in de
+    de_default = evaluate(ref, ref, "de", ["semantic"])["semantic"]
+    assert de_default["encoder"] == "all-MiniLM-L6-v2" and "English-only" in de_default["encoder_note"]
+    assert semantic.encoder_caption("default", ["en", "de"]) == (
+        "en: all-MiniLM-L6-v2; de: all-MiniLM-L6-v2 (English-only: the paper used distiluse-base-multilingual-cased-v1)")
+    assert semantic.encoder_caption(per_lang["semantic"]["encoder"], ["en", "de"]) == (
+        "en: all-MiniLM-L6-v2; de: distiluse-base-multilingual-cased-v1")

@@ -40,13 +40,25 @@ def test_zero_valid_samples_show_na_not_nan(tmp_path):
     assert row[3] == "0" and row[4:] == ["NA"] * 7
 
 
-def test_table1_counts(tmp_path):
-    train = tmp_path / "train.jsonl"
-    train.write_text(json.dumps({"id": "a", "lines": ["A b", "c, d", "e", "f"]}) + "\n"
-                     + json.dumps({"id": "b", "lines": ["a", "b", "c", "d e"]}) + "\n")
+def test_table1_counts_and_total_rows(tmp_path):
+    def write(name, *poems):
+        (tmp_path / name).write_text("".join(json.dumps({"id": str(i), "lines": p}) + "\n" for i, p in enumerate(poems)))
+        return str(tmp_path / name)
+
+    train = write("train.jsonl", ["A b", "c, d", "e", "f"], ["a", "b", "c", "d e"])
+    dev = write("dev.jsonl", ["g", "a", "a", "h"])
+    human = [write(f"h{i}.jsonl", ["a", "b", "c", "d"]) for i in range(2)]
+    sonnet = write("s.jsonl", ["x"] * 14)
+    dev_sonnet = write("ds.jsonl", ["y z"] * 14)
     out = tmp_path / "t1.tsv"
-    tables.table1({"en": {"train": [str(train)]}}, str(out))
-    assert out.read_text().splitlines()[1].split("\t") == ["en", "train", "2", "8", "11", "6"]
+    tables.table1({"en": {"train": [train], "dev": [dev], "human": human, "sonnets-train": [sonnet],
+                          "sonnets-dev": [dev_sonnet]}}, str(out))
+    rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
+    assert rows == [["en", "train", "2", "8", "11", "6"], ["en", "dev", "1", "4", "4", "3"],
+                    ["en", "total", "3", "12", "15", "8"],   # types: a-f from train, g and h new in dev
+                    ["en", "human (2 x 1)", "2", "8", "8", "4"],
+                    ["en", "sonnets-train", "1", "14", "14", "1"], ["en", "sonnets-dev", "1", "14", "28", "2"],
+                    ["en", "sonnets-total", "2", "28", "42", "3"]]
 
 
 def _per_poem_cell(path, family, system, decoding, per_poem):

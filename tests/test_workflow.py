@@ -93,7 +93,9 @@ def test_tiny_dag_end_to_end(tiny_run):
     sizes = {row[1].split(" ")[0]: int(row[2]) for row in table1[1:]}
     assert sizes["train"] + sizes["dev"] <= 600 and sizes["train"] > 8 * sizes["dev"]
     assert sizes["human"] == 3 * 50
-    assert sizes["pseudo-sonnets"] == sizes["train"] // 4   # every training quatrain used at most once
+    assert sizes["total"] == sizes["train"] + sizes["dev"]
+    for split in ("train", "dev"):   # the paper's floor(2/7 x quatrains): every verse used once
+        assert sizes[f"sonnets-{split}"] == 2 * sizes[split] // 7
 
     table5 = _rows(work / "results" / "tables" / "table5.tsv")
     assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"],
@@ -268,3 +270,22 @@ def test_report_holds_every_table_and_figure(tiny_run):
     curves = sorted((work / "results" / "curves" / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]
     assert all(c.read_text().startswith("step\tdev_loss\ttrain_loss\n") for c in curves)
+
+
+def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
+    """Per-language settings (config/paper.yaml's German checkpoints and encoder) reach the rules."""
+    work = _workdir(tmp_path)
+    (work / "config" / "de.yaml").write_text(
+        f"languages: [en, de]\ncorpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n"
+        "models: {gpt2-s: {init: pretrained, name_or_path: {en: org/english-gpt2, de: org/german-gpt2}}}\n"
+        "metrics: {semantic: {encoder: {en: default, de: org/multilingual-encoder}}}\n")
+    proc = snakemake(work, "-n", "-p", "--forceall", "models/en/gpt2-s", "models/de/gpt2-s",
+                     "results/embeddings/en/train.npy", "results/embeddings/de/train.npy",
+                     configs=("config/tiny.yaml", "config/de.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    commands = [line for line in (proc.stdout + proc.stderr).splitlines() if "poeval train" in line or "poeval embed" in line]
+    train = {lang: next(c for c in commands if f"--out models/{lang}/gpt2-s" in c) for lang in ("en", "de")}
+    assert "org/english-gpt2" in train["en"] and "german" not in train["en"]
+    assert "org/german-gpt2" in train["de"] and "english" not in train["de"]
+    embed = {lang: next(c for c in commands if f"results/embeddings/{lang}/train.npy" in c) for lang in ("en", "de")}
+    assert "--encoder default" in embed["en"] and "--encoder org/multilingual-encoder" in embed["de"]

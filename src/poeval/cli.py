@@ -111,7 +111,8 @@ def cmd_sample(args) -> None:
 def cmd_sonnets(args) -> None:
     from .poetic import sonnets
 
-    print(json.dumps(sonnets.write_sonnets(args.train, args.out, args.report, args.sonnets), indent=2))
+    print(json.dumps(sonnets.write_sonnets(args.train, args.dev, args.out, args.dev_out, args.report,
+                                                  args.sonnets), indent=2))
 
 
 def cmd_word2vec(args) -> None:
@@ -395,10 +396,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=["en", "de"], help="deepspeare/sa: language (pronouncing dictionary)")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("sonnets", help="(workflow) pseudo-sonnets from the train split, for deepspeare/sa")
+    p = sub.add_parser("sonnets", help="(workflow) pseudo-sonnets of the train and dev splits, for deepspeare/sa")
     p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
     p.add_argument("--sonnets", type=_json, required=True, help="params poetic.sonnets as JSON")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="train pseudo-sonnets JSONL")
+    p.add_argument("--dev-out", required=True, help="dev pseudo-sonnets JSONL")
     p.add_argument("--report", required=True)
     p.set_defaults(func=cmd_sonnets)
 

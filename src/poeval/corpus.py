@@ -558,13 +558,15 @@ def split_train_dev(quatrains: list[dict], dev_fraction: float, seed: int) -> tu
 
 def draw_human_samples(train: list[dict], n_samples: int, size: int, seed: int) -> list[list[dict]]:
     """``n_samples`` samples of ``size`` quatrains from train, each without replacement (samples may
-    share quatrains with each other). Each sample keeps train order."""
+    share quatrains with each other). Each sample is in the seeded draw order, not train order: MATTR
+    and MTLD read the concatenated sample, and neighbouring quatrains of one book share words, so corpus
+    order would lower HUMAN's diversity against the randomly ordered model samples."""
     if n_samples < 1 or size < 1:
         raise PoevalError(f"n_samples and size must be positive, got {n_samples} and {size}")
     if size > len(train):
         raise PoevalError(f"human sample size {size} is larger than the training set ({len(train)} quatrains)")
     rng = random.Random(seed)
-    return [[train[i] for i in sorted(rng.sample(range(len(train)), size))] for _ in range(n_samples)]
+    return [[train[i] for i in rng.sample(range(len(train)), size)] for _ in range(n_samples)]
 
 
 def _read_quatrain_records(path: str) -> list[dict]:

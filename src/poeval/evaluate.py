@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from .config import for_lang
 from .errors import PoevalError
 from .io import read_jsonl, write_json
 from . import rhyme as detector
@@ -43,11 +44,13 @@ class Reference:
 def _length(poems, ref, opts):
     a, b = length.lengths(_lines(poems)), length.lengths(_lines(ref.poems))
     # per-poem lengths feed the length histograms (Figure 1)
-    return length.from_lengths(a, b) | {"per_poem": a.tolist()}, lambda idx: length.from_lengths(a[idx], b)
+    bins = opts["bins"]
+    return (length.from_lengths(a, b, bins) | {"per_poem": a.tolist()},
+            lambda idx: length.from_lengths(a[idx], b, bins))
 
 
 def _lexical(poems, ref, opts):
-    per_poem = [lexical.quatrain_tokens(lines) for lines in _lines(poems)]
+    per_poem = [lexical.TOKENIZERS[opts["tokens"]](lines) for lines in _lines(poems)]
     kw = {"mattr_window": opts["mattr_window"], "mtld_threshold": opts["mtld_threshold"]}
     return lexical.from_tokens(per_poem, **kw), lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw)
 
@@ -56,7 +59,8 @@ def _memorization(poems, ref, opts):
     ids = [p["id"] for p in poems]
     result = memorization.compute(_lines(poems), _lines(ref.poems), sample_ids=ids,
                                   reference_ids=[p["id"] for p in ref.poems],
-                                  thresholds=opts, workers=opts.get("workers", -1), progress=opts.get("progress", False))
+                                  thresholds=opts, workers=opts.get("workers", -1), progress=opts.get("progress", False),
+                                  autojunk=opts["autojunk"])
     position = {pid: i for i, pid in enumerate(ids)}
     per_poem = {}  # level -> memorized units per poem
     for level, hits in result["hits"].items():
@@ -83,6 +87,7 @@ def _cached_sample_rows(poems, ref) -> np.ndarray | None:
 
 
 def _semantic(poems, ref, opts):
+    opts = opts | {"encoder": for_lang(opts["encoder"], opts["lang"])}
     cache = opts.get("reference_embeddings")
     ref_emb = sample_emb = None
     if cache:
@@ -100,7 +105,9 @@ def _semantic(poems, ref, opts):
 
     # per-poem max cosines feed the similarity distributions (Figure 4)
     per_poem = {k: None if v is None else [round(float(x), 6) for x in v] for k, v in (("within", within), ("across", across))}
-    return semantic.from_max_sims(within, across) | {"per_poem": per_poem}, resample
+    encoder = semantic.canonical_encoder_name(opts["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
+    return semantic.from_max_sims(within, across) | {"per_poem": per_poem, "encoder": encoder} | note, resample
 
 
 def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
@@ -138,9 +145,10 @@ FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorizatio
             "semantic": _semantic}
 # Defaults of each family's options; params.yaml `metrics.<family>` overrides them.
 DEFAULT_OPTIONS = {
-    "length": {},
-    "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD},
-    "memorization": dict(memorization.LEVELS),
+    "length": {"bins": None},
+    "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD,
+                "tokens": "poeval"},
+    "memorization": dict(memorization.LEVELS) | {"autojunk": False},
     "rhyme": {"smoothing": rhyme.DEFAULT_SMOOTHING},
     "semantic": {"encoder": "default", "batch_size": 16},
 }

@@ -529,7 +529,7 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     training.built = _built(lst)
     if cell.system not in t.config.get("models", {}):
         training.stale.append(f"system '{cell.system}' is no longer defined under models in the params")
-    current = _training_params(t.config, cell.system)
+    current = _training_params(t.config, cell.system, cell.lang)
     if log is not None:
         legacy = {"model": log.get("model_cfg"), "training": log.get("train_cfg")}
         t.check_params(training, lst["params"] if lst else legacy, current, log_path, exact=bool(lst))
@@ -544,10 +544,13 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     return [decoding, checkpoint, training, split]
 
 
-def _training_params(config: dict, system: str) -> dict:
-    """params ``models.<system>`` and ``training`` as the generator receives them: a system's own
-    ``training`` block (the poetry-specific ports) overrides the shared one, as `poeval train` does."""
-    model = dict(config.get("models", {}).get(system) or {})
+def _training_params(config: dict, system: str, lang: str) -> dict:
+    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them: per-language
+    keys resolved, and a system's own ``training`` block (the poetry-specific ports) overriding the shared
+    one, as `poeval train` does."""
+    from .config import model_for_lang
+
+    model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
     own = model.pop("training", None) or {}
     return {"model": model, "training": {**(config.get("training") or {}), **own}}
 

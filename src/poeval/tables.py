@@ -30,24 +30,41 @@ def write_tsv(out: str | Path, header: list[str], rows: list[list[str]]) -> None
             handle.write("\t".join(row) + "\n")
 
 
-def _size_row(lang: str, split: str, files: list[str]) -> list[str]:
-    quatrains = verses = n_tokens = 0
+def _split_size(files: list[str]) -> tuple[list[int], set[str]]:
+    """[files, poems, verses, tokens] and the set of lower-cased types of a split's files."""
+    poems = verses = n_tokens = 0
     types: set[str] = set()
     for path in files:
         for record in read_jsonl(path):
-            quatrains += 1
+            poems += 1
             verses += len(record["lines"])
             toks = tokens(" ".join(record["lines"]), lower=True)
             n_tokens += len(toks)
             types.update(toks)
-    label = split if len(files) == 1 else f"{split} ({len(files)} x {quatrains // len(files)})"
-    return [lang, label, str(quatrains), str(verses), str(n_tokens), str(len(types))]
+    return [len(files), poems, verses, n_tokens], types
+
+
+def _size_row(lang: str, split: str, counts: list[int], types: set[str]) -> list[str]:
+    files, poems = counts[:2]
+    label = split if files == 1 else f"{split} ({files} x {poems // files})"
+    return [lang, label] + [str(c) for c in counts[1:]] + [str(len(types))]
 
 
 def table1(splits: dict[str, dict[str, list[str]]], out: str) -> None:
     """Table 1: sizes per language and split. ``splits[lang][split]`` lists the JSONL files of a split; a poem
-    is a quatrain, except in the pseudo-sonnets split (14 verses each)."""
-    rows = [_size_row(lang, split, files) for lang, by_split in splits.items() for split, files in by_split.items()]
+    is a quatrain, except in the pseudo-sonnet splits (14 verses each). A split ``X-dev`` (or ``dev``)
+    that follows ``X-train`` (``train``) gets a ``X-total`` (``total``) row below it, as in the paper:
+    the sum of both, with the union of their types."""
+    rows = []
+    for lang, by_split in splits.items():
+        sizes = {split: _split_size(files) for split, files in by_split.items()}
+        for split, (counts, types) in sizes.items():
+            rows.append(_size_row(lang, split, counts, types))
+            stem = split[: -len("dev")] if split.endswith("dev") else None
+            if stem is not None and stem + "train" in sizes:
+                train_counts, train_types = sizes[stem + "train"]
+                total = [1] + [x + y for x, y in zip(train_counts[1:], counts[1:])]
+                rows.append(_size_row(lang, stem + "total", total, train_types | types))
     write_tsv(out, ["lang", "split", "poems", "verses", "tokens", "types"], rows)
 
 

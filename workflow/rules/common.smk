@@ -110,13 +110,20 @@ def model_items():
     return [f"{lang}:{system}:models/{lang}/{system}" for lang in LANGS for system in SYSTEMS]
 
 
+def semantic_encoders():
+    """Each language's sentence encoder, flagging an English-only one applied to German (captions)."""
+    from poeval.metrics.semantic import encoder_caption
+
+    return encoder_caption(config["metrics"]["semantic"]["encoder"], LANGS)
+
+
 def table1_args():
     """LANG:SPLIT:PATH items for `poeval table table1`."""
     items = []
     for lang in LANGS:
         items += [f"{lang}:train:data/{lang}/train.jsonl", f"{lang}:dev:data/{lang}/dev.jsonl"]
         items += [f"{lang}:human:{path}" for path in human_files(lang)]
-        items.append(f"{lang}:pseudo-sonnets:data/{lang}/sonnets.jsonl")
+        items += [f"{lang}:sonnets-train:data/{lang}/sonnets.jsonl", f"{lang}:sonnets-dev:data/{lang}/dev_sonnets.jsonl"]
     return items
 
 

@@ -48,13 +48,15 @@ rule split:
         " --train {output.train} --dev {output.dev} --human-out {output.human} --report {output.report} > {log} 2>&1"
 
 
-# Training data of the poetry-specific generators (deepspeare, sa): pseudo-sonnets from the train split
-# (counted in Table 1) and word2vec vectors for their embeddings.
+# Training data of the poetry-specific generators (deepspeare, sa): pseudo-sonnets of the train split,
+# and of dev for Table 1 (the paper counts both), and word2vec vectors for their embeddings.
 rule pseudo_sonnets:
     input:
-        "data/{lang}/train.jsonl",
+        train="data/{lang}/train.jsonl",
+        dev="data/{lang}/dev.jsonl",
     output:
         sonnets="data/{lang}/sonnets.jsonl",
+        dev="data/{lang}/dev_sonnets.jsonl",
         report="data/{lang}/sonnets_report.json",
     log:
         "logs/pseudo_sonnets/{lang}.log",
@@ -62,8 +64,8 @@ rule pseudo_sonnets:
         sonnets=as_json(config["poetic"]["sonnets"]),
     threads: 1
     shell:
-        "poeval sonnets --train {input} --sonnets {params.sonnets:q} --out {output.sonnets}"
-        " --report {output.report} > {log} 2>&1"
+        "poeval sonnets --train {input.train} --dev {input.dev} --sonnets {params.sonnets:q}"
+        " --out {output.sonnets} --dev-out {output.dev} --report {output.report} > {log} 2>&1"
 
 
 rule word2vec:

@@ -8,7 +8,7 @@ rule embed_reference:
     log:
         "logs/embed/{lang}.log",
     params:
-        encoder=config["metrics"]["semantic"]["encoder"],
+        encoder=lambda wc: poeval_config.for_lang(config["metrics"]["semantic"]["encoder"], wc.lang),
         batch_size=config["metrics"]["semantic"]["batch_size"],
     threads: config["threads"]
     shell:

@@ -44,6 +44,7 @@ for _table in FAMILY_OF_TABLE:
             f"logs/tables/{_table}.log",
         params:
             table=_table,
+            encoders=semantic_encoders(),  # for the semantic tables' captions
         threads: 1
         shell:
             "poeval table {params.table} {input} --out {output.table} --ci-out {output.ci} > {log} 2>&1"

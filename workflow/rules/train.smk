@@ -6,7 +6,7 @@ rule train:
     log:
         "logs/train/{lang}/{system}.log",
     params:
-        model=lambda wc: as_json(config["models"][wc.system]),
+        model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
         training=as_json(config["training"]),
         poetic=train_poetic_options,
     threads: config["threads"]

@@ -1,7 +1,11 @@
 """Length of quatrains in tokens, compared with the training distribution (the paper's Table 5).
 
 A quatrain's length is the number of whitespace tokens of its four verses after removing punctuation.
-std is the population standard deviation (ddof=0). Histogram intersection uses bins of one token on normalised histograms; Wasserstein-1 is scipy's."""
+std is the population standard deviation (ddof=0). Histogram intersection is sum_k min(p_k, q_k) of the
+normalised histograms, with bins of one token by default; ``bins`` k (params ``metrics.length.bins``) uses
+k equal-width bins over the joint range of both samples instead, as the paper's code does with 30
+(``np.histogram(..., bins=30, range=[min, max])``): its bin width depends on the range of the lengths, so
+a single outlier coarsens every bin. Wasserstein-1 is scipy's."""
 
 from __future__ import annotations
 
@@ -15,24 +19,28 @@ def quatrain_length(lines: list[str]) -> int:
     return len(tokens(" ".join(lines)))
 
 
-def histogram_intersection(a: np.ndarray, b: np.ndarray) -> float:
-    """sum_k min(p_k, q_k) of the normalised one-token-bin histograms of two integer samples."""
-    size = int(max(a.max(), b.max())) + 1
-    p = np.bincount(a, minlength=size) / a.size
-    q = np.bincount(b, minlength=size) / b.size
-    return float(np.minimum(p, q).sum())
+def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | None = None) -> float:
+    """sum_k min(p_k, q_k) of the normalised histograms of two integer samples: one-token bins, or
+    ``bins`` equal-width bins over their joint range (the paper's code: 30)."""
+    if bins is None:
+        size = int(max(a.max(), b.max())) + 1
+        p, q = np.bincount(a, minlength=size), np.bincount(b, minlength=size)
+    else:
+        span = (min(a.min(), b.min()), max(a.max(), b.max()))
+        p, q = (np.histogram(x, bins=bins, range=span)[0] for x in (a, b))
+    return float(np.minimum(p / a.size, q / b.size).sum())
 
 
 def lengths(quatrains: list[list[str]]) -> np.ndarray:
     return np.fromiter((quatrain_length(q) for q in quatrains), dtype=np.int64, count=len(quatrains))
 
 
-def compute(samples: list[list[str]], reference: list[list[str]]) -> dict:
+def compute(samples: list[list[str]], reference: list[list[str]], bins: int | None = None) -> dict:
     """Length statistics of ``samples`` and their distance to ``reference`` (the training quatrains)."""
-    return from_lengths(lengths(samples), lengths(reference))
+    return from_lengths(lengths(samples), lengths(reference), bins)
 
 
-def from_lengths(a: np.ndarray, b: np.ndarray) -> dict:
+def from_lengths(a: np.ndarray, b: np.ndarray, bins: int | None = None) -> dict:
     """The statistics of sample lengths ``a`` against reference lengths ``b`` (bootstrap reuses this)."""
     if not a.size or not b.size:
         return {"n": int(a.size), "mean": None, "median": None, "std": None, "min": None, "max": None,
@@ -44,6 +52,6 @@ def from_lengths(a: np.ndarray, b: np.ndarray) -> dict:
         "std": float(a.std()),
         "min": int(a.min()),
         "max": int(a.max()),
-        "hist_intersection": histogram_intersection(a, b),
+        "hist_intersection": histogram_intersection(a, b, bins),
         "wasserstein": float(wasserstein_distance(a, b)),
     }

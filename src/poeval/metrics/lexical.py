@@ -1,8 +1,14 @@
 """Lexical diversity of a sample of quatrains: ATTR, MATTR and MTLD (the paper's Table 2).
 
 Tokens: ``poeval.text.tokens(" ".join(lines), lower=True)`` per quatrain (punctuation removed,
-lowercased, whitespace split). The paper's code (``lexical_diversity.flemmatize``) also lemmatised with
-an English lemma list, for German too; we do not lemmatise.
+lowercased, whitespace split); we do not lemmatise. ``tokens: flemmatize`` (params
+``metrics.lexical.tokens``) is the paper's code instead: ``lexical_diversity.lex_div.flemmatize`` of the
+joined quatrain, which deletes a fixed list of punctuation strings (so "don't" becomes "dont" and "well-known"
+"wellknown", while quotes and dashes other than "-" stay in the tokens), splits on single spaces (an empty
+token where the text starts or ends with a deleted character and a space) and maps every token through the
+package's English lemma list (e_lemma, for German text too). :func:`flemmatize` does exactly that with the
+package's own list, read from the installed ``lexical-diversity`` package (its module imports
+``pkg_resources``, which current setuptools no longer ships, so we do not import it).
 
 * **ATTR** – mean over quatrains of each quatrain's type-token ratio. Quatrains with no token are
   skipped (they have no TTR); if no quatrain has a token, ATTR is None.
@@ -36,8 +42,11 @@ ATTR and MATTR are fractions in [0, 1]; the paper's tables show them in percent 
 
 from __future__ import annotations
 
+import functools
 import numbers
+import re
 from collections import defaultdict
+from importlib import resources
 from typing import Iterable, Sequence
 
 from ..errors import PoevalError
@@ -50,6 +59,42 @@ DEFAULT_THRESHOLD = 0.72
 def quatrain_tokens(lines: Sequence[str]) -> list[str]:
     """Lowercased, punctuation-free tokens of one quatrain's verses."""
     return _tokens(" ".join(lines), lower=True)
+
+
+# lexical_diversity.lex_div's punctuation, deleted in this order (case-sensitive, before lowercasing)
+FLEMMATIZE_PUNCTUATION = "`` '' ' . , ? ! ) ( % / - _ -LRB- -RRB- SYM : ;".split(" ")
+
+
+@functools.cache
+def _lemma_dict() -> dict[str, str]:
+    """lexical_diversity's lemma list: each tab-separated line maps its forms to the first (later lines win)."""
+    try:
+        text = resources.files("lexical_diversity").joinpath("e_lemma_lower_clean.txt").read_text()
+    except ModuleNotFoundError:
+        raise PoevalError("metrics.lexical.tokens: flemmatize needs the package lexical-diversity "
+                          "(pip install lexical-diversity==0.1.1)") from None
+    lemmas = {}
+    for line in text.splitlines():   # the file ends its lines with CR
+        if line and not line.startswith("#"):
+            forms = line.split("\t")
+            lemmas.update(dict.fromkeys(forms, forms[0]))
+    return lemmas
+
+
+def flemmatize(text: str) -> list[str]:
+    """``lexical_diversity.lex_div.flemmatize``, the paper's tokeniser and lemmatiser (module doc)."""
+    for mark in FLEMMATIZE_PUNCTUATION:
+        text = text.replace(mark, "")
+    lemmas = _lemma_dict()
+    return [lemmas.get(word, word) for word in re.sub(r"\s+", " ", text).lower().split(" ")]
+
+
+def paper_quatrain_tokens(lines: Sequence[str]) -> list[str]:
+    """The paper's tokens of one quatrain: :func:`flemmatize` of its verses joined by one space."""
+    return flemmatize(" ".join(lines))
+
+
+TOKENIZERS = {"poeval": quatrain_tokens, "flemmatize": paper_quatrain_tokens}
 
 
 def ttr(seq: Sequence[str]) -> float | None:
@@ -127,12 +172,12 @@ def mtld(seq: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> float | No
 
 
 def compute(samples: list[list[str]], reference=None, *, mattr_window: int = DEFAULT_WINDOW,
-            mtld_threshold: float = DEFAULT_THRESHOLD) -> dict:
+            mtld_threshold: float = DEFAULT_THRESHOLD, tokens: str = "poeval") -> dict:
     """ATTR, MATTR and MTLD of a sample of quatrains (lists of verses). ``reference`` is unused.
 
     MATTR and MTLD are computed on the concatenation of all quatrains' tokens in sample order. Rates are
     fractions; values are None when the sample has no tokens."""
-    return from_tokens([quatrain_tokens(lines) for lines in samples], mattr_window=mattr_window,
+    return from_tokens([TOKENIZERS[tokens](lines) for lines in samples], mattr_window=mattr_window,
                        mtld_threshold=mtld_threshold)
 
 

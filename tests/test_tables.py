@@ -131,6 +131,8 @@ def test_table8_joins_memorization_and_across_similarity_per_decoding(tmp_path):
     long = {(r[1], r[2], r[3]): r[5:7] for r in (line.split("\t") for line in ci.read_text().splitlines()[1:])}
     assert long[("m", "vanilla", "m_quatrain")] == ["0.000", "0.010"]
     assert long[("m", "vanilla", "across_mean")] == ["0.500", "0.600"]
+    with pytest.raises(PoevalError, match="no 'memorization' cell for en/HUMAN/human0"):
+        tables.family_table(paths[:4], "semantic", str(out), columns=tables.TABLE_COLUMNS["table8"])
     with pytest.raises(PoevalError, match="'semantic' or 'memorization'"):
         tables.family_table([_cell(tmp_path / "len.json", "en", "m", "v", 3, 1.0)], "semantic", str(out),
                             columns=tables.TABLE_COLUMNS["table8"])

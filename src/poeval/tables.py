@@ -121,6 +121,8 @@ def _get(result: dict, key: str):
 def _value(cell: dict, family: str, key: str):
     """A column's number in a (merged) cell document."""
     section, key = family_key(key, family)
+    if section not in cell:
+        raise PoevalError(f"no '{section}' cell for {'/'.join(cell['cell'].values())} among the inputs")
     return _get(cell[section], key)
 
 
@@ -148,7 +150,7 @@ def _scaled(value, scale):
     return None if value is None else value * scale
 
 
-def row_of(cell: dict) -> tuple[str, str, str]:
+def _row_of(cell: dict) -> tuple[str, str, str]:
     """(lang, system label group, decoding) of a cell's row: a language's HUMAN samples share one row;
     the whole training set (decoding ``train``) is a row of its own, the paper's HUMAN."""
     c = cell["cell"]
@@ -167,7 +169,7 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
     columns = columns or TABLES[family]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for cell in _load_cells(paths, _families(family, columns)):
-        groups[row_of(cell)].append(cell)
+        groups[_row_of(cell)].append(cell)
     rows, long_rows = [], []
     for (lang, system, decoding), cells in groups.items():
         label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system

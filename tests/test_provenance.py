@@ -171,7 +171,8 @@ def test_the_whole_training_set_row_traces_to_train(run):
     path = "results/metrics/en/HUMAN/train/lexical.json"
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": P.evaluation_stamp("data/en/train.jsonl", "data/en/train.jsonl", ["lexical"], kwargs)})
+                      "provenance": P.evaluation_stamp("data/en/train.jsonl", "data/en/train.jsonl", ["lexical"],
+                                                       kwargs)})
     cells = [f"results/metrics/en/HUMAN/human{k}/lexical.json" for k in range(3)] + [path]
     family_table(cells, "lexical", "results/tables/table2.tsv")
     result = _trace(run, row="HUMAN (train)")

@@ -485,7 +485,8 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
         cells.stale.append(f"the table shows {cell.value} but its cell files give {value}: the table is older "
                            "than its cells")
     current = {"metrics": {cell.family: t.config.get("metrics", {}).get(cell.family, {})},
-               "bootstrap_reps": 0 if cell.system in (HUMAN, HUMAN_TRAIN) else _dotted(t.config, "metrics.bootstrap.reps"),
+               "bootstrap_reps": (0 if cell.system in (HUMAN, HUMAN_TRAIN)
+                                  else _dotted(t.config, "metrics.bootstrap.reps")),
                "seed": _dotted(t.config, "metrics.bootstrap.seed"),
                "exclude_sample_from_reference": cell.system == HUMAN}
     reference = f"data/{cell.lang}/train.jsonl"

@@ -115,13 +115,13 @@ def from_counts(counts: np.ndarray, human: np.ndarray, pairs: int, reps: int, re
     repetitions) and the number of ``repeating`` quatrains; ``distribution`` holds shares."""
     total = counts.sum()
     shares = counts / total if total else counts
-    repetitions = repeating / total if total else None
+    repetitions = float(repeating / total) if total else None
     return {
         "distribution": {s: float(v) for s, v in zip(SCHEMES_4, shares)},
         "counts": {s: int(v) for s, v in zip(SCHEMES_4, counts)},
         "entropy": entropy(counts) if total else None,
         **(divergence(counts, human, smoothing) if total else {"kl": None, "cross_entropy": None}),
-        "real_rhymes": (total - counts[_INDEX[UNRHYMED]] - repeating) / total if total else None,
+        "real_rhymes": float((total - counts[_INDEX[UNRHYMED]] - repeating) / total) if total else None,
         "repetitions": repetitions,
         "rhyme_pairs_per_poem": pairs / n_poems if n_poems else None,
         "pair_real_rhymes": (pairs - reps) / pairs if pairs else None,

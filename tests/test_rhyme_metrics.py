@@ -201,6 +201,12 @@ def test_rhyme_tables_from_cells(tmp_path):
                         "pair_repetitions"]
     assert human[4:] == ["0.875", "0.125", "0.000", "2.000", "0.875", "0.125"]
     assert model[4:] == ["0.000", "0.250", "0.750", "1.500", "0.000", "1.000"]
+    # a sample without valid quatrains has no shares at all, not an abcd share of 0
+    empty = cell("e.json", "m", "w", {}, 0, 0, 0)
+    tables.family_table([empty], "rhyme", str(t10), columns=tables.TABLE_COLUMNS["table10"])
+    assert t10.read_text().splitlines()[1].split("\t")[3:] == ["0"] + ["NA"] * 6
+    tables.family_table([empty], "rhyme", str(t6))
+    assert t6.read_text().splitlines()[1].split("\t")[3:] == ["0"] + ["NA"] * 18
 
 
 def test_cli_rhyme_adds_scheme_and_keeps_fields(tmp_path, capsys):

@@ -462,10 +462,10 @@ def _samples_path(cell: TableCell, cell_path: str) -> str:
 
 def _cell_value(cell: TableCell, docs: list[dict]) -> str:
     """The table's number recomputed from its cell files, formatted as the table does."""
-    from .tables import _get, _mean, _scaled, fmt
+    from .tables import _mean, _scaled, _value, fmt
 
     def one(doc):
-        return doc.get("n_poems") if cell.key == "n_poems" else _get(doc[cell.family], cell.key)
+        return doc.get("n_poems") if cell.key == "n_poems" else _value(doc, cell.family, cell.key)
 
     return fmt(_mean([_scaled(one(doc), cell.scale) for doc in docs]), cell.digits)
 

@@ -119,11 +119,12 @@ def _get(result: dict, key: str):
 
 
 def _value(cell: dict, family: str, key: str):
-    """A column's number in a (merged) cell document."""
+    """A column's number in a (merged) cell document; None for a sample without valid quatrains (its
+    scheme shares, say, would otherwise read 0)."""
     section, key = family_key(key, family)
     if section not in cell:
         raise PoevalError(f"no '{section}' cell for {'/'.join(cell['cell'].values())} among the inputs")
-    return _get(cell[section], key)
+    return None if cell["n_poems"] == 0 else _get(cell[section], key)
 
 
 def _load_cells(paths: list[str], families: list[str]) -> list[dict]:

@@ -61,7 +61,8 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
     if result["n_poems"] == 2:   # two identical poems: each is the other's nearest neighbour
         assert result["semantic"]["within"] == pytest.approx(1.0, abs=1e-5)
         assert result["memorization"]["couplet"] == 0.5   # "one two three" matches; the other couplet does not
-        assert result["rhyme"]["distribution"]["abcd"] == 1.0 and result["rhyme"]["real_rhymes"] is None
+        assert result["rhyme"]["distribution"]["abcd"] == 1.0 and result["rhyme"]["real_rhymes"] == 0.0
+        assert result["rhyme"]["pair_real_rhymes"] is None   # no rhyme pair in an abcd quatrain
     else:
         assert result["length"]["mean"] is None and result["semantic"]["within"] is None
         assert result["rhyme"]["entropy"] is None and result["rhyme"]["kl"] is None

@@ -93,3 +93,27 @@ def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(ro
     for system in ("gpt2-s", "gpt2-l-cond"):
         en, de = (config.model_for_lang(cfg["models"][system], lang)["name_or_path"] for lang in ("en", "de"))
         assert en.startswith("openai-community/") and de.startswith("benjamin/gerpt2")
+
+
+def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
+    """temperature-0.7 (the paper's Table 10, Figure 11) names the temperature alone: top-p and top-k off."""
+    from poeval import lm
+    from poeval.poetic import common
+
+    decoding = params["decoding"]["temperature-0.7"]
+    assert decoding == {"temperature": 0.7}
+    params["decodings"] = ["vanilla", "temperature-0.7"]
+    config.validate(params)
+    assert common.ancestral_params(decoding, "sa") == (0.7, 1.0, 0)
+    assert lm.decoding_kwargs(decoding) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0, "top_k": 0}
+    params["decoding"]["bad"] = {"top_p": 0.9}            # ancestral sampling needs its temperature
+    with pytest.raises(PoevalError, match=r"decoding\.bad"):
+        config.validate(params)
+
+
+def test_table11_system_must_be_one_of_the_systems(params):
+    params["tables"]["table11"]["system"] = "gpt2-l"
+    with pytest.raises(PoevalError, match=r"tables\.table11\.system: 'gpt2-l'"):
+        config.validate(params)
+    params["systems"].append("gpt2-l")
+    config.validate(params)

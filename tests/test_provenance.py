@@ -163,6 +163,33 @@ def test_human_chain_has_no_checkpoint(run):
     assert not result["stale"], result["reasons"]
 
 
+def test_the_whole_training_set_row_traces_to_train(run):
+    """HUMAN (train), the paper's HUMAN row: one cell of train against itself (nothing left out)."""
+    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
+              "bootstrap_reps": 0, "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": False}
+    path = "results/metrics/en/HUMAN/train/lexical.json"
+    write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
+                      "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
+                      "provenance": P.evaluation_stamp("data/en/train.jsonl", "data/en/train.jsonl", ["lexical"],
+                                                       kwargs)})
+    cells = [f"results/metrics/en/HUMAN/human{k}/lexical.json" for k in range(3)] + [path]
+    family_table(cells, "lexical", "results/tables/table2.tsv")
+    result = _trace(run, row="HUMAN (train)")
+    assert result["value"] == "60.00" and result["row"]["system"] == "HUMAN (train)"
+    assert [f["path"] for f in _link(result, "samples")["files"]] == ["data/en/train.jsonl"]
+    assert not result["stale"], result["reasons"]
+    assert P.resolve(run / "results/tables/table2.tsv", "HUMAN", "mtld").n_cells == 3   # the samples' row
+
+
+def test_a_table8_column_resolves_to_the_family_it_reads(run):
+    (run / "results/tables/table8.tsv").write_text("lang\tsystem\tdecoding\tn\tm_quatrain\tacross_mean\n"
+                                                  "en\tgpt2-s\tvanilla\t2\t0.500\t0.700\n")
+    cell = P.resolve(run / "results/tables/table8.tsv", "gpt2-s", "m_quatrain")
+    assert (cell.family, cell.key, cell.value) == ("memorization", "quatrain", "0.500")
+    assert P.resolve(run / "results/tables/table8.tsv", "gpt2-s", "across_mean").family == "semantic"
+
+
 def test_changed_samples_make_only_their_cells_stale(run, capsys):
     with open(run / "results/samples/en/gpt2-s/vanilla.jsonl", "a") as handle:
         handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")

@@ -106,3 +106,58 @@ def test_table4_reads_training_logs(tmp_path):
         "en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235"]
     with pytest.raises(PoevalError, match="training log"):
         tables.table4([("en", "x", str(tmp_path / "missing"))], str(tmp_path / "t4b.tsv"))
+
+
+def _write(path, system, decoding, n, family, body):
+    path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": n,
+                                family: body}))
+    return str(path)
+
+
+def test_table8_joins_memorization_and_across_similarity_per_decoding(tmp_path):
+    """The paper's Table 8: m0.7 from the memorization cell, mean/std/min/max of the across-sample max
+    similarity from the semantic cell of the same sample."""
+    def semantic(mean, std, low, high, ci=None):
+        return {"within": 0.5, "across": mean, "across_std": std, "across_min": low, "across_max": high,
+                **({"ci": ci} if ci else {})}
+
+    paths = [_write(tmp_path / "hs0.json", "HUMAN", "human0", 10, "semantic", semantic(0.50, 0.05, 0.3, 0.7)),
+             _write(tmp_path / "hs1.json", "HUMAN", "human1", 10, "semantic", semantic(0.60, 0.07, 0.4, 0.9)),
+             _write(tmp_path / "v.json", "m", "vanilla", 8, "semantic",
+                    semantic(0.55, 0.06, 0.33, 0.77, ci={"across": [0.5, 0.6]})),
+             _write(tmp_path / "t.json", "m", "topk", 8, "semantic", semantic(0.57, 0.07, 0.42, 0.95)),
+             _write(tmp_path / "hm0.json", "HUMAN", "human0", 10, "memorization", {"quatrain": 0.0}),
+             _write(tmp_path / "hm1.json", "HUMAN", "human1", 10, "memorization", {"quatrain": 0.1}),
+             _write(tmp_path / "tm.json", "m", "topk", 8, "memorization", {"quatrain": 0.125}),
+             _write(tmp_path / "vm.json", "m", "vanilla", 8, "memorization",
+                    {"quatrain": 0.002, "ci": {"quatrain": [0.0, 0.01]}})]
+    out, ci = tmp_path / "t8.tsv", tmp_path / "t8.ci.tsv"
+    assert tables.table_families("table8") == ["semantic", "memorization"]
+    tables.family_table(paths, "semantic", str(out), str(ci), tables.TABLE_COLUMNS["table8"])
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows[0] == ["lang", "system", "decoding", "n", "m_quatrain", "across_mean", "across_std", "across_min",
+                       "across_max"]
+    assert rows[1] == ["en", "HUMAN (mean of 2)", "-", "10", "0.050", "0.550", "0.060", "0.350", "0.800"]
+    assert rows[2] == ["en", "m", "vanilla", "8", "0.002", "0.550", "0.060", "0.330", "0.770"]
+    assert rows[3] == ["en", "m", "topk", "8", "0.125", "0.570", "0.070", "0.420", "0.950"]
+    long = {(r[1], r[2], r[3]): r[5:7] for r in (line.split("\t") for line in ci.read_text().splitlines()[1:])}
+    assert long[("m", "vanilla", "m_quatrain")] == ["0.000", "0.010"]
+    assert long[("m", "vanilla", "across_mean")] == ["0.500", "0.600"]
+    with pytest.raises(PoevalError, match="no 'memorization' cell for en/HUMAN/human0"):
+        tables.family_table(paths[:4], "semantic", str(out), columns=tables.TABLE_COLUMNS["table8"])
+    with pytest.raises(PoevalError, match="'semantic' or 'memorization'"):
+        tables.family_table([_cell(tmp_path / "len.json", "en", "m", "v", 3, 1.0)], "semantic", str(out),
+                            columns=tables.TABLE_COLUMNS["table8"])
+
+
+def test_table5_has_the_papers_human_row_next_to_the_samples(tmp_path):
+    cells = [_cell(tmp_path / "h0.json", "en", "HUMAN", "human0", 10, 20.0),
+             _cell(tmp_path / "h1.json", "en", "HUMAN", "human1", 10, 22.0),
+             _cell(tmp_path / "ht.json", "en", "HUMAN", "train", 900, 21.5),
+             _cell(tmp_path / "m.json", "en", "gpt2-s", "vanilla", 7, 18.5)]
+    out = tmp_path / "t5.tsv"
+    tables.family_table(cells, "length", str(out))
+    rows = [line.split("\t")[:5] for line in out.read_text().splitlines()[1:]]
+    assert rows == [["en", "HUMAN (mean of 2)", "-", "10", "21.00"], ["en", "HUMAN (train)", "-", "900", "21.50"],
+                    ["en", "gpt2-s", "vanilla", "7", "18.50"]]
+    assert tables.HUMAN_TRAIN_TABLES == {"table5", "table6"}

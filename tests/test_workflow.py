@@ -44,19 +44,26 @@ def test_dry_run_shows_the_spine(tmp_path):
 
 
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
-    """config/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 11
-    decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 9 ancestral decodings."""
+    """config/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 12
+    decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 10 ancestral decodings;
+    Table 11: unconditioned GPT-2 L under every decoding config."""
     work = _workdir(tmp_path)
     shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
     (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
     proc = snakemake(work, "-n", "results/tables/table2.tsv", "results/tables/table12.tsv",
-                     configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+                     "results/tables/table11.tsv", configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
                  and line.split()[-1].isdigit() and not line.startswith("total"))
-    assert stats["train"] == str(2 * 20) and stats["sample"] == str(2 * (16 * 11 + 4 * 9))
-    assert stats["metric_cell"] == str(2 * (3 + 16 * 11 + 4 * 9))   # lexical: HUMAN samples + every model cell
+    assert stats["train"] == str(2 * 20) and stats["sample"] == str(2 * (16 * 12 + 4 * 10))
+    # lexical: HUMAN samples + every model cell; rhyme (Table 11): HUMAN samples + gpt2-l's 12 cells
+    assert stats["metric_cell"] == str(2 * (3 + 16 * 12 + 4 * 10) + 2 * (3 + 12))
+    decodings = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
+    assert _dry_run_inputs(out)["table11"] == [
+        path for lang in ("en", "de") for path in
+        [f"results/metrics/{lang}/HUMAN/human{i}/rhyme.json" for i in range(3)]
+        + [f"results/metrics/{lang}/gpt2-l/{d}/rhyme.json" for d in decodings]]
     assert stats["pseudo_sonnets"] == stats["word2vec"] == "2"
     for lang in ("en", "de"):
         for family in ("gpt2", "gptneo", "llama", "bygpt5"):
@@ -98,19 +105,22 @@ def test_tiny_dag_end_to_end(tiny_run):
         assert sizes[f"sonnets-{split}"] == 2 * sizes[split] // 7
 
     table5 = _rows(work / "results" / "tables" / "table5.tsv")
-    assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "gpt2-s", "vanilla"],
-                                               ["en", "bygpt5-s-cond", "vanilla"], ["en", "deepspeare-s", "vanilla"],
-                                               ["en", "sa-s-cond", "vanilla"]]
+    assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "HUMAN (train)", "-"],
+                                               ["en", "gpt2-s", "vanilla"], ["en", "bygpt5-s-cond", "vanilla"],
+                                               ["en", "deepspeare-s", "vanilla"], ["en", "sa-s-cond", "vanilla"]]
+    assert table5[2][3] == str(sizes["train"]) and table5[2][9] == "1.0000"   # train against itself: h = 1
     human = table5[1]
     assert human[3] == "50" and 5 < float(human[4]) < 60
     assert 0 < float(human[9]) <= 1   # histogram intersection of a train subsample with train
     stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
     assert '"validity_rate"' in stats
 
-    for table in ("table2", "table3", "memorization", "table6", "table10"):
+    systems = ["gpt2-s", "bygpt5-s-cond", "deepspeare-s", "sa-s-cond"]
+    for table, labels in (("table2", systems), ("table3", systems), ("memorization", systems),
+                          ("table6", ["HUMAN (train)"] + systems), ("table10", ["deepspeare-s", "sa-s-cond"]),
+                          ("table11", ["gpt2-s", "gpt2-s"])):
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
-        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)", "gpt2-s", "bygpt5-s-cond", "deepspeare-s",
-                                                "sa-s-cond"]
+        assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)"] + labels, table
         assert all(value != "nan" for row in rows for value in row)
     for table in ("table7", "table8", "table9", "table12"):   # every decoding config
         rows = _rows(work / "results" / "tables" / f"{table}.tsv")
@@ -125,6 +135,10 @@ def test_tiny_dag_end_to_end(tiny_run):
     # the human scheme shares of Table 6 sum to 100 %; train quatrains carry the cached labels
     table6 = _rows(work / "results" / "tables" / "table6.tsv")
     assert abs(sum(float(v) for v in table6[1][7:]) - 100) < 0.1
+    for row in table6[1:]:   # CE - KL = the row's own entropy (KL and CE run from the sample to the human data)
+        assert abs(float(row[6]) - float(row[5]) - float(row[4])) <= 0.0015, row
+    for row in _rows(work / "results" / "tables" / "table10.tsv")[1:]:   # quatrain shares: + abcd = 1
+        assert abs(float(row[4]) + float(row[5]) + float(row[6]) - 1) <= 0.0015, row
     table4 = _rows(work / "results" / "tables" / "table4.tsv")
     assert table4[1][:6] == ["en", "gpt2-s", "gpt2", "S", "scratch", "no"] and int(table4[1][6]) > 10_000
     assert table4[2][:6] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes"] and table4[2][7] == "280"
@@ -149,7 +163,7 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
                      if p.parent.name in ("tables", "figures"))
-    assert len(outputs) == 2 + 10 * 2 + 15   # table1, table4; ten family tables with intervals; 15 figures
+    assert len(outputs) == 2 + 11 * 2 + 15   # table1, table4; eleven family tables with intervals; 15 figures
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -256,6 +270,39 @@ def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     assert jobs["figure15"] == cells("de", "bygpt5-s-cond")
 
 
+def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path):
+    """Table 10: the poetry-specific systems under every decoding they run; Table 11: one system
+    (default the first of systems) under every decoding; Table 8: semantic and memorization cells;
+    Tables 5 and 6: the HUMAN samples and the whole training set (HUMAN/train)."""
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-n", "-p", *(f"results/tables/{t}.tsv" for t in ("table5", "table6", "table8", "table10",
+                                                                              "table11")))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    jobs = _dry_run_inputs(proc.stdout + proc.stderr)
+
+    def human(family, train=False):
+        return [f"results/metrics/en/HUMAN/{h}/{family}.json" for h in ["human0", "human1", "human2"]
+                + (["train"] if train else [])]
+
+    decodings = ("vanilla", "contrastive-k6-a0.7")
+    assert jobs["table10"] == human("rhyme") + [f"results/metrics/en/{s}/vanilla/rhyme.json"
+                                                for s in ("deepspeare-s", "sa-s-cond")]
+    assert jobs["table11"] == human("rhyme") + [f"results/metrics/en/gpt2-s/{d}/rhyme.json" for d in decodings]
+    systems = ("gpt2-s", "bygpt5-s-cond", "deepspeare-s", "sa-s-cond")
+    for table, family in (("table5", "length"), ("table6", "rhyme")):
+        assert jobs[table] == human(family, train=True) + [f"results/metrics/en/{s}/vanilla/{family}.json"
+                                                           for s in systems]
+    cells = [f"results/metrics/en/{s}/{d}" for s in systems for d in decodings if s in systems[:2] or d == "vanilla"]
+    assert jobs["table8"] == (human("semantic") + [f"{c}/semantic.json" for c in cells]
+                              + human("memorization") + [f"{c}/memorization.json" for c in cells])
+    # the whole training set is its own reference (the paper's HUMAN row); a HUMAN sample is left out of it
+    shell = {line.split("--cell ")[1].split()[0]: line for line in (proc.stdout + proc.stderr).splitlines()
+             if "poeval evaluate" in line and "--metrics rhyme" in line}
+    assert "evaluate data/en/train.jsonl --reference data/en/train.jsonl" in shell["en/HUMAN/train"]
+    assert "--exclude-sample-from-reference" not in shell["en/HUMAN/train"]
+    assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
+
+
 @pytest.mark.slow
 def test_report_holds_every_table_and_figure(tiny_run):
     work = tiny_run
@@ -264,7 +311,7 @@ def test_report_holds_every_table_and_figure(tiny_run):
     html = (work / "results" / "report.html").read_text()
     names = [p.name for p in sorted((work / "results" / "tables").glob("*.tsv"))
              + sorted((work / "results" / "figures").glob("*.png"))]
-    assert len(names) == 2 + 10 * 2 + 15
+    assert len(names) == 2 + 11 * 2 + 15
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / "results" / "curves" / "en").glob("*.tsv"))

@@ -477,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("provenance", help="the chain of artifacts, hashes and params behind one table number")
     p.add_argument("table", help="a metric table, e.g. results/tables/table2.tsv")
-    p.add_argument("--row", required=True, help="system name (HUMAN for the human row)")
+    p.add_argument("--row", required=True,
+                   help="system name (HUMAN for the human samples' row, 'HUMAN (train)' for the whole training set)")
     p.add_argument("--column", required=True, help="column name in the table header, e.g. mattr_pct")
     p.add_argument("--lang", help="language of the row, when the table has several")
     p.add_argument("--decoding", help="decoding config of the row (tables with a row per decoding)")

@@ -101,6 +101,9 @@ def _cross_check(config: dict) -> list[str]:
     for i, name in enumerate(config["systems"]):
         if name not in config["models"]:
             problems.append(f"key systems.{i}: '{name}' is not defined under models")
+    table11 = ((config.get("tables") or {}).get("table11") or {}).get("system")
+    if table11 is not None and table11 not in config["systems"]:
+        problems.append(f"key tables.table11.system: '{table11}' is not one of systems")
     for i, name in enumerate(config["decodings"]):
         if name not in config["decoding"]:
             problems.append(f"key decodings.{i}: unknown decoding config '{name}' (defined: {', '.join(config['decoding'])})")

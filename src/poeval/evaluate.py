@@ -121,15 +121,18 @@ def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
 
 
 def _rhyme(poems, ref, opts):
-    lang, smoothing = opts["lang"], opts["smoothing"]
+    lang, smoothing, mode = opts["lang"], opts["smoothing"], opts["repetition"]
     labels = _schemes(poems, lang, opts.get("progress", False))
     human = rhyme.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
     index = rhyme.scheme_index(labels)
     pairs = np.array([rhyme.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
+    repeating = np.array([rhyme.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps))
+                          for p, s, reps in zip(poems, labels, pairs[:, 1])], dtype=bool)
 
     def numbers(idx):
         counts = np.bincount(index[idx], minlength=len(rhyme.SCHEMES_4)).astype(float)
-        return rhyme.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()), len(idx), smoothing)
+        return rhyme.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
+                                 int(repeating[idx].sum()), len(idx), smoothing)
 
     def resample(idx):
         # flattened so that every scheme share gets its own interval
@@ -137,7 +140,9 @@ def _rhyme(poems, ref, opts):
         return {k: v for k, v in out.items() if k not in ("distribution", "counts")} | {
             f"distribution.{s}": v for s, v in out["distribution"].items()}
 
-    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "human_n": int(human.sum())}
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
+                                               "human_n": int(human.sum()),
+                                               "human_smoothed": rhyme.smooths_human(human, smoothing)}
     return result, resample
 
 
@@ -149,7 +154,7 @@ DEFAULT_OPTIONS = {
     "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD,
                 "tokens": "poeval"},
     "memorization": dict(memorization.LEVELS) | {"autojunk": False},
-    "rhyme": {"smoothing": rhyme.DEFAULT_SMOOTHING},
+    "rhyme": {"smoothing": rhyme.DEFAULT_SMOOTHING, "repetition": rhyme.DEFAULT_REPETITION},
     "semantic": {"encoder": "default", "batch_size": 16},
 }
 

@@ -38,6 +38,7 @@ from .errors import PoevalError
 from .io import file_sha256, read_json
 
 HUMAN = "HUMAN"
+HUMAN_TRAIN = f"{HUMAN} (train)"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
 # Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
@@ -183,7 +184,9 @@ def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def _system_of(label: str) -> str:
-    """The system of a row label: ``HUMAN (mean of 10)`` -> ``HUMAN``."""
+    """The system of a row label: ``HUMAN (mean of 10)`` -> ``HUMAN``; ``HUMAN (train)`` stays."""
+    if label == HUMAN_TRAIN:
+        return label
     return label.split(" (", 1)[0]
 
 
@@ -212,7 +215,7 @@ def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = 
             decoding: str | None = None) -> TableCell:
     """The cell of ``table`` at row ``row`` (a system name; HUMAN for the human row) and ``column``
     (a header name); ``lang``/``decoding`` choose among rows of the same system."""
-    from .tables import FAMILY_OF_TABLE
+    from .tables import FAMILY_OF_TABLE, family_key
 
     path = Path(table)
     name = path.name.removesuffix(".tsv")
@@ -225,7 +228,8 @@ def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = 
         raise PoevalError(f"{path}: no column '{column}'; columns: {', '.join(header[3:])}")
     picked = _pick_row(path, rows, row, lang, decoding)
     key, _, digits, scale = columns[column]
-    return TableCell(str(path), FAMILY_OF_TABLE[name], picked[0], _system_of(picked[1]), picked[2],
+    family, key = family_key(key, FAMILY_OF_TABLE[name])   # Table 8 reads two families
+    return TableCell(str(path), family, picked[0], _system_of(picked[1]), picked[2],
                      _n_cells(picked[1]), column, key, digits, scale, picked[header.index(column)])
 
 
@@ -441,12 +445,16 @@ def _built(stamp_: dict | None) -> dict:
 
 def _cell_paths(cell: TableCell) -> list[str]:
     base = f"results/metrics/{cell.lang}"
+    if cell.system == HUMAN_TRAIN:
+        return [f"{base}/{HUMAN}/train/{cell.family}.json"]
     if cell.system == HUMAN:
         return [f"{base}/{HUMAN}/human{k}/{cell.family}.json" for k in range(cell.n_cells)]
     return [f"{base}/{cell.system}/{cell.decoding}/{cell.family}.json"]
 
 
 def _samples_path(cell: TableCell, cell_path: str) -> str:
+    if cell.system == HUMAN_TRAIN:
+        return f"data/{cell.lang}/train.jsonl"
     if cell.system == HUMAN:
         return f"data/{cell.lang}/human/{Path(cell_path).parent.name}.jsonl"
     return f"results/samples/{cell.lang}/{cell.system}/{cell.decoding}.jsonl"
@@ -454,10 +462,10 @@ def _samples_path(cell: TableCell, cell_path: str) -> str:
 
 def _cell_value(cell: TableCell, docs: list[dict]) -> str:
     """The table's number recomputed from its cell files, formatted as the table does."""
-    from .tables import _get, _mean, _scaled, fmt
+    from .tables import _mean, _scaled, _value, fmt
 
     def one(doc):
-        return doc.get("n_poems") if cell.key == "n_poems" else _get(doc[cell.family], cell.key)
+        return doc.get("n_poems") if cell.key == "n_poems" else _value(doc, cell.family, cell.key)
 
     return fmt(_mean([_scaled(one(doc), cell.scale) for doc in docs]), cell.digits)
 
@@ -477,7 +485,8 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
         cells.stale.append(f"the table shows {cell.value} but its cell files give {value}: the table is older "
                            "than its cells")
     current = {"metrics": {cell.family: t.config.get("metrics", {}).get(cell.family, {})},
-               "bootstrap_reps": 0 if cell.system == HUMAN else _dotted(t.config, "metrics.bootstrap.reps"),
+               "bootstrap_reps": (0 if cell.system in (HUMAN, HUMAN_TRAIN)
+                                  else _dotted(t.config, "metrics.bootstrap.reps")),
                "seed": _dotted(t.config, "metrics.bootstrap.seed"),
                "exclude_sample_from_reference": cell.system == HUMAN}
     reference = f"data/{cell.lang}/train.jsonl"
@@ -610,7 +619,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     cfg = poeval_config.load(params_file, tuple(configfiles))
     t = _Tracer(base.resolve(), cfg, poeval_config.load(params_file) if configfiles else cfg)
     links, stamps = _cell_links(t, cell)
-    if cell.system == HUMAN:
+    if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")
         t.file_entry(split, f"data/{cell.lang}/train.jsonl")
     else:

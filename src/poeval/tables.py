@@ -14,6 +14,8 @@ from .rhyme import SCHEMES_4
 from .text import tokens
 
 HUMAN = "HUMAN"
+TRAIN = "train"                        # decoding label of the HUMAN cell of the whole training set
+HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"
 NA = "NA"
 
 
@@ -86,8 +88,9 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
                     "best_dev_loss"], rows)
 
 
-# Columns of each family's table: (key in the cell JSON, column name, digits, scale). Fractions are
-# shown in percent, as in the paper.
+# Columns of each family's table: (key in the cell JSON, column name, digits, scale). A key is read in
+# the table's family section; ``family:key`` reads another family's section (Table 8). Fractions are
+# shown in percent, as in the paper's main tables.
 TABLES = {
     "length": [("mean", "mean", 2, 1), ("median", "median", 2, 1), ("std", "std", 2, 1), ("min", "min", 2, 1),
                ("max", "max", 2, 1), ("hist_intersection", "hist_intersection", 4, 1),
@@ -99,11 +102,30 @@ TABLES = {
     "rhyme": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
              + [(f"distribution.{s}", f"{s}_pct", 2, 100) for s in SCHEMES_4],
 }
+# Real rhymes vs repetitions (Tables 10, 11): quatrain shares as fractions, as in the paper, with the
+# abcd share that completes them to 1; then the pair-level counts.
+REAL_RHYMES = [("real_rhymes", "real_rhymes", 3, 1), ("repetitions", "repetitions", 3, 1),
+               ("distribution.abcd", "abcd", 3, 1), ("rhyme_pairs_per_poem", "rhyme_pairs_per_poem", 3, 1),
+               ("pair_real_rhymes", "pair_real_rhymes", 3, 1), ("pair_repetitions", "pair_repetitions", 3, 1)]
 # Tables that show other columns of a family than its main table.
 TABLE_COLUMNS = {
-    "table10": [("rhyme_pairs_per_poem", "rhyme_pairs_per_poem", 3, 1), ("real_rhymes", "real_rhymes_pct", 2, 100),
-                ("repetitions", "repetitions_pct", 2, 100)],
+    # the paper's Table 8: m0.7 (share of memorized quatrains) and the across-sample max similarity
+    "table8": [("memorization:quatrain", "m_quatrain", 3, 1), ("across", "across_mean", 3, 1),
+               ("across_std", "across_std", 3, 1), ("across_min", "across_min", 3, 1),
+               ("across_max", "across_max", 3, 1)],
+    "table10": REAL_RHYMES,
+    "table11": REAL_RHYMES,
 }
+
+
+def family_key(key: str, family: str) -> tuple[str, str]:
+    """(family section, key in it) of a column key."""
+    other, sep, rest = key.partition(":")
+    return (other, rest) if sep else (family, key)
+
+
+def _families(family: str, columns: list[tuple]) -> list[str]:
+    return list(dict.fromkeys([family] + [family_key(key, family)[0] for key, *_ in columns]))
 
 
 def _get(result: dict, key: str):
@@ -113,14 +135,28 @@ def _get(result: dict, key: str):
     return result
 
 
-def _load_cells(paths: list[str], family: str) -> list[dict]:
-    cells = []
+def _value(cell: dict, family: str, key: str):
+    """A column's number in a (merged) cell document; None for a sample without valid quatrains (its
+    scheme shares, say, would otherwise read 0)."""
+    section, key = family_key(key, family)
+    if section not in cell:
+        raise PoevalError(f"no '{section}' cell for {'/'.join(cell['cell'].values())} among the inputs")
+    return None if cell["n_poems"] == 0 else _get(cell[section], key)
+
+
+def _load_cells(paths: list[str], families: list[str]) -> list[dict]:
+    """Cell documents in input order; the cells of one sample (same lang, system, decoding) from
+    different families are merged into one document."""
+    merged: dict[tuple, dict] = {}
     for path in paths:
         cell = read_json(path)
-        if family not in cell or "cell" not in cell:
-            raise PoevalError(f"{path}: not a '{family}' metric cell")
-        cells.append(cell)
-    return cells
+        family = next((f for f in families if f in cell), None)
+        if family is None or "cell" not in cell:
+            raise PoevalError(f"{path}: not a metric cell of {' or '.join(repr(f) for f in families)}")
+        c = cell["cell"]
+        merged.setdefault((c["lang"], c["system"], c["decoding"]), {"cell": c, "n_poems": cell["n_poems"]})[family] = \
+            cell[family]
+    return list(merged.values())
 
 
 def _mean(values: list) -> float | None:
@@ -132,23 +168,32 @@ def _scaled(value, scale):
     return None if value is None else value * scale
 
 
+def _row_of(cell: dict) -> tuple[str, str, str]:
+    """(lang, system label group, decoding) of a cell's row: a language's HUMAN samples share one row;
+    the whole training set (decoding ``train``) is a row of its own, the paper's HUMAN."""
+    c = cell["cell"]
+    if c["system"] != HUMAN:
+        return c["lang"], c["system"], c["decoding"]
+    return c["lang"], HUMAN_TRAIN if c["decoding"] == TRAIN else HUMAN, "-"
+
+
 def family_table(paths: list[str], family: str, out: str, ci_out: str | None = None,
                  columns: list[tuple] | None = None) -> None:
-    """One row per (lang, system, decoding) in input order; the HUMAN cells of a language are averaged
-    into one row, as in the paper. ``ci_out``: long-form table with, per number, the bootstrap 95 %
-    interval of a model cell, or the spread (std, min, max) over the HUMAN samples. ``columns``
-    defaults to the family's main table (:data:`TABLES`)."""
+    """One row per (lang, system, decoding) in input order; the HUMAN sample cells of a language are
+    averaged into one row, and a HUMAN cell of the whole training set gets the row ``HUMAN (train)``.
+    ``ci_out``: long-form table with, per number, the bootstrap 95 % interval of a model cell, or the
+    spread (std, min, max) over the HUMAN samples. ``columns`` defaults to the family's main table
+    (:data:`TABLES`); a ``family:key`` column reads cells of that family, given among ``paths``."""
     columns = columns or TABLES[family]
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for cell in _load_cells(paths, family):
-        c = cell["cell"]
-        groups[(c["lang"], c["system"], "-" if c["system"] == HUMAN else c["decoding"])].append(cell)
+    for cell in _load_cells(paths, _families(family, columns)):
+        groups[_row_of(cell)].append(cell)
     rows, long_rows = [], []
     for (lang, system, decoding), cells in groups.items():
         label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system
         row = [lang, label, decoding, fmt(_mean([cell["n_poems"] for cell in cells]), 0)]
         for key, name, digits, scale in columns:
-            values = [_scaled(_get(cell[family], key), scale) for cell in cells]
+            values = [_scaled(_value(cell, family, key), scale) for cell in cells]
             row.append(fmt(_mean(values), digits))
             long_rows.append([lang, system, decoding, name, fmt(_mean(values), digits)]
                              + _spread(cells, family, key, values, scale, digits))
@@ -163,7 +208,8 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
     """[ci_low, ci_high, sd, min, max]: a single cell gives its bootstrap interval, several (HUMAN)
     samples their spread."""
     if len(cells) == 1:
-        ci = cells[0][family].get("ci", {}).get(key)
+        section, key = family_key(key, family)
+        ci = cells[0][section].get("ci", {}).get(key)
         low, high = (ci[0] * scale, ci[1] * scale) if ci else (None, None)
         return [fmt(low, digits), fmt(high, digits), NA, NA, NA]
     present = [v for v in values if v is not None]
@@ -174,8 +220,16 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 
 # Table file name -> metric family, as numbered in the paper.
 FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
-                   "table6": "rhyme", "table10": "rhyme",
+                   "table6": "rhyme", "table10": "rhyme", "table11": "rhyme",
                    "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical"}
 # Tables with a row for every decoding config (the paper's appendix); the others show each system under
-# its first decoding config only.
-DECODING_TABLES = {"table7", "table8", "table9", "table12"}
+# its first decoding config only. Table 10 shows the poetry-specific systems only, Table 11 one system
+# (``tables.table11.system``); the workflow picks their cells.
+DECODING_TABLES = {"table7", "table8", "table9", "table10", "table11", "table12"}
+# Tables with the paper's HUMAN row (the whole training set against itself) next to the HUMAN samples.
+HUMAN_TRAIN_TABLES = {"table5", "table6"}
+
+
+def table_families(table: str) -> list[str]:
+    """The metric families whose cells a table reads: its own, then those of its ``family:key`` columns."""
+    return _families(FAMILY_OF_TABLE[table], TABLE_COLUMNS.get(table, []))

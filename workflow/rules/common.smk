@@ -7,7 +7,7 @@ from poeval import config as poeval_config
 from poeval.errors import PoevalError
 from poeval.figures import FIGURES
 from poeval.poetic import ARCHS as POETIC_ARCHS
-from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE
+from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, TRAIN, table_families
 
 try:
     poeval_config.validate(config)
@@ -43,7 +43,10 @@ def human_files(lang):
 
 
 def samples_file(wildcards):
-    """A cell's samples: a human reference sample or a model's samples for one decoding config."""
+    """A cell's samples: a human reference sample, the whole training set (HUMAN/train, the paper's
+    HUMAN row) or a model's samples for one decoding config."""
+    if wildcards.system == HUMAN and wildcards.decoding == TRAIN:
+        return f"data/{wildcards.lang}/train.jsonl"
     if wildcards.system == HUMAN:
         return f"data/{wildcards.lang}/human/{wildcards.decoding}.jsonl"
     return f"results/samples/{wildcards.lang}/{wildcards.system}/{wildcards.decoding}.jsonl"
@@ -73,13 +76,15 @@ def system_decodings(system, decodings):
     return [d for d in decodings if "penalty_alpha" not in config["decoding"][d]]
 
 
-def cells(family, decodings=DECODINGS[:1], langs=None, systems=None):
-    """Cell files of one metric family, in table order: per language the HUMAN samples, then each
-    system under each of ``decodings`` (default: the first decoding config) in params order.
-    ``langs``, ``systems``: a subset (default: all configured), for the figures."""
+def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train=False):
+    """Cell files of one metric family, in table order: per language the HUMAN samples (with
+    ``human_train``, then the whole training set as one more HUMAN cell), then each system under each
+    of ``decodings`` (default: the first decoding config) in params order. ``langs``, ``systems``: a
+    subset (default: all configured), for the figures and the single-system tables."""
     out = []
     for lang in LANGS if langs is None else langs:
-        out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang, hid=HUMAN_IDS, family=family)
+        out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang,
+                      hid=HUMAN_IDS + ([TRAIN] if human_train else []), family=family)
         for system in SYSTEMS if systems is None else systems:
             out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json", lang=lang, system=system,
                           decoding=system_decodings(system, decodings), family=family)
@@ -101,8 +106,25 @@ def train_poetic_options(wildcards):
     return f"--sonnets data/{lang}/sonnets.jsonl --word2vec data/{lang}/word2vec.txt --lang {lang}"
 
 
+def table11_system():
+    """The system of Table 11 (every decoding config of one system): tables.table11.system, else the
+    first of `systems`."""
+    return (config.get("tables") or {}).get("table11", {}).get("system") or SYSTEMS[0]
+
+
+def table_systems(table):
+    """The systems a table shows: Table 10 the poetry-specific ones, Table 11 one; the others all."""
+    if table == "table10":
+        return [system for system in SYSTEMS if is_poetic(system)]
+    if table == "table11":
+        return [table11_system()]
+    return SYSTEMS
+
+
 def table_cells(table):
-    return cells(FAMILY_OF_TABLE[table], DECODINGS if table in DECODING_TABLES else DECODINGS[:1])
+    decodings = DECODINGS if table in DECODING_TABLES else DECODINGS[:1]
+    return [path for family in table_families(table)
+            for path in cells(family, decodings, systems=table_systems(table), human_train=table in HUMAN_TRAIN_TABLES)]
 
 
 def model_items():
@@ -129,7 +151,7 @@ def table1_args():
 
 def all_targets():
     families = config["metrics"]["families"]
-    tables = [t for t, family in FAMILY_OF_TABLE.items() if family in families]
+    tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
     figures = [name for name, fig in FIGURES.items() if fig.family in families]
     return (["results/tables/table1.tsv", "results/tables/table4.tsv"]
             + expand("results/tables/{table}.tsv", table=tables)

@@ -28,7 +28,8 @@ rule metric_cell:
         options=lambda wc: as_json({wc.family: config["metrics"].get(wc.family, {})}),
         reps=bootstrap_reps,
         seed=config["metrics"]["bootstrap"]["seed"],
-        human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN else "",
+        # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
+        human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN and wc.decoding != TRAIN else "",
         embeddings=lambda wc, input: f"--reference-embeddings {input.embeddings}" if "embeddings" in input.keys() else "",
     threads: lambda wc: config["threads"] if wc.family in ("memorization", "semantic") else 1
     shell:

@@ -26,9 +26,11 @@ rule table4:
         "poeval table table4 {params.models} --out {output} > {log} 2>&1"
 
 
-# Tables 2, 3, 5, 6, 10 and memorization: one row per language x system (first decoding config);
-# Tables 7, 8, 9, 12: one row per language x system x decoding config. Each is assembled from the
-# cell files, with a long-form table of intervals next to it. One rule per table (named after it),
+# Tables 2, 3, 5, 6 and memorization: one row per language x system (first decoding config; Tables 5
+# and 6 also the whole training set, HUMAN (train)); Tables 7, 8, 9, 12: one row per language x system x
+# decoding config; Table 10 the poetry-specific systems and Table 11 one system (tables.table11.system)
+# under every decoding config. Each is assembled from the cell files (Table 8: semantic and memorization
+# cells), with a long-form table of intervals next to it. One rule per table (named after it),
 # because a report caption path cannot hold a wildcard: each table gets its own caption file.
 for _table in FAMILY_OF_TABLE:
 

@@ -2,13 +2,24 @@
 entropy, its divergence from the human distribution, and real rhymes vs repetitions.
 
 All logarithms are base 2 (bits). Entropy is that of the observed scheme shares. KL divergence and
-cross-entropy compare the human (reference) distribution P with the sample's Q,
-``CE = -sum_s P(s) log Q(s)`` and ``KL(P || Q) = CE - H(P)``, after additive smoothing of both with
-``smoothing`` pseudo-counts per scheme, so that a scheme the sample never produces costs a finite amount.
-A rhyme pair is two lines of one quatrain that share a scheme letter; it is a *repetition* when both lines
-end in the same word and a *real rhyme* otherwise."""
+cross-entropy compare the sample's distribution Q with the human (reference) distribution P in the
+paper's direction (in every row of its Table 6, CE - KL is the row's own entropy):
+``KL(Q || P) = sum_s Q(s) log Q(s)/P(s)`` and ``CE = -sum_s Q(s) log P(s) = H(Q) + KL(Q || P)``.
+Q is the sample's observed shares, unsmoothed. P is smoothed only where it needs to be: when the human
+data never use some scheme, ``smoothing`` pseudo-counts are added to every scheme of P, so that a sample
+using that scheme costs a finite amount; with all 15 schemes present P is the observed shares.
+
+Real rhymes vs repetitions (the paper's Tables 10 and 11) are shares of *quatrains*: a repetition is a
+quatrain with a scheme other than abcd whose rhyming lines repeat an end word, and ``real_rhymes = 1 -
+share(abcd) - repetitions``. ``repetition`` chooses what repeating means: ``rhyme_pair`` (default, the
+paper's text: two lines sharing a scheme letter end in the same word after spelling normalisation) or
+``end_word`` (the paper's code, ``get_fake_rhymes``: any two of the four end words are the same string
+after punctuation is stripped, whether or not the scheme pairs them). The pair-level counts stay as
+``rhyme_pairs_per_poem``, ``pair_real_rhymes`` and ``pair_repetitions`` (shares of all rhyme pairs)."""
 
 from __future__ import annotations
+
+import string
 
 import numpy as np
 
@@ -16,7 +27,11 @@ from ..errors import PoevalError
 from ..rhyme import SCHEMES_4, is_repetition
 
 DEFAULT_SMOOTHING = 1.0
+REPETITION_MODES = ("rhyme_pair", "end_word")
+DEFAULT_REPETITION = "rhyme_pair"
+UNRHYMED = "abcd"
 _INDEX = {s: i for i, s in enumerate(SCHEMES_4)}
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def scheme_index(labels: list[str]) -> np.ndarray:
@@ -37,18 +52,29 @@ def entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum()) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def smoothed(counts: np.ndarray, smoothing: float) -> np.ndarray:
-    return (counts + smoothing) / (counts.sum() + smoothing * len(counts))
+def smooths_human(human: np.ndarray, smoothing: float) -> bool:
+    """Whether P gets pseudo-counts: some scheme has no human quatrain."""
+    return bool(smoothing > 0 and np.any(human == 0))
+
+
+def human_distribution(human: np.ndarray, smoothing: float) -> np.ndarray:
+    """P: the human scheme shares, with ``smoothing`` pseudo-counts per scheme only when some scheme
+    has no human quatrain (otherwise a sample using it would be infinitely far away)."""
+    if not smooths_human(human, smoothing):
+        return human / human.sum()
+    return (human + smoothing) / (human.sum() + smoothing * len(human))
 
 
 def divergence(sample: np.ndarray, human: np.ndarray, smoothing: float) -> dict[str, float]:
-    """``kl`` = KL(P_human || Q_sample) and ``cross_entropy`` = H(P_human, Q_sample), both smoothed."""
-    if smoothing <= 0 and np.any((sample == 0) & (human > 0)):
+    """``kl`` = KL(Q_sample || P_human) and ``cross_entropy`` = -sum Q_sample log P_human (module doc);
+    infinite when the sample uses a scheme P gives no mass (only possible with ``smoothing`` 0)."""
+    q, p = sample / sample.sum(), human_distribution(human, smoothing)
+    used = q > 0
+    if np.any(p[used] == 0):
         return {"kl": float("inf"), "cross_entropy": float("inf")}
-    p, q = smoothed(human, smoothing), smoothed(sample, smoothing)
-    nz = p > 0
-    ce = float(-(p[nz] * np.log2(q[nz])).sum())
-    return {"kl": ce - entropy(p), "cross_entropy": ce}
+    kl = float((q[used] * np.log2(q[used] / p[used])).sum())
+    ce = float(-(q[used] * np.log2(p[used])).sum())
+    return {"kl": kl + 0.0, "cross_entropy": ce + 0.0}
 
 
 def rhyme_pairs(lines: list[str], label: str, lang: str) -> tuple[int, int]:
@@ -62,17 +88,42 @@ def rhyme_pairs(lines: list[str], label: str, lang: str) -> tuple[int, int]:
     return pairs, reps
 
 
-def from_counts(counts: np.ndarray, human: np.ndarray, pairs: int, reps: int, n_poems: int,
+def end_words(lines: list[str]) -> list[str]:
+    """Last whitespace token of each verse with ASCII punctuation removed, as the paper's code
+    (``get_last_word``) takes them: case kept, verses left empty by the stripping skipped."""
+    words = [line.translate(_PUNCTUATION).split() for line in lines]
+    return [w[-1] for w in words if w]
+
+
+def is_repeating_quatrain(lines: list[str], label: str, lang: str, mode: str = DEFAULT_REPETITION,
+                          repeated_pairs: int | None = None) -> bool:
+    """Whether a quatrain counts as a repetition (module doc); abcd quatrains never do.
+    ``repeated_pairs``: :func:`rhyme_pairs`' repetitions when already counted (``rhyme_pair`` mode)."""
+    if mode not in REPETITION_MODES:
+        raise PoevalError(f"unknown repetition mode {mode!r} (expected one of {', '.join(REPETITION_MODES)})")
+    if label == UNRHYMED:
+        return False
+    if mode == "end_word":
+        words = end_words(lines)
+        return len(words) != len(set(words))
+    return (rhyme_pairs(lines, label, lang)[1] if repeated_pairs is None else repeated_pairs) > 0
+
+
+def from_counts(counts: np.ndarray, human: np.ndarray, pairs: int, reps: int, repeating: int, n_poems: int,
                 smoothing: float) -> dict:
-    """The family's numbers from scheme counts and rhyme-pair totals; ``distribution`` holds shares."""
+    """The family's numbers from scheme counts, rhyme-pair totals (``pairs``, of which ``reps``
+    repetitions) and the number of ``repeating`` quatrains; ``distribution`` holds shares."""
     total = counts.sum()
     shares = counts / total if total else counts
+    repetitions = float(repeating / total) if total else None
     return {
         "distribution": {s: float(v) for s, v in zip(SCHEMES_4, shares)},
         "counts": {s: int(v) for s, v in zip(SCHEMES_4, counts)},
         "entropy": entropy(counts) if total else None,
         **(divergence(counts, human, smoothing) if total else {"kl": None, "cross_entropy": None}),
+        "real_rhymes": float((total - counts[_INDEX[UNRHYMED]] - repeating) / total) if total else None,
+        "repetitions": repetitions,
         "rhyme_pairs_per_poem": pairs / n_poems if n_poems else None,
-        "real_rhymes": (pairs - reps) / pairs if pairs else None,
-        "repetitions": reps / pairs if pairs else None,
+        "pair_real_rhymes": (pairs - reps) / pairs if pairs else None,
+        "pair_repetitions": reps / pairs if pairs else None,
     }

@@ -300,11 +300,12 @@ def test_sample_zero_valid(trained, tmp_path):
 
 
 def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
-    """The eleven configs of the paper's Appendix B, as named in params.yaml, on a tiny model."""
+    """The eleven configs of the paper's Appendix B and temperature-0.7 (its Table 10), as named in
+    params.yaml, on a tiny model."""
     import yaml
 
     configs = yaml.safe_load((root / "params.yaml").read_text())["decoding"]
-    assert len(configs) == 11
+    assert len(configs) == 12 and configs["temperature-0.7"] == {"temperature": 0.7}
     for name, decoding in configs.items():
         out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
         result = lm.sample(str(trained), decoding, 4, str(out), str(stats), batch_size=8, max_attempts=16,

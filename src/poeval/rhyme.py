@@ -224,7 +224,7 @@ _EN_ARCHAIC = {
     "e'en": "even", "heav'n": "heaven", "pow'r": "power", "flow'r": "flower", "th'": "the", "o'": "of",
     "giv'n": "given", "tow'r": "tower", "show'r": "shower", "ta'en": "tain",
     "driv'n": "driven", "spirit's": "spirits", "fall'n": "fallen", "stol'n": "stolen", "o'erthrown": "overthrown",
-    "t'": "to", "i'": "in", "ha'": "have", "oft": "oft",
+    "t'": "to", "i'": "in", "agen": "again", "ha'": "have", "oft": "oft",
 }
 
 
@@ -403,16 +403,43 @@ def check_phonemizer() -> None:
         )
 
 
+# Early modern English spellings -> modern ones, applied in turn (each step keeps the forms before it):
+# ioy/iust, vnto, loue/euer, mylde/fyre, gayns/despayre, raigne, imbrace/inthrone, -ick, doubled consonant
+# + e (penne, drumme, passe), final -e (wombe, griefe), -ie/-ye (destinie, flye), -oe (goe, doe), theefe.
+_DROP_E = r"(?<=[^aeiou])e$"
+_EN_SPELLING = (
+    (r"^i(?=[aeou])", "j"), (r"^v(?=[^aeiouy])", "u"), (r"(?<=[aeiou])u(?=[aeiour])", "v"),
+    (r"(?<=[^aeiou])y(?=[^aeiou])", "i"), (r"ay(?=[^aeiou]|re$)", "ai"), (r"aign", "ain"),
+    (r"^i([mn])(?=[bpt]h?r)", r"e\1"), (r"(?<=[^aeiou].)ick$", "ic"),
+    (r"([bdfgklmnprst])\1e$", r"\1\1"), (r"([bdgmnpt])\1$", r"\1"), (_DROP_E, ""),
+    (r"(?<=[^aeiou])(ie|ye)$", "y"), (r"oe$", "o"), (r"ee", "ie"),
+)
+
+
+def _modern_spellings(w: str, keep_e: bool = False) -> list[str]:
+    """Modern spellings an early modern English word may stand for, most literal first."""
+    out = []
+    for pat, rep in _EN_SPELLING:
+        if keep_e and pat == _DROP_E:
+            continue
+        new = re.sub(pat, rep, w)
+        if new != w and len(new) >= 2:
+            out.append(new)
+            w = new
+    return out
+
+
 def _en_candidates(w: str) -> list[str]:
+    """Spellings to look up for an English end word, in order: archaic contractions, the word, elided and
+    -eth/-est forms, the modernised spellings, and last the long s misread as f (``fhe``)."""
     cands = []
     if w in _EN_ARCHAIC:
         cands.append(_EN_ARCHAIC[w])
     cands.append(w)
     if "'" in w:
         base = w.strip("'")
-        if base.endswith("'d") or base.endswith("'st") or base.endswith("'n"):
-            pass
         cands.append(re.sub(r"'(d|st|n|r|ry|ring|rs)$", r"e\1", base))
+        cands.append(re.sub(r"'t$", "ed", base))
         cands.append(base.replace("'", "e"))
         cands.append(base.replace("'", ""))
     if w.endswith("eth") and len(w) > 5:
@@ -421,37 +448,21 @@ def _en_candidates(w: str) -> list[str]:
         cands.append(w[:-3] + "e" + "s")
     if w.endswith("est") and len(w) > 5:
         cands.append(w[:-3] + "s")
+    if re.search(r"[^s]st$", w) and len(w) > 5:  # possest, releast: -st for -ssed/-sed
+        cands += [w[:-1] + "sed", w[:-2] + "sed"]
     if "-" in w:
         cands.append(w.split("-")[-1])
-    # early modern spelling: long s printed as f, final -e, -ie/-y, u/v, doubled final consonants
     bases = [c.replace("'", "") for c in cands if "'" not in c or c.endswith("'")] or [w.replace("'", "")]
-    variants = list(bases)
     for base in bases:
-        if re.search(r"[^aeiou]y[^aeiou]", base):
-            variants.append(re.sub(r"(?<=[^aeiou])y(?=[^aeiou])", "i", base))
+        cands += _modern_spellings(base)
         if base.endswith("yed"):
-            variants.append(base[:-3] + "ied")
-        if "ee" in base:
-            variants.append(base.replace("ee", "ie"))
+            cands.append(base[:-3] + "ied")
+        if base.endswith("es") and len(base) > 4:
+            cands.append(base[:-2] + "s")
     base = bases[-1]
     if "f" in base:
-        variants.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
-        variants.append(base.replace("f", "s"))
-    more = []
-    for v in variants:
-        if v.endswith("e") and len(v) > 3:
-            more.append(v[:-1])
-        if v.endswith("ie"):
-            more.append(v[:-2] + "y")
-        if v.endswith(("sse", "lle", "tte", "nne", "ffe")):
-            more.append(v[:-2])
-        if v.endswith("es") and len(v) > 4:
-            more.append(v[:-2] + "s")
-        if re.search(r"[aeiou]u[aeiou]", v):
-            more.append(re.sub(r"(?<=[aeiou])u(?=[aeiou])", "v", v))
-        if v.endswith("y") and len(v) > 3:
-            more.append(v[:-1] + "ie")
-    cands.extend(variants + more)
+        cands.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
+        cands.append(base.replace("f", "s"))
     return [c for c in dict.fromkeys(cands) if c]
 
 
@@ -468,12 +479,17 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
     if lang == "en":
         import pronouncing
 
+        prons: list[str] = []
         for cand in _en_candidates(word):
-            prons = pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
-            if prons:
-                return tuple(dict.fromkeys(_arpa_to_phones(p) for p in prons))
+            prons += pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
+            # a doubled consonant + e (passe, belle) is old spelling even when CMUdict has a French word
+            if prons and not (cand == word and re.search(r"([bdfgklmnprst])\1e$", word)):
+                return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
+        if prons:
+            return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
         target = word.replace("'", "e") if re.search(r"'(d|st)$", word) else word.replace("'", "")
         target = target.split("-")[-1] or target
+        target = ([target] + _modern_spellings(target, keep_e=True))[-1]  # espeak reads modern spelling best
         ipa = _espeak("en").ipa(target)
         return (_ipa_to_phones(ipa),) if ipa else ()
     target = word.split("-")[-1] or word
@@ -523,9 +539,13 @@ def _canon_cons(c: str, lang: str, loose: bool) -> str:
 def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple:
     out = []
     isv = []
-    for sym, v, _ in ph[start:]:
+    for k, (sym, v, _) in enumerate(ph[start:], start):
         out.append(_canon_vowel(sym, lang, vloose) if v else _canon_cons(sym, lang, closse))
         isv.append(v)
+        if v and lang == "en" and _canon_vowel(sym, lang, False) == "ɜː" and (
+                k + 1 == len(ph) or _canon_cons(ph[k + 1][0], lang, False) != "r"):
+            out.append("r")  # the r of CMUdict's ER: were ~ there, wert ~ heart compare vowel + r
+            isv.append(False)
     if closse:
         _VOWEL_CLASSES.update(o for o, v in zip(out, isv) if v)
     return tuple(out)
@@ -569,8 +589,44 @@ def _phon_level(pa: Phones, pb: Phones, lang: str) -> tuple:
 
 
 def _level_key(lev: tuple) -> tuple:
+    """Which of two levels (other pronunciations or stress positions) is the closer rhyme: a shared rest
+    first; without one, an agreeing last syllable before the stressed vowel."""
     v, c, t = lev
-    return (v >= 1 and c >= 1, c, v, t)
+    return (v >= 0.5 and c >= 1, c, t != "" if c == 0 else 0, v, t)
+
+
+# Vowels that rhymed in older English verse (Early Modern English sounds and the licences they left):
+# love/prove/blood/good, come/home, none/gone, wind/kind, join/line, sea/way/obey, been/seen, again/plain,
+# stone/gone, was/pass, bow/thou, now/snow, do/go. Before r also: were/there/heart/earth/forth (the NURSE
+# vowel with any other) and moor/more/mourn, here/there.
+_EN_HIST_V = frozenset(frozenset(p) for p in (
+    ("ʌ", "uː"), ("ʌ", "ʊ"), ("ʌ", "oʊ"), ("ʌ", "ɑː"), ("aɪ", "ɪ"), ("ɔɪ", "aɪ"), ("iː", "eɪ"), ("iː", "ɛ"),
+    ("ɛ", "eɪ"), ("oʊ", "ɑː"), ("oʊ", "ɔː"), ("oʊ", "uː"), ("æ", "ɑː"), ("aʊ", "oʊ"), ("aʊ", "uː")))
+_EN_HIST_R = (frozenset(("ʊ", "ɔː", "oʊ", "uː")), frozenset(("ɛ", "eɪ", "ɪ", "iː", "æ")), frozenset(("ɛ", "ɑː")))
+
+
+def _hist_vowel(ea: tuple, eb: tuple) -> bool:
+    """Whether two English rhyme parts (exact symbols, stressed vowel first) have historically rhyming vowels."""
+    a, b = ea[0], eb[0]
+    if frozenset((a, b)) in _EN_HIST_V:
+        return True
+    if ea[1:2] == eb[1:2] == ("r",):
+        return "ɜː" in (a, b) or any(a in g and b in g for g in _EN_HIST_R)
+    return False
+
+
+def _licence_tail(pa: Phones, la: int, pb: Phones, lb: int, lang: str) -> bool:
+    """An unstressed last syllable rhymed with a stressed one, the licence of older English verse: -y/-ies
+    with /aɪ/ (eternity/die, enemies/eyes), a reduced vowel with any vowel before the same consonants
+    (audience/offence, isicles/dwells)."""
+    if lang != "en" or (pa[la][2] > 0) == (pb[lb][2] > 0):
+        return False
+    (weak, kw), (strong, ks) = sorted(((pa, la), (pb, lb)), key=lambda x: x[0][x[1]][2] > 0)
+    coda = _seq(weak, kw, lang, False, False)[1:]
+    if coda != _seq(strong, ks, lang, False, False)[1:]:
+        return False
+    vw, vs = _canon_vowel(weak[kw][0], lang, False), _canon_vowel(strong[ks][0], lang, False)
+    return (vw in ("iː", "ɪ") and vs == "aɪ") or (vw in ("ə", "ɪ") and bool(coda))
 
 
 def _loose_tail(seq: tuple) -> tuple:
@@ -596,13 +652,17 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple
     else:
         sa, sb = _seq(pa, ia, lang, True, True), _seq(pb, ib, lang, True, True)
         c = 1 if _loose_tail(sa)[1:] == _loose_tail(sb)[1:] else 0
+    if v == 0 and lang == "en" and _hist_vowel(ea, eb):
+        v = 0.5
     if v == 0 and len(ea) == 1 and len(eb) == 1:
         c = 0  # two open syllables with different vowels share nothing
     tail = ""
-    if v == 0 or c == 0:
+    if v < 1 or c == 0:
         la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
         if (la != ia or lb != ib) and _seq(pa, la, lang, True, False) == _seq(pb, lb, lang, True, False):
             tail = "w" if (pa[la][2] or pb[lb][2]) else "u"
+        elif _licence_tail(pa, la, pb, lb, lang):
+            tail = "y"
     return (v, c, tail)
 
 
@@ -624,18 +684,19 @@ def _orth_ending(w: str, lang: str) -> str:
 
 
 _NONE = "v0c0"
+_V_NAME = {2: "2", 1: "1", 0.5: "h", 0: "0"}  # h: historically rhyming vowels (English)
 LEVELS: list[str] = ["identical"] + [
-    f"v{v}c{c}{t}{'+eye' if e else ''}"
-    for v in (2, 1, 0)
+    f"v{_V_NAME[v]}c{c}{t}{'+eye' if e else ''}"
+    for v in (2, 1, 0.5, 0)
     for c in (3, 2, 1, 0)
-    for t in (("", "w", "u") if (v == 0 or c == 0) else ("",))
+    for t in (("", "w", "u", "y") if (v < 1 or c == 0) else ("",))
     for e in (True, False)
 ]
 
 
 def _level_name(lev: tuple, eye: bool) -> str:
     v, c, t = lev
-    return f"v{v}c{c}{t}{'+eye' if eye else ''}"
+    return f"v{_V_NAME[v]}c{c}{t}{'+eye' if eye else ''}"
 
 
 @functools.lru_cache(maxsize=500_000)
@@ -649,6 +710,8 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     for x in pa:
         for y in pb:
             best = max(best, _phon_level(x, y, lang), key=_level_key)
+    if lang == "en":  # eye rhymes by the modern spelling: loue/prove, flye/sky (final -e kept)
+        a, b = (([w] + _modern_spellings(w, keep_e=True))[-1] for w in (a, b))
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
     eye = len(ea) >= 2 and ea == eb
     return _level_name(best, eye)

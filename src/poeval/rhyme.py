@@ -416,17 +416,21 @@ _EN_SPELLING = (
 )
 
 
-def _modern_spellings(w: str, keep_e: bool = False) -> list[str]:
+_EN_SPELLING_RE = tuple((re.compile(p), r) for p, r in _EN_SPELLING)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _modern_spellings(w: str, keep_e: bool = False) -> tuple[str, ...]:
     """Modern spellings an early modern English word may stand for, most literal first."""
     out = []
-    for pat, rep in _EN_SPELLING:
-        if keep_e and pat == _DROP_E:
+    for pat, rep in _EN_SPELLING_RE:
+        if keep_e and pat.pattern == _DROP_E:
             continue
-        new = re.sub(pat, rep, w)
+        new = pat.sub(rep, w)
         if new != w and len(new) >= 2:
             out.append(new)
             w = new
-    return out
+    return tuple(out)
 
 
 def _en_candidates(w: str) -> list[str]:
@@ -454,7 +458,7 @@ def _en_candidates(w: str) -> list[str]:
         cands.append(w.split("-")[-1])
     bases = [c.replace("'", "") for c in cands if "'" not in c or c.endswith("'")] or [w.replace("'", "")]
     for base in bases:
-        cands += _modern_spellings(base)
+        cands += list(_modern_spellings(base))
         if base.endswith("yed"):
             cands.append(base[:-3] + "ied")
         if base.endswith("es") and len(base) > 4:
@@ -489,7 +493,8 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
             return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
         target = word.replace("'", "e") if re.search(r"'(d|st)$", word) else word.replace("'", "")
         target = target.split("-")[-1] or target
-        target = ([target] + _modern_spellings(target, keep_e=True))[-1]  # espeak reads modern spelling best
+        target = (target,) + _modern_spellings(target, keep_e=True)
+        target = target[-1]  # espeak reads modern spelling best
         ipa = _espeak("en").ipa(target)
         return (_ipa_to_phones(ipa),) if ipa else ()
     target = word.split("-")[-1] or word
@@ -542,7 +547,7 @@ def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple
     for k, (sym, v, _) in enumerate(ph[start:], start):
         out.append(_canon_vowel(sym, lang, vloose) if v else _canon_cons(sym, lang, closse))
         isv.append(v)
-        if v and lang == "en" and _canon_vowel(sym, lang, False) == "ɜː" and (
+        if v and lang == "en" and _EN_EXACT_V.get(sym, sym) == "ɜː" and (
                 k + 1 == len(ph) or _canon_cons(ph[k + 1][0], lang, False) != "r"):
             out.append("r")  # the r of CMUdict's ER: were ~ there, wert ~ heart compare vowel + r
             isv.append(False)
@@ -711,7 +716,7 @@ def _level_clean(a: str, b: str, lang: str) -> str:
         for y in pb:
             best = max(best, _phon_level(x, y, lang), key=_level_key)
     if lang == "en":  # eye rhymes by the modern spelling: loue/prove, flye/sky (final -e kept)
-        a, b = (([w] + _modern_spellings(w, keep_e=True))[-1] for w in (a, b))
+        a, b = (((w,) + _modern_spellings(w, keep_e=True))[-1] for w in (a, b))
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
     eye = len(ea) >= 2 and ea == eb
     return _level_name(best, eye)
@@ -741,26 +746,40 @@ def _check_lang(lang: str) -> None:
 # each language with add-one smoothing (benchmarks/bench_rhyme.py --fit prints this table).
 LLR: dict[str, dict[str, float]] = {
     "en": {
-        "identical": 2.401, "v2c3+eye": 5.062, "v2c3": 4.447, "v2c2+eye": -0.0, "v2c2": 1.828, "v2c1+eye":
-        3.787, "v2c1": 0.016, "v2c0+eye": 4.854, "v2c0": -2.373, "v2c0w+eye": 3.577, "v2c0w": 2.001,
-        "v2c0u+eye": 2.861, "v2c0u": 2.106, "v1c3+eye": 5.423, "v1c3": 1.917, "v1c2+eye": -0.0, "v1c2": -0.0,
-        "v1c1+eye": 0.693, "v1c1": -2.485, "v1c0+eye": 3.604, "v1c0": -2.745, "v1c0w+eye": 1.945, "v1c0w":
-        2.164, "v1c0u+eye": 2.773, "v1c0u": 1.281, "v0c3+eye": 4.537, "v0c3": 0.021, "v0c3w+eye": 1.099,
-        "v0c3w": -0.0, "v0c3u+eye": 4.819, "v0c3u": 3.18, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": 0.693,
-        "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c1+eye": 3.219, "v0c1": -3.465, "v0c1w+eye": -0.0,
-        "v0c1w": 0.693, "v0c1u+eye": 0.846, "v0c1u": -0.763, "v0c0+eye": 4.288, "v0c0": -2.921, "v0c0w+eye":
-        3.818, "v0c0w": 2.228, "v0c0u+eye": 2.694, "v0c0u": 1.127,
+        "identical": 2.401, "v2c3+eye": 5.056, "v2c3": 4.444, "v2c2+eye": 1.099, "v2c2": 1.358, "v2c1+eye": 3.799,
+        "v2c1": -0.009, "v2c0+eye": 4.764, "v2c0": -2.933, "v2c0w+eye": 3.716, "v2c0w": 2.336, "v2c0u+eye": 2.838,
+        "v2c0u": 2.232, "v2c0y+eye": 3.914, "v2c0y": 2.087, "v1c3+eye": 5.435, "v1c3": 1.928, "v1c2+eye": -0.0,
+        "v1c2": -0.0, "v1c1+eye": 0.693, "v1c1": -2.484, "v1c0+eye": 2.079, "v1c0": -3.249, "v1c0w+eye": 1.619,
+        "v1c0w": 2.121, "v1c0u+eye": 2.565, "v1c0u": 1.433, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.241,
+        "vhc3": 1.24, "vhc3w+eye": 0.693, "vhc3w": -0.0, "vhc3u+eye": 4.697, "vhc3u": 3.619, "vhc3y+eye": 2.708,
+        "vhc3y": 0.047, "vhc2+eye": -0.0, "vhc2": -0.0, "vhc2w+eye": 0.693, "vhc2w": -0.0, "vhc2u+eye": -0.0,
+        "vhc2u": 0.693, "vhc2y+eye": -0.0, "vhc2y": -0.0, "vhc1+eye": 3.135, "vhc1": -2.36, "vhc1w+eye": -0.0,
+        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.627,
+        "vhc0": -3.888, "vhc0w+eye": 2.998, "vhc0w": 2.61, "vhc0u+eye": 1.944, "vhc0u": 1.46, "vhc0y+eye": 3.598,
+        "vhc0y": 1.326, "v0c3+eye": 4.061, "v0c3": -1.152, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.695,
+        "v0c3u": 2.784, "v0c3y+eye": -0.0, "v0c3y": -0.288, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
+        "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c2y+eye": -0.0, "v0c2y": -0.0, "v0c1+eye": 1.099,
+        "v0c1": -4.117, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.559, "v0c1u": -0.54, "v0c1y+eye": -0.0,
+        "v0c1y": -0.0, "v0c0+eye": 4.222, "v0c0": -3.805, "v0c0w+eye": 4.0, "v0c0w": 2.023, "v0c0u+eye": 2.516,
+        "v0c0u": 1.209, "v0c0y+eye": 4.251, "v0c0y": 1.495,
     },
     "de": {
         "identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197,
-        "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye":
-        3.219, "v2c0u": -0.575, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0, "v1c2": 0.0, "v1c1+eye":
-        1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.191, "v1c0w+eye": 2.263, "v1c0w": 2.569,
-        "v1c0u+eye": 1.91, "v1c0u": -1.374, "v0c3+eye": 1.099, "v0c3": -1.765, "v0c3w+eye": 0.0, "v0c3w": 0.0,
-        "v0c3u+eye": 0.0, "v0c3u": -0.416, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0,
-        "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353, "v0c1w+eye": 0.0, "v0c1w": 0.0,
-        "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c0+eye": 2.279, "v0c0": -4.439, "v0c0w+eye": 3.341, "v0c0w":
-        2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249,
+        "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye": 3.219,
+        "v2c0u": -0.575, "v2c0y+eye": 0.0, "v2c0y": 0.0, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0,
+        "v1c2": 0.0, "v1c1+eye": 1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.191, "v1c0w+eye": 2.263,
+        "v1c0w": 2.569, "v1c0u+eye": 1.91, "v1c0u": -1.374, "v1c0y+eye": 0.0, "v1c0y": 0.0, "vhc3+eye": 0.0,
+        "vhc3": 0.0, "vhc3w+eye": 0.0, "vhc3w": 0.0, "vhc3u+eye": 0.0, "vhc3u": 0.0, "vhc3y+eye": 0.0, "vhc3y": 0.0,
+        "vhc2+eye": 0.0, "vhc2": 0.0, "vhc2w+eye": 0.0, "vhc2w": 0.0, "vhc2u+eye": 0.0, "vhc2u": 0.0,
+        "vhc2y+eye": 0.0, "vhc2y": 0.0, "vhc1+eye": 0.0, "vhc1": 0.0, "vhc1w+eye": 0.0, "vhc1w": 0.0,
+        "vhc1u+eye": 0.0, "vhc1u": 0.0, "vhc1y+eye": 0.0, "vhc1y": 0.0, "vhc0+eye": 0.0, "vhc0": 0.0,
+        "vhc0w+eye": 0.0, "vhc0w": 0.0, "vhc0u+eye": 0.0, "vhc0u": 0.0, "vhc0y+eye": 0.0, "vhc0y": 0.0,
+        "v0c3+eye": 1.099, "v0c3": -1.765, "v0c3w+eye": 0.0, "v0c3w": 0.0, "v0c3u+eye": 0.0, "v0c3u": -0.416,
+        "v0c3y+eye": 0.0, "v0c3y": 0.0, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0,
+        "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c2y+eye": 0.0, "v0c2y": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353,
+        "v0c1w+eye": 0.0, "v0c1w": 0.0, "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c1y+eye": 0.0, "v0c1y": 0.0,
+        "v0c0+eye": 2.279, "v0c0": -4.439, "v0c0w+eye": 3.341, "v0c0w": 2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249,
+        "v0c0y+eye": 0.0, "v0c0y": 0.0,
     },
 }  # fmt: skip
 # bias added to every pair's ratio (negative: linking must be earned)

@@ -3,17 +3,20 @@
 Design
 ------
 * Every line-final word is turned into one or more phone sequences: English from the CMU Pronouncing
-  Dictionary (all pronunciations, via ``pronouncing``) with espeak-ng as grapheme-to-phoneme fallback for
-  words it lacks; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
+  Dictionary (all pronunciations, via ``pronouncing``), looked up under the modern spellings of early modern
+  words (``loue``, ``ioy``, ``penne``, ``griefe``) when it lacks the word, with espeak-ng (on the modern
+  spelling) as grapheme-to-phoneme fallback; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
   espeak-ng runs as ONE persistent process per voice, fed ``word.`` + newline on stdin and answering one
   IPA line per word; results are cached by word.
 * A pair of end words gets a graded similarity *level* (see ``LEVELS``): ``identical`` (same word), else
   ``v{V}c{C}{t}[+eye]`` from the rhyme part (last primary stress, or a later secondary stress, to the end;
   best over all pronunciations): V = stressed vowel 2 same / 1 same under the loose vowel classes (German
-  length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / 0 different; C = the rest
-  3 same / 2 same with loose vowels / 1 same with loose consonants (voicing, nasals, final -s/-t) / 0;
-  t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what follows agree; ``+eye`` when
-  the spelled endings agree. Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+  length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / h (English) vowels that rhymed
+  in older verse (``_EN_HIST_V``: love/prove, wind/kind, join/line, sea/way, were/there, heart/wert) / 0
+  different; C = the rest 3 same / 2 same with loose vowels / 1 same with loose consonants (voicing,
+  nasals, final -s/-t) / 0; t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what
+  follows agree, ``y`` (English) for the licence of an unstressed ending against a stressed one
+  (eternity/die, audience/offence); ``+eye`` when the spelled endings (modern spelling) agree. Each level has a fixed log-likelihood ratio ``log P(level | linked) /
   P(level | not linked)`` per language (``LLR``), counted on the dev gold (``benchmarks/bench_rhyme.py
   --fit``); ``rhyme_relation`` says "rhyme" when that ratio is positive.
 * A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
@@ -585,11 +588,11 @@ def _last_vowel_index(ph: Phones) -> int:
     return vow[-1] if vow else -1
 
 
-def _phon_level(pa: Phones, pb: Phones, lang: str) -> tuple:
+def _phon_level(pa: Phones, pb: Phones, lang: str, spelled: tuple = ("", "")) -> tuple:
     best: tuple = (0, 0, "")
     for ia in _stress_starts(pa):
         for ib in _stress_starts(pb):
-            best = max(best, _phon_level_at(pa, pb, ia, ib, lang), key=_level_key)
+            best = max(best, _phon_level_at(pa, pb, ia, ib, lang, spelled), key=_level_key)
     return best
 
 
@@ -605,15 +608,21 @@ def _level_key(lev: tuple) -> tuple:
 # stone/gone, was/pass, bow/thou, now/snow, do/go. Before r also: were/there/heart/earth/forth (the NURSE
 # vowel with any other) and moor/more/mourn, here/there.
 _EN_HIST_V = frozenset(frozenset(p) for p in (
-    ("ʌ", "uː"), ("ʌ", "ʊ"), ("ʌ", "oʊ"), ("ʌ", "ɑː"), ("aɪ", "ɪ"), ("ɔɪ", "aɪ"), ("iː", "eɪ"), ("iː", "ɛ"),
-    ("ɛ", "eɪ"), ("oʊ", "ɑː"), ("oʊ", "ɔː"), ("oʊ", "uː"), ("æ", "ɑː"), ("aʊ", "oʊ"), ("aʊ", "uː")))
+    ("ʌ", "uː"), ("ʌ", "ʊ"), ("ʌ", "oʊ"), ("ʌ", "ɑː"), ("aɪ", "ɪ"), ("ɔɪ", "aɪ"), ("oʊ", "ɑː"), ("oʊ", "ɔː"),
+    ("oʊ", "uː"), ("æ", "ɑː"), ("aʊ", "oʊ"), ("aʊ", "uː")))
+_EN_HIST_EA = frozenset(frozenset(p) for p in (("iː", "eɪ"), ("iː", "ɛ"), ("ɛ", "eɪ")))
 _EN_HIST_R = (frozenset(("ʊ", "ɔː", "oʊ", "uː")), frozenset(("ɛ", "eɪ", "ɪ", "iː", "æ")), frozenset(("ɛ", "ɑː")))
 
 
-def _hist_vowel(ea: tuple, eb: tuple) -> bool:
-    """Whether two English rhyme parts (exact symbols, stressed vowel first) have historically rhyming vowels."""
+def _hist_vowel(ea: tuple, eb: tuple, spelled: tuple) -> bool:
+    """Whether two English rhyme parts (exact symbols, stressed vowel first) have historically rhyming vowels.
+    ``spelled`` are the spelled endings: the front vowels rhyme only where one word writes ea (sea/way,
+    beast/rest, death/faith; not day/me)."""
     a, b = ea[0], eb[0]
-    if frozenset((a, b)) in _EN_HIST_V:
+    pair = frozenset((a, b))
+    if pair in _EN_HIST_EA and any("ea" in w for w in spelled):
+        return True
+    if pair in _EN_HIST_V:
         return True
     if ea[1:2] == eb[1:2] == ("r",):
         return "ɜː" in (a, b) or any(a in g and b in g for g in _EN_HIST_R)
@@ -645,7 +654,7 @@ def _loose_tail(seq: tuple) -> tuple:
 _VOWEL_CLASSES: set[str] = set()
 
 
-def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple:
+def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled: tuple = ("", "")) -> tuple:
     """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail)."""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
@@ -657,7 +666,7 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple
     else:
         sa, sb = _seq(pa, ia, lang, True, True), _seq(pb, ib, lang, True, True)
         c = 1 if _loose_tail(sa)[1:] == _loose_tail(sb)[1:] else 0
-    if v == 0 and lang == "en" and _hist_vowel(ea, eb):
+    if v == 0 and lang == "en" and _hist_vowel(ea, eb, spelled):
         v = 0.5
     if v == 0 and len(ea) == 1 and len(eb) == 1:
         c = 0  # two open syllables with different vowels share nothing
@@ -711,13 +720,13 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     if a == b or a.replace("'", "") == b.replace("'", ""):
         return "identical"
     pa, pb = phones(a, lang), phones(b, lang)
-    best: tuple = (0, 0, "")
-    for x in pa:
-        for y in pb:
-            best = max(best, _phon_level(x, y, lang), key=_level_key)
     if lang == "en":  # eye rhymes by the modern spelling: loue/prove, flye/sky (final -e kept)
         a, b = (((w,) + _modern_spellings(w, keep_e=True))[-1] for w in (a, b))
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
+    best: tuple = (0, 0, "")
+    for x in pa:
+        for y in pb:
+            best = max(best, _phon_level(x, y, lang, (ea, eb)), key=_level_key)
     eye = len(ea) >= 2 and ea == eb
     return _level_name(best, eye)
 
@@ -750,18 +759,18 @@ LLR: dict[str, dict[str, float]] = {
         "v2c1": -0.009, "v2c0+eye": 4.764, "v2c0": -2.933, "v2c0w+eye": 3.716, "v2c0w": 2.336, "v2c0u+eye": 2.838,
         "v2c0u": 2.232, "v2c0y+eye": 3.914, "v2c0y": 2.087, "v1c3+eye": 5.435, "v1c3": 1.928, "v1c2+eye": -0.0,
         "v1c2": -0.0, "v1c1+eye": 0.693, "v1c1": -2.484, "v1c0+eye": 2.079, "v1c0": -3.249, "v1c0w+eye": 1.619,
-        "v1c0w": 2.121, "v1c0u+eye": 2.565, "v1c0u": 1.433, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.241,
-        "vhc3": 1.24, "vhc3w+eye": 0.693, "vhc3w": -0.0, "vhc3u+eye": 4.697, "vhc3u": 3.619, "vhc3y+eye": 2.708,
+        "v1c0w": 2.121, "v1c0u+eye": 2.565, "v1c0u": 1.433, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.209,
+        "vhc3": 1.68, "vhc3w+eye": 0.693, "vhc3w": -0.0, "vhc3u+eye": 4.662, "vhc3u": 3.486, "vhc3y+eye": 2.708,
         "vhc3y": 0.047, "vhc2+eye": -0.0, "vhc2": -0.0, "vhc2w+eye": 0.693, "vhc2w": -0.0, "vhc2u+eye": -0.0,
-        "vhc2u": 0.693, "vhc2y+eye": -0.0, "vhc2y": -0.0, "vhc1+eye": 3.135, "vhc1": -2.36, "vhc1w+eye": -0.0,
-        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.627,
-        "vhc0": -3.888, "vhc0w+eye": 2.998, "vhc0w": 2.61, "vhc0u+eye": 1.944, "vhc0u": 1.46, "vhc0y+eye": 3.598,
-        "vhc0y": 1.326, "v0c3+eye": 4.061, "v0c3": -1.152, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.695,
-        "v0c3u": 2.784, "v0c3y+eye": -0.0, "v0c3y": -0.288, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
+        "vhc2u": 0.693, "vhc2y+eye": -0.0, "vhc2y": -0.0, "vhc1+eye": 3.135, "vhc1": -2.101, "vhc1w+eye": -0.0,
+        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.002,
+        "vhc0": -3.838, "vhc0w+eye": 1.676, "vhc0w": 2.427, "vhc0u+eye": 2.186, "vhc0u": 1.495, "vhc0y+eye": 3.296,
+        "vhc0y": 1.427, "v0c3+eye": 4.21, "v0c3": -0.982, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.938,
+        "v0c3u": 2.931, "v0c3y+eye": -0.0, "v0c3y": -0.21, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
         "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c2y+eye": -0.0, "v0c2y": -0.0, "v0c1+eye": 1.099,
-        "v0c1": -4.117, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.559, "v0c1u": -0.54, "v0c1y+eye": -0.0,
-        "v0c1y": -0.0, "v0c0+eye": 4.222, "v0c0": -3.805, "v0c0w+eye": 4.0, "v0c0w": 2.023, "v0c0u+eye": 2.516,
-        "v0c0u": 1.209, "v0c0y+eye": 4.251, "v0c0y": 1.495,
+        "v0c1": -4.065, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.559, "v0c1u": -0.54, "v0c1y+eye": -0.0,
+        "v0c1y": -0.0, "v0c0+eye": 4.38, "v0c0": -3.822, "v0c0w+eye": 4.137, "v0c0w": 2.135, "v0c0u+eye": 2.439,
+        "v0c0u": 1.222, "v0c0y+eye": 4.327, "v0c0y": 1.468,
     },
     "de": {
         "identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197,

@@ -544,6 +544,7 @@ def _canon_cons(c: str, lang: str, loose: bool) -> str:
     return c
 
 
+@functools.lru_cache(maxsize=200_000)
 def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple:
     out = []
     isv = []

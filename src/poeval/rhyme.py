@@ -16,7 +16,7 @@ Design
   different; C = the rest 3 same / 2 same with loose vowels / 1 same with loose consonants (voicing,
   nasals, final -s/-t) / 0; t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what
   follows agree, ``y`` (English) for the licence of an unstressed ending against a stressed one
-  (eternity/die, audience/offence); ``+eye`` when the spelled endings (modern spelling) agree. Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+  (eternity/die, audience/offence); ``+eye`` when the spelled endings agree (after the u~v, i~j, y~i swaps of old spelling). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
   P(level | not linked)`` per language (``LLR``), counted on the dev gold (``benchmarks/bench_rhyme.py
   --fit``); ``rhyme_relation`` says "rhyme" when that ratio is positive.
 * A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
@@ -410,6 +410,9 @@ def check_phonemizer() -> None:
 # ioy/iust, vnto, loue/euer, mylde/fyre, gayns/despayre, raigne, imbrace/inthrone, -ick, doubled consonant
 # + e (penne, drumme, passe), final -e (wombe, griefe), -ie/-ye (destinie, flye), -oe (goe, doe), theefe.
 _DROP_E = r"(?<=[^aeiou])e$"
+# the first _EN_SPELLING_LETTERS rules only change letters that stand for one sound (i/j, u/v, y/i, ay/ai);
+# eye rhymes compare the spelling after those alone
+_EN_SPELLING_LETTERS = 5
 _EN_SPELLING = (
     (r"^i(?=[aeou])", "j"), (r"^v(?=[^aeiouy])", "u"), (r"(?<=[aeiou])u(?=[aeiour])", "v"),
     (r"(?<=[^aeiou])y(?=[^aeiou])", "i"), (r"ay(?=[^aeiou]|re$)", "ai"), (r"aign", "ain"),
@@ -423,10 +426,11 @@ _EN_SPELLING_RE = tuple((re.compile(p), r) for p, r in _EN_SPELLING)
 
 
 @functools.lru_cache(maxsize=200_000)
-def _modern_spellings(w: str, keep_e: bool = False) -> tuple[str, ...]:
-    """Modern spellings an early modern English word may stand for, most literal first."""
+def _modern_spellings(w: str, keep_e: bool = False, letters_only: bool = False) -> tuple[str, ...]:
+    """Modern spellings an early modern English word may stand for, most literal first (``keep_e``: not
+    dropping a final -e; ``letters_only``: only the one-sound letter swaps, for eye rhymes)."""
     out = []
-    for pat, rep in _EN_SPELLING_RE:
+    for pat, rep in _EN_SPELLING_RE[:_EN_SPELLING_LETTERS] if letters_only else _EN_SPELLING_RE:
         if keep_e and pat.pattern == _DROP_E:
             continue
         new = pat.sub(rep, w)
@@ -721,8 +725,8 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     if a == b or a.replace("'", "") == b.replace("'", ""):
         return "identical"
     pa, pb = phones(a, lang), phones(b, lang)
-    if lang == "en":  # eye rhymes by the modern spelling: loue/prove, flye/sky (final -e kept)
-        a, b = (((w,) + _modern_spellings(w, keep_e=True))[-1] for w in (a, b))
+    if lang == "en":  # eye rhymes by the modern letters: loue/prove, mylde/wild
+        a, b = (((w,) + _modern_spellings(w, letters_only=True))[-1] for w in (a, b))
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
     best: tuple = (0, 0, "")
     for x in pa:
@@ -756,22 +760,22 @@ def _check_lang(lang: str) -> None:
 # each language with add-one smoothing (benchmarks/bench_rhyme.py --fit prints this table).
 LLR: dict[str, dict[str, float]] = {
     "en": {
-        "identical": 2.401, "v2c3+eye": 5.056, "v2c3": 4.444, "v2c2+eye": 1.099, "v2c2": 1.358, "v2c1+eye": 3.799,
-        "v2c1": -0.009, "v2c0+eye": 4.764, "v2c0": -2.933, "v2c0w+eye": 3.716, "v2c0w": 2.336, "v2c0u+eye": 2.838,
-        "v2c0u": 2.232, "v2c0y+eye": 3.914, "v2c0y": 2.087, "v1c3+eye": 5.435, "v1c3": 1.928, "v1c2+eye": -0.0,
-        "v1c2": -0.0, "v1c1+eye": 0.693, "v1c1": -2.484, "v1c0+eye": 2.079, "v1c0": -3.249, "v1c0w+eye": 1.619,
-        "v1c0w": 2.121, "v1c0u+eye": 2.565, "v1c0u": 1.433, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.209,
+        "identical": 2.401, "v2c3+eye": 5.057, "v2c3": 4.441, "v2c2+eye": 1.099, "v2c2": 1.358, "v2c1+eye": 3.799,
+        "v2c1": -0.009, "v2c0+eye": 4.764, "v2c0": -2.933, "v2c0w+eye": 3.716, "v2c0w": 2.336, "v2c0u+eye": 2.946,
+        "v2c0u": 2.164, "v2c0y+eye": 3.926, "v2c0y": 2.077, "v1c3+eye": 5.435, "v1c3": 1.928, "v1c2+eye": -0.0,
+        "v1c2": -0.0, "v1c1+eye": 0.693, "v1c1": -2.484, "v1c0+eye": 2.079, "v1c0": -3.249, "v1c0w+eye": 1.693,
+        "v1c0w": 2.109, "v1c0u+eye": 2.773, "v1c0u": 1.279, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.209,
         "vhc3": 1.68, "vhc3w+eye": 0.693, "vhc3w": -0.0, "vhc3u+eye": 4.662, "vhc3u": 3.486, "vhc3y+eye": 2.708,
         "vhc3y": 0.047, "vhc2+eye": -0.0, "vhc2": -0.0, "vhc2w+eye": 0.693, "vhc2w": -0.0, "vhc2u+eye": -0.0,
         "vhc2u": 0.693, "vhc2y+eye": -0.0, "vhc2y": -0.0, "vhc1+eye": 3.135, "vhc1": -2.101, "vhc1w+eye": -0.0,
-        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.002,
-        "vhc0": -3.838, "vhc0w+eye": 1.676, "vhc0w": 2.427, "vhc0u+eye": 2.186, "vhc0u": 1.495, "vhc0y+eye": 3.296,
-        "vhc0y": 1.427, "v0c3+eye": 4.21, "v0c3": -0.982, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.938,
-        "v0c3u": 2.931, "v0c3y+eye": -0.0, "v0c3y": -0.21, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
+        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.044,
+        "vhc0": -3.853, "vhc0w+eye": 1.75, "vhc0w": 2.411, "vhc0u+eye": 2.438, "vhc0u": 1.352, "vhc0y+eye": 3.182,
+        "vhc0y": 1.398, "v0c3+eye": 4.468, "v0c3": -0.983, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.953,
+        "v0c3u": 2.922, "v0c3y+eye": -0.0, "v0c3y": -0.21, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
         "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c2y+eye": -0.0, "v0c2y": -0.0, "v0c1+eye": 1.099,
         "v0c1": -4.065, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.559, "v0c1u": -0.54, "v0c1y+eye": -0.0,
-        "v0c1y": -0.0, "v0c0+eye": 4.38, "v0c0": -3.822, "v0c0w+eye": 4.137, "v0c0w": 2.135, "v0c0u+eye": 2.439,
-        "v0c0u": 1.222, "v0c0y+eye": 4.327, "v0c0y": 1.468,
+        "v0c1y": -0.0, "v0c0+eye": 4.409, "v0c0": -3.83, "v0c0w+eye": 4.158, "v0c0w": 2.142, "v0c0u+eye": 2.577,
+        "v0c0u": 1.106, "v0c0y+eye": 4.374, "v0c0y": 1.418,
     },
     "de": {
         "identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197,

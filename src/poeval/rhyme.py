@@ -3,11 +3,11 @@
 Design
 ------
 * Every line-final word is turned into one or more phone sequences: English from the CMU Pronouncing
-  Dictionary (all pronunciations, via ``pronouncing``), looked up under the modern spellings of early modern
-  words (``loue``, ``ioy``, ``penne``, ``griefe``) when it lacks the word, with espeak-ng (on the modern
-  spelling) as grapheme-to-phoneme fallback; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
-  espeak-ng runs as ONE persistent process per voice, fed ``word.`` + newline on stdin and answering one
-  IPA line per word; results are cached by word.
+  Dictionary (all pronunciations, via ``pronouncing``), looked up under the modern spellings of early
+  modern words (``loue``, ``ioy``, ``penne``, ``griefe``) when it lacks the word, with espeak-ng (on the
+  modern spelling) as grapheme-to-phoneme fallback; German from espeak-ng (``-v de --ipa``) after
+  normalising historical spelling. espeak-ng runs as ONE persistent process per voice, fed ``word.`` +
+  newline on stdin and answering one IPA line per word; results are cached by word.
 * A pair of end words gets a graded similarity *level* (see ``LEVELS``): ``identical`` (same word), else
   ``v{V}c{C}{t}[+eye]`` from the rhyme part (last primary stress, or a later secondary stress, to the end;
   best over all pronunciations): V = stressed vowel 2 same / 1 same under the loose vowel classes (German
@@ -16,9 +16,11 @@ Design
   different; C = the rest 3 same / 2 same with loose vowels / 1 same with loose consonants (voicing,
   nasals, final -s/-t) / 0; t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what
   follows agree, ``y`` (English) for the licence of an unstressed ending against a stressed one
-  (eternity/die, audience/offence); ``+eye`` when the spelled endings agree (after the u~v, i~j, y~i swaps of old spelling). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+  (eternity/die, audience/offence); ``+eye`` when the spelled endings agree (English after the u~v, i~j,
+  y~i swaps of old spelling). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
   P(level | not linked)`` per language (``LLR``), counted on the dev gold (``benchmarks/bench_rhyme.py
-  --fit``); ``rhyme_relation`` says "rhyme" when that ratio is positive.
+  --fit``; ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says
+  "rhyme" when that ratio is positive.
 * A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
   partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas
   use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak smoothed log prior

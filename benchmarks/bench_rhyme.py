@@ -3,11 +3,14 @@
 Reports, per language: exact-scheme accuracy on 4-line stanzas (and on all stanzas), pairwise precision
 and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), and stanzas/s.
 
-* ``shipped``: the constants in ``poeval.rhyme`` (``LLR``, ``LINK_BIAS``).
-* ``fitted``: level log-likelihood ratios and distance shifts counted on all of dev (what ``--fit`` prints
-  for shipping; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING`` with dev counts).
-* ``cv2``: 2-fold cross-validation by author (authors split alternately by sorted name): the ratios are
-  counted on one half and evaluated on the other; the honest figure.
+* ``shipped``: the constants in ``poeval.rhyme`` (``LLR``, ``DIST_BIAS``, ``SCHEME_COUNTS_4``).
+* ``dev-fit``: level log-likelihood ratios, distance shifts and scheme counts fitted on all of dev (what
+  ``--fit`` prints for shipping; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
+* ``cv5-poet``: 5-fold cross-validation by poet (``--folds``; ``poet_folds``: no poet in two folds, the
+  English 17th-18th-century poets spread over the folds): everything fitted (level ratios, scheme prior,
+  distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
+  hand-written knowledge in ``poeval.rhyme`` (historical vowels, spellings) is general, not read off this
+  gold. ``--by-poet`` prints the cross-validated 4-line accuracy of each poet.
 * ``rhymetagger`` (only with ``--rhymetagger PYTHON``): the peer tool rhymetagger (PyPI, Plecháč 2018) with
   its shipped pretrained ``en``/``de`` model and default settings, run on the same stanzas (one stanza = one
   poem) in a subprocess of PYTHON, an interpreter of a separate venv that has it installed (it is not a
@@ -15,6 +18,7 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
     .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit] [--fit-out tables.json] [--limit N]
+        [--folds 5] [--by-poet]
         [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
 (set-up of that venv, outside the project's: ``python3 -m venv /tmp/rt-venv && /tmp/rt-venv/bin/pip install
@@ -87,6 +91,64 @@ def fit_dist_bias(rows: list[dict], maxd: int = 12) -> list[float]:
             (link if s[i] == s[j] else non)[min(j - i, maxd)] += 1
     base = math.log(sum(link.values()) / max(sum(non.values()), 1))
     return [round(math.log((link[d] + 1) / (non[d] + 1)) - base, 3) for d in range(1, maxd + 1)]
+
+
+# Century of each English dev poet (general knowledge, not fitted): the folds spread each period, so that
+# every fold scores some 17th-18th-century verse with tables fitted on the other periods' poets too.
+POET_PERIOD = {
+    "Thomas Wyatt": 16, "Sir Thomas More": 16, "Edmund Spenser": 16, "Samuel Daniel": 16, "Thomas Lodge": 16,
+    "Henry Constable": 16, "Bartholomew Griffin": 16, "William Smith": 16, "Richard Lovelace": 17,
+    "Anne Finch": 17, "Jonathan Swift": 18, "Alexander Pope": 18, "Charlotte Turner Smith": 18,
+    "William Wordsworth": 19, "Samuel Taylor Coleridge": 19, "Lord Byron": 19, "A. E. Housman": 20,
+    "Rupert Brooke": 20, "Edward Thomas": 20,
+}
+
+
+def poet_folds(rows: list[dict], k: int, period: dict | None = None) -> dict[str, int]:
+    """Fold of each poet (``author``): poets of one period (17th and 18th century together) are dealt in
+    turn, largest first (4-line stanzas, then all), each to the fold with the fewest 4-line stanzas so far,
+    so that the periods and the stanza counts are spread over the k folds. No poet is in two folds."""
+    period = POET_PERIOD if period is None else period
+    n4, n = Counter(), Counter()
+    for r in rows:
+        n[r["author"]] += 1
+        n4[r["author"]] += len(r["scheme"]) == 4
+    era = {a: 17 if period.get(a) == 18 else period.get(a, 0) for a in n}  # 17th-18th century: one stratum
+    load4 = [0] * k
+    loadall = [0] * k
+    fold = {}
+    for a in sorted(n, key=lambda a: (era[a], -n4[a], -n[a], a)):
+        f = min(range(k), key=lambda i: (load4[i], loadall[i], i))
+        fold[a] = f
+        load4[f] += n4[a]
+        loadall[f] += n[a]
+    return fold
+
+
+def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool) -> list[str]:
+    """Predictions with k-fold cross-validation by poet: the level ratios, the scheme prior and the distance
+    shifts are fitted on the other folds' poets only."""
+    fold = poet_folds(rows, k)
+    preds = [""] * len(rows)
+    for f in range(k):
+        train = [r for r in rows if fold[r["author"]] != f]
+        idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
+        llr = fit_llr(*count_levels(train, lang))
+        prior = rhyme.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+        dist_f = fit_dist_bias(train) if dist else []
+        for i, p in zip(idx, predict([rows[i] for i in idx], llr, bias, prior, dist_f)):
+            preds[i] = p
+    return preds
+
+
+def per_poet(rows: list[dict], preds: list[str]) -> list[tuple[str, int, float]]:
+    """(poet, 4-line stanzas, exact accuracy), most stanzas first."""
+    n, ok = Counter(), Counter()
+    for r, p in zip(rows, preds):
+        if len(r["scheme"]) == 4:
+            n[r["author"]] += 1
+            ok[r["author"]] += rhyme.normalise_scheme(r["scheme"]) == p
+    return [(a, n[a], ok[a] / n[a]) for a in sorted(n, key=lambda a: (-n[a], a))]
 
 
 def predict(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
@@ -210,6 +272,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--prior-weight", type=float, default=None, help="override PRIOR_WEIGHT (fitted/cv rows)")
     ap.add_argument("--no-dist", action="store_true", help="fit/evaluate without the distance shift")
+    ap.add_argument("--folds", type=int, default=5, help="folds of the cross-validation by poet")
+    ap.add_argument("--by-poet", action="store_true", help="print the cross-validated 4-line accuracy per poet")
     ap.add_argument("--fit-out", default=None, help="also write the fitted tables as JSON to this path")
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
@@ -217,6 +281,7 @@ def main() -> None:
                     help="feed rhymetagger German lines after poeval.rhyme.normalise_de (default: raw)")
     args = ap.parse_args()
     table = []
+    by_poet = {}
     rt_info = {}
     fitted_tables = {}
     for lang in args.lang:
@@ -242,21 +307,13 @@ def main() -> None:
         dist = fit_dist_bias(rows) if not args.no_dist else []
         fitted_tables[lang] = (llr, link, non, dist)
         res = evaluate(rows, predict(rows, llr, bias, prior, dist))
-        res.update(name="fitted")
+        res.update(name="dev-fit")
         table.append((lang, res))
-        authors = sorted({r["author"] for r in rows})
-        fold = {a: i % 2 for i, a in enumerate(authors)}
-        preds = [""] * len(rows)
-        for f in (0, 1):
-            train = [r for r in rows if fold[r["author"]] != f]
-            idx = [k for k, r in enumerate(rows) if fold[r["author"]] == f]
-            llr_f = fit_llr(*count_levels(train, lang))
-            prior_f = rhyme.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
-            dist_f = fit_dist_bias(train) if not args.no_dist else []
-            for k, p in zip(idx, predict([rows[k] for k in idx], llr_f, bias, prior_f, dist_f)):
-                preds[k] = p
+        preds = cross_validate(rows, lang, args.folds, weight, bias, not args.no_dist)
+        if args.by_poet:
+            by_poet[lang] = per_poet(rows, preds)
         res = evaluate(rows, preds)
-        res.update(name="cv2-author")
+        res.update(name=f"cv{args.folds}-poet")
         table.append((lang, res))
         if args.rhymetagger:
             norm = args.rhymetagger_normalise_de and lang == "de"
@@ -274,6 +331,10 @@ def main() -> None:
             sps = f"{r['sps']:.0f}/" + ("-" if r["sps_warm"] is None else f"{r['sps_warm']:.0f}")
         print(f"{lang:4} {r['name']:13} {100 * r['acc4']:9.1f}% {r['n4']:5d} {100 * r['acc_all']:7.1f}% "
               f"{r['n']:5d} {100 * r['P']:6.1f}% {100 * r['R']:6.1f}% {sps:>20}")
+    for lang, rows_p in by_poet.items():
+        print(f"\n{lang} cv{args.folds}-poet, 4-line exact per poet:")
+        for author, n4, acc in rows_p:
+            print(f"  {author:28} {n4:5d} {100 * acc:6.1f}%")
     for lang, (version, slow, n_err, norm) in rt_info.items():
         print(f"rhymetagger {version}, shipped '{lang}' model, default settings"
               f"{', input normalise_de (+n)' if norm else ''}; {slow} stanzas retagged with fast_ipa=False, "

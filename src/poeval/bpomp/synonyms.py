@@ -22,7 +22,8 @@ from ..rhyme import rhyme_relation
 from ..wordnet import DETACHMENT, WordNet
 
 # Why a word yields no candidate, from the earliest to the latest stage it got through.
-SKIP_STAGES = ("no_end_word", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
+SKIP_STAGES = ("no_end_word", "proper_noun", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
+_STAGE = {name: k for k, name in enumerate(SKIP_STAGES)}
 _PLAIN = re.compile(r"[a-z]+(?:[-'][a-z]+)*")  # no multiword (_), proper noun, "o.k." or "3-D"
 
 
@@ -86,9 +87,9 @@ def _synonym_lemmas(wn: WordNet, low: str, pos_in_line: str | None = None):
 def _form(wn: WordNet, low: str, pos: str, bf, lemma: str) -> tuple[str | None, int, str | None]:
     """(inflected form or None, skip stage reached, drop reason)."""
     if not _PLAIN.fullmatch(lemma):
-        return None, 3, "not_plain_word"
+        return None, _STAGE["multiword_only"], "not_plain_word"
     form = inflect(wn, lemma, low, pos, bf.how)
-    return (form, 4, None) if form else (None, 4, "inflection")
+    return (form, _STAGE["inflection"], None) if form else (None, _STAGE["inflection"], "inflection")
 
 
 def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int],
@@ -100,7 +101,7 @@ def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int
     if not word:
         return [], "no_end_word"
     low = word.lower()
-    stage = 2 if readings(wn, low) else 1
+    stage = _STAGE["no_synonym"] if readings(wn, low) else _STAGE["not_in_wordnet"]
     out: list[Candidate] = []
     seen: set[str] = {low}
     for pos, bf, synset, lemma in _synonym_lemmas(wn, low, pos):
@@ -112,7 +113,7 @@ def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int
         if form in seen:
             continue
         seen.add(form)
-        stage = 5
+        stage = _STAGE["only_rhyming"]
         if any(rhyme_relation(form, p, "en") != "none" for p in partners):
             tally["rhymes_or_repeats"] = tally.get("rhymes_or_repeats", 0) + 1
             continue

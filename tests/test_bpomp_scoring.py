@@ -195,8 +195,9 @@ def test_mlm_synonym_choice_picks_the_best_scored_candidate(bert):
 
     model, tok = bert
     recs = [{"id": f"h-{k}", "lines": lines} for k, lines in enumerate(GOOD)]
-    made, rep = bpomp.make_pairs(recs, "synonym", synonym_choice="mlm", model=(model, tok))
-    first, _ = bpomp.make_pairs(recs, "synonym", synonym_choice="first")
+    # every reading (synonym_pos any), so that the candidates below are those the chooser saw
+    made, rep = bpomp.make_pairs(recs, "synonym", synonym_choice="mlm", model=(model, tok), synonym_pos="any")
+    first, _ = bpomp.make_pairs(recs, "synonym", synonym_choice="first", synonym_pos="any")
     assert len(made) == len(first) == 5
     wn = default()
     for p in made:

@@ -7,7 +7,7 @@ import pytest
 
 from test_workflow import ROOT, _rows, _workdir, snakemake
 
-TARGETS = ("results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv")
+TARGETS = ("results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv", "results/figures/bpomp_errors.png")
 CONFIGS = ("config/tiny.yaml", "config/bpomp_tiny.yaml", "config/limericks.yaml")
 
 
@@ -49,11 +49,13 @@ def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
     assert acc[2][4] == "within_word_l2r"
 
     err = _rows(work / "results" / "tables" / "bpomp_errors.tsv")
-    assert err[0] == ["scorer", "task", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
-    assert len(err) == 1 + 2 * 4 * 2   # scorers x (3 tasks + all) x (top decile, all)
-    by_key = {tuple(r[:3]): r for r in err[1:]}
-    assert by_key[("gpt2-s", "all", "all")][3] == "90" and by_key[("bert-s", "synonym", "top_decile")][3] == "3"
-    assert all(-1 <= float(r[4]) <= 1 for r in err[1:] if r[4] != "NA")
+    assert err[0] == ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
+    assert len(err) == 1 + 2 * 4 * 5 * 2   # scorers x (3 tasks + all) x 5 cut-offs x (all, errors)
+    by_key = {tuple(r[:4]): r for r in err[1:]}
+    assert by_key[("gpt2-s", "all", "0.00", "all")][4] == "90"
+    assert by_key[("bert-s", "synonym", "0.90", "all")][4] == "3"
+    assert all(-1 <= float(r[5]) <= 1 for r in err[1:] if r[5] != "NA")
+    assert (work / "results" / "figures" / "bpomp_errors.png").read_bytes()[:4] == b"\x89PNG"
 
     log = json.loads((work / "results" / "bpomp" / "models" / "en" / "bert-s" / "training_log.json").read_text())
     assert log["objective"] == "masked" and log["config"]["n_layer"] == 1

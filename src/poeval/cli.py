@@ -216,7 +216,8 @@ def cmd_bpomp_pairs(args) -> None:
     from .bpomp import write_pairs
 
     _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
-                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report))
+                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
+                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder))
 
 
 def cmd_bpomp_score(args) -> None:
@@ -241,7 +242,7 @@ def cmd_bpomp_accuracy(args) -> None:
 def cmd_bpomp_errors(args) -> None:
     from .bpomp.tables import write_errors_cell
 
-    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer)
+    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
     if not args.quiet:
         _print_json({k: v for k, v in cell.items() if k != "pairs"})
 
@@ -255,7 +256,8 @@ def cmd_bpomp_bigrams(args) -> None:
 def cmd_bpomp_table(args) -> None:
     from .bpomp import tables
 
-    (tables.accuracy_table if args.name == "accuracy" else tables.errors_table)(args.cells, args.out)
+    {"accuracy": tables.accuracy_table, "errors": tables.errors_table,
+     "errors-figure": tables.errors_figure}[args.name](args.cells, args.out)
 
 
 def cmd_bpomp_train_mlm(args) -> None:
@@ -286,7 +288,11 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="first")
+    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="context")
+    p.add_argument("--synonym-pos", choices=["context", "any"], default="context",
+                   help="synonyms of the part of speech the word has in its line, or of any reading")
+    p.add_argument("--synonym-encoder", default="default",
+                   help="transformers encoder for --synonym-choice context (default: bundled all-MiniLM-L6-v2)")
     p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
     p.set_defaults(func=cmd_bpomp_pairs)
@@ -318,6 +324,8 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
     p.add_argument("--out", help="JSON cell (with per-pair values)")
     p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
+                   help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     p.set_defaults(func=cmd_bpomp_errors)
 
@@ -326,8 +334,9 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bpomp_bigrams)
 
-    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv or bpomp_errors.tsv from cells")
-    p.add_argument("name", choices=["accuracy", "errors"])
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
+                        "errors figure from cells")
+    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
     p.add_argument("cells", nargs="+")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bpomp_table)

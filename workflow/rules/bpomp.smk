@@ -1,5 +1,5 @@
 # BPoMP: limerick corpus -> minimal pairs per task -> scores per (scorer, task) -> accuracy cells and
-# error analysis -> results/tables/bpomp_accuracy.tsv and bpomp_errors.tsv. rule all asks for the tables
+# error analysis -> results/tables/bpomp_accuracy.tsv and bpomp_errors.tsv, results/figures/bpomp_errors.png. rule all asks for the tables
 # only when bpomp.enabled (params.yaml: false). Causal scorers reuse the generators' checkpoints
 # models/en/<system> (rule train); masked scorers named under bpomp.mlm are trained by rule train_mlm
 # into results/bpomp/models/en/<name> (inside results/bpomp, a DVC output of the tables stage, apart from the generators).
@@ -117,10 +117,12 @@ rule bpomp_errors:
         "results/bpomp/errors/{scorer}.json",
     log:
         "logs/bpomp/errors/{scorer}.log",
+    params:
+        quantiles=" ".join(map(str, BPOMP.get("errors", {}).get("confidence_quantiles", [0.9, 0.75, 0.5, 0.25, 0.0]))),
     threads: 1
     shell:
         "poeval bpomp errors {input.scores} --bigrams {input.bigrams} --scorer {wildcards.scorer}"
-        " --out {output} --quiet > {log} 2>&1"
+        " --quantiles {params.quantiles} --out {output} --quiet > {log} 2>&1"
 
 
 rule bpomp_accuracy_table:
@@ -145,3 +147,15 @@ rule bpomp_errors_table:
     threads: 1
     shell:
         "poeval bpomp table errors {input} --out {output} > {log} 2>&1"
+
+
+rule bpomp_errors_figure:
+    input:
+        bpomp_error_cells(),
+    output:
+        report("results/figures/bpomp_errors.png", caption="../report/bpomp_errors_figure.rst", category="BPoMP"),
+    log:
+        "logs/figures/bpomp_errors.log",
+    threads: 1
+    shell:
+        "poeval bpomp table errors-figure {input} --out {output} > {log} 2>&1"

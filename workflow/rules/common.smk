@@ -267,7 +267,9 @@ def bpomp_pairs_inputs(wildcards):
 
 def bpomp_pairs_options(wildcards):
     pairs = BPOMP["pairs"]
-    opts = [f"--seed {int(pairs['seed'])}", f"--synonym-choice {pairs['synonym_choice']}"]
+    opts = [f"--seed {int(pairs['seed'])}", f"--synonym-choice {pairs['synonym_choice']}",
+            f"--synonym-pos {pairs.get('synonym_pos', 'context')}",
+            f"--synonym-encoder '{pairs.get('synonym_encoder', 'default')}'"]
     if pairs["n"] is not None:
         opts.append(f"--n {int(pairs['n'])}")
     if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
@@ -310,4 +312,4 @@ def bpomp_error_cells():
 def bpomp_targets():
     if not BPOMP_ENABLED:
         return []
-    return ["results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv"]
+    return ["results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv", "results/figures/bpomp_errors.png"]

@@ -6,10 +6,12 @@ Pipeline (library side; one function per step, each writing its output atomicall
 1. :func:`build_corpus` / :func:`write_corpus`: read or mine limericks and keep the AABBA ones whose
    line lengths fit (:mod:`.corpus`).
 2. :func:`make_pairs` / :func:`write_pairs`: one minimal pair per limerick and task (``word_swap``,
-   ``line_swap``, ``synonym``), recording what changed (:mod:`.pairs`, :mod:`.synonyms`).
+   ``line_swap``, ``synonym``), recording what changed (:mod:`.pairs`, :mod:`.synonyms`,
+   synonyms chosen in context by :mod:`.context`).
 3. :func:`write_scores`: causal log-likelihood or masked PLL of both texts (:mod:`.scoring`).
 4. :func:`accuracy`, :func:`error_analysis`: accuracy with bootstrap CIs and the correlation of score
-   differences with bigram-frequency differences (:mod:`.analysis`).
+   differences with bigram-frequency differences at confidence cut-offs, on all pairs and on errors
+   (:mod:`.analysis`).
 """
 
 from .analysis import accuracy, bigram_counts, error_analysis, write_bigram_counts

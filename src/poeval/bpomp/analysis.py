@@ -6,9 +6,13 @@
   pair, ``freq_diff = F(original) - F(corrupted)`` with ``F(text) = sum over its word bigrams of
   log(count + 1)`` (add-one smoothing, so unseen bigrams add log 1 = 0); words are lower-cased runs of
   letters, digits and inner apostrophes, and bigrams run across line breaks (so a line swap changes
-  them). ``score_diff = score_original - score_corrupted``. Pearson and Spearman correlations (scipy)
-  over all pairs and over the most confident decile (the ceil(n / 10) largest ``|score_diff|``), overall
-  and per task; null where undefined (under 3 pairs or a constant variable).
+  them). ``score_diff = score_original - score_corrupted``. As in the paper's GPT-2 analysis, the
+  correlation is taken on the pairs where the model is most confident and again as less confident ones
+  are added: at each confidence cut-off ``q`` (``bpomp.errors.confidence_quantiles``) the pairs with
+  ``|score_diff| >= quantile_q(|score_diff|)`` are kept (``q = 0``: all pairs), and Pearson and
+  Spearman correlations (scipy) are reported on all kept pairs and on the kept errors only
+  (``score_diff < 0``, the model preferred the corrupted text), overall and per task; null where
+  undefined (under 3 pairs or a constant variable).
 """
 
 from __future__ import annotations
@@ -120,15 +124,33 @@ def _corr(x: np.ndarray, y: np.ndarray) -> dict:
             "spearman": float(s.statistic), "spearman_p": float(s.pvalue)}
 
 
-def _summary(score_diff: np.ndarray, freq_diff: np.ndarray) -> dict:
-    k = math.ceil(len(score_diff) / 10)
-    top = np.argsort(-np.abs(score_diff), kind="stable")[:k]
-    return {"all": _corr(score_diff, freq_diff), "top_decile": _corr(score_diff[top], freq_diff[top])}
+DEFAULT_QUANTILES = (0.9, 0.75, 0.5, 0.25, 0.0)
 
 
-def error_analysis(scores_jsonl, bigram_counts) -> dict:
-    """Correlation of ``score_diff`` with ``freq_diff`` (see the module doc), overall and per task, plus
-    per-pair values. ``bigram_counts``: a mapping ``"w1 w2" -> count`` or a JSON file of one."""
+def check_quantiles(quantiles) -> list[float]:
+    q = list(quantiles)
+    if not q or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1 for x in q):
+        raise PoevalError(f"confidence quantiles must be a non-empty list of numbers in [0, 1), got {quantiles!r}")
+    return [float(x) for x in q]
+
+
+def _summary(score_diff: np.ndarray, freq_diff: np.ndarray, quantiles: Sequence[float]) -> list[dict]:
+    """Per cut-off: the correlation on the kept pairs (``all``) and on the kept errors (``errors``)."""
+    conf = np.abs(score_diff)
+    out = []
+    for q in quantiles:
+        kept = conf >= np.quantile(conf, q) if len(conf) else conf.astype(bool)
+        err = kept & (score_diff < 0)
+        out.append({"quantile": q, "all": _corr(score_diff[kept], freq_diff[kept]),
+                    "errors": _corr(score_diff[err], freq_diff[err])})
+    return out
+
+
+def error_analysis(scores_jsonl, bigram_counts, quantiles: Sequence[float] = DEFAULT_QUANTILES) -> dict:
+    """Correlation of ``score_diff`` with ``freq_diff`` at each confidence cut-off (see the module doc),
+    overall and per task, plus per-pair values. ``bigram_counts``: a mapping ``"w1 w2" -> count`` or a
+    JSON file of one."""
+    quantiles = check_quantiles(quantiles)
     if isinstance(bigram_counts, (str, Path)):
         bigram_counts = io.read_json(bigram_counts)
     if not isinstance(bigram_counts, Mapping):
@@ -143,8 +165,8 @@ def error_analysis(scores_jsonl, bigram_counts) -> dict:
     def arrays(rows):
         return (np.array([p["score_diff"] for p in rows], float), np.array([p["freq_diff"] for p in rows], float))
 
-    out = {"overall": _summary(*arrays(per_pair)), "tasks": {}}
+    out = {"quantiles": quantiles, "overall": _summary(*arrays(per_pair), quantiles), "tasks": {}}
     for task in sorted({str(p["task"]) for p in per_pair}):
-        out["tasks"][task] = _summary(*arrays([p for p in per_pair if str(p["task"]) == task]))
+        out["tasks"][task] = _summary(*arrays([p for p in per_pair if str(p["task"]) == task]), quantiles)
     out["pairs"] = per_pair
     return out

@@ -8,7 +8,10 @@ Tasks (each pair records what changed in ``changed``):
   position, so a moved line does not carry a sentence-final full stop into the middle of the
   limerick (a cue unrelated to rhyme). ``changed = {"lines": [i, j], "texts": [body_i, body_j]}``.
 * ``synonym``: one line-final word becomes a WordNet synonym that neither rhymes with nor repeats the
-  end words of that line's rhyme partners (see :mod:`.synonyms`). ``changed = {"lines": [i], "words":
+  end words of that line's rhyme partners (see :mod:`.synonyms`), of the part of speech the word has
+  in its line (``synonym_pos="context"``; ``"any"``: every reading) and, with ``synonym_choice=
+  "context"`` (the paper's procedure), the candidate closest to the word in a contextual encoder
+  (:mod:`.context`); ``first`` / ``random`` / ``mlm`` are the alternatives. ``changed = {"lines": [i], "words":
   [old, new], "pos", "synset", "lemma", "synonym_lemma"}``.
 
 The rhyming line pairs are (1, 2), (1, 5), (2, 5) and (3, 4) (0-based below). Which pair or line is
@@ -28,9 +31,11 @@ from .. import io
 from ..errors import PoevalError
 from ..rhyme import end_word, scheme
 from . import synonyms as syn
+from .context import NO_SYNONYM
 
 TASKS = ("word_swap", "line_swap", "synonym")
-SYNONYM_CHOICES = ("first", "random", "mlm")
+SYNONYM_CHOICES = ("context", "first", "random", "mlm")
+SYNONYM_POS = ("context", "any")
 RHYME_PAIRS = ((0, 1), (0, 4), (1, 4), (2, 3))
 PARTNERS = {0: (1, 4), 1: (0, 4), 4: (0, 1), 2: (3,), 3: (2,)}
 _APOS = "’`´ʼ‘"
@@ -96,11 +101,22 @@ def line_swap(lines: list[str], rng: random.Random, **_) -> tuple[list[str], dic
     return "identical_lines"
 
 
-def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally: dict, **_) -> tuple[list[str], dict] | str:
+def _pos_in_line(wn, line: str, word: str) -> str | None:
+    from .context import end_word_pos
+
+    return end_word_pos(line, {pos for pos, _ in syn.readings(wn, word.lower())})
+
+
+def synonym(lines: list[str], rng: random.Random, *, wn, choose: Callable, tally: dict, pos_in_context: bool = True,
+            **_) -> tuple[list[str], dict] | str:
     ends = [end_word(line) for line in lines]
     worst = -1
     for i in _order(rng, range(5)):
-        cands, stage = syn.candidates(wn, ends[i], [ends[p] for p in PARTNERS[i]], tally)
+        pos = _pos_in_line(wn, lines[i], ends[i]) if pos_in_context and ends[i] else None
+        if pos == NO_SYNONYM:
+            worst = max(worst, syn.SKIP_STAGES.index("proper_or_function_word"))
+            continue
+        cands, stage = syn.candidates(wn, ends[i], [ends[p] for p in PARTNERS[i]], tally, pos)
         if not cands:
             worst = max(worst, syn.SKIP_STAGES.index(stage))
             continue
@@ -126,6 +142,26 @@ def _choose_random(lines, i, cands, rng):
     return rng.choice(cands)
 
 
+def context_chooser(encoder: str = "default", wn=None) -> Callable:
+    """Choose the candidate whose word vector in the line is closest to the original word's
+    (:func:`.context.closest`), among the preferred candidates (:func:`.context.preferred`)."""
+    from . import context
+
+    model, tok = context.load(encoder)
+
+    def choose(lines, i, cands, rng):
+        common = context.preferred(wn, cands)
+        line = lines[i]
+        variants = []
+        for c in common:
+            new = replace_end_word(line, c.form)
+            variants.append((new, end_word_span(new)))
+        sims = context.closest(model, tok, line, end_word_span(line), variants)
+        return common[max(range(len(common)), key=lambda k: (sims[k], -k))]
+
+    return choose
+
+
 def mlm_chooser(model, tokenizer, variant: str = "within_word_l2r", batch_size: int = 64) -> Callable:
     """Choose the candidate whose own tokens the masked LM finds most likely in the limerick (PLL of
     the candidate word's tokens only, the rest of the text is the same for all candidates)."""
@@ -145,9 +181,11 @@ def mlm_chooser(model, tokenizer, variant: str = "within_word_l2r", batch_size: 
     return choose
 
 
-def _chooser(choice: str, model) -> Callable:
+def _chooser(choice: str, model, encoder: str, wn) -> Callable:
     if choice not in SYNONYM_CHOICES:
         raise PoevalError(f"synonym_choice must be one of {', '.join(SYNONYM_CHOICES)}, got {choice!r}")
+    if choice == "context":
+        return context_chooser(encoder, wn)
     if choice == "first":
         return _choose_first
     if choice == "random":
@@ -169,8 +207,9 @@ def _check_record(rec, n: int) -> tuple[str, list[str]]:
 
 
 def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: int = 1,
-               synonym_choice: str = "first", model=None, wordnet=None, check_scheme: bool = True,
-               progress: bool = False) -> tuple[list[dict], dict]:
+               synonym_choice: str = "context", model=None, wordnet=None, check_scheme: bool = True,
+               progress: bool = False, synonym_pos: str = "context",
+               synonym_encoder: str = "default") -> tuple[list[dict], dict]:
     """Up to ``n`` pairs (None: all) for ``task``; returns ``(pairs, report)``. With ``n``, limericks are
     visited in a seeded order until ``n`` pairs exist; pairs come back in corpus order. Limericks that
     are not 5 lines or (``check_scheme``) not AABBA are skipped and counted."""
@@ -183,10 +222,14 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     records = [_check_record(rec, k) for k, rec in enumerate(limericks, 1)]
     extra: dict = {}
     tally: dict[str, int] = {}
+    if synonym_pos not in SYNONYM_POS:
+        raise PoevalError(f"synonym_pos must be one of {', '.join(SYNONYM_POS)}, got {synonym_pos!r}")
     if task == "synonym":
         from ..wordnet import default
 
-        extra = {"wn": wordnet or default(), "choose": _chooser(synonym_choice, model), "tally": tally}
+        wn = wordnet or default()
+        extra = {"wn": wn, "choose": _chooser(synonym_choice, model, synonym_encoder, wn), "tally": tally,
+                 "pos_in_context": synonym_pos == "context"}
     order = list(range(len(records)))
     if n is not None:
         random.Random(f"{seed}/{task}/order").shuffle(order)
@@ -208,6 +251,9 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
               "skipped": dict(sorted(skipped.items())), "seed": seed}
     if task == "synonym":
         report["synonym_choice"] = synonym_choice
+        report["synonym_pos"] = synonym_pos
+        if synonym_choice == "context":
+            report["synonym_encoder"] = synonym_encoder
         report["candidates_dropped"] = dict(sorted(tally.items()))
     return [p for _, p in made], report
 
@@ -228,11 +274,12 @@ def _one_pair(rid: str, lines: list[str], task: str, seed: int, check_scheme: bo
 
 
 def write_pairs(input_jsonl: str, task: str, out: str, n: int | None = None, seed: int = 1,
-                synonym_choice: str = "first", model=None, report_out: str | None = None,
-                progress: bool = True) -> dict:
+                synonym_choice: str = "context", model=None, report_out: str | None = None,
+                progress: bool = True, synonym_pos: str = "context", synonym_encoder: str = "default") -> dict:
     """Pairs for ``task`` from a limerick JSONL (:func:`.corpus.write_corpus` output) into ``out``."""
     pairs, report = make_pairs(list(io.read_jsonl(input_jsonl)), task, n=n, seed=seed,
-                               synonym_choice=synonym_choice, model=model, progress=progress)
+                               synonym_choice=synonym_choice, model=model, progress=progress,
+                               synonym_pos=synonym_pos, synonym_encoder=synonym_encoder)
     io.write_jsonl(out, pairs)
     if report_out:
         io.write_json(report_out, report)

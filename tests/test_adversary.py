@@ -7,10 +7,12 @@ import random
 import pytest
 import torch
 
+from conftest import Interrupted, assert_stamped
 from poeval.errors import PoevalError
-from poeval.lm import STYLE_TOKENS
+from poeval.io import read_json
 from poeval.poetic import adversary as sa
 from poeval.poetic import common
+from poeval.style import STYLE_TOKENS
 
 # rhyme groups (all in CMUdict; each group shares its rhyme part)
 GROUPS = [
@@ -31,7 +33,7 @@ SMALL = {  # tiny sizes for the tests
     "disc_hidden": 8, "pron_steps": 20, "pron_pairs": 16, "adv_steps": 3, "adv_batch_size": 8,
     "disc_pre_steps": 2, "adv_max_tokens": 40, "vocab_min_count": 1, "dropout": 0.0,
 }
-TRAIN = {"seed": 3, "batch_size": 8, "max_steps": 80, "epochs": 30, "lr": 0.02, "eval_every": 20, "eval_quatrains": 6,
+TRAIN = {"seed": 3, "batch_size": 8, "max_steps": 80, "max_epochs": 30, "lr": 0.02, "eval_every": 20, "eval_quatrains": 6,
          "patience": 5, "warmup_steps": 0}
 VANILLA = {"temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
@@ -254,7 +256,7 @@ def test_train_writes_a_loadable_checkpoint_with_its_log(trained, data):
     assert arch == "sa" and set(states) == {"lm", "disc"}
     assert config["lang"] == "en" and config["model"]["conditioned"] is False
     log = json.loads((out / "training_log.json").read_text())
-    assert set(log) == {"evals", "summary", "model_cfg", "train_cfg"}
+    assert set(log) == {"evals", "summary", "model_cfg", "train_cfg", "provenance"}
     for key in ("best_step", "best_dev_loss", "stopped_early", "steps", "elapsed_s", "n_params", "n_train",
                 "n_dev_eval", "vocab_size", "threads", "pron_covered", "pron_missing", "adv_steps",
                 "final_dev_loss", "word2vec_covered"):
@@ -319,6 +321,42 @@ def test_training_and_sampling_are_deterministic(trained, data, tmp_path):
     sa.sample(str(out), VANILLA, 8, str(tmp_path / "z.jsonl"), str(tmp_path / "z.json"), batch_size=6, seed=12,
               progress=False)
     assert (tmp_path / "z.jsonl").read_text() != files[0]
+
+
+def test_checkpoint_stamps_its_provenance(trained, data):
+    log = read_json(trained[0] / "training_log.json")
+    assert_stamped(log, {"train": data["sonnets"], "dev": data["dev"], "word2vec": data["w2v"]},
+                   {"model": {"arch": "sa", **SMALL}, "training": TRAIN})
+
+
+def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, monkeypatch):
+    # 36 training quatrains in batches of 8: 5 steps an epoch; interrupted once in the MLE phase (step 10,
+    # resumed from the state saved at step 8) and once in the adversarial phase (rerun from the MLE's end)
+    cfg, model = {**TRAIN, "max_steps": 12, "eval_every": 4}, {"arch": "sa", **SMALL}
+
+    def run(name: str) -> dict:
+        return sa.train(data["sonnets"], data["dev"], str(tmp_path / name), model, cfg, lang="en",
+                        word2vec=data["w2v"], threads=1, progress=False)
+
+    run("full")
+    interrupt(10)
+    with pytest.raises(Interrupted):
+        run("cut")
+    interrupt(None)
+    finetune = sa.adversarial_finetune
+
+    def killed(*args, **kwargs):
+        finetune(*args, **kwargs)
+        raise Interrupted("adversarial phase")
+
+    monkeypatch.setattr(sa, "adversarial_finetune", killed)
+    with pytest.raises(Interrupted):
+        run("cut")
+    monkeypatch.setattr(sa, "adversarial_finetune", finetune)
+    summary = run("cut")
+    assert summary["resumed_from_step"] == 8 and not (tmp_path / ".cut.resume").exists()
+    a, b = common.load_checkpoint(tmp_path / "full")[3], common.load_checkpoint(tmp_path / "cut")[3]
+    assert all(torch.equal(a[part][k], b[part][k]) for part in ("lm", "disc") for k in a[part])
 
 
 def test_contrastive_decoding_is_refused(trained, tmp_path):

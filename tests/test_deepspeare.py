@@ -19,6 +19,7 @@ from poeval import lm  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 from poeval.poetic import common, deepspeare as ds  # noqa: E402
+from conftest import Interrupted, assert_stamped  # noqa: E402
 
 # rhyme families: the end words of rhyming verses share an ending; some families end in the same letter
 # as another (ight/oat, ore/ate, ain/een), so the rhyme model must learn more than the last letter
@@ -43,7 +44,7 @@ TINY = {
     "pm_enc_dim": 12, "pm_dec_dim": 16, "pm_attn_dim": 12, "rm_dim": 24, "dropout": 0.0,
     "softmax_cutoffs": [], "candidates": 4, "rhyme_attempts": 10, "rhyme_threshold": 0.5,
 }
-TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "epochs": 100, "lr": 0.01, "eval_every": 40,
+TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "max_epochs": 100, "lr": 0.01, "eval_every": 40,
          "eval_quatrains": 20, "patience": 5}
 VANILLA = {"temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
@@ -97,7 +98,8 @@ def data(tmp_path_factory) -> dict:
 def trained(data) -> dict:
     out = data["dir"] / "model"
     summary = ds.train(data["sonnets"], data["dev"], str(out), TINY, TRAIN, lang="en", progress=False)
-    return {"dir": out, "summary": summary, "log": read_json(out / "training_log.json")}
+    return {"dir": out, "summary": summary, "log": read_json(out / "training_log.json"), "sonnets": data["sonnets"],
+            "dev": data["dev"]}
 
 
 def _pairs(loaded: ds.Loaded) -> tuple[list[float], list[float]]:
@@ -152,7 +154,9 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     assert arch == "deepspeare" and set(states) == {"chars", "lm", "pentameter", "rhyme"}
     assert config["scheme_counts"] and not any(t in vocab.stoi for t in lm.STYLE_TOKENS)
     log = trained["log"]
-    assert set(log) == {"evals", "summary", "model_cfg", "train_cfg"}
+    assert set(log) == {"evals", "summary", "model_cfg", "train_cfg", "provenance"}
+    # the module stamps its own checkpoint (inputs and params as given)
+    assert_stamped(log, {"train": trained["sonnets"], "dev": trained["dev"]}, {"model": TINY, "training": TRAIN})
     for key in ("step", "epoch", "dev_loss", "train_loss", "dev_pm_loss", "dev_rm_loss"):
         assert key in log["evals"][-1]
     for key in ("best_step", "best_dev_loss", "stopped_early", "steps", "elapsed_s", "n_params", "n_train",
@@ -192,6 +196,24 @@ def test_sample_budget_and_validity(trained, tmp_path):
     assert res["valid"] == 0 and res["attempts"] == 16 and sum(res["reasons"].values()) == 16
     assert set(res["reasons"]) <= {"truncated", "empty_line"} and res["reasons"]["truncated"] >= 8
     assert list(read_jsonl(out)) == []
+
+
+def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt):
+    # 48 sonnets in batches of 8: 6 steps an epoch, so the resumed run must restore the data order mid-epoch
+    cfg = {**TRAIN, "max_steps": 14, "eval_every": 4}
+    ds.train(data["sonnets"], data["dev"], str(tmp_path / "full"), TINY, cfg, lang="en", progress=False)
+    interrupt(10)
+    with pytest.raises(Interrupted):
+        ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), TINY, cfg, lang="en", progress=False)
+    assert not (tmp_path / "cut").exists()
+    interrupt(None)
+    summary = ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), TINY, cfg, lang="en", progress=False)
+    assert summary["resumed_from_step"] == 8
+    a, b = common.load_checkpoint(tmp_path / "full")[3], common.load_checkpoint(tmp_path / "cut")[3]
+    assert all(torch.equal(a[part][k], b[part][k]) for part in a for k in a[part])
+    la, lb = (read_json(tmp_path / x / "training_log.json")["evals"] for x in ("full", "cut"))
+    assert [(e["step"], e["train_loss"], e["dev_loss"]) for e in la] == [(e["step"], e["train_loss"], e["dev_loss"]) for e in lb]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "full"]   # no resume state left
 
 
 def test_training_and_sampling_are_deterministic(data, trained, tmp_path):

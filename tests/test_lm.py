@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from poeval import lm  # noqa: E402
+from poeval.generators import engine  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 
@@ -530,7 +531,7 @@ def _interrupt_at(monkeypatch, at: int):
         if step == at:
             raise _Interrupt(step)
 
-    monkeypatch.setattr(lm, "_after_step", hook)
+    monkeypatch.setattr(engine, "_after_step", hook)
 
 
 @pytest.mark.parametrize("arch, lr, patience", [("gpt2", 1e-2, 2), ("llama", 3e-2, 3)])
@@ -545,7 +546,7 @@ def test_resume_after_interruption_is_bit_identical(arch, lr, patience, corpus, 
     with pytest.raises(_Interrupt):
         _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
     assert not (tmp_path / "cut").exists() and (lm.resume_dir(tmp_path / "cut") / "state.pt").is_file()
-    monkeypatch.setattr(lm, "_after_step", None)
+    monkeypatch.setattr(engine, "_after_step", None)
     summary = _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
     assert summary["resumed_from_step"] == 30
     a, b = _state(tmp_path / "full"), _state(tmp_path / "cut")
@@ -565,7 +566,7 @@ def test_resume_state_is_discarded_when_config_changes(corpus, tmp_path, monkeyp
     _interrupt_at(monkeypatch, 25)
     with pytest.raises(_Interrupt):
         _train(corpus, tmp_path / "m", **kw)
-    monkeypatch.setattr(lm, "_after_step", None)
+    monkeypatch.setattr(engine, "_after_step", None)
     summary = _train(corpus, tmp_path / "m", **kw, seed=2)  # different config: starts afresh
     assert summary["resumed_from_step"] is None
     _train(corpus, tmp_path / "fresh", **kw, seed=2)

@@ -21,6 +21,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from poeval.generators import registry
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROFILES = ROOT / "workflow" / "profiles"
@@ -64,13 +66,18 @@ def test_profile_parses_and_names_only_existing_rules(name, executor):
     for key in ("mem_mb", "runtime"):
         assert key in profile["default-resources"], f"{name}: default-resources.{key} missing"
     rules = _rules()
+    # as the workflow does when it loads: the systems' archs, here params.yaml's plus two whose names
+    # would mislead (GPU or CPU follows the registry's device of the arch, never the name)
+    models = {**yaml.safe_load((ROOT / "params.yaml").read_text())["models"],
+              "deepspeare-like": {"arch": "gpt2"}, "gpt2-like": {"arch": "sa"}}
+    registry.bind_systems(models)
     for key in ("set-resources", "set-threads"):
         unknown = set(profile[key]) - rules
         assert not unknown, f"{name}: {key} names rules the workflow does not have: {sorted(unknown)}"
     for rule in GPU_RULES:   # transformers on a GPU, the poetry-specific LSTM ports on CPU
         res = profile["set-resources"][rule]
         for system, gpus in (("gpt2-s", 1), ("gptneo-l-cond", 1), ("llama-l", 1), ("bygpt5-s-cond", 1),
-                             ("deepspeare-s", 0), ("sa-s-cond", 0)):
+                             ("deepspeare-s", 0), ("sa-s-cond", 0), ("deepspeare-like", 1), ("gpt2-like", 0)):
             assert _evaluate(res["gpu"], system=system) == gpus, f"{name}: {rule} {system}"
             if name == "slurm":
                 partition = _evaluate(res["slurm_partition"], system=system)

@@ -67,23 +67,22 @@ def cmd_rhyme(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from . import lm, poetic, provenance
+    from . import lm
+    from .generators import registry
 
-    if not poetic.is_poetic(args.model):
+    if not registry.is_poetic(args.model):
         lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
         return
     if not args.sonnets or not args.lang:
         raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
     model = dict(args.model)
     training = {**args.training, **model.pop("training", {})}   # the system's own overrides win
-    poetic.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
-                                       word2vec=args.word2vec, threads=args.threads, name=args.name)
-    _add_stamp(Path(args.out) / "training_log.json",
-               provenance.train_stamp(args.sonnets, args.dev, model, training, word2vec=args.word2vec))
+    registry.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
+                                         word2vec=args.word2vec, threads=args.threads, name=args.name)
 
 
 def _add_stamp(path: Path, stamp: dict) -> None:
-    """Record the provenance of an artifact written by a poetry-specific port (one place for both)."""
+    """Record the provenance of samples written by a poetry-specific port (one place for both)."""
     from .io import read_json, write_json
 
     write_json(path, {**read_json(path), "provenance": stamp})

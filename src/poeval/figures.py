@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import PoevalError
+from .generators import registry
 from .io import atomic_write, read_json
 from .rhyme import SCHEMES_4
 from .tables import HUMAN, fmt, write_tsv
@@ -392,7 +393,7 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
 
 # System kinds of the paper's appendix figures: the poetry-specific generators (5), unconditioned (6,
 # 7) and style-conditioned LLMs (8, 9). Any arch outside the LLM families counts as poetry-specific.
-LLM_ARCHS = ("gpt2", "gptneo", "llama", "bygpt5")
+LLM_ARCHS = registry.names("llm")
 KINDS = {"poetic": "poetry-specific systems", "unconditioned": "unconditioned LLMs",
          "conditioned": "style-conditioned LLMs"}
 

@@ -21,28 +21,23 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import inspect
-import itertools
-import json
-import math
 import os
-import random
-import re
-import shutil
-import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import device
 from .errors import PoevalError
-from .io import file_sha256, read_jsonl, write_json, write_jsonl
+from .generators import engine, registry
+from .generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
+from .io import read_jsonl, write_json, write_jsonl
 from .provenance import sample_stamp, train_stamp
+from .style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
 
 SPECIAL = "<|endoftext|>"
 
-ARCHS = ("gpt2", "gptneo", "llama", "bygpt5")
+ARCHS = registry.names("llm")
 
 MODEL_DEFAULTS: dict[str, Any] = {
     "arch": "gpt2",
@@ -77,24 +72,8 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "patience": 3,
     "max_grad_norm": 1.0,
     "length_grouping": 50,  # batches per length-sorted group; 0 = plain random batches
+    "max_epochs": None,  # passes over the train split; null = only max_steps ends training
 }
-
-
-def _first_appearance(labels: str) -> str:
-    seen: dict[str, str] = {}
-    return "".join(seen.setdefault(c, "abcd"[len(seen)]) for c in labels)
-
-
-# the 15 rhyme schemes of four lines, labelled by first appearance ("abab", "aabb", ...)
-SCHEMES: tuple[str, ...] = tuple(
-    s for s in ("".join(p) for p in itertools.product("abcd", repeat=4)) if _first_appearance(s) == s
-)
-METERS: tuple[str, ...] = ("iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other")
-STYLE_TOKENS: tuple[str, ...] = tuple(f"<scheme={s}>" for s in SCHEMES) + tuple(f"<meter={m}>" for m in METERS)
-_STYLE_RE = re.compile(r"<(?:scheme|meter)=[^<>\s]*>")
-
-# test hook: called with the step number after every optimizer step (and after any resume save)
-_after_step: Callable[[int], None] | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -130,16 +109,6 @@ def _read_split(
 
 def _read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
     return _read_split(path, role)[0]
-
-
-def style_tokens(scheme: str, meter: str) -> list[str]:
-    """The special tokens that condition a quatrain on its rhyme scheme and metre."""
-    return [f"<scheme={scheme}>", f"<meter={meter}>"]
-
-
-def strip_style(text: str) -> str:
-    """Remove any style tokens from a decoded text."""
-    return _STYLE_RE.sub("", text)
 
 
 def quatrain_text(lines: list[str], bos: str, eos: str, style: list[str] | tuple[str, ...] = ()) -> str:
@@ -497,136 +466,6 @@ def _quiet_transformers(progress: bool):
             hf_logging.enable_progress_bar()
 
 
-def _make_sibling_dir(out_dir: Path) -> Path:
-    """A fresh, empty temp directory next to ``out_dir`` (same filesystem, so rename is atomic)."""
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def _replace_dir(tmp: Path, out_dir: Path) -> None:
-    """Move the finished ``tmp`` directory to ``out_dir``, replacing any previous one."""
-    umask = os.umask(0)
-    os.umask(umask)
-    for path in tmp.iterdir():  # some writers create 0600 files; give the checkpoint normal permissions
-        if path.is_file():
-            os.chmod(path, 0o666 & ~umask)
-    old = None
-    if out_dir.exists():
-        old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(out_dir, old)
-    os.replace(tmp, out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-class _BatchStream:
-    """Endless epochs over the shuffled train split. With length_grouping g > 1, each run of g batches
-    of the shuffled order is sorted by length before batching and the batch order is shuffled again
-    ("sortish" batching, like HF group_by_length): ~98% instead of ~63% real tokens per padded batch on
-    English quatrains. Its position (order, current epoch's batches, index, RNG) can be saved and
-    restored, so a resumed run sees exactly the batches an uninterrupted one would."""
-
-    def __init__(self, lengths: list[int], batch_size: int, group: int, rng: random.Random):
-        self.lengths, self.bs, self.group, self.rng = lengths, batch_size, group, rng
-        self.order = list(range(len(lengths)))
-        self.chunks: list[list[int]] = []
-        self.pos = 0
-
-    def next(self) -> list[int]:
-        if self.pos >= len(self.chunks):
-            self._new_epoch()
-        self.pos += 1
-        return self.chunks[self.pos - 1]
-
-    def _new_epoch(self) -> None:
-        bs, group, order = self.bs, self.group, self.order
-        self.rng.shuffle(order)
-        if group > 1:
-            chunks = []
-            for c in range(0, len(order), bs * group):
-                part = sorted(order[c : c + bs * group], key=lambda i: self.lengths[i])
-                chunks.extend(part[s : s + bs] for s in range(0, len(part), bs))
-            self.rng.shuffle(chunks)
-        else:
-            chunks = [order[s : s + bs] for s in range(0, len(order), bs)]
-        self.chunks, self.pos = chunks, 0
-
-    def state(self) -> dict:
-        return {"order": list(self.order), "chunks": [list(c) for c in self.chunks], "pos": self.pos,
-                "rng": self.rng.getstate()}
-
-    def restore(self, state: dict) -> None:
-        self.order = list(state["order"])
-        self.chunks = [list(c) for c in state["chunks"]]
-        self.pos = int(state["pos"])
-        self.rng.setstate(_as_tuple(state["rng"]))
-
-
-def _as_tuple(value):
-    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
-
-
-def resume_dir(out_dir: str | os.PathLike) -> Path:
-    """Where :func:`train` keeps the resume state of ``out_dir``: ``.<name>.resume`` next to it."""
-    out = Path(out_dir)
-    return out.parent / f".{out.name}.resume"
-
-
-def _fingerprint(train: str, dev: str, cfg: dict, tcfg: dict, threads: int) -> str:
-    """What must be equal for a saved training state to be resumed: inputs, config, threads, versions."""
-    import torch
-    import transformers
-
-    meta = {
-        "format": 1,
-        "model_cfg": cfg,
-        "train_cfg": tcfg,
-        "threads": int(threads),
-        "train": file_sha256(train),
-        "dev": file_sha256(dev),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }
-    return hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _save_resume(rdir: Path, state: dict) -> None:
-    """Atomically replace the resume state (a killed process leaves the previous one intact)."""
-    import torch
-
-    rdir.mkdir(parents=True, exist_ok=True)
-    tmp = rdir / f"state.pt.tmp-{os.getpid()}"
-    torch.save(state, tmp)
-    os.replace(tmp, rdir / "state.pt")
-
-
-def _load_resume(rdir: Path, fingerprint: str) -> dict | None:
-    """The saved state if it belongs to this very run (same fingerprint); otherwise discard it."""
-    import torch
-
-    path = rdir / "state.pt"
-    if not path.is_file():
-        if rdir.exists():
-            shutil.rmtree(rdir, ignore_errors=True)
-        return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - a corrupt or foreign file is discarded, never fatal
-        print(f"poeval train: discarding unreadable resume state {path}: {err}", file=sys.stderr)
-        state = None
-    if state is not None and state.get("fingerprint") != fingerprint:
-        print(f"poeval train: discarding resume state {path}: inputs or config changed", file=sys.stderr)
-        state = None
-    if state is None:
-        shutil.rmtree(rdir, ignore_errors=True)
-    return state
-
-
 def train(
     train: str,
     dev: str,
@@ -638,40 +477,29 @@ def train(
     *,
     name: str | None = None,
 ) -> dict:
-    """Train a causal LM on the quatrains of ``train``; keep the checkpoint with the best dev loss.
+    """Train a causal LM on the quatrains of ``train`` through :func:`poeval.generators.engine.run`; keep
+    the checkpoint with the best dev loss.
 
-    ``out_dir`` receives the best model and its tokenizer (``save_pretrained``) and ``training_log.json``;
-    it is written to a temporary sibling directory and renamed into place at the end. ``name`` is the
-    model's key in the config, used in error messages. Returns the log's summary.
-
-    After every evaluation the whole training state (weights, optimizer, scheduler, RNGs, data position,
-    best weights, early-stopping counters, log) is saved to :func:`resume_dir`; an interrupted run called
-    again with the same arguments continues from there and gives the same final checkpoint, bit for bit.
-    A saved state whose inputs, config or thread count differ is discarded. It is removed on success.
+    ``out_dir`` receives the best model and its tokenizer (``save_pretrained``) and ``training_log.json``,
+    written atomically. ``name`` is the model's key in the config, used in error messages. An interrupted
+    run called again with the same arguments resumes (:func:`resume_dir`) and gives the same checkpoint,
+    bit for bit. Returns the log's summary.
     """
-    import torch
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
-
     tcfg = {**TRAIN_DEFAULTS, **train_cfg}
     cfg = resolve_model_cfg(model_cfg, name)
     init, conditioned = cfg["init"], cfg["conditioned"]
     unknown = set(train_cfg) - set(TRAIN_DEFAULTS)
     if unknown:
         raise PoevalError(f"unknown train parameter(s) {sorted(unknown)}; known: {sorted(TRAIN_DEFAULTS)}")
-    for key in ("batch_size", "max_steps", "eval_every", "eval_quatrains"):
-        if not isinstance(tcfg[key], int) or tcfg[key] < 1:
-            raise PoevalError(f"train {key} must be a positive integer, got {tcfg[key]!r}")
+    engine.check_train_cfg(tcfg, lambda key: f"train {key}")
+    if not isinstance(tcfg["eval_quatrains"], int) or tcfg["eval_quatrains"] < 1:
+        raise PoevalError(f"train eval_quatrains must be a positive integer, got {tcfg['eval_quatrains']!r}")
     train_q, train_styles = _read_split(train, "train", conditioned, name)
     dev_q, dev_styles = _read_split(dev, "dev", conditioned, name)
     dev_q = dev_q[: tcfg["eval_quatrains"]]
     dev_styles = dev_styles[: tcfg["eval_quatrains"]] if dev_styles is not None else None
 
-    torch.set_num_threads(int(threads))
-    seed = int(tcfg["seed"])
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
-
+    rng = engine.seed(tcfg["seed"], threads)
     if init == "pretrained":
         # fail before any training work if the model cannot be loaded
         with _quiet_transformers(progress):
@@ -685,147 +513,33 @@ def train(
         texts = [quatrain_text(q, "", "") for q in train_q]  # tokenizer sees TRAIN text only, no style tokens
         model, tokenizer = _build_scratch(cfg, texts)
     model.to(device.resolve())
-    model.train()
 
     max_len = _max_positions(model)
     train_ids, n_trunc = _encode(tokenizer, train_q, max_len, train_styles)
     dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, max_len, dev_styles)
     pad_id = tokenizer.pad_token_id
 
-    decay, no_decay = [], []
-    for pname, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (no_decay if param.ndim < 2 or "ln_" in pname or "norm" in pname.lower() else decay).append(param)
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": float(tcfg["weight_decay"])},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=float(tcfg["lr"]),
+    def loss(batch: list[int]):
+        input_ids, mask, labels = _collate([train_ids[i] for i in batch], pad_id)
+        loss_sum, n_tok = _loss_sum(model, input_ids, mask, labels)
+        return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": int(mask.sum())}
+
+    loop = engine.Loop(
+        model=model,
+        stream=engine.BatchStream([len(s) for s in train_ids], tcfg["batch_size"], int(tcfg["length_grouping"] or 0),
+                                  rng),
+        loss=loss,
+        evaluate=lambda: {"dev_loss": _dev_loss(model, dev_ids, pad_id, 2 * tcfg["batch_size"])},
+        train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
     )
-    max_steps = tcfg["max_steps"]
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(tcfg["warmup_steps"]), max_steps)
-    n_params = sum(p.numel() for p in model.parameters())
+    key = engine.fingerprint({"train": train, "dev": dev}, {"model_cfg": cfg, "train_cfg": tcfg,
+                                                            "threads": int(threads)})
+    result = engine.run(loop, tcfg, engine.Resume(out_dir, key), progress)
 
-    stream = _BatchStream([len(s) for s in train_ids], tcfg["batch_size"], int(tcfg["length_grouping"] or 0), rng)
-    patience = tcfg["patience"]
-    log: list[dict] = []
-    best_loss, best_step, best_state = math.inf, 0, None
-    bad_evals, stopped_early = 0, False
-    run_loss, run_tokens, run_input_tokens, run_time = 0.0, 0, 0, 0.0
-    total_input_tokens, total_train_time = 0, 0.0
-    step, resumed_from, elapsed_before = 0, None, 0.0
-
-    out = Path(out_dir)
-    rdir = resume_dir(out)
-    fingerprint = _fingerprint(train, dev, cfg, tcfg, threads)
-    saved = _load_resume(rdir, fingerprint)
-    if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        stream.restore(saved["stream"])
-        torch.set_rng_state(saved["torch_rng"])
-        if saved.get("cuda_rng") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(saved["cuda_rng"])
-        step = resumed_from = int(saved["step"])
-        best_loss, best_step, best_state = float(saved["best_loss"]), int(saved["best_step"]), saved["best_state"]
-        bad_evals, log = int(saved["bad_evals"]), list(saved["log"])
-        run_loss, run_tokens, run_input_tokens, run_time = saved["run"]
-        total_input_tokens, total_train_time, elapsed_before = saved["totals"]
-        del saved
-        if progress:
-            print(f"poeval train: resuming from step {step} ({rdir})", file=sys.stderr)
-
-    def save_state() -> None:
-        _save_resume(
-            rdir,
-            {
-                "fingerprint": fingerprint,
-                "step": step,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "stream": stream.state(),
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "best_loss": best_loss,
-                "best_step": best_step,
-                "best_state": best_state,
-                "bad_evals": bad_evals,
-                "log": log,
-                "run": (run_loss, run_tokens, run_input_tokens, run_time),
-                "totals": (total_input_tokens, total_train_time, time.perf_counter() - t_start),
-            },
-        )
-
-    t_start = time.perf_counter() - elapsed_before
-    bar = tqdm(total=max_steps, initial=step, desc="train", unit="step", disable=not progress, leave=False)
-    try:
-        while step < max_steps:
-            t0 = time.perf_counter()
-            input_ids, mask, labels = _collate([train_ids[i] for i in stream.next()], pad_id)
-            loss_sum, n_tok = _loss_sum(model, input_ids, mask, labels)
-            (loss_sum / max(n_tok, 1)).backward()
-            if tcfg["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), float(tcfg["max_grad_norm"]))
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            dt = time.perf_counter() - t0
-            n_in = int(mask.sum())
-            run_loss += loss_sum.item()
-            run_tokens += n_tok
-            run_input_tokens += n_in
-            run_time += dt
-            total_input_tokens += n_in
-            total_train_time += dt
-            bar.update(1)
-
-            if step % tcfg["eval_every"] == 0 or step == max_steps:
-                dev_loss = _dev_loss(model, dev_ids, pad_id, 2 * tcfg["batch_size"])
-                entry = {
-                    "step": step,
-                    "train_loss": run_loss / max(run_tokens, 1),
-                    "dev_loss": dev_loss,
-                    "tokens_per_s": run_input_tokens / run_time if run_time else None,
-                    "elapsed_s": time.perf_counter() - t_start,
-                    "lr": scheduler.get_last_lr()[0],
-                }
-                log.append(entry)
-                bar.set_postfix(train=f"{entry['train_loss']:.3f}", dev=f"{dev_loss:.3f}")
-                run_loss, run_tokens, run_input_tokens, run_time = 0.0, 0, 0, 0.0
-                if dev_loss < best_loss:
-                    best_loss, best_step, bad_evals = dev_loss, step, 0
-                    # kept on the CPU: a copy on the GPU would double the model's memory there
-                    best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-                else:
-                    bad_evals += 1
-                    if patience and bad_evals >= patience:
-                        stopped_early = step < max_steps
-                        break
-                if step < max_steps:
-                    save_state()
-            if _after_step is not None:
-                _after_step(step)
-    finally:
-        bar.close()
-
-    if best_state is not None:
-        model.load_state_dict(best_state)
     if cfg["lora"] is not None and hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()  # a plain checkpoint that load() reads without peft
     summary = {
-        "best_step": best_step,
-        "best_dev_loss": best_loss if math.isfinite(best_loss) else None,
-        "stopped_early": stopped_early,
-        "steps": step,
-        "tokens_per_s": total_input_tokens / total_train_time if total_train_time else None,
-        "train_tokens": total_input_tokens,
-        "elapsed_s": time.perf_counter() - t_start,
-        "n_params": n_params,
+        "n_params": sum(p.numel() for p in model.parameters()),
         "n_train": len(train_ids),
         "n_dev_eval": len(dev_ids),
         "mean_tokens_per_quatrain": sum(map(len, train_ids)) / len(train_ids),
@@ -833,25 +547,17 @@ def train(
         "truncated_dev": n_trunc_dev,
         "vocab_size": len(tokenizer),
         "threads": int(threads),
-        "resumed_from_step": resumed_from,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _make_sibling_dir(out)
-    try:
+
+    def write(tmp: Path) -> None:
         with _quiet_transformers(progress):
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-        write_json(
-            tmp / "training_log.json",
-            {"evals": log, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg,
-             "provenance": train_stamp(train, dev, model_cfg, train_cfg)},
-        )
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(rdir, ignore_errors=True)
-    return summary
+
+    log = engine.training_log(result, summary, train_stamp(train, dev, model_cfg, train_cfg),
+                              model_cfg=model_cfg, train_cfg=tcfg)
+    engine.write_checkpoint(out_dir, write, log)
+    return log["summary"]
 
 
 # --------------------------------------------------------------------------------------------------

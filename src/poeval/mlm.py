@@ -13,24 +13,22 @@ scorer.
   80 % of those become ``[MASK]``, 10 % a random token, 10 % stay. Only the selected positions go through
   the output layer. The dev loss uses one fixed masking of the dev quatrains, so evaluations compare.
 * Seeded (weights, batch order, masking): the same inputs, config and thread count give the same weights.
-* Early stopping on the dev MLM loss (``patience`` evaluations without improvement); the best weights
-  are kept. The checkpoint directory (model, tokenizer, ``training_log.json`` with losses and tokens/s)
-  is written to a temporary sibling and renamed into place, like :func:`poeval.lm.train`.
+* Trained by the generators' engine (:mod:`poeval.generators.engine`), like :func:`poeval.lm.train`:
+  early stopping on the dev MLM loss (``patience`` evaluations without improvement; the best weights
+  are kept), resumable after an interruption (bit-identical), the checkpoint directory (model, tokenizer,
+  ``training_log.json`` with losses, tokens/s and the provenance stamp) written atomically.
 """
 
 from __future__ import annotations
 
-import math
-import random
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 from . import device
 from .errors import PoevalError
-from .io import write_json
-from .lm import _make_sibling_dir, _quiet_transformers, _read_quatrains, _replace_dir
+from .generators import engine
+from .lm import _quiet_transformers, _read_quatrains
+from .provenance import stamp
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 NEWLINE = "¶"
@@ -57,6 +55,7 @@ MLM_DEFAULTS: dict[str, Any] = {
     "eval_quatrains": 500,
     "patience": 3,              # evaluations without dev-loss improvement before stopping; 0: never
     "max_grad_norm": 1.0,
+    "max_epochs": None,         # passes over the train split; null: only max_steps ends training
 }
 _POSINT = ("vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "batch_size", "max_steps",
            "eval_every", "eval_quatrains")
@@ -83,6 +82,7 @@ def resolve_config(cfg: dict | None, name: str | None = None) -> dict:
         raise PoevalError(f"{where}.dropout must be in [0, 1), got {out['dropout']!r}")
     if out["n_positions"] < 8:
         raise PoevalError(f"{where}.n_positions must be at least 8, got {out['n_positions']}")
+    engine.check_train_cfg(out, lambda key: f"{where}.{key}")
     return out
 
 
@@ -196,11 +196,10 @@ def _dev_loss(model, dev_batches) -> float:
 
 def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threads: int = 1, progress: bool = True,
               *, name: str | None = None) -> dict:
-    """Train a masked LM from scratch on the quatrains of ``train`` (early stopping on ``dev``); write the
-    best checkpoint, its tokenizer and ``training_log.json`` to ``out_dir`` atomically. Returns the summary."""
+    """Train a masked LM from scratch on the quatrains of ``train`` (early stopping on ``dev``) through the
+    engine; write the best checkpoint, its tokenizer and ``training_log.json`` to ``out_dir`` atomically.
+    Returns the summary."""
     import torch
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
 
     c = resolve_config(cfg, name)
     if not isinstance(threads, int) or threads < 1:
@@ -208,109 +207,46 @@ def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threa
     train_q = _read_quatrains(train, "train")
     dev_q = _read_quatrains(dev, "dev")[: c["eval_quatrains"]]
 
-    torch.set_num_threads(threads)
-    seed = int(c["seed"])
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
-    gen = torch.Generator().manual_seed(seed)
-
+    rng = engine.seed(c["seed"], threads)
+    gen = torch.Generator().manual_seed(int(c["seed"]))   # the masking of training batches
     with _quiet_transformers(progress):
         tokenizer = train_tokenizer([quatrain_text(q) for q in train_q], c["vocab_size"])
         model = build_model(c, tokenizer)
     model.to(device.resolve())
-    model.train()
     train_ids, n_trunc = _encode(tokenizer, train_q, c["n_positions"])
     dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, c["n_positions"])
-    dev_gen = torch.Generator().manual_seed(seed + 1)
+    dev_gen = torch.Generator().manual_seed(int(c["seed"]) + 1)
     bs = c["batch_size"]
     dev_batches = [mask_batch(dev_ids[s : s + 2 * bs], tokenizer, c["mask_prob"], dev_gen)
                    for s in range(0, len(dev_ids), 2 * bs)]
 
-    decay, no_decay = [], []
-    for pname, param in model.named_parameters():
-        (no_decay if param.ndim < 2 or "LayerNorm" in pname or "bias" in pname else decay).append(param)
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": float(c["weight_decay"])},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=float(c["lr"]))
-    max_steps = c["max_steps"]
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(c["warmup_steps"]), max_steps)
-    n_params = sum(p.numel() for p in model.parameters())
+    def loss(batch: list[int]):
+        inputs, att, labels = mask_batch([train_ids[i] for i in batch], tokenizer, c["mask_prob"], gen)
+        loss_sum, n = _loss_sum(model, inputs, att, labels)
+        return loss_sum / max(n, 1), {"loss": loss_sum.item(), "targets": n, "tokens": int(att.sum())}
 
-    order: list[int] = []
-    log: list[dict] = []
-    best_loss, best_step, best_state, bad_evals, stopped_early = math.inf, 0, None, 0, False
-    run_loss, run_targets, run_tokens, run_time = 0.0, 0, 0, 0.0
-    total_tokens, total_time = 0, 0.0
-    step = 0
-    t_start = time.perf_counter()
-    bar = tqdm(total=max_steps, desc="train-mlm", unit="step", disable=not progress, leave=False)
-    try:
-        while step < max_steps:
-            if len(order) < bs:
-                epoch = list(range(len(train_ids)))
-                rng.shuffle(epoch)
-                order += epoch
-            idx, order = order[:bs], order[bs:]
-            t0 = time.perf_counter()
-            inputs, att, labels = mask_batch([train_ids[i] for i in idx], tokenizer, c["mask_prob"], gen)
-            loss_sum, n = _loss_sum(model, inputs, att, labels)
-            (loss_sum / max(n, 1)).backward()
-            if c["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), float(c["max_grad_norm"]))
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            dt = time.perf_counter() - t0
-            n_in = int(att.sum())
-            run_loss += loss_sum.item()
-            run_targets += n
-            run_tokens += n_in
-            run_time += dt
-            total_tokens += n_in
-            total_time += dt
-            bar.update(1)
-            if step % c["eval_every"] == 0 or step == max_steps:
-                dev_loss = _dev_loss(model, dev_batches)
-                entry = {"step": step, "train_loss": run_loss / max(run_targets, 1), "dev_loss": dev_loss,
-                         "tokens_per_s": run_tokens / run_time if run_time else None,
-                         "elapsed_s": time.perf_counter() - t_start, "lr": scheduler.get_last_lr()[0]}
-                log.append(entry)
-                bar.set_postfix(train=f"{entry['train_loss']:.3f}", dev=f"{dev_loss:.3f}")
-                run_loss, run_targets, run_tokens, run_time = 0.0, 0, 0, 0.0
-                if dev_loss < best_loss:
-                    best_loss, best_step, bad_evals = dev_loss, step, 0
-                    best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-                else:
-                    bad_evals += 1
-                    if c["patience"] and bad_evals >= c["patience"]:
-                        stopped_early = step < max_steps
-                        break
-    finally:
-        bar.close()
-
-    if best_state is not None:
-        model.load_state_dict(best_state)
+    loop = engine.Loop(
+        model=model, stream=engine.BatchStream([len(s) for s in train_ids], bs, 0, rng), loss=loss,
+        evaluate=lambda: {"dev_loss": _dev_loss(model, dev_batches)},
+        train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
+        rngs={"masking": gen}, desc="train-mlm",
+    )
+    key = engine.fingerprint({"train": train, "dev": dev}, {"config": c, "threads": threads})
+    result = engine.run(loop, c, engine.Resume(out_dir, key), progress)
     model.eval()
     summary = {
-        "best_step": best_step, "best_dev_loss": best_loss if math.isfinite(best_loss) else None,
-        "stopped_early": stopped_early, "steps": step,
-        "tokens_per_s": total_tokens / total_time if total_time else None, "train_tokens": total_tokens,
-        "elapsed_s": time.perf_counter() - t_start, "n_params": n_params, "n_train": len(train_ids),
+        "n_params": sum(p.numel() for p in model.parameters()), "n_train": len(train_ids),
         "n_dev_eval": len(dev_ids), "mean_tokens_per_quatrain": sum(map(len, train_ids)) / len(train_ids),
         "truncated_train": n_trunc, "truncated_dev": n_trunc_dev, "vocab_size": len(tokenizer),
         "threads": threads,
     }
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _make_sibling_dir(out)
-    try:
+
+    def write(tmp: Path) -> None:
         with _quiet_transformers(progress):
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-        write_json(tmp / "training_log.json", {"evals": log, "summary": summary, "config": c,
-                                               "name": name, "objective": "masked"})
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return summary
+
+    log = engine.training_log(result, summary, stamp({"train": train, "dev": dev}, {"mlm": cfg}),
+                              config=c, name=name, objective="masked")
+    engine.write_checkpoint(out_dir, write, log)
+    return log["summary"]

@@ -6,13 +6,16 @@ from snakemake.exceptions import WorkflowError
 from poeval import config as poeval_config
 from poeval.errors import PoevalError
 from poeval.figures import FIGURES
-from poeval.poetic import ARCHS as POETIC_ARCHS
+from poeval.generators import registry
 from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, TRAIN, table_families
 
 try:
     poeval_config.validate(config)
 except PoevalError as err:
     raise WorkflowError(str(err))
+
+# the cluster profiles' resource expressions ask the registry whether a system's arch runs on a GPU
+registry.bind_systems(config["models"])
 
 HUMAN = "HUMAN"
 LANGS = config["languages"]
@@ -65,7 +68,7 @@ def bootstrap_reps(wildcards):
 
 
 def is_poetic(system):
-    return config["models"][system]["arch"] in POETIC_ARCHS
+    return registry.is_poetic(config["models"][system])
 
 
 def system_decodings(system, decodings):

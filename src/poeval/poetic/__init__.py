@@ -4,16 +4,7 @@ their own checkpoint format (:mod:`.common`); ``poeval train`` / ``poeval sample
 
 from __future__ import annotations
 
-import importlib
+from ..generators import registry
+from ..generators.registry import is_poetic, module  # noqa: F401 - the arch's train(...) and sample(...)
 
-# arch name in params -> module
-ARCHS = {"deepspeare": "deepspeare", "sa": "adversary"}
-
-
-def module(arch: str):
-    """The module that trains and samples ``arch`` (``train(...)``, ``sample(...)``)."""
-    return importlib.import_module(f".{ARCHS[arch]}", __name__)
-
-
-def is_poetic(model_cfg: dict) -> bool:
-    return model_cfg.get("arch") in ARCHS
+ARCHS = registry.names("poetic")

@@ -57,7 +57,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import PoevalError
+from ..generators import engine
 from ..io import read_jsonl
+from ..provenance import train_stamp
+from ..style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
 from . import common
 from .common import Vocab, check_params
 
@@ -110,7 +113,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "seed": 1,
     "batch_size": 32,
     "max_steps": 500,             # hard cap on the generator's MLE optimizer steps (~1 minute on 2 cores)
-    "epochs": 10,                 # and on the MLE epochs
+    "max_epochs": 10,             # and on the MLE epochs
     "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002
     "warmup_steps": 50,
     "weight_decay": 0.0,
@@ -187,8 +190,9 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
         raise PoevalError(f"unknown train parameter(s) {unknown} for {ARCH}; known: {sorted(TRAIN_DEFAULTS)}")
     tcfg = {**TRAIN_DEFAULTS, **(train_cfg or {})}
     check_params(tcfg, lambda key: f"training {key}",
-                 positive_int=("batch_size", "max_steps", "epochs", "eval_every", "eval_quatrains"),
+                 positive_int=("batch_size", "max_steps", "eval_every", "eval_quatrains"),
                  nonneg_int=("patience", "warmup_steps", "seed"))
+    engine.check_train_cfg(tcfg)
     if tcfg["max_threads"] is not None and (not isinstance(tcfg["max_threads"], int) or tcfg["max_threads"] < 1):
         raise PoevalError(f"train max_threads must be null or a positive integer, got {tcfg['max_threads']!r}")
     if not isinstance(tcfg["lr"], (int, float)) or not tcfg["lr"] > 0:
@@ -201,8 +205,6 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
 
 
 def _style(record: dict, path, i: int, k: int | None, name: str | None) -> list[str]:
-    from ..lm import METERS, SCHEMES, style_tokens
-
     if k is None:
         scheme, meter = record.get("scheme"), record.get("meter")
     else:
@@ -915,20 +917,19 @@ def adversarial_finetune(lm, disc, chars: CharVocab, vocab: Vocab, cfg: dict, tr
 # train
 
 
-def _state(module) -> dict:
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
-
-
 def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict, *, lang: str,
           word2vec: str | None = None, threads: int = 1, name: str | None = None, progress: bool = True) -> dict:
     """Train the Structured Adversary generator: MLE pretraining of the LSTM LM (early stopping on the dev
     quatrains), pronouncing-dictionary pretraining of the rhyme encoder, discriminator warm-up, then
     ``adv_steps`` REINFORCE steps against the structured discriminator. Writes ``out_dir`` atomically
-    (common.save_checkpoint) and returns the log's summary."""
-    import torch
-    from tqdm.auto import tqdm
+    (common.save_checkpoint) and returns the log's summary.
 
-    from ..lm import STYLE_TOKENS
+    Phase 1 is the generators' engine (:mod:`poeval.generators.engine`): seeding, warmup, clipping,
+    early stopping, resume after an interruption. Its end (weights, log, RNG states) is saved as the
+    resume part ``mle``; phases 2 and 3 (short, about a minute) are not resumable step by step: after an
+    interruption they run again from the saved end of phase 1 with the same RNG states, so the final
+    checkpoint equals an uninterrupted run's bit for bit. The checkpoint carries the provenance stamp."""
+    import torch
 
     cfg = resolve_model_cfg(model_cfg, name)
     tcfg = resolve_train_cfg(train_cfg)
@@ -943,10 +944,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     t_start = time.perf_counter()
     threads_used = int(threads) if tcfg["max_threads"] is None else min(int(threads), tcfg["max_threads"])
-    torch.set_num_threads(max(1, threads_used))
-    seed = int(tcfg["seed"])
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
+    rng = engine.seed(tcfg["seed"], threads_used)
 
     train_tok = [unit_tokens(q) for q in train_units]
     dev_tok = [unit_tokens(q) for q in dev_units]
@@ -959,54 +957,33 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     lm = build_lm(cfg, len(vocab))
     w2v = common.init_embedding(lm.emb, vocab, word2vec)
 
-    # ---- 1. MLE pretraining of the generator
-    t_mle = time.perf_counter()
+    # ---- 1. MLE pretraining of the generator (the engine)
+    def loss(batch: list[int]):
+        loss_sum, n_tok = nll(lm, [train_ids[i] for i in batch])
+        return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": n_tok}
+
+    loop = engine.Loop(
+        model=lm, stream=engine.BatchStream([len(x) for x in train_ids], tcfg["batch_size"], 0, rng), loss=loss,
+        evaluate=lambda: {"phase": "mle", "dev_loss": dev_loss(lm, dev_ids)},
+        train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
+        lr_decay=False, desc="sa: generator (MLE)",
+    )
+    resume = engine.Resume(out_dir, engine.fingerprint(
+        {"sonnets": sonnets, "dev": dev, "word2vec": word2vec},
+        {"model_cfg": cfg, "train_cfg": tcfg, "lang": lang, "threads": threads_used}))
+    mle = resume.load("mle")
+    if mle is None:
+        mle = engine.run(loop, tcfg, resume, progress)
+        mle["mle_time_s"] = time.perf_counter() - t_start
+        resume.save({"result": mle, "lm": lm.state_dict(), "rng": rng.getstate(),
+                     "torch_rng": torch.get_rng_state()}, "mle")
+    else:   # phase 1 had ended: continue from its end, exactly as then
+        lm.load_state_dict(mle["lm"])
+        rng.setstate(engine._as_tuple(mle["rng"]))
+        torch.set_rng_state(mle["torch_rng"])
+        mle = mle["result"]
+    evals, step = list(mle["evals"]), mle["summary"]["steps"]
     bs = tcfg["batch_size"]
-    per_epoch = max(1, math.ceil(len(train_ids) / bs))
-    total_steps = min(tcfg["max_steps"], tcfg["epochs"] * per_epoch)
-    opt = torch.optim.AdamW(lm.parameters(), lr=float(tcfg["lr"]), weight_decay=float(tcfg["weight_decay"]))
-    warm = int(tcfg["warmup_steps"])
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
-    stopper = common.EarlyStopping(max(1, tcfg["patience"]))
-    evals: list[dict] = []
-    step, stopped_early = 0, False
-    run_loss, run_tok = 0.0, 0
-    order: list[int] = []
-    bar = tqdm(total=total_steps, desc="sa: generator (MLE)", unit="step", disable=not progress, leave=False)
-    try:
-        while step < total_steps:
-            if not order:
-                order = list(range(len(train_ids)))
-                rng.shuffle(order)
-            idx, order = order[:bs], order[bs:]
-            lm.train()
-            loss_sum, n_tok = nll(lm, [train_ids[i] for i in idx])
-            opt.zero_grad(set_to_none=True)
-            (loss_sum / max(n_tok, 1)).backward()
-            if tcfg["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(lm.parameters(), float(tcfg["max_grad_norm"]))
-            opt.step()
-            sched.step()
-            step += 1
-            run_loss += loss_sum.item()
-            run_tok += n_tok
-            bar.update(1)
-            if step % tcfg["eval_every"] == 0 or step == total_steps:
-                dl = dev_loss(lm, dev_ids)
-                entry = {"phase": "mle", "step": step, "epoch": step * bs / len(train_ids),
-                         "train_loss": run_loss / max(run_tok, 1), "dev_loss": dl,
-                         "elapsed_s": time.perf_counter() - t_start}
-                evals.append(entry)
-                bar.set_postfix(train=f"{entry['train_loss']:.3f}", dev=f"{dl:.3f}")
-                run_loss, run_tok = 0.0, 0
-                if stopper.update(dl, step, lambda: _state(lm)) and tcfg["patience"]:
-                    stopped_early = step < total_steps
-                    break
-    finally:
-        bar.close()
-    if stopper.best_state is not None:
-        lm.load_state_dict(stopper.best_state)
-    mle_time = time.perf_counter() - t_mle
 
     # ---- 2. the structured discriminator and its rhyme encoder
     t_pron = time.perf_counter()
@@ -1034,14 +1011,10 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     head, tail = adv_log[:10], adv_log[-10:]
     summary = {
-        "best_step": stopper.best_step,
-        "best_dev_loss": stopper.best if math.isfinite(stopper.best) else None,
-        "stopped_early": stopped_early,
-        "steps": step,
         "adv_steps": len(adv_log),
         "final_dev_loss": final_dev,
         "elapsed_s": time.perf_counter() - t_start,
-        "mle_time_s": mle_time,
+        "mle_time_s": mle["mle_time_s"],
         "adv_time_s": adv_time,
         "n_params": sum(p.numel() for p in lm.parameters()) + sum(p.numel() for p in disc.parameters()),
         "n_params_generator": sum(p.numel() for p in lm.parameters()),
@@ -1067,9 +1040,11 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     summary.pop("vocab", None)
     config = {"model": cfg, "lang": lang, "chars": chars.itos, "max_word_chars": chars.max_len}
     states = {"lm": lm.state_dict(), "disc": disc.state_dict()}
-    log = {"evals": evals, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg}
+    log = engine.training_log({**mle, "evals": evals}, summary,
+                              train_stamp(sonnets, dev, model_cfg, train_cfg, word2vec=word2vec),
+                              model_cfg=model_cfg, train_cfg=tcfg)
     common.save_checkpoint(out_dir, ARCH, config, vocab, states, log)
-    return summary
+    return log["summary"]
 
 
 def _mean(values) -> float | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import math
 import re
-import shutil
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
@@ -264,22 +263,16 @@ def is_checkpoint(model_dir: str | Path) -> bool:
 
 def save_checkpoint(out_dir: str | Path, arch: str, config: dict, vocab: Vocab, states: dict[str, Any],
                     log: dict) -> None:
-    """Write a checkpoint directory atomically (temp sibling, then rename)."""
+    """Write a checkpoint directory atomically (:func:`poeval.generators.engine.write_checkpoint`)."""
     import torch
 
-    from ..lm import _make_sibling_dir, _replace_dir
+    from ..generators import engine
 
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _make_sibling_dir(out)
-    try:
+    def write(tmp: Path) -> None:
         write_json(tmp / MANIFEST, {"arch": arch, "config": config, "vocab": vocab.itos})
         torch.save(states, tmp / WEIGHTS)
-        write_json(tmp / "training_log.json", log)
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    engine.write_checkpoint(out_dir, write, log)
 
 
 def load_manifest(model_dir: str | Path) -> dict:
@@ -301,23 +294,6 @@ def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, 
 
 # --------------------------------------------------------------------------------------------------
 # training and sampling bookkeeping shared by both generators
-
-
-class EarlyStopping:
-    """Stop after ``patience`` evaluations without a lower dev loss (the papers use patience 5);
-    remembers the best state."""
-
-    def __init__(self, patience: int):
-        self.patience, self.best, self.best_step, self.bad, self.best_state = int(patience), math.inf, 0, 0, None
-
-    def update(self, loss: float, step: int, state_fn) -> bool:
-        """Record one evaluation; ``state_fn()`` snapshots the weights when ``loss`` is the best so far.
-        Returns True when training should stop."""
-        if loss < self.best:
-            self.best, self.best_step, self.bad, self.best_state = loss, step, 0, state_fn()
-        else:
-            self.bad += 1
-        return self.bad >= self.patience
 
 
 def verse_ok(tokens: list[str]) -> bool:

@@ -40,8 +40,10 @@ Components (arch ``deepspeare``) and how they map to the paper:
   one AdamW optimiser (the original ran one optimiser per component: SGD for the LM, Adam for the
   others); the character embedding is shared by the three models (the paper's shared weights). Early
   stopping on the LM's dev loss (per-token cross-entropy on dev quatrains, each quatrain its own
-  context, ``<eol>`` included). Training ends after ``epochs`` passes (default 3; the paper: 30) or
-  ``max_steps`` optimizer steps, whichever comes first.
+  context, ``<eol>`` included). Training ends after ``max_epochs`` passes (default 3; the paper: 30) or
+  ``max_steps`` optimizer steps, whichever comes first. The loop is the generators' engine
+  (:mod:`poeval.generators.engine`: warmup, clipping, early stopping, bit-identical resume, provenance);
+  this module gives it the model, the batches of pseudo-sonnets and the joint loss.
 * **Generation**. For each quatrain a target rhyme scheme is drawn from the distribution of the
   schemes of the training sonnets' quatrains (a style-conditioned model samples its own style line
   first, and the scheme it sampled is enforced). Each verse is sampled word by word, right to left, with
@@ -78,10 +80,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import lm as _lm
+from .. import style as _style
 from ..errors import PoevalError
+from ..generators import engine
 from ..io import read_jsonl
-from .common import (EarlyStopping, Vocab, ancestral_params, check_params, detokenize, end_word, filtered_probs,
+from ..provenance import train_stamp
+from .common import (Vocab, ancestral_params, check_params, detokenize, end_word, filtered_probs,
                      init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok,
                      write_samples)
 
@@ -133,7 +137,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "seed": 1,
     "batch_size": 32,             # pseudo-sonnets per step
     "max_steps": 1000,            # hard cap on optimizer steps
-    "epochs": 3,                  # passes over the pseudo-sonnets (whichever of epochs / max_steps ends first)
+    "max_epochs": 3,              # passes over the pseudo-sonnets (whichever of the two ends first)
     "lr": 1e-3,
     "warmup_steps": 0,            # linear warm-up of the learning rate
     "weight_decay": 0.0,
@@ -207,13 +211,14 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
         raise PoevalError(f"unknown training parameter(s) {unknown} for arch {ARCH}; known: {sorted(TRAIN_DEFAULTS)}")
     tcfg = {**TRAIN_DEFAULTS, **train_cfg}
     check_params(tcfg, lambda key: f"training {key}",
-                 positive_int=("batch_size", "max_steps", "epochs", "eval_every", "eval_quatrains"),
+                 positive_int=("batch_size", "max_steps", "eval_every", "eval_quatrains"),
                  nonneg_int=("patience", "warmup_steps", "length_grouping"),
                  nonneg_number=("lr", "weight_decay", "max_grad_norm"))
     if not tcfg["lr"] > 0:
         raise PoevalError("training lr must be > 0")
     if not isinstance(tcfg["seed"], int) or isinstance(tcfg["seed"], bool):
         raise PoevalError(f"training seed must be an integer, got {tcfg['seed']!r}")
+    engine.check_train_cfg(tcfg)
     return tcfg
 
 
@@ -247,11 +252,11 @@ def _style_of(record: dict, path, i: int, field_s: str, field_m: str, k: int | N
         scheme = scheme[k] if isinstance(scheme, list) and len(scheme) > k else None
         meter = meter[k] if isinstance(meter, list) and len(meter) > k else None
     where = f"{path}: record {i + 1}"
-    if scheme not in _lm.SCHEMES or meter not in _lm.METERS:
+    if scheme not in _style.SCHEMES or meter not in _style.METERS:
         raise PoevalError(f"{where} lacks a valid '{field_s}'/'{field_m}' (scheme one of the 15 four-line schemes, "
-                          f"meter one of {', '.join(_lm.METERS)}), which style-conditioned training needs "
+                          f"meter one of {', '.join(_style.METERS)}), which style-conditioned training needs "
                           f"({_param(name, 'conditioned')} is true)")
-    return _lm.style_tokens(scheme, meter)
+    return _style.style_tokens(scheme, meter)
 
 
 def _lines_of(record, path, i: int) -> list[str]:
@@ -278,7 +283,7 @@ def read_sonnets(path, conditioned: bool, name: str | None = None) -> tuple[list
         if not all(isinstance(x, str) for p in parts for x in p) or not all(isinstance(x, str) for x in rest):
             raise PoevalError(f"{path}: record {i + 1}: 'quatrains' / 'couplet' must hold strings")
         for s in record.get("schemes") or []:
-            if s in _lm.SCHEMES:
+            if s in _style.SCHEMES:
                 schemes[s] += 1
         rows, verse, texts, quats = [], [], [], []
         for k, part in enumerate(parts):
@@ -750,15 +755,11 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     train_poems, scheme_counts = read_sonnets(sonnets, conditioned, name)
     dev_poems = read_dev(dev, conditioned, tcfg["eval_quatrains"], name)
 
-    t_start = time.perf_counter()
     # one thread whatever `threads` says: torch's multithreaded CPU kernels for these small LSTM ops
     # sum in a varying order, so two identical runs gave different weights with 2 threads
-    torch.set_num_threads(1)
-    seed = int(tcfg["seed"])
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
+    rng = engine.seed(tcfg["seed"], 1)
 
-    style = _lm.STYLE_TOKENS if conditioned else ()
+    style = _style.STYLE_TOKENS if conditioned else ()
     verse_tokens = [row for p in train_poems for row, v in zip(p["rows"], p["verse"]) if v]
     vocab = Vocab.build(verse_tokens, min_count=cfg["min_count"], max_size=cfg["max_vocab"], extra=style)
     chars = Tables.char_list([t for row in verse_tokens for t in row] +
@@ -769,99 +770,45 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     model = DeepSpeare(cfg, len(vocab), len(chars), vocab.pad)
     w2v = init_embedding(model.lm.embed, vocab, word2vec)
-    model.train()
     batcher = Batcher(model, tables, cfg)
-    n_params = sum(p.numel() for p in model.parameters())
 
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n and n != "chars.weight"]
-    ids = {id(p) for p in decay}
-    other = [p for p in model.parameters() if id(p) not in ids]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": float(tcfg["weight_decay"])},
-                                   {"params": other, "weight_decay": 0.0}], lr=float(tcfg["lr"]))
-    warmup = int(tcfg["warmup_steps"])
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+    def loss(batch: list[int]):
+        poems = [train_enc[i] for i in batch]
+        lm_sum, n_tok = batcher.lm_loss(poems)
+        pm = batcher.pm_loss(poems)
+        rm = batcher.rm_loss(poems, rng)
+        return lm_sum / max(n_tok, 1) + pm + rm, {"lm": float(lm_sum.detach()), "targets": n_tok, "tokens": n_tok,
+                                                   "pm": float(pm.detach()), "rm": float(rm.detach()), "n": 1}
 
-    bs = tcfg["batch_size"]
-    per_epoch = math.ceil(len(train_enc) / bs)
-    max_steps = min(tcfg["max_steps"], tcfg["epochs"] * per_epoch)
-    stopper = EarlyStopping(tcfg["patience"])
-    evals: list[dict] = []
-    run = collections.defaultdict(float)
-    step, stopped_early, order, pos = 0, False, list(range(len(train_enc))), len(train_enc)
-    train_tokens, train_time = 0, 0.0
+    def train_entry(run: dict) -> dict:
+        return {"train_loss": run["lm"] / run["targets"] if run.get("targets") else None,
+                "train_pm_loss": run["pm"] / run["n"] if run.get("n") else None,
+                "train_rm_loss": run["rm"] / run["n"] if run.get("n") else None}
 
-    def do_eval(epoch: float) -> bool:
-        res = _evaluate(batcher, dev_enc, 2 * bs)
-        entry = {"step": step, "epoch": round(epoch, 4), **res,
-                 "train_loss": run["lm"] / run["tokens"] if run["tokens"] else None,
-                 "train_pm_loss": run["pm"] / run["n"] if run["n"] else None,
-                 "train_rm_loss": run["rm"] / run["n"] if run["n"] else None,
-                 "elapsed_s": time.perf_counter() - t_start}
-        evals.append(entry)
-        run.clear()
-        bar.set_postfix(dev=f"{res['dev_loss']:.3f}")
-        stop = stopper.update(res["dev_loss"], step, model.states)
-        return stop and tcfg["patience"] > 0
-
-    bar = tqdm(total=max_steps, desc="train deepspeare", unit="step", disable=not progress, leave=False)
-    try:
-        do_eval(0.0)   # the untrained model: the baseline every later evaluation must beat
-        while step < max_steps:
-            if pos >= len(order):
-                rng.shuffle(order)
-                pos = 0
-            batch = [train_enc[i] for i in order[pos:pos + bs]]
-            pos += bs
-            t0 = time.perf_counter()
-            lm_sum, n_tok = batcher.lm_loss(batch)
-            pm = batcher.pm_loss(batch)
-            rm = batcher.rm_loss(batch, rng)
-            loss = lm_sum / max(n_tok, 1) + pm + rm
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if tcfg["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), float(tcfg["max_grad_norm"]))
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            train_time += time.perf_counter() - t0
-            train_tokens += n_tok
-            run["lm"] += float(lm_sum.detach())
-            run["tokens"] += n_tok
-            run["pm"] += float(pm.detach())
-            run["rm"] += float(rm.detach())
-            run["n"] += 1
-            bar.update(1)
-            if step % tcfg["eval_every"] == 0 or step == max_steps:
-                if do_eval(step / per_epoch):
-                    stopped_early = step < max_steps
-                    break
-    finally:
-        bar.close()
-
-    if stopper.best_state is not None:
-        model.load_states(stopper.best_state)
-    best = next(e for e in evals if e["step"] == stopper.best_step)
+    loop = engine.Loop(
+        model=model, stream=engine.BatchStream([1] * len(train_enc), tcfg["batch_size"], 0, rng), loss=loss,
+        evaluate=lambda: _evaluate(batcher, dev_enc, 2 * tcfg["batch_size"]), train_entry=train_entry,
+        # embeddings (words, shared characters) are not decayed either
+        no_decay=lambda n, p: p.ndim < 2 or "embed" in n or n == "chars.weight",
+        lr_decay=False, eval_at_start=True, desc="train deepspeare",
+    )
+    key = engine.fingerprint({"sonnets": sonnets, "dev": dev, "word2vec": word2vec},
+                             {"model_cfg": cfg, "train_cfg": tcfg, "lang": lang})
+    result = engine.run(loop, tcfg, engine.Resume(out_dir, key), progress)
+    evals = result["evals"]
+    best = next(e for e in evals if e["step"] == result["summary"]["best_step"])
 
     def last(key: str):
         return next((e[key] for e in reversed(evals) if e[key] is not None), None)
 
     config = {**cfg, "lang": lang, "chars": chars, "scheme_counts": dict(sorted(scheme_counts.items()))}
     summary = {
-        "best_step": stopper.best_step,
-        "best_dev_loss": stopper.best if math.isfinite(stopper.best) else None,
         "best_dev_pm_loss": best["dev_pm_loss"],
         "best_dev_rm_loss": best["dev_rm_loss"],
         "final_train_loss": last("train_loss"),
         "final_train_pm_loss": last("train_pm_loss"),
         "final_train_rm_loss": last("train_rm_loss"),
-        "stopped_early": stopped_early,
-        "steps": step,
-        "epochs": round(step / per_epoch, 4),
-        "elapsed_s": time.perf_counter() - t_start,
-        "tokens_per_s": train_tokens / train_time if train_time else None,
-        "train_tokens": train_tokens,
-        "n_params": n_params,
+        "n_params": sum(p.numel() for p in model.parameters()),
         "n_train": len(train_enc),
         "n_train_verses": sum(sum(p["verse"]) for p in train_poems),
         "n_dev_eval": len(dev_enc),
@@ -870,9 +817,10 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         "word2vec_covered": w2v["word2vec_covered"],
         "threads": int(threads),
     }
-    log = {"evals": evals, "summary": summary, "model_cfg": model_cfg, "train_cfg": tcfg}
+    log = engine.training_log(result, summary, train_stamp(sonnets, dev, model_cfg, train_cfg, word2vec=word2vec),
+                              model_cfg=model_cfg, train_cfg=tcfg)
     save_checkpoint(out_dir, ARCH, config, vocab, model.states(), log)
-    return summary
+    return log["summary"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -888,7 +836,7 @@ class Loaded:
         if arch != ARCH:
             raise PoevalError(f"{model_dir} holds a {arch!r} model, not {ARCH!r}")
         self.cfg = config
-        self.style = _lm.STYLE_TOKENS if config["conditioned"] else ()
+        self.style = _style.STYLE_TOKENS if config["conditioned"] else ()
         self.tables = Tables(vocab, config["chars"], config["max_word_chars"], self.style)
         self.vocab = vocab
         self.model = DeepSpeare(config, len(vocab), len(config["chars"]), vocab.pad)

@@ -1,0 +1,73 @@
+"""The one list of generator architectures (params ``models.<system>.arch``): which module trains and
+samples each, its family, its level and where a cluster runs it. The params schema's ``arch`` enums,
+``figures`` (which systems are LLMs), the workflow (which systems train on pseudo-sonnets) and the
+cluster profiles (GPU or CPU) all read it; tests/test_config.py checks the schema against it."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str      # the params value
+    module: str    # module (under poeval) with train(...) and sample(...)
+    family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets
+    level: str     # "word" (word or BPE tokens) or "byte"
+    device: str    # "gpu" or "cpu": where a cluster job trains and samples it
+
+
+# display order: tables and figures list systems in this order
+ARCHS: tuple[Arch, ...] = (
+    Arch("gpt2", "lm", "llm", "word", "gpu"),
+    Arch("gptneo", "lm", "llm", "word", "gpu"),
+    Arch("llama", "lm", "llm", "word", "gpu"),
+    Arch("bygpt5", "lm", "llm", "byte", "gpu"),
+    # small LSTMs, latency-bound: a GPU does not speed them up
+    Arch("deepspeare", "poetic.deepspeare", "poetic", "word", "cpu"),
+    Arch("sa", "poetic.adversary", "poetic", "word", "cpu"),
+)
+BY_NAME = {a.name: a for a in ARCHS}
+
+
+def names(family: str | None = None) -> tuple[str, ...]:
+    """Arch names in display order, of one ``family`` or all."""
+    return tuple(a.name for a in ARCHS if family in (None, a.family))
+
+
+def get(name: str) -> Arch:
+    from ..errors import PoevalError
+
+    if name not in BY_NAME:
+        raise PoevalError(f"model arch {name!r} is not supported; known: {', '.join(BY_NAME)}")
+    return BY_NAME[name]
+
+
+def module(name: str):
+    """The module that trains and samples ``name``."""
+    return importlib.import_module(f"poeval.{get(name).module}")
+
+
+def is_poetic(model_cfg: dict) -> bool:
+    arch = BY_NAME.get(model_cfg.get("arch"))
+    return arch is not None and arch.family == "poetic"
+
+
+# --- the workflow's systems, for resource expressions in the cluster profiles
+_systems: dict[str, str] = {}
+
+
+def bind_systems(models: dict[str, dict]) -> None:
+    """Record each system's arch (params ``models``); the workflow calls this when it loads, so that the
+    profiles' resource expressions can ask :func:`gpus` about a system by name."""
+    _systems.update({name: m.get("arch") for name, m in models.items()})
+
+
+def gpus(system: str) -> int:
+    """GPUs a cluster job of ``system`` asks for: 1 if its arch runs on a GPU, else 0."""
+    from ..errors import PoevalError
+
+    if system not in _systems:
+        raise PoevalError(f"system {system!r} is not in the workflow's params models")
+    return int(get(_systems[system]).device == "gpu")

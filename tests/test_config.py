@@ -117,3 +117,36 @@ def test_table11_system_must_be_one_of_the_systems(params):
         config.validate(params)
     params["systems"].append("gpt2-l")
     config.validate(params)
+
+
+def _arch_enums(schema: dict, where: str) -> list[str]:
+    return schema["$defs"][where]["properties"]["arch"]["enum"]
+
+
+def test_schema_arch_enums_are_the_registry(root):
+    import json
+
+    from poeval.generators import registry
+
+    schema = json.loads((root / "src" / "poeval" / "schemas" / "params.schema.json").read_text())
+    assert _arch_enums(schema, "transformer_model") == list(registry.names("llm")) == ["gpt2", "gptneo", "llama",
+                                                                                       "bygpt5"]
+    assert _arch_enums(schema, "poetic_model") == list(registry.names("poetic")) == ["deepspeare", "sa"]
+    assert schema["$defs"]["model"]["if"]["properties"]["arch"]["enum"] == list(registry.names("poetic"))
+    assert set(registry.names()) == set(registry.names("llm")) | set(registry.names("poetic"))
+
+
+def test_every_model_in_params_has_a_registered_arch(params):
+    from poeval.generators import registry
+
+    for name, model in params["models"].items():
+        assert registry.get(model["arch"]).name == model["arch"], name
+
+
+def test_max_epochs_is_null_or_positive(params):
+    assert params["training"]["max_epochs"] is None
+    params["training"]["max_epochs"] = 2.5
+    config.validate(params)
+    params["training"]["max_epochs"] = 0
+    with pytest.raises(PoevalError, match=r"training\.max_epochs"):
+        config.validate(params)

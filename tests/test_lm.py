@@ -18,6 +18,7 @@ pytest.importorskip("tokenizers")
 
 from poeval import lm  # noqa: E402
 from poeval.generators import engine  # noqa: E402
+from conftest import assert_stamped  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 
@@ -455,6 +456,11 @@ def test_style_vocabulary():
     assert len(lm.STYLE_TOKENS) == 21
     assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
     assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
+    # one vocabulary: the detector's schemes (its own set-partition enumeration) and metres are the tokens'
+    from poeval import rhyme
+
+    assert list(lm.SCHEMES) == list(rhyme._partitions(4)) == rhyme.SCHEMES_4
+    assert list(lm.METERS) == rhyme.METRES
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "bygpt5"])
@@ -534,7 +540,7 @@ def _interrupt_at(monkeypatch, at: int):
     monkeypatch.setattr(engine, "_after_step", hook)
 
 
-@pytest.mark.parametrize("arch, lr, patience", [("gpt2", 1e-2, 2), ("llama", 3e-2, 3)])
+@pytest.mark.parametrize("arch, lr, patience", [("gpt2", 1e-2, 2), ("llama", 3e-2, 3), ("bygpt5", 1e-2, 3)])
 def test_resume_after_interruption_is_bit_identical(arch, lr, patience, corpus, tmp_path, monkeypatch):
     cfg = {**ARCH_CFG[arch], "dropout": 0.1}  # dropout: the torch RNG state must be restored too
     # > 1 epoch (data order must be restored); the high lr overfits, so the best weights are saved before
@@ -559,6 +565,19 @@ def test_resume_after_interruption_is_bit_identical(arch, lr, patience, corpus, 
     assert la["summary"]["best_step"] == lb["summary"]["best_step"]
     # the resume state is gone once the run has finished
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "full"]
+
+
+def test_checkpoint_stamps_its_provenance(corpus, trained):
+    assert_stamped(read_json(trained / "training_log.json"), {"train": corpus[0], "dev": corpus[1]},
+                   {"model": TINY, "training": TRAIN_CFG})
+
+
+@pytest.mark.parametrize("max_epochs, steps", [(1, 3), (1.5, 5), (None, 12)])
+def test_max_epochs_budget(corpus, tmp_path, max_epochs, steps):
+    # 60 training quatrains in batches of 20: 3 steps an epoch; whichever of max_epochs / max_steps ends first
+    kw = {"batch_size": 20, "max_steps": 12, "eval_every": 100, "max_epochs": max_epochs}
+    summary = _train(corpus, tmp_path / "m", **kw)
+    assert summary["steps"] == steps and summary["epochs"] == round(steps / 3, 4)
 
 
 def test_resume_state_is_discarded_when_config_changes(corpus, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from poeval import mlm  # noqa: E402
 from poeval.bpomp import scoring  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, write_jsonl  # noqa: E402
+from conftest import Interrupted, assert_stamped  # noqa: E402
 
 ADJ = "silver quiet golden broken gentle hollow bitter tender".split()
 NOUN = "river candle meadow harbor shadow lantern orchard sparrow".split()
@@ -80,6 +81,27 @@ def test_training_log_and_loss_decreases(trained):
     assert all(e["tokens_per_s"] > 0 for e in evals)
     assert log["summary"]["best_step"] == 60 and log["config"]["n_layer"] == 1
     assert not any(p.name.startswith(".") for p in trained.parent.iterdir())   # no temp dir left behind
+
+
+def test_checkpoint_stamps_its_provenance(corpus, trained):
+    assert_stamped(read_json(trained / "training_log.json"), {"train": corpus[0], "dev": corpus[1]}, {"mlm": TINY})
+
+
+def test_resume_after_interruption_is_bit_identical(corpus, tmp_path, interrupt):
+    from safetensors.torch import load_file
+
+    # dropout and masking draw from two RNGs; 80 quatrains in batches of 16: 5 steps an epoch
+    cfg = {**TINY, "dropout": 0.1, "max_steps": 12, "eval_every": 4}
+    mlm.train_mlm(str(corpus[0]), str(corpus[1]), str(tmp_path / "full"), cfg, progress=False)
+    interrupt(10)
+    with pytest.raises(Interrupted):
+        mlm.train_mlm(str(corpus[0]), str(corpus[1]), str(tmp_path / "cut"), cfg, progress=False)
+    interrupt(None)
+    summary = mlm.train_mlm(str(corpus[0]), str(corpus[1]), str(tmp_path / "cut"), cfg, progress=False)
+    assert summary["resumed_from_step"] == 8
+    wa, wb = (load_file(tmp_path / x / "model.safetensors") for x in ("full", "cut"))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "full"]
 
 
 def test_loads_with_from_pretrained_and_scores(trained):

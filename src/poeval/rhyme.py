@@ -46,6 +46,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from poeval.errors import PoevalError
+from poeval.style import METERS, SCHEMES
 
 __all__ = [
     "SCHEMES_4",
@@ -117,7 +118,7 @@ def _partitions(n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-SCHEMES_4: list[str] = list(_partitions(4))
+SCHEMES_4: list[str] = list(SCHEMES)   # = _partitions(4): the style vocabulary's 15 schemes
 
 
 @functools.lru_cache(maxsize=None)
@@ -962,7 +963,7 @@ def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False) -> 
 # ----------------------------------------------------------------------------------------------------
 # metre labels (for conditioning; a simple template matcher, not evaluated against gold)
 
-METRES = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other"]
+METRES = list(METERS)
 _METRE_UNITS = {"iambic": "01", "trochaic": "10", "anapaestic": "001", "dactylic": "100", "amphibrachic": "010"}
 
 

@@ -18,7 +18,7 @@ class Arch:
     device: str    # "gpu" or "cpu": where a cluster job trains and samples it
 
 
-# display order: tables and figures list systems in this order
+# in display order: names() lists the architectures (and the schema its enums) in this order
 ARCHS: tuple[Arch, ...] = (
     Arch("gpt2", "lm", "llm", "word", "gpu"),
     Arch("gptneo", "lm", "llm", "word", "gpu"),

@@ -37,6 +37,11 @@ Components
    an ``<eos>`` before it makes the attempt invalid. A conditioned model draws its own scheme and metre
    tokens in the two slots after ``<bos>`` (where training put them; nowhere else), and they are dropped.
 
+Training runs through the generators' engine (:mod:`poeval.generators.engine`): phase 1 (MLE) is the
+engine's loop; phases 2 and 3 (rhyme-encoder pretraining, discriminator warm-up and adversarial
+fine-tuning) stay here and share its seeding, resume state (they rerun from the saved end of phase 1 after
+an interruption), atomic checkpoint and provenance stamp (see :func:`train`).
+
 Simplifications against the paper: its generator is hierarchical (it produces the line-ending words first,
 then the lines), so the adversarial signal reaches exactly the ending words; this one is a flat
 left-to-right LSTM (as the brief asks), and restricting the policy gradient to the sampled ending words is

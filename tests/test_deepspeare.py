@@ -411,3 +411,22 @@ def test_generated_quatrains_keep_the_repetition_constraints(trained, tmp_path):
             rev = v[::-1]
             assert all(rev[i] not in rev[max(0, i - 3):i] for i in range(len(rev))), r
     assert read_json(stats)["quatrain_restarts"] >= 0
+
+
+def test_word_temperature_is_drawn_per_word(trained):
+    loaded = ds.Loaded(trained["dir"])
+    logp = torch.full((4000, 3), -1.0)
+    assert ds.Generator(loaded, 0.9, 1.0, 0)._logits(logp) == (logp, 0.9)     # default: the decoding's
+    loaded.cfg = {**loaded.cfg, "word_temperature": [0.6, 0.8]}
+    torch.manual_seed(0)
+    logits, temperature = ds.Generator(loaded, 0.9, 1.0, 0)._logits(logp)
+    drawn = -1.0 / logits[:, 0]                       # the temperature each row was divided by
+    assert temperature == 1.0 and (logits == logits[:, :1]).all()
+    assert 0.6 <= drawn.min() < 0.61 and 0.79 < drawn.max() <= 0.8 and abs(drawn.mean() - 0.7) < 0.005
+    for bad in ([0.8, 0.6], [0, 1], 0.7, [0.6]):
+        with pytest.raises(PoevalError, match="word_temperature"):
+            ds.resolve_model_cfg({**TINY, "word_temperature": bad})
+    with pytest.raises(PoevalError, match="scheme_draw"):
+        ds.resolve_model_cfg({**TINY, "scheme_draw": "human"})
+    with pytest.raises(PoevalError, match="rerank_temperature"):
+        ds.resolve_model_cfg({**TINY, "rerank_temperature": 0})

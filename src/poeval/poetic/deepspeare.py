@@ -73,13 +73,17 @@ Components (arch ``deepspeare``) and how they map to the paper:
   - *Reranking*. Among the candidates, one is kept with probability ``softmax(-pentameter loss /
     rerank_temperature)``, 0.1 as the original's ``sent_temp`` (``rerank: best`` keeps the lowest loss).
 
-  Differences that remain: a verse's words are drawn with the decoding config's temperature / top-p /
-  top-k (the original: a temperature drawn uniformly from 0.6-0.8 for each word); the original's corpus
-  had no verse-final punctuation, so its first generated token is the end word, while here punctuation
-  drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>`` cannot come before
-  it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words); candidates that run out
-  of that budget are dropped (the original has no such case); restarts are bounded; the candidates of all
-  quatrains of a batch are decoded in parallel and a restarted quatrain joins the next parallel try.
+  - *Temperature*. With ``word_temperature: [0.6, 0.8]`` each word is drawn at a temperature drawn
+    uniformly from that range (the original's ``temp_min`` / ``temp_max`` defaults); the default (null)
+    uses the decoding config's temperature, so that the port runs poeval's decoding grid like every
+    system. Top-p / top-k, which the original lacks, apply in both cases.
+
+  Differences that remain: the decoding config's temperature unless ``word_temperature`` is set; the
+  original's corpus had no verse-final punctuation, so its first generated token is the end word, while
+  here punctuation drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>``
+  cannot come before it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words);
+  candidates that run out of that budget are dropped (the original has no such case); restarts are
+  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain joins the next parallel try.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
@@ -155,6 +159,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "rerank": "sample",           # sample (prob. ~ exp(-pentameter loss / rerank_temperature)) | best
     "rerank_temperature": 0.1,    # the original's sent_temp
     "scheme_draw": "uniform",     # uniform over aabb/abab/abba (the original) | training (poeval before)
+    "word_temperature": None,     # null: the decoding config's | [0.6, 0.8]: per word uniform (the original)
 }
 
 TRAIN_DEFAULTS: dict[str, Any] = {
@@ -228,6 +233,10 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
         raise PoevalError(f"{_param(name, 'rerank')} must be 'sample' or 'best', got {cfg['rerank']!r}")
     if not cfg["rerank_temperature"] > 0:
         raise PoevalError(f"{_param(name, 'rerank_temperature')} must be > 0")
+    wt = cfg["word_temperature"]
+    if wt is not None and not (isinstance(wt, list) and len(wt) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in wt) and 0 < wt[0] <= wt[1]):
+        raise PoevalError(f"{_param(name, 'word_temperature')} must be null or [low, high] with 0 < low <= high")
     if cfg["scheme_draw"] not in ("uniform", "training"):
         raise PoevalError(f"{_param(name, 'scheme_draw')} must be 'uniform' or 'training', got {cfg['scheme_draw']!r}")
     return cfg
@@ -1119,6 +1128,15 @@ class Generator:
         mask[allowed] = False
         return filtered_probs(logp.masked_fill(mask, -math.inf), self.temperature, self.top_p, self.top_k)
 
+    def _logits(self, logp):
+        """Logits and temperature for :func:`.common.filtered_probs`: the decoding config's temperature, or
+        with ``word_temperature`` [low, high] one drawn uniformly for each row and word (the original's
+        ``np.random.uniform(temp_min, temp_max)`` in ``sample_sent``)."""
+        if self.cfg["word_temperature"] is None:
+            return logp, self.temperature
+        low, high = self.cfg["word_temperature"]
+        return logp / torch.empty(logp.shape[0], 1).uniform_(low, high), 1.0
+
     def _allowed(self, seen, ends, recent):
         """Rows x vocabulary: what the original's ``sample_sent`` lets a verse draw next, given the lower-cased
         type counts ``seen`` of the quatrain so far (this verse included), its earlier end words ``ends`` and the
@@ -1174,7 +1192,7 @@ class Generator:
             for idx in torch.split(live, chunk):
                 logp, (hn, cn) = self._step(tok[idx], (h[:, idx], c[:, idx]), keys[idx], mem[idx], vis[idx])
                 h[:, idx], c[:, idx] = hn, cn
-                probs = filtered_probs(logp, self.temperature, self.top_p, self.top_k, self.banned)
+                probs = filtered_probs(*self._logits(logp), self.top_p, self.top_k, self.banned)
                 allowed = self._allowed(seen[idx], ends[idx], recent[idx])
                 first = (end[idx] < 0) & rhymed[idx]
                 if first.any():      # the end word (first word drawn) must meet the scheme
@@ -1354,6 +1372,7 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
         "rerank": gen.cfg["rerank"],
         "rerank_temperature": float(gen.cfg["rerank_temperature"]),
         "scheme_draw": gen.cfg["scheme_draw"],
+        "word_temperature": gen.cfg["word_temperature"],
         "scheme_source": gen.scheme_source,
         "target_schemes": dict(sorted(targets.items())),
         "rhyme_constrained_verses": constrained,

@@ -83,7 +83,8 @@ Components (arch ``deepspeare``) and how they map to the paper:
   here punctuation drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>``
   cannot come before it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words);
   candidates that run out of that budget are dropped (the original has no such case); restarts are
-  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain joins the next parallel try.
+  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
+  joins the next parallel try.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.

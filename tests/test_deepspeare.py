@@ -7,7 +7,9 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import collections
 import json
+import math
 import random
 from pathlib import Path
 
@@ -37,12 +39,16 @@ FAMILIES = {
 ADJ = "silver quiet golden broken gentle hollow bitter tender".split()
 NOUN = "river candle meadow harbor shadow lantern orchard sparrow".split()
 VERB = "sings sleeps burns waits drifts falls turns breaks".split()
+# function words (all stopwords) vary too: the generator's repetition constraints let a stopword occur at
+# most twice in a quatrain, as the original's
+DET = "the a my your his her our their".split()
+PREP = "in by on through under over into above".split()
 
 TINY = {
     "arch": "deepspeare", "size": "S", "conditioned": False, "min_count": 1, "word_dim": 16,
     "char_dim": 12, "char_hidden": 12, "enc_dim": 16, "dec_dim": 48, "attn_dim": 16,
     "pm_enc_dim": 12, "pm_dec_dim": 16, "pm_attn_dim": 12, "rm_dim": 24, "dropout": 0.0,
-    "softmax_cutoffs": [], "candidates": 4, "rhyme_attempts": 10, "rhyme_threshold": 0.5,
+    "softmax_cutoffs": [], "candidates": 4, "rhyme_threshold": 0.5,
 }
 TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "max_epochs": 100, "lr": 0.01, "eval_every": 40,
          "eval_quatrains": 20, "patience": 5}
@@ -50,7 +56,8 @@ VANILLA = {"temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
 
 def _verse(rng: random.Random, end: str) -> str:
-    return f"the {rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(VERB)} in the {end}{rng.choice(',.;')}"
+    return (f"{rng.choice(DET)} {rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(VERB)} {rng.choice(PREP)} "
+            f"{rng.choice(DET)} {end}{rng.choice(',.;')}")
 
 
 def _quatrain(rng: random.Random) -> tuple[list[str], str]:
@@ -175,13 +182,12 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
         assert all(common.verse_ok(common.tokenize(x)) for x in r["lines"])
     st = read_json(stats)
     for key in ("attempts", "valid", "requested", "validity_rate", "reasons", "decoding", "seed", "batch_size",
-                "max_new_tokens", "max_attempts", "elapsed_s", "arch", "rhyme_forced_failures",
+                "max_new_tokens", "max_attempts", "elapsed_s", "arch", "quatrain_restarts",
                 "rhyme_constrained_verses", "candidates", "target_schemes"):
         assert key in st
     assert st["arch"] == "deepspeare" and st["attempts"] >= 30
     # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme
     assert st["rhyme_constrained_verses"] >= 2 * 30
-    assert st["rhyme_forced_failures"] < 0.5 * st["rhyme_constrained_verses"]
     # the enforced rhymes rhyme: most sampled quatrains end their verses in the planned families
     fam = {w: f for f, ws in FAMILIES.items() for w in ws}
     rhymed = sum(len({fam.get(common.end_word(common.tokenize(x))) for x in r["lines"]}) <= 2 for r in records)
@@ -194,7 +200,7 @@ def test_sample_budget_and_validity(trained, tmp_path):
                     max_attempts=16, progress=False)
     # 8 tokens cannot hold four verses of this corpus (8 tokens each): no attempt is valid, none is written
     assert res["valid"] == 0 and res["attempts"] == 16 and sum(res["reasons"].values()) == 16
-    assert set(res["reasons"]) <= {"truncated", "empty_line"} and res["reasons"]["truncated"] >= 8
+    assert set(res["reasons"]) <= {"truncated", "empty_line", "constraints"} and res["reasons"]["truncated"] >= 8
     assert list(read_jsonl(out)) == []
 
 
@@ -261,8 +267,19 @@ def test_conditioned_model_has_style_tokens_and_samples_none(data, tmp_path):
     text = json.dumps(records)
     assert "<scheme=" not in text and "<meter=" not in text and "<" not in text
     st = read_json(stats)
-    assert st["scheme_source"] == "sampled style token"
-    assert sum(st["target_schemes"].values()) == 20 and set(st["target_schemes"]) <= set(lm.SCHEMES)
+    assert st["scheme_source"] == "uniform (aabb, abab, abba), prompted"
+    assert sum(st["target_schemes"].values()) == 20 and set(st["target_schemes"]) <= set(ds.ORIGINAL_SCHEMES)
+    # the style line is the prompt: its scheme token is the drawn scheme, its meter token one the model sampled
+    loaded = ds.Loaded(out)
+    gen = ds.Generator(loaded, 1.0, 1.0, 0)
+    mem = loaded.model.lm.null.view(1, 1, -1).expand(6, 1, -1)
+    schemes = ["aabb", "abab", "abba", "abba", "abab", "aabb"]
+    rows = gen._style_rows(mem, torch.ones(6, 1, dtype=torch.bool), schemes)
+    assert [vocab.itos[r[0]] for r in rows] == [f"<scheme={x}>" for x in schemes]
+    assert all(vocab.itos[r[1]].startswith("<meter=") for r in rows)
+    # scheme_draw: training lets the conditioned model sample its own scheme token
+    loaded.cfg = {**loaded.cfg, "scheme_draw": "training"}
+    assert ds.Generator(loaded, 1.0, 1.0, 0).scheme_source == "sampled style token"
 
 
 def test_conditioned_training_needs_style_labels(tmp_path, data):
@@ -300,3 +317,138 @@ def test_bad_input_is_refused(data, trained, tmp_path):
     with pytest.raises(PoevalError, match="not a poetry-generator checkpoint"):
         ds.sample(str(tmp_path), VANILLA, 5, str(s_out), str(tmp_path / "x.json"), progress=False)
     assert not s_out.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# generation as the original's sonnet_model.py generate / sample_sent / sample_word
+
+
+def test_schemes_are_drawn_uniformly_not_from_training():
+    counts = {"abab": 900, "aabb": 60, "abcd": 40}       # training schemes far from uniform
+    torch.manual_seed(0)
+    drawn = collections.Counter(ds.draw_schemes(3000, "uniform", counts))
+    assert set(drawn) == {"aabb", "abab", "abba"}
+    chi2 = sum((drawn[x] - 1000) ** 2 / 1000 for x in drawn)
+    assert chi2 < 13.8           # chi-square, 2 degrees of freedom, p = 0.001
+    # the switch keeps poeval's earlier draw from the training schemes
+    torch.manual_seed(0)
+    old = collections.Counter(ds.draw_schemes(3000, "training", counts))
+    assert old["abab"] > 2600 and old["abba"] == 0
+
+
+def test_rhyme_targets_are_the_original_patterns():
+    # sonnet_model.py reset(): (pos, neg) per verse for aabb, abab, abba
+    original = {"aabb": ([None, 0, None, 2], [None, None, 1, None]),
+                "abab": ([None, None, 0, 1], [None, 0, None, None]),
+                "abba": ([None, None, 1, 0], [None, 0, None, None])}
+    for scheme, (pos, neg) in original.items():
+        assert [ds.rhyme_targets(scheme, v) for v in range(4)] == list(zip(pos, neg))
+
+
+def test_rerank_draws_with_the_sharp_temperature():
+    losses = [2.0, 1.8, 3.0, 2.5]
+    # by hand: weights exp(-loss / 0.1) = e^-20, e^-18, e^-30, e^-25, normalised
+    w = [math.exp(-20), math.exp(-18), math.exp(-30), math.exp(-25)]
+    expected = [x / sum(w) for x in w]
+    assert ds.rerank_probs(losses, 0.1).tolist() == pytest.approx(expected, rel=1e-9)
+    assert expected[1] == pytest.approx(0.8801, abs=1e-4)
+    assert ds.rerank(losses, 0.1, "best") == 1
+    torch.manual_seed(0)
+    picks = collections.Counter(ds.rerank(losses, 0.1, "sample") for _ in range(2000))
+    assert abs(picks[1] / 2000 - expected[1]) < 0.03 and abs(picks[0] / 2000 - expected[0]) < 0.03
+    # at temperature 1 the best candidate would be kept far less often (0.38)
+    assert ds.rerank_probs(losses, 1.0)[1] < 0.4
+
+
+def test_constrained_draw_is_the_rejection_loop():
+    # sample_word draws up to `attempts` times until an allowed word comes; by hand, with p = (.5, .3, .2), word 0
+    # avoided and 2 attempts: failure 0.5^2 = 0.25, accepted words 1 and 2 in ratio 0.6 : 0.4
+    n = 40000
+    probs = torch.tensor([[0.5, 0.3, 0.2]]).expand(n, 3)
+    allowed = torch.tensor([[False, True, True]]).expand(n, 3)
+    torch.manual_seed(0)
+    words, failed = ds.constrained_draw(probs, allowed, 2)
+    assert abs(failed.float().mean().item() - 0.25) < 0.01
+    kept = words[~failed]
+    assert (kept > 0).all() and abs((kept == 1).float().mean().item() - 0.6) < 0.01
+
+
+def _restart_generator(fail_first: dict[int, str]):
+    """A Generator whose one try (``_quatrains``) fails on its first call for the quatrains in ``fail_first``."""
+    gen = object.__new__(ds.Generator)
+    gen.cfg = {"restarts": 3}
+    calls = []
+
+    def tries(size, max_tokens):
+        calls.append(size)
+        out = []
+        for p in range(size):
+            reason = fail_first.get(p) if len(calls) == 1 else None
+            out.append({"lines": None if reason else [f"call {len(calls)}"] * 4, "reason": reason,
+                        "scheme": "abab", "constrained": 1})
+        return out
+
+    gen._quatrains = tries
+    return gen, calls
+
+
+def test_failed_quatrains_are_started_over():
+    gen, calls = _restart_generator({1: "constraints", 3: "empty_line", 4: "truncated"})
+    res = gen.generate(5, 50)
+    # quatrains 1 and 3 are tried again from the start (a new call of two), a truncated one is not
+    assert calls == [5, 2]
+    assert [r["restarts"] for r in res] == [0, 1, 0, 1, 0]
+    assert [r["lines"][0] if r["lines"] else None for r in res] == ["call 1", "call 2", "call 1", "call 2", None]
+    assert res[4]["reason"] == "truncated" and [r["constrained"] for r in res] == [1, 2, 1, 2, 1]
+
+
+def test_restarts_end_after_the_cap(trained):
+    loaded = ds.Loaded(trained["dir"])
+    # no end word reaches a cosine of 1 with another word: every rhyming verse fails, every try restarts
+    loaded.cfg = {**loaded.cfg, "rhyme_threshold": 1.0, "restarts": 2}
+    gen = ds.Generator(loaded, 1.0, 1.0, 0)
+    sizes = []
+    one_try = gen._quatrains
+    gen._quatrains = lambda size, budget: sizes.append(size) or one_try(size, budget)
+    torch.manual_seed(0)
+    res = gen.generate(4, 100)
+    assert sizes == [4, 4, 4]
+    assert all(r["lines"] is None and r["reason"] == "constraints" and r["restarts"] == 2 for r in res)
+
+
+def test_generated_quatrains_keep_the_repetition_constraints(trained, tmp_path):
+    out, stats = tmp_path / "r.jsonl", tmp_path / "r.json"
+    ds.sample(str(trained["dir"]), VANILLA, 24, str(out), str(stats), batch_size=12, seed=5, progress=False)
+    records = list(read_jsonl(out))
+    assert len(records) == 24
+    stop = ds.STOPWORDS["en"]
+    for r in records:
+        verses = [[t.lower() for t in common.tokenize(x)] for x in r["lines"]]
+        counts = collections.Counter(t for v in verses for t in v)
+        assert all(c == 1 for t, c in counts.items() if common.is_word(t) and t not in stop), r
+        assert max(counts.values()) <= 2, r          # nothing, stopwords and punctuation included, thrice
+        ends = [common.end_word(v) for v in verses]
+        assert len(set(ends)) == 4, r
+        for v in verses:                              # none of the last 3 tokens, in generation order
+            rev = v[::-1]
+            assert all(rev[i] not in rev[max(0, i - 3):i] for i in range(len(rev))), r
+    assert read_json(stats)["quatrain_restarts"] >= 0
+
+
+def test_word_temperature_is_drawn_per_word(trained):
+    loaded = ds.Loaded(trained["dir"])
+    logp = torch.full((4000, 3), -1.0)
+    assert ds.Generator(loaded, 0.9, 1.0, 0)._logits(logp) == (logp, 0.9)     # default: the decoding's
+    loaded.cfg = {**loaded.cfg, "word_temperature": [0.6, 0.8]}
+    torch.manual_seed(0)
+    logits, temperature = ds.Generator(loaded, 0.9, 1.0, 0)._logits(logp)
+    drawn = -1.0 / logits[:, 0]                       # the temperature each row was divided by
+    assert temperature == 1.0 and (logits == logits[:, :1]).all()
+    assert 0.6 <= drawn.min() < 0.61 and 0.79 < drawn.max() <= 0.8 and abs(drawn.mean() - 0.7) < 0.005
+    for bad in ([0.8, 0.6], [0, 1], 0.7, [0.6]):
+        with pytest.raises(PoevalError, match="word_temperature"):
+            ds.resolve_model_cfg({**TINY, "word_temperature": bad})
+    with pytest.raises(PoevalError, match="scheme_draw"):
+        ds.resolve_model_cfg({**TINY, "scheme_draw": "human"})
+    with pytest.raises(PoevalError, match="rerank_temperature"):
+        ds.resolve_model_cfg({**TINY, "rerank_temperature": 0})

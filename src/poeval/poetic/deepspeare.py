@@ -44,19 +44,49 @@ Components (arch ``deepspeare``) and how they map to the paper:
   ``max_steps`` optimizer steps, whichever comes first. The loop is the generators' engine
   (:mod:`poeval.generators.engine`: warmup, clipping, early stopping, bit-identical resume, provenance);
   this module gives it the model, the batches of pseudo-sonnets and the joint loss.
-* **Generation**. For each quatrain a target rhyme scheme is drawn from the distribution of the
-  schemes of the training sonnets' quatrains (a style-conditioned model samples its own style line
-  first, and the scheme it sampled is enforced). Each verse is sampled word by word, right to left, with
-  the decoding config's temperature / top-p / top-k (the original drew a temperature in 0.6-0.8 per
-  verse), conditioned on the verses already chosen;
-  ``candidates`` verses are drawn in parallel. When the scheme says the verse rhymes with an earlier one,
-  its rhyme word (the first word drawn) is redrawn up to ``rhyme_attempts`` times until the rhyme model's
-  cosine with the earlier verse's end word reaches ``rhyme_threshold`` (the same word does not count).
-  Among the finished candidates that rhyme, one is drawn with probability proportional to
-  ``exp(-pentameter loss)`` (``rerank: sample``; the original generator likewise samples among its 10
-  candidates with the pentameter loss as weight) or the best is taken (``rerank: best``). If no
-  candidate rhymes, the one whose end word is most similar is kept and counted in
-  ``rhyme_forced_failures``.
+* **Generation**, as the original's ``sonnet_model.py`` (``SonnetModel.generate``, ``sample_sent``,
+  ``sample_word``, ``eval_pm_loss``) and ``sonnet_gen.py`` (jhlau/deepspeare):
+
+  - *Scheme*. Each quatrain's rhyme scheme is drawn uniformly from aabb / abab / abba (``reset()``'s
+    ``random.choice``; ``scheme_draw: uniform``), not from the training sonnets' schemes, which would pull
+    the rhyme distribution towards the human data by construction (``scheme_draw: training`` keeps that
+    earlier poeval draw). A verse whose letter occurred before must rhyme with the last such verse (rhyme
+    model cosine >= ``rhyme_threshold``, 0.9); the first verse of the second letter must not rhyme with
+    the verse before it (cosine <= 0.7): the original's ``rhyme_pttn`` pos/neg lists. A style-conditioned
+    model is *prompted* with the drawn scheme: its style line's scheme token is the drawn one, its meter
+    token is sampled (the style line is decoded right to left, meter first); under ``scheme_draw:
+    training`` it samples its scheme token too and that scheme is enforced.
+  - *Verses*. ``candidates`` (10, the original's ``sent_sample``) verses are sampled per verse slot, word by
+    word, right to left, conditioned on the verses already chosen. The constraints of ``sample_sent``
+    hold at every step: no word of the quatrain so far (this verse included) again unless it is a
+    stopword or punctuation, nothing that already occurs twice (stopwords and punctuation included), none
+    of the verse's last three tokens, no earlier verse's end word, never ``<unk>`` or the original's
+    avoided brackets and quotes. Words are compared lower-cased. Stopwords: NLTK's English list plus the
+    original's ``custom_stopwords`` (thee, thou, thy, must, shall, ...), embedded in :data:`STOPWORDS`;
+    German, which the original lacks, gets poeval's own short list of function words.
+  - *Rejection*. The original draws a word up to 1000 times until one passes the constraints (and, for
+    the end word, the rhyme tests). :func:`constrained_draw` does the same in one step: it samples from
+    the distribution restricted to the allowed words and fails with probability ``(1 - q) **
+    rhyme_attempts`` (``q`` the allowed mass), the chance that all of the original's draws are rejected.
+  - *Restart*. When a candidate verse fails (a rejected word, or a verse without a word), the whole
+    quatrain is started over with a new scheme (the original's ``reset()``), up to ``restarts`` times
+    (the original: without bound); a quatrain still failing then counts as failed (``constraints`` or
+    ``empty_line``). ``quatrain_restarts`` in the stats counts the restarts.
+  - *Reranking*. Among the candidates, one is kept with probability ``softmax(-pentameter loss /
+    rerank_temperature)``, 0.1 as the original's ``sent_temp`` (``rerank: best`` keeps the lowest loss).
+
+  - *Temperature*. With ``word_temperature: [0.6, 0.8]`` each word is drawn at a temperature drawn
+    uniformly from that range (the original's ``temp_min`` / ``temp_max`` defaults); the default (null)
+    uses the decoding config's temperature, so that the port runs poeval's decoding grid like every
+    system. Top-p / top-k, which the original lacks, apply in both cases.
+
+  Differences that remain: the decoding config's temperature unless ``word_temperature`` is set; the
+  original's corpus had no verse-final punctuation, so its first generated token is the end word, while
+  here punctuation drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>``
+  cannot come before it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words);
+  candidates that run out of that budget are dropped (the original has no such case); restarts are
+  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
+  joins the next parallel try.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
@@ -129,8 +159,12 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # generation
     "candidates": 10,             # verses drawn per verse slot (the original's sent_sample)
     "rhyme_threshold": 0.9,       # the original's rm_threshold
-    "rhyme_attempts": 20,         # redraws of the rhyme word per candidate
-    "rerank": "sample",           # sample (prob. ~ exp(-pentameter loss)) | best
+    "rhyme_attempts": 1000,       # draws of a word before the verse fails (the original's sample_word loop)
+    "restarts": 100,              # restarts of a failed quatrain (the original: unbounded)
+    "rerank": "sample",           # sample (prob. ~ exp(-pentameter loss / rerank_temperature)) | best
+    "rerank_temperature": 0.1,    # the original's sent_temp
+    "scheme_draw": "uniform",     # uniform over aabb/abab/abba (the original) | training (poeval before)
+    "word_temperature": None,     # null: the decoding config's | [0.6, 0.8]: per word uniform (the original)
 }
 
 TRAIN_DEFAULTS: dict[str, Any] = {
@@ -151,9 +185,9 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 _INT_KEYS = ("min_count", "max_word_chars", "word_dim", "char_dim", "char_hidden", "enc_dim", "dec_dim",
              "attn_dim", "pm_enc_dim", "pm_dec_dim", "pm_attn_dim", "pm_max_chars", "rm_dim", "candidates",
              "rhyme_attempts")
-_NONNEG_INT_KEYS = ("rm_neg",)
+_NONNEG_INT_KEYS = ("rm_neg", "restarts")
 _FLOAT_KEYS = ("dropout", "pm_sigma", "pm_repeat_scale", "pm_cov_scale", "pm_cov_threshold", "rm_delta",
-               "rhyme_threshold")
+               "rhyme_threshold", "rerank_temperature")
 
 _VOWELS = set("aeiouyæœø")
 PAD_CHAR, UNK_CHAR, SPECIAL_CHAR = 0, 1, 2
@@ -202,6 +236,14 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
         raise PoevalError(f"{_param(name, 'rhyme_threshold')} is a cosine similarity: between -1 and 1")
     if cfg["rerank"] not in ("sample", "best"):
         raise PoevalError(f"{_param(name, 'rerank')} must be 'sample' or 'best', got {cfg['rerank']!r}")
+    if not cfg["rerank_temperature"] > 0:
+        raise PoevalError(f"{_param(name, 'rerank_temperature')} must be > 0")
+    wt = cfg["word_temperature"]
+    if wt is not None and not (isinstance(wt, list) and len(wt) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in wt) and 0 < wt[0] <= wt[1]):
+        raise PoevalError(f"{_param(name, 'word_temperature')} must be null or [low, high] with 0 < low <= high")
+    if cfg["scheme_draw"] not in ("uniform", "training"):
+        raise PoevalError(f"{_param(name, 'scheme_draw')} must be 'uniform' or 'training', got {cfg['scheme_draw']!r}")
     return cfg
 
 
@@ -875,6 +917,34 @@ class Loaded:
         return float(loss) / max(n, 1)
 
 
+# Stopwords the repetition constraints let recur: NLTK's English list (nltk.corpus.stopwords.words("english"),
+# which the original's sonnet_gen.py loads) plus the original's custom_stopwords, embedded because NLTK's
+# corpora are not a poeval dependency. German has no original; poeval's own short list of function words.
+STOPWORDS = {
+    "en": frozenset("""i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+        yourselves he him his himself she she's her hers herself it it's its itself they them their theirs
+        themselves what which who whom this that that'll these those am is are was were be been being have has
+        had having do does did doing a an the and but if or because as until while of at by for with about
+        against between into through during before after above below to from up down in out on off over under
+        again further then once here there when where why how all any both each few more most other some such
+        no nor not only own same so than too very s t can will just don don't should should've now d ll m o re
+        ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn
+        isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren
+        weren't won won't wouldn wouldn't""".split()) | {"thee", "thou", "thy", "'d", "'s", "'ll", "must", "shall"},
+    "de": frozenset("""der die das des dem den ein eine einer eines einem einen und oder aber doch denn wenn als
+        wie so auch nur noch schon nicht kein keine ich du er sie es wir ihr mich dich sich uns euch mir dir ihm
+        ihn ihnen mein meine dein deine sein seine ihre unser in im an am auf aus bei mit nach von vom zu zum zur
+        durch für um über unter vor hinter zwischen ist bin bist sind war waren wird werden hat habe hast haben
+        hatte kann muss soll will da dann wo was wer dass ob nun hier dort""".split()),
+}
+# the original's avoid_symbols: never generated
+AVOID_SYMBOLS = frozenset("()[]“‘”’")
+# the original's rhyme_threshold_neg: a verse that starts a new rhyme must not rhyme with the verse before
+NON_RHYME_THRESHOLD = 0.7
+# the original's reset(): each quatrain's scheme uniformly from these three
+ORIGINAL_SCHEMES = ("aabb", "abab", "abba")
+
+
 def draw(probs, k: int = 1):
     """``k`` independent draws (with replacement) from each row of ``probs`` (rows sum to > 0): inverse-CDF
     sampling with ``torch.rand``, many times faster than ``torch.multinomial`` on CPU for large vocabularies;
@@ -884,32 +954,91 @@ def draw(probs, k: int = 1):
     return torch.searchsorted(cdf, u, right=True).clamp(max=probs.shape[-1] - 1)
 
 
+def constrained_draw(probs, allowed, attempts: int):
+    """One draw per row of ``probs`` restricted to ``allowed``, and whether the row failed: the original's
+    rejection loop (``sample_word``: up to ``attempts`` draws from ``probs`` until one is allowed) in one step.
+    Its accepted word follows ``probs`` renormalised over ``allowed``, and it fails with probability
+    ``(1 - q) ** attempts``, ``q`` the allowed mass."""
+    kept = probs * allowed
+    q = kept.sum(-1) / probs.sum(-1)
+    failed = torch.rand(q.shape) < (1 - q).pow(attempts)
+    nxt = draw(torch.where(failed.unsqueeze(1), probs, kept)).squeeze(1)
+    return nxt, failed
+
+
+def draw_schemes(n: int, mode: str, counts: dict | None = None) -> list[str]:
+    """``n`` quatrain schemes: ``uniform`` over aabb/abab/abba (the original's ``random.choice``), or
+    ``training``: by the training sonnets' quatrain scheme ``counts`` (uniform over the three if none)."""
+    if mode == "uniform" or not counts:
+        return [ORIGINAL_SCHEMES[i] for i in torch.randint(len(ORIGINAL_SCHEMES), (n,)).tolist()]
+    names = sorted(counts)
+    picks = torch.multinomial(torch.tensor([float(counts[s]) for s in names]), n, replacement=True).tolist()
+    return [names[i] for i in picks]
+
+
+def rhyme_targets(scheme: str, v: int) -> tuple[int | None, int | None]:
+    """Verse ``v``'s rhyme partner (the last earlier verse of its letter) and, when its letter is new, the
+    verse it must not rhyme with (the one before it): the original's ``rhyme_pttn`` pos/neg lists for
+    aabb, abab and abba."""
+    earlier = [u for u in range(v) if scheme[u] == scheme[v]]
+    if earlier:
+        return earlier[-1], None
+    return None, (v - 1 if v else None)
+
+
+def rerank_probs(pm_losses, temperature: float):
+    """The probability of keeping each candidate verse: ``softmax(-pentameter loss / temperature)`` (the
+    original's ``sent_temp`` = 0.1)."""
+    return torch.softmax(-torch.as_tensor(pm_losses, dtype=torch.float64) / temperature, dim=0)
+
+
+def rerank(pm_losses, temperature: float, mode: str) -> int:
+    """Index of the kept candidate: drawn by :func:`rerank_probs` (``sample``) or the lowest loss (``best``)."""
+    if mode == "best" or len(pm_losses) == 1:
+        return int(torch.as_tensor(pm_losses).argmin())
+    return int(torch.multinomial(rerank_probs(pm_losses, temperature), 1))
+
+
+# a quatrain is started over after these failures (the original's reset() when a candidate verse fails)
+RESTART_REASONS = ("empty_line", "constraints")
+
+
 class Generator:
     """Batched quatrain generation (module docstring, "Generation")."""
 
     def __init__(self, loaded: Loaded, temperature: float, top_p: float, top_k: int):
         self.L = loaded
-        cfg, vocab, model = loaded.cfg, loaded.vocab, loaded.model
+        cfg, vocab, model = {**MODEL_DEFAULTS, **loaded.cfg}, loaded.vocab, loaded.model
         self.cfg, self.vocab, self.lm = cfg, vocab, model.lm
         self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
         n = len(vocab)
         words = vocab.itos
         self.style_ids = [vocab.stoi[t] for t in loaded.style]
         special = {vocab.pad, vocab.unk, vocab.bos, vocab.eos, vocab.eol, *self.style_ids}
-        self.banned = sorted({vocab.pad, vocab.unk, vocab.bos, vocab.eos, *self.style_ids})
+        self.banned = sorted({vocab.pad, vocab.bos, vocab.eos, *self.style_ids})
         self.is_word = torch.tensor([i not in special and is_word(w) for i, w in enumerate(words)])
         lower: dict[str, int] = {}
         self.lower_id = torch.tensor([lower.setdefault(w.lower(), len(lower)) for w in words])
+        # repetition constraints (module docstring): per lower-cased type, may it recur once (stopword or
+        # punctuation)? which types are never drawn (the original's avoid_symbols and <unk>)?
+        stop = STOPWORDS.get(cfg.get("lang", "en"), frozenset())
+        free = torch.zeros(len(lower), dtype=torch.bool)
+        never = torch.zeros(len(lower), dtype=torch.bool)
+        for w, i in lower.items():
+            free[i] = w in stop or not is_word(w)
+            never[i] = w in AVOID_SYMBOLS
+        never[self.lower_id[vocab.unk]] = True
+        self.free, self.never = free, never
         with torch.no_grad():
             chars, lengths = loaded.batcher.type_chars[:n], loaded.batcher.type_len[:n]
             self.char_table = self.lm.char_encode(model.chars, chars, lengths)
             self.rhyme_table = model.rhyme.embed(model.chars, chars, lengths) * self.is_word.unsqueeze(1)
-        counts = cfg.get("scheme_counts") or {}
-        self.schemes = sorted(counts) if counts else ["abab", "aabb", "abba"]
-        self.scheme_probs = torch.tensor([float(counts[s]) for s in self.schemes] if counts else [1.0] * 3)
-        self.scheme_source = "training sonnets" if counts else "default (abab, aabb, abba)"
+        self.scheme_counts = cfg.get("scheme_counts") or {}
+        uniform = cfg["scheme_draw"] == "uniform"
+        self.scheme_source = ("uniform (aabb, abab, abba)" if uniform or not self.scheme_counts
+                              else "training sonnets")
         if self.style_ids:
-            self.scheme_source = "sampled style token"
+            self.scheme_source = "uniform (aabb, abab, abba), prompted" if uniform else "sampled style token"
             self.meter_ids = [vocab.stoi[t] for t in loaded.style if t.startswith("<meter=")]
             self.scheme_tok = [vocab.stoi[t] for t in loaded.style if t.startswith("<scheme=")]
 
@@ -928,40 +1057,79 @@ class Generator:
         enc = self.lm.encode_verses(words, lengths)
         return enc, torch.arange(words.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
 
-    def _style_rows(self, mem, vis):
-        """Sample each quatrain's style line (meter, then scheme: the line is decoded right to left)."""
+    def _style_rows(self, mem, vis, schemes: list[str] | None):
+        """Each quatrain's style line, decoded right to left: the meter sampled, then the scheme token, which is
+        ``schemes``' when given (a uniformly drawn scheme is the prompt) and else sampled too."""
         p = mem.shape[0]
         keys = self.lm.att_k(mem)
-        state = None
         tok = torch.full((p,), self.vocab.bos, dtype=torch.long)
-        out = []
-        for allowed in (self.meter_ids, self.scheme_tok):
-            logp, state = self._step(tok, state, keys, mem, vis)
-            mask = torch.ones(logp.shape[-1], dtype=torch.bool)
-            mask[allowed] = False
-            probs = filtered_probs(logp.masked_fill(mask, -math.inf), self.temperature, self.top_p, self.top_k)
-            tok = draw(probs).squeeze(1)
-            out.append(tok)
-        return [[int(sc), int(me)] for me, sc in zip(*out)]     # natural order: scheme, meter
+        logp, state = self._step(tok, None, keys, mem, vis)
+        meter = draw(self._only(logp, self.meter_ids)).squeeze(1)
+        if schemes is not None:
+            scheme = torch.tensor([self.vocab.stoi[f"<scheme={s}>"] for s in schemes])
+        else:
+            logp, _ = self._step(meter, state, keys, mem, vis)
+            scheme = draw(self._only(logp, self.scheme_tok)).squeeze(1)
+        return [[int(sc), int(me)] for sc, me in zip(scheme, meter)]     # natural order: scheme, meter
 
-    def _decode(self, keys, mem, vis, budget, partner):
-        """Sample one verse per row (right to left). Returns token buffer (R, T) in generation order,
-        lengths, finished flags, end-word ids, rhyme-ok flags and rhyme similarities."""
+    def _only(self, logp, allowed: list[int]):
+        mask = torch.ones(logp.shape[-1], dtype=torch.bool)
+        mask[allowed] = False
+        return filtered_probs(logp.masked_fill(mask, -math.inf), self.temperature, self.top_p, self.top_k)
+
+    def _logits(self, logp):
+        """Logits and temperature for :func:`.common.filtered_probs`: the decoding config's temperature, or
+        with ``word_temperature`` [low, high] one drawn uniformly for each row and word (the original's
+        ``np.random.uniform(temp_min, temp_max)`` in ``sample_sent``)."""
+        if self.cfg["word_temperature"] is None:
+            return logp, self.temperature
+        low, high = self.cfg["word_temperature"]
+        return logp / torch.empty(logp.shape[0], 1).uniform_(low, high), 1.0
+
+    def _allowed(self, seen, ends, recent):
+        """Rows x vocabulary: what the original's ``sample_sent`` lets a verse draw next, given the lower-cased
+        type counts ``seen`` of the quatrain so far (this verse included), its earlier end words ``ends`` and the
+        verse's last three tokens ``recent``: no word twice unless a stopword or punctuation, nothing three
+        times, no earlier end word, none of the last three tokens, no avoided symbol."""
+        banned = (seen >= 2) | ((seen >= 1) & ~self.free) | ends | self.never
+        allowed = ~banned[:, self.lower_id]
+        return allowed.scatter_(1, recent, False)
+
+    def _rhyme_allowed(self, pos, neg):
+        """Rows x vocabulary: the words that may end a verse whose end word must rhyme with ``pos`` (cosine >=
+        rhyme_threshold) and must not rhyme with ``neg`` (cosine <= 0.7), ids or -1 for none; punctuation, which
+        precedes the end word in generation order, stays allowed, ``<eol>`` does not (the verse needs its end
+        word; the original rejects an ``<eos>`` as not rhyming)."""
+        ok = torch.ones(pos.shape[0], self.rhyme_table.shape[0], dtype=torch.bool)
+        for target, keep in ((pos, lambda s: s >= float(self.cfg["rhyme_threshold"])),
+                             (neg, lambda s: s <= NON_RHYME_THRESHOLD)):
+            rows = (target >= 0).nonzero().squeeze(1)
+            if rows.numel():
+                sims = self.rhyme_table[target[rows]] @ self.rhyme_table.T
+                ok[rows] &= keep(sims)
+        ok |= ~self.is_word
+        ok[:, self.vocab.eol] = False
+        return ok
+
+    def _decode(self, keys, mem, vis, budget, pos, neg, seen, ends):
+        """Sample one verse per row (right to left) under the repetition and rhyme constraints. Returns the
+        token buffer (R, T) in generation order, lengths, finished and failed flags and end-word ids; ``seen``
+        is updated in place with each row's tokens."""
         r = budget.shape[0]
         steps = int(budget.max()) if r else 0
         buf = torch.full((r, max(steps, 1)), self.vocab.pad, dtype=torch.long)
         length = torch.zeros(r, dtype=torch.long)
         finished = torch.zeros(r, dtype=torch.bool)
+        failed = torch.zeros(r, dtype=torch.bool)
         alive = budget > 0
         end = torch.full((r,), -1, dtype=torch.long)
-        rhyme_ok = torch.zeros(r, dtype=torch.bool)
-        rhyme_sim = torch.full((r,), -2.0)
-        need = partner >= 0
+        rhymed = (pos >= 0) | (neg >= 0)
         d = self.lm.decoder.hidden_size
         h = torch.zeros(1, r, d)
         c = torch.zeros(1, r, d)
         tok = torch.full((r,), self.vocab.bos, dtype=torch.long)
-        thr, attempts = float(self.cfg["rhyme_threshold"]), int(self.cfg["rhyme_attempts"])
+        pad_col = torch.full((r, 3), self.vocab.pad, dtype=torch.long)
+        attempts = int(self.cfg["rhyme_attempts"])
         # rows per chunk: a (rows x vocabulary) float tensor stays below ~16 MB, so that the allocator reuses
         # its memory instead of mapping fresh pages at every step (large vocabularies: much system time)
         chunk = max(64, (1 << 22) // len(self.vocab))
@@ -969,70 +1137,86 @@ class Generator:
             live = alive.nonzero().squeeze(1)
             if live.numel() == 0:
                 break
+            recent = torch.cat([pad_col, buf[:, :t]], dim=1)[:, -3:]
             for idx in torch.split(live, chunk):
                 logp, (hn, cn) = self._step(tok[idx], (h[:, idx], c[:, idx]), keys[idx], mem[idx], vis[idx])
                 h[:, idx], c[:, idx] = hn, cn
-                probs = filtered_probs(logp, self.temperature, self.top_p, self.top_k, self.banned)
-                nxt = draw(probs).squeeze(1)
-                first = end[idx] < 0
-                redraw = (need[idx] & first).nonzero().squeeze(1)
-                if redraw.numel():   # the rhyme word: redraw until it rhymes with the partner's end word
-                    draws = draw(probs[redraw], attempts)
-                    pw = partner[idx[redraw]]
-                    sims = (self.rhyme_table[draws] * self.rhyme_table[pw].unsqueeze(1)).sum(-1)
-                    same = self.lower_id[draws] == self.lower_id[pw].unsqueeze(1)
-                    word = self.is_word[draws]
-                    good = word & (sims >= thr) & ~same
-                    okay = ~word | good
-                    pick = okay.float().argmax(dim=1)          # first acceptable draw (else the first draw)
-                    rows = torch.arange(redraw.numel())
-                    nxt[redraw] = draws[rows, pick]
-                    chosen_word = word[rows, pick]
-                    target = idx[redraw[chosen_word]]
-                    rhyme_ok[target] = good[rows, pick][chosen_word]
-                    sim = torch.where(same[rows, pick], torch.tensor(-2.0), sims[rows, pick])
-                    rhyme_sim[target] = sim[chosen_word]
-                new_end = first & self.is_word[nxt]
+                probs = filtered_probs(*self._logits(logp), self.top_p, self.top_k, self.banned)
+                allowed = self._allowed(seen[idx], ends[idx], recent[idx])
+                first = (end[idx] < 0) & rhymed[idx]
+                if first.any():      # the end word (first word drawn) must meet the scheme
+                    allowed[first] &= self._rhyme_allowed(pos[idx[first]], neg[idx[first]])
+                nxt, fail = constrained_draw(probs, allowed, attempts)
+                failed[idx[fail]] = True
+                new_end = (end[idx] < 0) & self.is_word[nxt]
                 end[idx[new_end]] = nxt[new_end]
                 buf[idx, t] = nxt
-                eol = nxt == self.vocab.eol
+                eol = (nxt == self.vocab.eol) & ~fail
                 finished[idx[eol]] = True
-                length[idx[~eol]] += 1
+                grow = ~eol & ~fail
+                length[idx[grow]] += 1
+                seen[idx[grow], self.lower_id[nxt[grow]]] += 1
                 tok[idx] = nxt
-                stop = eol | (t + 1 >= budget[idx])
+                stop = eol | fail | (t + 1 >= budget[idx])
                 alive[idx[stop]] = False
-        return buf, length, finished, end, rhyme_ok, rhyme_sim
+        return buf, length, finished, failed, end
 
     @torch.no_grad()
     def generate(self, size: int, max_tokens: int) -> list[dict]:
-        """``size`` quatrain attempts: each ``{"lines" or None, "reason", "scheme", "constrained", "forced"}``."""
+        """``size`` quatrain attempts: each ``{"lines" or None, "reason", "scheme", "constrained",
+        "restarts"}``. A quatrain that fails (a candidate verse empty or a word rejected ``rhyme_attempts``
+        times) is started over with a new scheme, up to ``restarts`` times, as the original's ``reset()``."""
+        results: list[dict] = [{} for _ in range(size)]
+        todo = list(range(size))
+        constrained = [0] * size
+        for attempt in range(int(self.cfg["restarts"]) + 1):
+            again = []
+            for p, res in zip(todo, self._quatrains(len(todo), max_tokens)):
+                constrained[p] += res["constrained"]
+                results[p] = {**res, "constrained": constrained[p], "restarts": attempt}
+                if res["reason"] in RESTART_REASONS:
+                    again.append(p)
+            todo = again
+            if not todo:
+                break
+        return results
+
+    def _quatrains(self, size: int, max_tokens: int) -> list[dict]:
+        """One try at ``size`` quatrains, verse by verse, ``candidates`` verses per quatrain and verse."""
         cfg, vocab, lm = self.cfg, self.vocab, self.lm
         k = int(cfg["candidates"])
         mem = lm.null.view(1, 1, -1).expand(size, 1, -1)
         vis = torch.ones(size, 1, dtype=torch.bool)
+        uniform = cfg["scheme_draw"] == "uniform"
+        schemes = draw_schemes(size, cfg["scheme_draw"], self.scheme_counts) if uniform or not self.style_ids \
+            else None
         if self.style_ids:
-            styles = self._style_rows(mem, vis)
+            styles = self._style_rows(mem, vis, schemes)
             enc, m = self._encode(styles)
             mem, vis = torch.cat([mem, enc], dim=1), torch.cat([vis, m], dim=1)
             schemes = [vocab[s[0]][len("<scheme="):-1] for s in styles]
-        else:
-            draws = torch.multinomial(self.scheme_probs, size, replacement=True).tolist()
-            schemes = [self.schemes[i] for i in draws]
         used = torch.zeros(size, dtype=torch.long)
         valid = [True] * size
-        results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0, "forced": 0} for s in schemes]
+        results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0} for s in schemes]
         ends = torch.full((size, 4), -1, dtype=torch.long)
+        seen = torch.zeros(size, len(self.free), dtype=torch.uint8)      # lower-cased type counts
+        end_mask = torch.zeros(size, len(self.free), dtype=torch.bool)
+        rep = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731
         for v in range(4):
-            partner = torch.full((size,), -1, dtype=torch.long)
+            pos = torch.full((size,), -1, dtype=torch.long)
+            neg = torch.full((size,), -1, dtype=torch.long)
             for p, sch in enumerate(schemes):
-                earlier = [u for u in range(v) if sch[u] == sch[v]]
-                if earlier and valid[p]:
-                    partner[p] = ends[p, earlier[-1]]
+                u_pos, u_neg = rhyme_targets(sch, v)
+                if valid[p] and u_pos is not None:
+                    pos[p] = ends[p, u_pos]
+                    results[p]["constrained"] += 1
+                if valid[p] and u_neg is not None:
+                    neg[p] = ends[p, u_neg]
             budget = (max_tokens - used).clamp(min=0)
             budget[torch.tensor([not x for x in valid])] = 0
-            rep = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731
-            buf, length, finished, end, rhyme_ok, rhyme_sim = self._decode(
-                rep(lm.att_k(mem)), rep(mem), rep(vis), rep(budget), rep(partner))
+            cand_seen = rep(seen)
+            buf, length, finished, failed, end = self._decode(
+                rep(lm.att_k(mem)), rep(mem), rep(vis), rep(budget), rep(pos), rep(neg), cand_seen, rep(end_mask))
             toks = [buf[i, : length[i]].tolist()[::-1] for i in range(buf.shape[0])]
             words = [[vocab[t] for t in row] for row in toks]
             ok = [bool(finished[i]) and verse_ok(words[i]) for i in range(len(words))]
@@ -1044,32 +1228,27 @@ class Generator:
                 pm[cand] = self.L.batcher.pm_lines(lines)
             chosen_rows = []
             for p in range(size):
+                rows = range(p * k, (p + 1) * k)
+                reason = None
                 if not valid[p]:
-                    chosen_rows.append([])
-                    continue
-                cands = [i for i in range(p * k, (p + 1) * k) if ok[i]]
-                if not cands:
+                    pass
+                elif any(bool(failed[i]) for i in rows):
+                    reason = "constraints"
+                elif any(bool(finished[i]) and not ok[i] for i in rows):
+                    reason = "empty_line"
+                elif not any(ok[i] for i in rows):
+                    reason = "truncated"
+                if not valid[p] or reason:
                     valid[p] = False
-                    done = any(bool(finished[i]) for i in range(p * k, (p + 1) * k))
-                    results[p]["reason"] = "empty_line" if done else "truncated"
+                    results[p]["reason"] = results[p]["reason"] or reason
                     chosen_rows.append([])
                     continue
-                pool = cands
-                if partner[p] >= 0:
-                    results[p]["constrained"] += 1
-                    rhymed = [i for i in cands if rhyme_ok[i]]
-                    if rhymed:
-                        pool = rhymed
-                    else:
-                        results[p]["forced"] += 1
-                        pool = [max(cands, key=lambda i: float(rhyme_sim[i]))]
-                if len(pool) == 1 or cfg["rerank"] == "best":
-                    pick = min(pool, key=lambda i: float(pm[i]))
-                else:
-                    weights = torch.softmax(-pm[pool], dim=0)
-                    pick = pool[int(torch.multinomial(weights, 1))]
+                pool = [i for i in rows if ok[i]]
+                pick = pool[rerank(pm[pool], float(cfg["rerank_temperature"]), cfg["rerank"])]
                 results[p]["lines"].append(texts[pick])
                 ends[p, v] = end[pick]
+                end_mask[p, self.lower_id[end[pick]]] = True
+                seen[p] = cand_seen[pick]
                 used[p] += int(length[pick]) + 1
                 chosen_rows.append(toks[pick])
             enc, m = self._encode(chosen_rows)
@@ -1107,7 +1286,7 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
     records: list[dict] = []
     reasons: collections.Counter = collections.Counter()
     targets: collections.Counter = collections.Counter()
-    constrained = forced = attempts = 0
+    constrained = restarts = attempts = 0
     t0 = time.perf_counter()
     bar = tqdm(total=n, desc="sample deepspeare", unit="quatrain", disable=not progress, leave=False)
     try:
@@ -1116,7 +1295,7 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
             for res in gen.generate(size, max_tokens):
                 attempts += 1
                 constrained += res["constrained"]
-                forced += res["forced"]
+                restarts += res["restarts"]
                 if res["lines"] is None:
                     reasons[res["reason"]] += 1
                 else:
@@ -1137,11 +1316,15 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
         "arch": ARCH,
         "candidates": int(loaded.cfg["candidates"]),
         "rhyme_threshold": float(loaded.cfg["rhyme_threshold"]),
-        "rhyme_attempts": int(loaded.cfg["rhyme_attempts"]),
-        "rerank": loaded.cfg["rerank"],
+        "rhyme_attempts": int(gen.cfg["rhyme_attempts"]),
+        "restarts": int(gen.cfg["restarts"]),
+        "rerank": gen.cfg["rerank"],
+        "rerank_temperature": float(gen.cfg["rerank_temperature"]),
+        "scheme_draw": gen.cfg["scheme_draw"],
+        "word_temperature": gen.cfg["word_temperature"],
         "scheme_source": gen.scheme_source,
         "target_schemes": dict(sorted(targets.items())),
         "rhyme_constrained_verses": constrained,
-        "rhyme_forced_failures": forced,
+        "quatrain_restarts": restarts,
     }
     return write_samples(records, reasons, attempts, n, out, stats, extra)

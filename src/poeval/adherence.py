@@ -5,9 +5,9 @@ style="abab")``); every quatrain is labelled with poeval's rhyme detector, the o
 training corpus, so the model is judged by the labels it was trained on. Adherence to a scheme is the
 share of its prompted sample whose detected scheme is the prompted one. The baseline is the paired
 model sampled unprompted with the same decoding config: its share of that scheme is how often it
-writes the scheme unasked. Pairs come from params ``style_adherence.pairs``, else each conditioned
-transformer in ``systems`` with its name minus ``-cond`` when that system runs too; a conditioned model
-paired with itself has its own unprompted samples as the baseline.
+writes the scheme unasked. Every conditioned transformer in ``systems`` gets the baseline that params
+``style_adherence.pairs`` names for it, else the system of its name minus ``-cond`` when that runs too,
+else none (it is left out); paired with itself, a model's own unprompted sample is the baseline.
 
 A match that rhymes can still be a repetition (rhyming lines ending in the same word, as Tables 10 and
 11 count them, :mod:`poeval.metrics.rhyme`): the table gives the share of repetitions among the
@@ -33,14 +33,19 @@ COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n
 
 
 def pairs(config: dict) -> dict[str, str]:
-    """Conditioned system -> baseline system, in ``systems`` order (module doc)."""
-    explicit = (config.get("style_adherence") or {}).get("pairs")
-    if explicit is not None:
-        return dict(explicit)
+    """Conditioned system -> baseline system, for the conditioned transformers in ``systems`` (in its
+    order): params ``style_adherence.pairs``, else the system's name minus ``-cond`` when that runs too."""
+    explicit = (config.get("style_adherence") or {}).get("pairs") or {}
     systems, models = config["systems"], config["models"]
-    return {s: s.removesuffix("-cond") for s in systems
-            if models[s].get("conditioned") and models[s].get("arch") in LM_ARCHS
-            and s.endswith("-cond") and s.removesuffix("-cond") in systems}
+    out = {}
+    for s in systems:
+        if not (models[s].get("conditioned") and models[s].get("arch") in LM_ARCHS):
+            continue
+        if s in explicit:
+            out[s] = explicit[s]
+        elif s.endswith("-cond") and s.removesuffix("-cond") in systems:
+            out[s] = s.removesuffix("-cond")
+    return out
 
 
 def pair_problems(config: dict) -> list[str]:

@@ -24,7 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROFILES = ROOT / "workflow" / "profiles"
-GPU_RULES = ("train", "sample")
+GPU_RULES = ("train", "sample", "adherence_sample")
 
 
 def _workdir(tmp_path: Path) -> Path:

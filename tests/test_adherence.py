@@ -57,9 +57,9 @@ def test_table_and_figure_from_hand_labelled_cells(tmp_path):
     with pytest.raises(PoevalError, match="no unprompted sample"):
         adherence.write_table([(str(tmp_path / "prompted.json"),) * 2], ["aabb"], str(out))
     png = tmp_path / "f.png"
-    main(["adherence", "table", pair, "--schemes", "aabb", "abab", "--out", str(png)])
+    main(["adherence", "figure", pair, "--schemes", "aabb", "abab", "--out", str(png)])
     first = png.read_bytes()
-    main(["adherence", "table", pair, "--schemes", "aabb", "abab", "--out", str(png)])
+    main(["adherence", "figure", pair, "--schemes", "aabb", "abab", "--out", str(png)])
     assert len(first) > 5_000 and png.read_bytes() == first
 
 

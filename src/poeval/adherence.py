@@ -22,12 +22,12 @@ import collections
 
 from .errors import PoevalError
 from .io import read_json, read_jsonl, write_json
+from .lm import ARCHS as LM_ARCHS   # the transformers: their sampler takes a scheme prompt
 from .metrics.rhyme import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
 from .rhyme import scheme
 from .tables import fmt, write_tsv
 
 UNPROMPTED = "none"
-LM_ARCHS = ("gpt2", "gptneo", "llama", "bygpt5")   # the transformers: their sampler takes a scheme prompt
 COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n", "baseline_share",
            "repetitions"]
 

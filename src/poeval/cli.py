@@ -120,11 +120,8 @@ def cmd_adherence_cell(args) -> None:
 def cmd_adherence_table(args) -> None:
     from . import adherence
 
-    pair_cells = adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL")
-    if args.out.endswith(".png"):
-        adherence.write_figure(pair_cells, args.schemes, args.out)
-    else:
-        adherence.write_table(pair_cells, args.schemes, args.out)
+    write = adherence.write_figure if args.action == "figure" else adherence.write_table
+    write(adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL"), args.schemes, args.out)
 
 
 def cmd_sonnets(args) -> None:
@@ -462,11 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what counts as a repetition (params metrics.rhyme.repetition)")
     p.add_argument("--out", required=True, help="cell JSON")
     p.set_defaults(func=cmd_adherence_cell)
-    p = asub.add_parser("table", help="(workflow) the style adherence table (.tsv) or figure (.png)")
-    p.add_argument("pairs", nargs="*", help="CONDITIONED_CELL=BASELINE_CELL items, in table order")
-    p.add_argument("--schemes", nargs="+", required=True, help="the prompted schemes, in column order")
-    p.add_argument("--out", required=True, help="TSV table or PNG figure")
-    p.set_defaults(func=cmd_adherence_table)
+    for action, what in (("table", "TSV"), ("figure", "PNG")):
+        p = asub.add_parser(action, help=f"(workflow) the style adherence {action}")
+        p.add_argument("pairs", nargs="*", help="CONDITIONED_CELL=BASELINE_CELL items, in row order")
+        p.add_argument("--schemes", nargs="+", required=True, help="the prompted schemes, in order")
+        p.add_argument("--out", required=True, help=f"{what} file")
+        p.set_defaults(func=cmd_adherence_table)
 
     p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
     p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")

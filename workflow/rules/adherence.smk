@@ -58,8 +58,8 @@ def adherence_pair_cells():
             for lang in LANGS for cond, base in ADHERENCE_PAIRS.items()]
 
 
-for _name, _out in (("style_adherence_table", "results/tables/style_adherence.tsv"),
-                    ("style_adherence_figure", "results/figures/style_adherence.png")):
+for _action, _out in (("table", "results/tables/style_adherence.tsv"), ("figure", "results/figures/style_adherence.png")):
+    _name = f"style_adherence_{_action}"
 
     rule:
         name:
@@ -72,12 +72,13 @@ for _name, _out in (("style_adherence_table", "results/tables/style_adherence.ts
         log:
             f"logs/adherence/{_name}.log",
         params:
+            action=_action,
             pairs=adherence_pair_cells(),
             schemes=ADHERENCE["schemes"],
             shows=", ".join(f"{c} vs {b}" for c, b in ADHERENCE_PAIRS.items()) or "none",  # for the caption
         threads: 1
         shell:
-            "poeval adherence table {params.pairs} --schemes {params.schemes} --out {output} > {log} 2>&1"
+            "poeval adherence {params.action} {params.pairs} --schemes {params.schemes} --out {output} > {log} 2>&1"
 
 
 def adherence_targets():

@@ -146,7 +146,8 @@ def write_figure(pair_cells: list[tuple[str, str]], schemes: list[str], out: str
     for ax, (lang, system, baseline) in zip(axes[0], panels):
         mine = [r for r in table if (r["lang"], r["system"], r["baseline"]) == (lang, system, baseline)]
         ax.bar(x - width / 2, [r["adherence"] or 0 for r in mine], width, label=f"{system}, prompted")
-        ax.bar(x + width / 2, [r["baseline_share"] or 0 for r in mine], width, label=f"{baseline}")
+        unprompted = baseline if baseline.endswith("(unprompted)") else f"{baseline}, unprompted"
+        ax.bar(x + width / 2, [r["baseline_share"] or 0 for r in mine], width, label=unprompted)
         ax.set_xticks(x, schemes)
         ax.set_ylim(0, 1)
         ax.set_title(f"{lang}: {system}")

@@ -26,7 +26,7 @@ from poeval.generators import registry
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROFILES = ROOT / "workflow" / "profiles"
-GPU_RULES = ("train", "sample")
+GPU_RULES = ("train", "sample", "adherence_sample")
 
 
 def _workdir(tmp_path: Path) -> Path:

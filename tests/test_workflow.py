@@ -150,6 +150,12 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert all((work / "results" / "figures" / f"{f}.png").stat().st_size > 5_000 for f in ("figure1", "figure4"))
     train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
     assert all('"scheme": ' in line and '"meter": ' in line for line in train)
+    # style adherence: bygpt5-s-cond prompted with two schemes, against its own unprompted sample
+    adherence = _rows(work / "results" / "tables" / "style_adherence.tsv")
+    assert adherence[0][:6] == ["lang", "system", "baseline", "scheme", "n", "adherence"]
+    assert [row[:4] for row in adherence[1:]] == [["en", "bygpt5-s-cond", "bygpt5-s-cond (unprompted)", s]
+                                                  for s in ("aabb", "abab")]
+    assert all(0 <= float(row[5]) <= 1 for row in adherence[1:] if row[4] != "0")
 
     again = snakemake(work, "-c", "2")
     assert again.returncode == 0
@@ -163,7 +169,8 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
                      if p.parent.name in ("tables", "figures"))
-    assert len(outputs) == 2 + 11 * 2 + 15   # table1, table4; eleven family tables with intervals; 15 figures
+    # table1, table4, style_adherence; eleven family tables with intervals; 15 figures and style_adherence
+    assert len(outputs) == 3 + 11 * 2 + 16
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -311,7 +318,7 @@ def test_report_holds_every_table_and_figure(tiny_run):
     html = (work / "results" / "report.html").read_text()
     names = [p.name for p in sorted((work / "results" / "tables").glob("*.tsv"))
              + sorted((work / "results" / "figures").glob("*.png"))]
-    assert len(names) == 2 + 11 * 2 + 15
+    assert len(names) == 3 + 11 * 2 + 16
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / "results" / "curves" / "en").glob("*.tsv"))

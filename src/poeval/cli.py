@@ -94,6 +94,8 @@ def cmd_sample(args) -> None:
 
     s = args.sampling
     if common.is_checkpoint(args.model_dir):
+        if args.style:
+            raise PoevalError(f"{args.model_dir}: --style prompts only the transformer generators")
         arch = common.load_manifest(args.model_dir)["arch"]
         module(arch).sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
                             max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
@@ -104,7 +106,21 @@ def cmd_sample(args) -> None:
     lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
               max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),
               max_attempts=s["max_attempts"], seed=s["seed"],
-              threads=args.threads, id_prefix=args.id_prefix)
+              threads=args.threads, id_prefix=args.id_prefix, style=args.style)
+
+
+def cmd_adherence_cell(args) -> None:
+    from . import adherence
+
+    adherence.write_cell(dict(adherence.parse_items(args.samples, "PROMPT=SAMPLES")), args.lang, args.system,
+                         args.out, args.repetition)
+
+
+def cmd_adherence_table(args) -> None:
+    from . import adherence
+
+    write = adherence.write_figure if args.action == "figure" else adherence.write_table
+    write(adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL"), args.schemes, args.out)
 
 
 def cmd_sonnets(args) -> None:
@@ -427,7 +443,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", required=True)
     p.add_argument("--id-prefix", default="")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
     p.set_defaults(func=cmd_sample)
+
+    from .metrics.rhyme import REPETITION_MODES
+
+    p = sub.add_parser("adherence", help="style adherence of prompted conditioned models (cells, table, figure)")
+    asub = p.add_subparsers(dest="action", required=True)
+    p = asub.add_parser("cell", help="(workflow) label a system's samples, per prompt")
+    p.add_argument("samples", nargs="+", help="PROMPT=SAMPLES items: a scheme (or none: unprompted) and its JSONL")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--system", required=True)
+    p.add_argument("--repetition", choices=REPETITION_MODES, default="rhyme_pair",
+                   help="what counts as a repetition (params metrics.rhyme.repetition)")
+    p.add_argument("--out", required=True, help="cell JSON")
+    p.set_defaults(func=cmd_adherence_cell)
+    for action, what in (("table", "TSV"), ("figure", "PNG")):
+        p = asub.add_parser(action, help=f"(workflow) the style adherence {action}")
+        p.add_argument("pairs", nargs="*", help="CONDITIONED_CELL=BASELINE_CELL items, in row order")
+        p.add_argument("--schemes", nargs="+", required=True, help="the prompted schemes, in order")
+        p.add_argument("--out", required=True, help=f"{what} file")
+        p.set_defaults(func=cmd_adherence_table)
 
     p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
     p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")

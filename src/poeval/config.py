@@ -119,6 +119,9 @@ def _cross_check(config: dict) -> list[str]:
         if model.get("init") == "pretrained" and not all(model_for_lang(model, lang).get("name_or_path")
                                                          for lang in config["languages"]):
             problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
+    from .adherence import pair_problems
+
+    problems += pair_problems(config)
     for name, shown in (config.get("figures") or {}).items():   # not in systems is fine: a panel says so
         if shown["system"] not in config["models"]:
             problems.append(f"key figures.{name}.system: '{shown['system']}' is not defined under models")

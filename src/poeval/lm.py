@@ -2,7 +2,8 @@
 
 A quatrain is modelled as the text ``bos + "\\n".join(lines) + eos``; a style-conditioned model
 (``conditioned: true``) sees ``bos + <scheme=abab><meter=iambic> + "\\n".join(lines) + eos`` in training,
-the two style tags being single special tokens, and samples unprompted from BOS with the tags stripped.
+the two style tags being single special tokens, and samples unprompted from BOS with the tags stripped,
+or prompted with a scheme token (``style``: the style adherence evaluation, :mod:`poeval.adherence`).
 
 Model families (``arch``): ``gpt2``, ``gptneo`` and ``llama`` are word-level; from scratch they get a
 byte-level BPE tokenizer trained on the training split only. ``bygpt5`` is token-free: bytes are the
@@ -644,6 +645,20 @@ def parse_quatrain(text: str, finished: bool = True) -> tuple[list[str] | None, 
     return lines, None
 
 
+def style_prompt(tokenizer, style: str | None) -> list[int]:
+    """The prompt ids: BOS, then with ``style`` (a scheme such as ``"abab"``) the model's
+    ``<scheme=abab>`` token. The metre token that training put after it is left to the model, which
+    draws it from what it learned to follow that scheme (training always had one, so it comes next)."""
+    ids = [tokenizer.bos_token_id]
+    if style is None:
+        return ids
+    if style not in SCHEMES:
+        raise PoevalError(f"style {style!r} is not a four-line rhyme scheme (one of {', '.join(SCHEMES)})")
+    if not has_style_tokens(tokenizer):
+        raise PoevalError(f"style {style!r}: the model was not trained style-conditioned (it has no style tokens)")
+    return ids + [tokenizer.convert_tokens_to_ids(f"<scheme={style}>")]
+
+
 def sample(
     model_dir: str,
     decoding: dict,
@@ -659,8 +674,12 @@ def sample(
     threads: int = 1,
     id_prefix: str = "",
     progress: bool = True,
+    style: str | None = None,
 ) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
+
+    ``style``: prompt a style-conditioned model with that rhyme scheme (:func:`style_prompt`);
+    ``None`` samples unprompted from BOS.
 
     Generations are parsed in order; counting stops at the one that yields the n-th valid quatrain, so
     ``valid`` equals the number of records written. Deterministic for equal seed, batch_size and threads.
@@ -682,17 +701,18 @@ def sample(
         model, tokenizer = load(model_dir)
     model.to(device.resolve())
     model.eval()
+    prefix = style_prompt(tokenizer, style)
     limit = _max_positions(model)
     if max_new_bytes is not None and is_byte_level(tokenizer):
         max_new_tokens = max_new_bytes   # a byte-level model needs ~3x the steps of a BPE one
     if max_new_tokens is None:  # as many as fit: byte-level models need ~4x the tokens of BPE ones
         if limit is None:
             raise PoevalError(f"sample: {model_dir} has no position limit; give max_new_tokens")
-        max_new_tokens = limit - 1
+        max_new_tokens = limit - len(prefix)
     elif limit is not None:
-        max_new_tokens = min(max_new_tokens, limit - 1)
-    bos, eos, pad = tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
-    styled = has_style_tokens(tokenizer)  # a style-conditioned model: generation is still unprompted
+        max_new_tokens = min(max_new_tokens, limit - len(prefix))
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
 
     torch.manual_seed(int(seed))
     records: list[dict] = []
@@ -703,10 +723,10 @@ def sample(
     try:
         while len(records) < n and attempts < max_attempts:
             size = min(batch_size, max_attempts - attempts)
-            prompt = torch.full((size, 1), bos, dtype=torch.long, device=device.of(model))
+            prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
             with torch.no_grad(), _quiet_transformers(progress):
                 seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
-            for row in seqs[:, 1:].tolist():
+            for row in seqs[:, len(prefix):].tolist():
                 attempts += 1
                 finished = eos in row
                 text = tokenizer.decode(row[: row.index(eos)] if finished else row, skip_special_tokens=True)
@@ -730,6 +750,7 @@ def sample(
         "max_new_tokens": max_new_tokens,
         "byte_level": is_byte_level(tokenizer),
         "max_attempts": max_attempts,
+        **({"style": style} if style is not None else {}),
         "elapsed_s": time.perf_counter() - t0,
         "provenance": sample_stamp(model_dir, decoding, sampling),
     })

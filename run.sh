@@ -2,7 +2,7 @@
 # poeval entry points. Each sets everything up first (Debian packages, .venv with pinned
 # dependencies, DVC), so both work on a fresh Debian machine with Python 3.11:
 #   ./run.sh          run the main job: snakemake on params.yaml (CORES=N to limit cores)
-#   ./run.sh test     run the test suite
+#   ./run.sh test     run the test suite (unit tests, then the end-to-end ones marked e2e)
 #   ./run.sh setup    only set up
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -44,7 +44,8 @@ setup() {
 
 case "${1:-run}" in
   run) setup; snakemake -c "${CORES:-all}" ;;
-  test) setup; pytest -q ;;
+  # the fast set first, so that a unit failure shows in minutes; then the end-to-end runs of the tiny DAG
+  test) setup; pytest -q -m "not e2e" --durations=10; pytest -q -m e2e --durations=10 ;;
   setup) setup ;;
   *) echo "usage: ./run.sh [run|test|setup]" >&2; exit 2 ;;
 esac

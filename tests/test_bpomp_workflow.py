@@ -32,7 +32,7 @@ def test_disabled_by_default_and_checked_before_any_job(tmp_path):
     assert proc.returncode != 0 and "bpomp.scorers.0.variant" in proc.stderr + proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
     work = _bpomp_workdir(tmp_path, shared_data)
     proc = snakemake(work, "-c", "2", *TARGETS, configs=CONFIGS)

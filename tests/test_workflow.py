@@ -92,7 +92,7 @@ def tiny_run(tmp_path_factory) -> Path:
     return work
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_tiny_dag_end_to_end(tiny_run):
     work = tiny_run
     table1 = _rows(work / "results" / "tables" / "table1.tsv")
@@ -162,7 +162,7 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     work = _workdir(tmp_path)
     proc = snakemake(work, "-c", "2")
@@ -175,7 +175,7 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     """`poeval provenance` on the tiny run: every link, with the real files' hashes; in a copy of the run,
     a changed sampling seed or a modified samples file makes that row stale and leaves the others fresh."""
@@ -310,7 +310,7 @@ def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path
     assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_report_holds_every_table_and_figure(tiny_run):
     work = tiny_run
     proc = snakemake(work, "--report", "results/report.html")

@@ -90,7 +90,7 @@ def _add_stamp(path: Path, stamp: dict) -> None:
 
 
 def cmd_sample(args) -> None:
-    from . import lm, provenance
+    from . import lm
     from .poetic import common, module
 
     s = args.sampling
@@ -98,9 +98,7 @@ def cmd_sample(args) -> None:
         arch = common.load_manifest(args.model_dir)["arch"]
         module(arch).sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
                             max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
-                            threads=args.threads, id_prefix=args.id_prefix)
-        sampling = {k: s[k] for k in ("n", "batch_size", "max_new_tokens", "max_attempts", "seed")}
-        _add_stamp(Path(args.stats), provenance.sample_stamp(args.model_dir, args.decoding, sampling))
+                            threads=args.threads, id_prefix=args.id_prefix)   # stamps its stats (sample_loop)
         return
     lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
               max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),

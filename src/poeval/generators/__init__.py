@@ -1,0 +1,1 @@
+"""Generators: the architectures, their training and the shared sampling loop."""

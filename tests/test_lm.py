@@ -120,6 +120,9 @@ def test_decoding_kwargs():
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": lm.SCORE_TEMPERATURE}
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
+    schema = json.loads((Path(lm.__file__).parent / "schemas" / "params.schema.json").read_text())
+    contrastive = [v for v in schema["$defs"]["decoding"]["oneOf"] if "penalty_alpha" in v["properties"]]
+    assert contrastive[0]["properties"]["score_temperature"]["default"] == lm.SCORE_TEMPERATURE   # one default
     # what transformers 4 ran for the paper's do_sample=True contrastive configs: top-k sampling at t 1
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}) == \
         lm.decoding_kwargs({"top_k": 6, "temperature": 1.0, "top_p": 1.0})

@@ -160,6 +160,8 @@ def cmd_table(args) -> None:
         tables.table1(splits, args.out)
     elif args.name == "table4":
         tables.table4([tuple(item.split(":", 2)) for item in args.inputs], args.out)
+    elif args.name == "sampling":
+        tables.sampling_table([tuple(item.split(":", 3)) for item in args.inputs], args.out)
     else:
         tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
                             tables.TABLE_COLUMNS.get(args.name))
@@ -456,8 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
-    p.add_argument("name", choices=["table1", "table4", *FAMILY_OF_TABLE])
-    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR)")
+    p.add_argument("name", choices=["table1", "table4", "sampling", *FAMILY_OF_TABLE])
+    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR; "
+                                             "sampling: LANG:SYSTEM:DECODING:STATS_JSON)")
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.set_defaults(func=cmd_table)

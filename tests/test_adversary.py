@@ -286,10 +286,14 @@ def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
         assert not any("<" in line for line in r["lines"])
     stats = json.loads((tmp_path / "s.stats.json").read_text())
     for key in ("attempts", "valid", "requested", "validity_rate", "reasons", "decoding", "seed", "batch_size",
-                "max_new_tokens", "max_attempts", "elapsed_s", "arch"):
+                "max_new_tokens", "max_attempts", "elapsed_s", "arch", "distinct_share", "provenance"):
         assert key in stats, key
     assert stats["arch"] == "sa" and stats["requested"] == 12 and stats["decoding"] == VANILLA
     assert stats["attempts"] == 12 + sum(stats["reasons"].values())
+    # one set of failure reasons (poeval.generators.sampling): an early <eos> is a wrong line count
+    assert all(r in ("truncated", "empty_line") or r.startswith("wrong_line_count:") for r in stats["reasons"])
+    assert stats["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / 12
+    assert stats["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
     # the toy poems' words come back (a trained model, not noise)
     text = " ".join(line for r in records for line in r["lines"])
     assert sum(text.count(o) for o in ("the", "of")) >= 12

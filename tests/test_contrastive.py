@@ -1,5 +1,7 @@
 """Contrastive search (poeval.contrastive) against a literal, cache-free reference of Su et al. 2022."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -79,10 +81,12 @@ def _prompts(seed, lengths=(5, 3, 7)):
 
 
 @torch.no_grad()
-def _reference(model, prompt, k, alpha, steps, eos=None):
+def _reference(model, prompt, k, alpha, steps, eos=None, tau=0.0, uniforms=()):
     """Literal formula, one unpadded prompt, no cache: a full forward of context + v for every candidate v.
 
-    The k candidate sequences have equal length, so they share one (uncached, unpadded) forward.
+    The k candidate sequences have equal length, so they share one (uncached, unpadded) forward. With
+    ``tau`` > 0 the candidate is argmax_v s(v) / tau + g_v, g_v = -log(-log(u_v)) Gumbel noise from the
+    step's ``uniforms`` (k numbers): a draw from softmax(s / tau).
     """
     seq = list(prompt)
     for _ in range(steps):
@@ -95,6 +99,9 @@ def _reference(model, prompt, k, alpha, steps, eos=None):
             h = hidden[i]
             degeneration = F.cosine_similarity(h[-1:], h[:-1], dim=-1).max().item()
             scores.append((1 - alpha) * p - alpha * degeneration)
+        if tau > 0:
+            u = uniforms[len(seq) - len(prompt)].tolist()
+            scores = [s / tau - math.log(-math.log(x)) for s, x in zip(scores, u)]
         seq.append(top_v[scores.index(max(scores))].item())
         if eos is not None and seq[-1] == eos:
             break
@@ -121,6 +128,54 @@ def test_matches_reference(name, seed, k, alpha):
     assert torch.equal(out[:, : ids.shape[1]], ids)
     for r, prompt in enumerate(rows):
         assert _generated(out, mask, r) == _reference(model, prompt, k, alpha, steps)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize(("k", "alpha", "tau"), [(4, 0.6, 0.05), (6, 0.7, 0.5)])
+def test_stochastic_choice_matches_reference(name, k, alpha, tau):
+    """score_temperature > 0: the cached, batched loop draws one (batch, k) block of uniforms per step;
+    the literal reference, fed row r of the same blocks, makes the same choices."""
+    model = _model(name, 0)
+    ids, mask, rows = _prompts(0)
+    steps = 8
+    out = contrastive_search(model, ids, mask, top_k=k, penalty_alpha=alpha, max_new_tokens=steps,
+                             score_temperature=tau, generator=torch.Generator().manual_seed(5))
+    gen = torch.Generator().manual_seed(5)
+    blocks = [torch.rand((len(rows), k), generator=gen) for _ in range(steps)]
+    greedy = contrastive_search(model, ids, mask, top_k=k, penalty_alpha=alpha, max_new_tokens=steps)
+    assert not torch.equal(out, greedy)  # the noise really changes the choices
+    for r, prompt in enumerate(rows):
+        uniforms = [b[r] for b in blocks]
+        assert _generated(out, mask, r) == _reference(model, prompt, k, alpha, steps, tau=tau, uniforms=uniforms)
+
+
+def test_score_temperature_draws_from_the_softmax_of_the_scores():
+    """The Gumbel-max choice picks candidate i with probability softmax(s / tau)_i."""
+    from poeval.contrastive import _choose
+
+    scores = torch.tensor([[0.30, 0.25, 0.10, -0.20]]).expand(40000, 4)
+    tau = 0.1
+    picks = _choose(scores, tau, torch.Generator().manual_seed(0))
+    freq = torch.bincount(picks, minlength=4).float() / len(picks)
+    expected = (scores[0] / tau).softmax(-1)  # 0.61, 0.37, 0.08, 0.004
+    assert torch.allclose(freq, expected, atol=0.01)
+
+
+def test_stochastic_choice_is_seeded_and_tiny_tau_is_the_argmax():
+    model = _model("gpt2", 1)
+    ids, mask, _ = _prompts(1)
+    run = lambda tau, seed: contrastive_search(  # noqa: E731
+        model, ids, mask, top_k=6, penalty_alpha=0.6, max_new_tokens=10, score_temperature=tau,
+        generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(run(0.5, 1), run(0.5, 1))
+    assert not torch.equal(run(0.5, 1), run(0.5, 2))
+    argmax = contrastive_search(model, ids, mask, top_k=6, penalty_alpha=0.6, max_new_tokens=10)
+    assert torch.equal(run(1e-9, 1), argmax)
+    torch.manual_seed(3)  # no generator: the global RNG
+    first = contrastive_search(model, ids, mask, top_k=6, penalty_alpha=0.6, max_new_tokens=10, score_temperature=0.5)
+    torch.manual_seed(3)
+    assert torch.equal(first, contrastive_search(model, ids, mask, top_k=6, penalty_alpha=0.6, max_new_tokens=10,
+                                                 score_temperature=0.5))
 
 
 def test_penalty_changes_the_output():
@@ -224,6 +279,9 @@ def test_single_row_ends_early_at_eos():
         {"penalty_alpha": None},
         {"penalty_alpha": "0.5"},
         {"max_new_tokens": -1},
+        {"score_temperature": -0.1},
+        {"score_temperature": float("inf")},
+        {"score_temperature": True},
     ],
 )
 def test_bad_arguments_raise(kwargs):
@@ -275,6 +333,19 @@ def test_custom_generate_matches_direct_call(name, padded):
         pad_token_id=PAD,
     )
     assert torch.equal(routed, direct)
+
+
+def test_custom_generate_passes_score_temperature():
+    model = _model("gpt2", 2)
+    ids, mask, _ = _prompts(2)
+    kw = {"top_k": 5, "penalty_alpha": 0.6, "max_new_tokens": 8, "eos_token_id": 7, "pad_token_id": PAD}
+    torch.manual_seed(4)
+    direct = contrastive_search(model, ids, mask, score_temperature=0.3, **kw)
+    torch.manual_seed(4)
+    routed = model.generate(input_ids=ids, attention_mask=mask, custom_generate=contrastive_generate,
+                            score_temperature=0.3, **kw)
+    assert torch.equal(routed, direct)
+    assert not torch.equal(direct, contrastive_search(model, ids, mask, **kw))
 
 
 def test_custom_generate_validates_through_generate():

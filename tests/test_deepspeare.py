@@ -183,8 +183,11 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     st = read_json(stats)
     for key in ("attempts", "valid", "requested", "validity_rate", "reasons", "decoding", "seed", "batch_size",
                 "max_new_tokens", "max_attempts", "elapsed_s", "arch", "quatrain_restarts",
-                "rhyme_constrained_verses", "candidates", "target_schemes"):
+                "rhyme_constrained_verses", "candidates", "target_schemes", "distinct_share", "provenance"):
         assert key in st
+    assert st["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / 30
+    assert sum(st["target_schemes"].values()) == 30   # the schemes of the valid quatrains only
+    assert st["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
     assert st["arch"] == "deepspeare" and st["attempts"] >= 30
     # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme
     assert st["rhyme_constrained_verses"] >= 2 * 30

@@ -118,11 +118,22 @@ def test_decoding_kwargs():
     assert lm.decoding_kwargs({"temperature": 0.7})["top_k"] == 0  # top-k off unless asked for
     from poeval.contrastive import contrastive_generate
 
-    cs = lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7})
-    assert cs == {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
+    cs = {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
+    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": lm.SCORE_TEMPERATURE}
+    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
+    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
+    schema = json.loads((Path(lm.__file__).parent / "schemas" / "params.schema.json").read_text())
+    contrastive = [v for v in schema["$defs"]["decoding"]["oneOf"] if "penalty_alpha" in v["properties"]]
+    assert contrastive[0]["properties"]["score_temperature"]["default"] == lm.SCORE_TEMPERATURE   # one default
+    # what transformers 4 ran for the paper's do_sample=True contrastive configs: top-k sampling at t 1
+    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}) == \
+        lm.decoding_kwargs({"top_k": 6, "temperature": 1.0, "top_p": 1.0})
     for bad in ({"temperature": 0}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"typical_p": 0.9},
                 {"top_k": 0, "penalty_alpha": 0.6}, {"top_k": 4, "penalty_alpha": 1.5},
-                {"top_k": 4, "penalty_alpha": 0.6, "temperature": 0.7}):
+                {"top_k": 4, "penalty_alpha": 0.6, "temperature": 0.7},
+                {"top_k": 4, "penalty_alpha": 0.6, "mode": "beam"},
+                {"top_k": 4, "penalty_alpha": 0.6, "score_temperature": 0},
+                {"top_k": 4, "penalty_alpha": 0.6, "mode": "paper", "score_temperature": 0.1}):
         with pytest.raises(PoevalError):
             lm.decoding_kwargs(bad)
 
@@ -281,6 +292,8 @@ def test_sample_writes_valid_quatrains_and_stats(trained, tmp_path):
     assert stats["valid"] == len(records)
     assert stats["valid"] + sum(stats["reasons"].values()) == stats["attempts"] <= 160
     assert stats["validity_rate"] == pytest.approx(stats["valid"] / stats["attempts"])
+    assert stats["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / len(records)
+    assert stats["provenance"]["params"]["decoding"] == VANILLA
     assert stats["decoding"] == VANILLA and stats["seed"] == 1
     assert stats["elapsed_s"] >= 0
     if len(records) < 8:
@@ -297,7 +310,7 @@ def test_sample_zero_valid(trained, tmp_path):
     records, stats, _ = _sample(trained, tmp_path, max_new_tokens=1, max_attempts=20)
     assert records == []
     assert (tmp_path / "s.jsonl").read_text() == ""
-    assert stats["valid"] == 0 and stats["validity_rate"] == 0.0
+    assert stats["valid"] == 0 and stats["validity_rate"] == 0.0 and stats["distinct_share"] is None
     assert stats["attempts"] == 20 == sum(stats["reasons"].values())
 
 
@@ -315,14 +328,14 @@ def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
         assert result["attempts"] >= 1 and result["decoding"] == decoding, name
 
 
-def test_contrastive_samples_differ_and_follow_the_search(trained, tmp_path):
-    """Contrastive search is deterministic after its sampled first token: the quatrains differ from one
+def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_path):
+    """mode argmax (Su et al.'s search after a sampled first token): the quatrains differ from one
     another, and continuing a sample's first token with the search reproduces it."""
     import torch
 
     from poeval.contrastive import contrastive_search
 
-    cs = {"top_k": 4, "penalty_alpha": 0.6}
+    cs = {"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"}
     out, stats = tmp_path / "cs.jsonl", tmp_path / "cs.json"
     lm.sample(str(trained), cs, 6, str(out), str(stats), batch_size=8, max_attempts=40, progress=False)
     records = list(read_jsonl(out))
@@ -337,6 +350,38 @@ def test_contrastive_samples_differ_and_follow_the_search(trained, tmp_path):
                                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)[0]
         assert again.tolist() == row[: again.shape[0]].tolist()
         assert (row[again.shape[0]:] == tok.pad_token_id).all()
+
+
+def test_stochastic_contrastive_sample_follows_the_search(trained):
+    """The default mode: from BOS, each generation is contrastive_search with score_temperature under
+    the same RNG state (nothing is drawn outside the search)."""
+    import torch
+
+    from poeval.contrastive import contrastive_search
+
+    model, tok = lm.load(str(trained))
+    model.eval()
+    bos = torch.full((5, 1), tok.bos_token_id)
+    torch.manual_seed(3)
+    rows = lm._generate(model, bos, lm.decoding_kwargs({"top_k": 4, "penalty_alpha": 0.6}), 60,
+                        tok.eos_token_id, tok.pad_token_id)
+    torch.manual_seed(3)
+    again = contrastive_search(model, bos, top_k=4, penalty_alpha=0.6, max_new_tokens=60,
+                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                               score_temperature=lm.SCORE_TEMPERATURE)
+    assert torch.equal(rows, again)
+    assert len({tuple(r) for r in rows.tolist()}) > 1
+
+
+def test_paper_mode_is_top_k_sampling(trained, tmp_path):
+    """mode paper writes byte for byte the sample of top-k sampling (k, t 1.0, p 1.0)."""
+    paper = {"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}
+    kw = {"batch_size": 8, "max_attempts": 16, "max_new_tokens": 60, "progress": False}
+    lm.sample(str(trained), paper, 4, str(tmp_path / "p.jsonl"), str(tmp_path / "p.json"), **kw)
+    lm.sample(str(trained), {"top_k": 6, "temperature": 1.0, "top_p": 1.0}, 4, str(tmp_path / "k.jsonl"),
+              str(tmp_path / "k.json"), **kw)
+    assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "k.jsonl").read_bytes()
+    assert read_json(tmp_path / "p.json")["decoding"] == paper
 
 
 def test_sampling_is_deterministic(trained, tmp_path):

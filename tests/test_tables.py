@@ -108,6 +108,37 @@ def test_table4_reads_training_logs(tmp_path):
         tables.table4([("en", "x", str(tmp_path / "missing"))], str(tmp_path / "t4b.tsv"))
 
 
+def test_sampling_table_shows_validity_distinct_share_and_reasons(tmp_path):
+    """Stats as the shared sampling loop writes them (samples written by lm.sample and the ports)."""
+    def stats(name, **kw):
+        path = tmp_path / f"{name}.stats.json"
+        path.write_text(json.dumps({"requested": 8, "reasons": {}, **kw}))
+        return str(path)
+
+    samples = [
+        ("en", "gpt2-s", "vanilla", stats("v", attempts=10, valid=8, validity_rate=0.8, distinct_share=1.0,
+                                         reasons={"wrong_line_count:5": 1, "truncated": 1})),
+        # 8 valid quatrains, 3 of them distinct: 37.5 %
+        ("en", "gpt2-s", "contrastive-k6-a0.7", stats("c", attempts=8, valid=8, validity_rate=1.0,
+                                                     distinct_share=3 / 8)),
+        ("en", "sa-s", "vanilla", stats("z", attempts=4, valid=0, validity_rate=0.0, distinct_share=None,
+                                        reasons={"truncated": 4})),
+        ("en", "old", "vanilla", stats("o", attempts=0, valid=0, validity_rate=0.0)),   # no distinct_share yet
+    ]
+    out = tmp_path / "sampling.tsv"
+    tables.sampling_table(samples, str(out))
+    assert [line.split("\t") for line in out.read_text().splitlines()] == [
+        ["lang", "system", "decoding", "requested", "attempts", "valid", "validity_pct", "distinct_pct", "reasons"],
+        ["en", "gpt2-s", "vanilla", "8", "10", "8", "80.00", "100.00", "truncated=1 wrong_line_count:5=1"],
+        ["en", "gpt2-s", "contrastive-k6-a0.7", "8", "8", "8", "100.00", "37.50", "-"],
+        ["en", "sa-s", "vanilla", "8", "4", "0", "0.00", "NA", "truncated=4"],
+        ["en", "old", "vanilla", "8", "0", "0", "NA", "NA", "-"],
+    ]
+    first = out.read_bytes()
+    tables.sampling_table(samples, str(out))
+    assert out.read_bytes() == first
+
+
 def _write(path, system, decoding, n, family, body):
     path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": n,
                                 family: body}))

@@ -144,6 +144,11 @@ def test_tiny_dag_end_to_end(tiny_run):
     assert table4[2][:6] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes"] and table4[2][7] == "280"
     assert table4[3][:6] == ["en", "deepspeare-s", "deepspeare", "S", "scratch", "no"]
     assert table4[4][:6] == ["en", "sa-s-cond", "sa", "S", "scratch", "yes"]
+    sampling = _rows(work / "results" / "tables" / "sampling.tsv")   # every sample, the ports' too
+    assert sampling[0][3:8] == ["requested", "attempts", "valid", "validity_pct", "distinct_pct"]
+    assert [row[1:3] for row in sampling[1:]] == [["gpt2-s", "vanilla"], ["gpt2-s", "contrastive-k6-a0.7"],
+                                                  ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"],
+                                                  ["deepspeare-s", "vanilla"], ["sa-s-cond", "vanilla"]]
     for system in ("deepspeare-s", "sa-s-cond"):   # the ports' samples are quatrains like everyone's
         stats = json.loads((work / "results" / "samples" / "en" / system / "vanilla.stats.json").read_text())
         assert stats["valid"] == 20 and stats["arch"] == system.split("-")[0]
@@ -169,8 +174,8 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
                      if p.parent.name in ("tables", "figures"))
-    # table1, table4, style_adherence; eleven family tables with intervals; 15 figures and style_adherence
-    assert len(outputs) == 3 + 11 * 2 + 16
+    # table1, table4, sampling, style_adherence; 11 family tables with intervals; 15 figures and style_adherence
+    assert len(outputs) == 4 + 11 * 2 + 16
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 

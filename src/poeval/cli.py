@@ -89,7 +89,7 @@ def _add_stamp(path: Path, stamp: dict) -> None:
 
 
 def cmd_sample(args) -> None:
-    from . import lm, provenance
+    from . import lm
     from .poetic import common, module
 
     s = args.sampling
@@ -99,9 +99,7 @@ def cmd_sample(args) -> None:
         arch = common.load_manifest(args.model_dir)["arch"]
         module(arch).sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
                             max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
-                            threads=args.threads, id_prefix=args.id_prefix)
-        sampling = {k: s[k] for k in ("n", "batch_size", "max_new_tokens", "max_attempts", "seed")}
-        _add_stamp(Path(args.stats), provenance.sample_stamp(args.model_dir, args.decoding, sampling))
+                            threads=args.threads, id_prefix=args.id_prefix)   # stamps its stats (sample_loop)
         return
     lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
               max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),
@@ -177,6 +175,8 @@ def cmd_table(args) -> None:
         tables.table1(splits, args.out)
     elif args.name == "table4":
         tables.table4([tuple(item.split(":", 2)) for item in args.inputs], args.out)
+    elif args.name == "sampling":
+        tables.sampling_table([tuple(item.split(":", 3)) for item in args.inputs], args.out)
     else:
         tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
                             tables.TABLE_COLUMNS.get(args.name))
@@ -493,8 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
-    p.add_argument("name", choices=["table1", "table4", *FAMILY_OF_TABLE])
-    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR)")
+    p.add_argument("name", choices=["table1", "table4", "sampling", *FAMILY_OF_TABLE])
+    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR; "
+                                             "sampling: LANG:SYSTEM:DECODING:STATS_JSON)")
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.set_defaults(func=cmd_table)

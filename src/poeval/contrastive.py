@@ -1,22 +1,33 @@
 """Contrastive search decoding (Su et al., 2022, "A Contrastive Framework for Neural Text Generation").
 
 transformers 5 moved contrastive search out of the library (into a Hub repo that needs network access and
-``trust_remote_code``), so we keep our own deterministic implementation. At each step, among the top-k
-candidates v of the next-token distribution p(v | x<t), we pick
+``trust_remote_code``), so we keep our own implementation. At each step, among the top-k candidates v of
+the next-token distribution p(v | x<t), each gets the score
 
-    argmax_v  (1 - alpha) * p(v | x<t)  -  alpha * max_{j<t} cos(h_v, h_j)
+    s(v) = (1 - alpha) * p(v | x<t)  -  alpha * max_{j<t} cos(h_v, h_j)
 
 where h_v is the last-layer hidden state of v appended to the context and h_j are the last-layer hidden
 states of all earlier non-padding positions (prompt included). The first term keeps the text likely, the
 second penalises candidates whose representation repeats the context. alpha = 0 is greedy decoding.
+
+Su et al. take ``argmax_v s(v)`` (``score_temperature`` 0, the default here): deterministic, so from one
+prompt every generation is the same text. With ``score_temperature`` tau > 0 the candidate is instead drawn
+from ``softmax(s / tau)`` over the top-k (by the Gumbel-max trick: argmax of s / tau + Gumbel noise). This
+stochastic choice is poeval's own variant: Su et al. (2022) and Su & Collier (2023, "Contrastive Search Is
+What You Need for Neural Text Generation") both take the argmax, and compare it with sampling methods for
+open-ended generation from a prompt, where the prompt supplies the diversity. Unprompted quatrains start
+from BOS alone, so the choice must be random somewhere; here the candidate set (top-k), the score and the
+degeneration penalty stay theirs, and tau -> 0 recovers their argmax. The noise comes from the global
+torch RNG (or ``generator``), so the output is deterministic given the seed.
 
 Entry points:
 
 * ``contrastive_search(model, input_ids, ...)``: a plain function.
 * ``contrastive_generate``: the same loop shaped as a transformers 5 ``custom_generate`` callable, so that
   ``model.generate(input_ids, custom_generate=contrastive_generate, top_k=4, penalty_alpha=0.6,
-  max_new_tokens=..., eos_token_id=..., pad_token_id=...)`` works; ``generate`` prepares the special tokens,
-  length limits, logits processors and stopping criteria and hands them to it.
+  max_new_tokens=..., eos_token_id=..., pad_token_id=...)`` works (``score_temperature=...`` too);
+  ``generate`` prepares the special tokens, length limits, logits processors and stopping criteria and
+  hands them to it.
 
 Each step runs one forward pass over the batch x k candidates on top of the KV cache, as in the paper's
 reference algorithm; the cache row of the chosen candidate is then kept, so its logits and hidden state
@@ -54,7 +65,7 @@ class _State:
 # argument checks
 
 
-def _check_args(top_k: Any, penalty_alpha: Any, max_new_tokens: Any) -> None:
+def _check_args(top_k: Any, penalty_alpha: Any, max_new_tokens: Any, score_temperature: Any = 0.0) -> None:
     # bool is an int subclass; True as top_k is surely a mistake.
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         raise PoevalError(f"contrastive search: top_k must be an integer >= 1, got {top_k!r}")
@@ -66,6 +77,9 @@ def _check_args(top_k: Any, penalty_alpha: Any, max_new_tokens: Any) -> None:
         raise PoevalError(f"contrastive search: penalty_alpha must be a number in [0, 1], got {penalty_alpha!r}")
     if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
         raise PoevalError(f"contrastive search: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    tau = score_temperature
+    if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not 0.0 <= tau < math.inf:
+        raise PoevalError(f"contrastive search: score_temperature must be a finite number >= 0, got {tau!r}")
 
 
 def _check_inputs(input_ids: Any, attention_mask: Any) -> torch.Tensor:
@@ -135,7 +149,20 @@ def _scores(top_p: torch.Tensor, cand_h: torch.Tensor, state: _State, alpha: flo
     return (1.0 - alpha) * top_p - alpha * penalty
 
 
-def _step(model: Any, state: _State, k: int, alpha: float, processor: Callable | None):
+def _choose(scores: torch.Tensor, tau: float, generator: torch.Generator | None) -> torch.Tensor:
+    """Index of the chosen candidate per row: argmax of the score (Su et al.), or with tau > 0 a draw from
+    softmax(score / tau) by the Gumbel-max trick. One (B, k) uniform draw per step, also for rows that
+    have stopped, so a row's noise does not depend on when the others end."""
+    if tau == 0:
+        return scores.argmax(dim=-1)
+    # a generator draws on its own device (CPU); the global RNG on the scores' device
+    u = torch.rand(scores.shape, generator=generator, device="cpu" if generator is not None else scores.device)
+    gumbel = -torch.log(-torch.log(u.to(scores.device).clamp(1e-20, 1.0 - 1e-7)))  # u = 0 or 1 would give inf
+    return (scores / tau + gumbel).argmax(dim=-1)
+
+
+def _step(model: Any, state: _State, k: int, alpha: float, processor: Callable | None, tau: float = 0.0,
+          generator: torch.Generator | None = None):
     """Choose one token per row; return (tokens (B,), state with that token appended)."""
     logits = processor(state.seqs, state.logits) if processor is not None else state.logits
     top_p, top_ids = logits.softmax(dim=-1).topk(k, dim=-1)  # (B, k)
@@ -148,7 +175,7 @@ def _step(model: Any, state: _State, k: int, alpha: float, processor: Callable |
     cand_logits, cand_hidden, cache = _forward(model, top_ids.reshape(-1, 1), cand_mask, state.cache, False)
     cand_h = F.normalize(cand_hidden[:, -1].float(), dim=-1).view(batch, k, -1)
 
-    best = _scores(top_p, cand_h, state, alpha).argmax(dim=-1)  # (B,)
+    best = _choose(_scores(top_p, cand_h, state, alpha), tau, generator)  # (B,)
     rows = torch.arange(batch, device=best.device)
     tokens = top_ids[rows, best]
     # Keep only the chosen candidate's row: its cache, logits and hidden state are the next step's context.
@@ -181,16 +208,20 @@ def contrastive_search(
     pad_token_id: int | torch.Tensor | None = None,
     logits_processor: Callable | None = None,
     stopping_criteria: Callable | None = None,
+    score_temperature: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Contrastive search for a decoder-only causal LM; returns prompt + generated ids, like ``generate``.
 
     Prompts of different lengths must be left-padded with ``attention_mask`` marking real tokens. A row
     stops after emitting any ``eos_token_id``; later positions get ``pad_token_id`` (default: the first eos
     id). Generation ends when every row has stopped or after ``max_new_tokens``. ``logits_processor`` and
-    ``stopping_criteria`` (transformers-style callables taking ``(ids, scores)``) are optional. Fully
-    deterministic, provided the model is in eval mode (dropout off).
+    ``stopping_criteria`` (transformers-style callables taking ``(ids, scores)``) are optional.
+    ``score_temperature`` 0 is Su et al.'s argmax, fully deterministic (model in eval mode, dropout off);
+    > 0 draws the candidate from softmax(score / score_temperature), with noise from ``generator`` (a CPU
+    ``torch.Generator``) or else the global torch RNG.
     """
-    _check_args(top_k, penalty_alpha, max_new_tokens)
+    _check_args(top_k, penalty_alpha, max_new_tokens, score_temperature)
     mask = _check_inputs(input_ids, attention_mask)
     if max_new_tokens == 0:
         return input_ids
@@ -202,7 +233,8 @@ def contrastive_search(
     k = min(top_k, state.logits.shape[-1])  # cannot have more candidates than the vocabulary
     unfinished = torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     for _ in range(max_new_tokens):
-        tokens, state = _step(model, state, k, float(penalty_alpha), logits_processor)
+        tokens, state = _step(model, state, k, float(penalty_alpha), logits_processor, float(score_temperature),
+                              generator)
         if pad is not None:
             # Stopped rows keep decoding (cheaper than reshaping the batch) but show only padding.
             state.seqs[:, -1] = torch.where(unfinished, tokens, pad)
@@ -221,6 +253,7 @@ def contrastive_generate(
     logits_processor: Callable | None = None,
     stopping_criteria: Callable | None = None,
     generation_config: Any = None,
+    score_temperature: float = 0.0,
     **model_kwargs: Any,
 ) -> torch.Tensor:
     """Decoding loop for ``model.generate(..., custom_generate=contrastive_generate)``.
@@ -229,6 +262,8 @@ def contrastive_generate(
     ``pad_token_id`` into ``generation_config``, builds the logits processors and stopping criteria, then
     calls this with the (possibly expanded) prompt and model kwargs. Always returns a LongTensor; a
     streamer or ``synced_gpus`` is not used (``generate`` does not pass them to callables).
+    ``score_temperature`` (a ``generate`` keyword that ``generate`` hands through by name) selects the
+    stochastic candidate choice.
     """
     cfg = generation_config if generation_config is not None else model.generation_config
     if getattr(cfg, "return_dict_in_generate", False):
@@ -245,6 +280,7 @@ def contrastive_generate(
         pad_token_id=cfg.pad_token_id,
         logits_processor=logits_processor or None,  # an empty LogitsProcessorList is a no-op
         stopping_criteria=stopping_criteria or None,
+        score_temperature=score_temperature,
     )
 
 

@@ -20,11 +20,10 @@ Everything is seeded: the same inputs, config and thread count give identical we
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import inspect
+import math
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,9 @@ from . import device
 from .errors import PoevalError
 from .generators import engine, registry
 from .generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
-from .io import read_jsonl, write_json, write_jsonl
-from .provenance import sample_stamp, train_stamp
+from .generators.sampling import Attempt, check_counts, check_quatrain, sample_loop
+from .io import read_jsonl
+from .provenance import train_stamp
 from .style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
 
 SPECIAL = "<|endoftext|>"
@@ -567,8 +567,8 @@ def train(
 
 def decoding_kwargs(decoding: dict) -> dict:
     """Map a decoding config to ``model.generate`` keyword arguments: ancestral sampling
-    ``{temperature, top_p, top_k}`` or contrastive search ``{top_k, penalty_alpha}`` (poeval's own
-    :mod:`poeval.contrastive`, as a ``custom_generate`` callable)."""
+    ``{temperature, top_p, top_k}`` or a contrastive config ``{top_k, penalty_alpha, mode, score_temperature}``
+    (:func:`_contrastive_kwargs`)."""
     if "penalty_alpha" in decoding:
         return _contrastive_kwargs(decoding)
     known = {"temperature", "top_p", "top_k"}
@@ -589,28 +589,52 @@ def decoding_kwargs(decoding: dict) -> dict:
     return {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k}
 
 
+# Contrastive configs (``mode``): ``stochastic`` draws each token among the top-k from softmax(contrastive
+# score / score_temperature) (poeval's default: a diverse sample); ``argmax`` is Su et al.'s deterministic
+# search after a first token drawn by ancestral sampling (poeval before this switch); ``paper`` is what the
+# paper's code ran: its sampling script passes do_sample=True (the default of its --do_sample flag, a
+# store_false) with penalty_alpha and top_k, and transformers 4 then chose plain sampling
+# (GenerationConfig.get_generation_mode: contrastive search only when do_sample is False), so penalty_alpha
+# had no effect and the "contrastive" cells are top-k sampling at temperature 1.
+CONTRASTIVE_MODES = ("stochastic", "argmax", "paper")
+SCORE_TEMPERATURE = 0.1   # default tau of the stochastic mode (README: distinct share vs tau)
+
+
 def _contrastive_kwargs(decoding: dict) -> dict:
     from .contrastive import contrastive_generate
 
-    unknown = set(decoding) - {"top_k", "penalty_alpha"}
+    unknown = set(decoding) - {"top_k", "penalty_alpha", "mode", "score_temperature"}
     if unknown:
-        raise PoevalError(f"contrastive search takes only top_k and penalty_alpha, not {sorted(unknown)}")
+        raise PoevalError(f"contrastive search takes only top_k, penalty_alpha, mode and score_temperature, "
+                          f"not {sorted(unknown)}")
     top_k, alpha = decoding.get("top_k"), decoding["penalty_alpha"]
+    mode = decoding.get("mode", "stochastic")
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         raise PoevalError(f"contrastive search top_k must be an integer >= 1, got {top_k!r}")
     if not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
         raise PoevalError(f"contrastive search penalty_alpha must be in [0, 1], got {alpha!r}")
+    if mode not in CONTRASTIVE_MODES:
+        raise PoevalError(f"contrastive mode must be one of {list(CONTRASTIVE_MODES)}, got {mode!r}")
+    if "score_temperature" in decoding and mode != "stochastic":
+        raise PoevalError(f"score_temperature applies to mode stochastic only, not {mode!r}")
+    if mode == "paper":
+        return {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": top_k}
+    tau = 0.0   # argmax
+    if mode == "stochastic":
+        tau = decoding.get("score_temperature", SCORE_TEMPERATURE)
+        if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not 0 < tau < math.inf:
+            raise PoevalError(f"contrastive score_temperature must be a finite number > 0, got {tau!r}")
     return {"custom_generate": contrastive_generate, "do_sample": False, "top_k": top_k,
-            "penalty_alpha": float(alpha)}
+            "penalty_alpha": float(alpha), "score_temperature": float(tau)}
 
 
 def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, eos: int, pad: int):
-    """One batch of generations from ``prompt``. Contrastive search is deterministic, so from the same
-    BOS prompt every attempt would give the same quatrain: its first token is drawn by ancestral
-    sampling (temperature 1), and the search continues from there."""
+    """One batch of generations from ``prompt``. Contrastive search with the argmax (score_temperature 0)
+    is deterministic, so from the same BOS prompt every attempt would give the same quatrain: its first
+    token is drawn by ancestral sampling (temperature 1), and the search continues from there."""
     import torch
 
-    if "custom_generate" in gen_kwargs:
+    if gen_kwargs.get("score_temperature") == 0.0:
         with torch.no_grad():
             probs = torch.softmax(model(input_ids=prompt).logits[:, -1].float(), dim=-1)
         prompt = torch.cat([prompt, torch.multinomial(probs, 1)], dim=1)
@@ -629,20 +653,19 @@ def is_byte_level(tokenizer) -> bool:
 
 
 def parse_quatrain(text: str, finished: bool = True) -> tuple[list[str] | None, str | None]:
-    """Return ``(lines, None)`` for a valid quatrain, else ``(None, reason)``.
+    """Return ``(lines, None)`` for a valid quatrain, else ``(None, reason)``: the text's lines (split on
+    newlines) under :func:`poeval.generators.sampling.check_quatrain` (ended with EOS, exactly four lines,
+    none empty after stripping; reasons ``truncated``, ``wrong_line_count:<k>``, ``empty_line``)."""
+    return check_quatrain(text.split("\n"), finished)
 
-    Valid iff generation ended with EOS (``finished``) and splitting on newlines gives exactly four
-    lines that are non-empty after stripping. Reasons: ``truncated``, ``wrong_line_count:<k>``,
-    ``empty_line``.
-    """
-    if not finished:
-        return None, "truncated"
-    lines = [line.strip() for line in text.split("\n")]
-    if len(lines) != 4:
-        return None, f"wrong_line_count:{len(lines)}"
-    if not all(lines):
-        return None, "empty_line"
-    return lines, None
+
+def _attempt(tokenizer, row: list[int], eos: int, styled: bool) -> Attempt:
+    """A generated row (after BOS) as an attempt: its text up to EOS, split into verses."""
+    finished = eos in row
+    text = tokenizer.decode(row[: row.index(eos)] if finished else row, skip_special_tokens=True)
+    if styled:  # style tokens are special, so decode skipped them; make sure of it
+        text = strip_style(text)
+    return Attempt(text.split("\n"), finished)
 
 
 def style_prompt(tokenizer, style: str | None) -> list[int]:
@@ -678,22 +701,25 @@ def sample(
 ) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
 
-    ``style``: prompt a style-conditioned model with that rhyme scheme (:func:`style_prompt`);
-    ``None`` samples unprompted from BOS.
-
-    Generations are parsed in order; counting stops at the one that yields the n-th valid quatrain, so
-    ``valid`` equals the number of records written. Deterministic for equal seed, batch_size and threads.
-    ``max_new_tokens`` is capped by the model's positions; ``None`` means all of them (n_positions - 1).
-    Byte-level models use ``max_new_bytes`` instead when it is given.
+    Each generation starts from BOS, followed with ``style`` (a rhyme scheme such as
+    ``"abab"``) by a style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with EOS within
+    ``max_new_tokens`` and its text splits on newlines into exactly four lines, each non-empty after
+    stripping; anything else is counted under its reason (``truncated``: no EOS within the budget;
+    ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling goes on
+    (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting stops at
+    the one that yields the n-th valid quatrain, so ``valid`` equals the number of records written. The
+    stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed, batch_size and
+    threads. ``max_new_tokens`` is capped by the model's positions; ``None`` means all of them
+    (n_positions - 1). Byte-level models use ``max_new_bytes`` instead when it is given.
     """
     import torch
-    from tqdm.auto import tqdm
 
     gen_kwargs = decoding_kwargs(decoding)
     sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_new_bytes": max_new_bytes,
                 "max_attempts": max_attempts, "seed": seed}   # as given (params sampling), for provenance
-    if n < 0 or max_attempts < 1 or batch_size < 1 or (max_new_tokens is not None and max_new_tokens < 1):
-        raise PoevalError("sample: n must be >= 0 and batch_size, max_new_tokens, max_attempts >= 1")
+    check_counts(n, batch_size, max_attempts)
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise PoevalError("sample: max_new_tokens must be >= 1 or null")
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
@@ -714,58 +740,14 @@ def sample(
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
 
-    torch.manual_seed(int(seed))
-    records: list[dict] = []
-    reasons: collections.Counter = collections.Counter()
-    attempts = 0
-    t0 = time.perf_counter()
-    bar = tqdm(total=n, desc="sample", unit="quatrain", disable=not progress, leave=False)
-    try:
-        while len(records) < n and attempts < max_attempts:
-            size = min(batch_size, max_attempts - attempts)
-            prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
-            with torch.no_grad(), _quiet_transformers(progress):
-                seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
-            for row in seqs[:, len(prefix):].tolist():
-                attempts += 1
-                finished = eos in row
-                text = tokenizer.decode(row[: row.index(eos)] if finished else row, skip_special_tokens=True)
-                if styled:  # style tokens are special, so decode skipped them; make sure of it
-                    text = strip_style(text)
-                lines, reason = parse_quatrain(text, finished)
-                if lines is None:
-                    reasons[reason] += 1
-                else:
-                    records.append({"id": f"{id_prefix}{len(records):05d}", "lines": lines})
-                    bar.update(1)
-                if len(records) >= n:
-                    break
-    finally:
-        bar.close()
+    def generate(size: int) -> list[Attempt]:
+        prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
+        with torch.no_grad(), _quiet_transformers(progress):
+            seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
+        return [_attempt(tokenizer, row, eos, styled) for row in seqs[:, len(prefix):].tolist()]
 
-    return write_samples(records, reasons, attempts, n, out, stats, {
-        "decoding": decoding,
-        "seed": int(seed),
-        "batch_size": batch_size,
-        "max_new_tokens": max_new_tokens,
-        "byte_level": is_byte_level(tokenizer),
-        "max_attempts": max_attempts,
-        **({"style": style} if style is not None else {}),
-        "elapsed_s": time.perf_counter() - t0,
-        "provenance": sample_stamp(model_dir, decoding, sampling),
-    })
-
-
-def write_samples(records: list[dict], reasons: dict, attempts: int, n: int, out, stats, extra: dict) -> dict:
-    """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``)."""
-    write_jsonl(out, records)
-    result = {
-        "attempts": attempts,
-        "valid": len(records),
-        "requested": n,
-        "validity_rate": len(records) / attempts if attempts else 0.0,
-        "reasons": dict(sorted(reasons.items())),
-        **extra,
-    }
-    write_json(stats, result)
-    return result
+    return sample_loop(generate, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
+                       batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,
+                       progress=progress, extra=lambda _: {"max_new_tokens": max_new_tokens,
+                                                           "byte_level": is_byte_level(tokenizer),
+                                                           **({"style": style} if style is not None else {})})

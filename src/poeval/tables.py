@@ -88,6 +88,23 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
                     "best_dev_loss"], rows)
 
 
+def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:
+    """Sampling table: one row per (lang, system, decoding, stats JSON path) sample, from the stats that
+    :func:`poeval.generators.sampling.sample_loop` writes: quatrains requested, generations attempted,
+    valid quatrains, the validity rate and the share of distinct quatrains among the valid ones (both in
+    percent; a contrastive config that repeats itself shows here below 100), then the failure reasons
+    (``reason=count``, space-separated; ``-`` for none)."""
+    rows = []
+    for lang, system, decoding, path in samples:
+        st = read_json(path)
+        reasons = " ".join(f"{reason}={count}" for reason, count in sorted(st["reasons"].items())) or "-"
+        rows.append([lang, system, decoding, str(st["requested"]), str(st["attempts"]), str(st["valid"]),
+                     fmt(_scaled(st["validity_rate"] if st["attempts"] else None, 100), 2),
+                     fmt(_scaled(st.get("distinct_share"), 100), 2), reasons])
+    write_tsv(out, ["lang", "system", "decoding", "requested", "attempts", "valid", "validity_pct", "distinct_pct",
+                    "reasons"], rows)
+
+
 # Columns of each family's table: (key in the cell JSON, column name, digits, scale). A key is read in
 # the table's family section; ``family:key`` reads another family's section (Table 8). Fractions are
 # shown in percent, as in the paper's main tables.

@@ -135,6 +135,12 @@ def model_items():
     return [f"{lang}:{system}:models/{lang}/{system}" for lang in LANGS for system in SYSTEMS]
 
 
+def sample_items():
+    """LANG:SYSTEM:DECODING:STATS items for `poeval table sampling`: every sample of the run."""
+    return [f"{lang}:{system}:{decoding}:results/samples/{lang}/{system}/{decoding}.stats.json"
+            for lang in LANGS for system in SYSTEMS for decoding in system_decodings(system, DECODINGS)]
+
+
 def semantic_encoders():
     """Each language's sentence encoder, flagging an English-only one applied to German (captions)."""
     from poeval.metrics.semantic import encoder_caption
@@ -156,7 +162,7 @@ def all_targets():
     families = config["metrics"]["families"]
     tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
     figures = [name for name, fig in FIGURES.items() if fig.family in families]
-    return (["results/tables/table1.tsv", "results/tables/table4.tsv"]
+    return (["results/tables/table1.tsv", "results/tables/table4.tsv", "results/tables/sampling.tsv"]
             + expand("results/tables/{table}.tsv", table=tables)
             + expand("results/figures/{figure}.png", figure=figures)
             + expand("results/curves/{lang}/{system}.tsv", lang=LANGS, system=SYSTEMS))

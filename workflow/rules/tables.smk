@@ -26,6 +26,21 @@ rule table4:
         "poeval table table4 {params.models} --out {output} > {log} 2>&1"
 
 
+# The samples' validity rate, distinct share and failure reasons, one row per sample (every decoding).
+rule sampling_table:
+    input:
+        [item.split(":", 3)[3] for item in sample_items()],
+    output:
+        report("results/tables/sampling.tsv", caption="../report/sampling.rst", category="Tables"),
+    log:
+        "logs/tables/sampling.log",
+    params:
+        samples=sample_items(),
+    threads: 1
+    shell:
+        "poeval table sampling {params.samples} --out {output} > {log} 2>&1"
+
+
 # Tables 2, 3, 5, 6 and memorization: one row per language x system (first decoding config; Tables 5
 # and 6 also the whole training set, HUMAN (train)); Tables 7, 8, 9, 12: one row per language x system x
 # decoding config; Table 10 the poetry-specific systems and Table 11 one system (tables.table11.system)

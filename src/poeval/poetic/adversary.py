@@ -92,6 +92,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import PoevalError
 from ..generators import engine
+from ..generators.sampling import Attempt, check_counts, sample_loop
 from ..io import read_jsonl
 from ..provenance import train_stamp
 from ..style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
@@ -1286,21 +1287,27 @@ def load(model_dir: str | Path):
     return lm, disc, vocab, config
 
 
+def _attempt(vocab: Vocab, row: list[int], status: str, n_style: int) -> Attempt:
+    """A generated row as an attempt of the shared loop: ``finished`` unless the budget ran out (an early
+    <eos> gives fewer than four verses: ``wrong_line_count:<k>``); a verse without a word is empty."""
+    verses, ended_eos = split_verses(vocab, row, n_style)
+    texts = [common.detokenize(v) if common.verse_ok(v) else "" for v in verses]
+    return Attempt(texts, status != "truncated", info={"ended_eos": ended_eos})
+
+
 def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batch_size: int = 100,
            max_new_tokens: int | None = 100, max_attempts: int = 3000, seed: int = 1, threads: int = 1,
            id_prefix: str = "", progress: bool = True) -> dict:
-    """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
+    """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON
+    (:func:`poeval.generators.sampling.sample_loop`, which holds the validity rule and failure reasons).
 
     ``max_new_tokens`` bounds the tokens of the four verses together (the <eol>/<eos> included; a
     conditioned model's two style tokens come on top); ``None`` means 200. Generations are counted in
     order and counting stops at the n-th valid quatrain. Deterministic for equal seed, batch_size, threads."""
     import torch
-    from tqdm.auto import tqdm
 
     temperature, top_p, top_k = common.ancestral_params(decoding, ARCH)
-    for key, value, low in (("n", n, 0), ("batch_size", batch_size, 1), ("max_attempts", max_attempts, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise PoevalError(f"sample: {key} must be an integer >= {low}, got {value!r}")
+    check_counts(n, batch_size, max_attempts)
     if max_new_tokens is not None and (not isinstance(max_new_tokens, int) or max_new_tokens < 1):
         raise PoevalError(f"sample: max_new_tokens must be a positive integer or null, got {max_new_tokens!r}")
     max_tokens = 200 if max_new_tokens is None else max_new_tokens
@@ -1309,40 +1316,18 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
     conditioned = bool(config["model"]["conditioned"])
     slots, banned = generation_setup(vocab, conditioned)
 
-    torch.manual_seed(int(seed))
-    records: list[dict] = []
-    reasons: collections.Counter = collections.Counter()
-    last_eol = 0
-    attempts = 0
-    t0 = time.perf_counter()
-    bar = tqdm(total=n, desc="sa: sample", unit="quatrain", disable=not progress, leave=False)
-    try:
-        while len(records) < n and attempts < max_attempts:
-            size = min(batch_size, max_attempts - attempts)
-            g = generate(lm, vocab, size, max_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
-                         style_slots=slots, banned=banned)
-            for row, st in zip(g.rows, g.status):
-                attempts += 1
-                if st != "ok":
-                    reasons[st] += 1
-                else:
-                    verses, ended_eos = split_verses(vocab, row, g.n_style)
-                    if not all(common.verse_ok(v) for v in verses):
-                        reasons["empty_verse"] += 1
-                    else:
-                        lines = [common.detokenize(v) for v in verses]
-                        records.append({"id": f"{id_prefix}{len(records):05d}", "lines": lines})
-                        last_eol += not ended_eos
-                        bar.update(1)
-                if len(records) >= n:
-                    break
-    finally:
-        bar.close()
-    extra = {
-        "decoding": decoding, "seed": int(seed), "batch_size": batch_size, "max_new_tokens": max_tokens,
-        "max_attempts": max_attempts, "elapsed_s": time.perf_counter() - t0, "arch": ARCH,
-        "conditioned": conditioned, "last_verse_ended_by_eol": last_eol, "threads": int(threads),
-        "threads_used": torch.get_num_threads(),
-    }
-    return common.write_samples(records, reasons, attempts, n, out, stats, extra)
+    def batch(size: int) -> list[Attempt]:
+        g = generate(lm, vocab, size, max_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
+                     style_slots=slots, banned=banned)
+        return [_attempt(vocab, row, st, g.n_style) for row, st in zip(g.rows, g.status)]
 
+    def extra(counted: list[Attempt]) -> dict:
+        return {"max_new_tokens": max_tokens, "arch": ARCH, "conditioned": conditioned,
+                "last_verse_ended_by_eol": sum(a.reason is None and not a.info["ended_eos"] for a in counted),
+                "threads": int(threads), "threads_used": torch.get_num_threads()}
+
+    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_attempts": max_attempts,
+                "seed": seed}
+    return sample_loop(batch, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
+                       batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,
+                       progress=progress, desc="sa: sample", extra=extra)

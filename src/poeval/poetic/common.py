@@ -19,7 +19,6 @@ from typing import Any, Iterable
 
 from ..errors import PoevalError
 from ..io import read_json, read_jsonl, write_json
-from ..lm import write_samples  # noqa: F401  (re-exported: every generator writes one stats format)
 
 MANIFEST = "poeval_model.json"
 WEIGHTS = "weights.pt"

@@ -101,7 +101,6 @@ from __future__ import annotations
 import collections
 import math
 import random
-import time
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -113,11 +112,11 @@ from torch import nn
 from .. import style as _style
 from ..errors import PoevalError
 from ..generators import engine
+from ..generators.sampling import Attempt, check_counts, sample_loop
 from ..io import read_jsonl
 from ..provenance import train_stamp
 from .common import (Vocab, ancestral_params, check_params, detokenize, end_word, filtered_probs,
-                     init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok,
-                     write_samples)
+                     init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok)
 
 ARCH = "deepspeare"
 N_STRESS = 10  # iambic pentameter: S- S+ x 5
@@ -785,8 +784,6 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     """Train DeepSpeare's language, pentameter and rhyme models jointly on pseudo-sonnets; keep the weights
     with the best dev LM loss; write ``out_dir`` atomically (:func:`.common.save_checkpoint`). Returns the
     log's summary."""
-    from tqdm.auto import tqdm
-
     cfg = resolve_model_cfg(model_cfg, name)
     tcfg = resolve_train_cfg(train_cfg)
     if not isinstance(lang, str) or not lang:
@@ -1259,19 +1256,25 @@ class Generator:
         return results
 
 
+def _attempt(res: dict) -> Attempt:
+    """A :meth:`Generator.generate` result as an attempt of the shared loop: a failed quatrain keeps the
+    Generator's reason (``truncated``, ``empty_line`` or ``constraints``)."""
+    info = {"constrained": res["constrained"], "restarts": res["restarts"], "scheme": res["scheme"]}
+    if res["lines"] is None:
+        return Attempt([], res["reason"] != "truncated", reason=res["reason"], info=info)
+    return Attempt(res["lines"], True, info=info)
+
+
 def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batch_size: int = 100,
            max_new_tokens: int | None = 100, max_attempts: int = 3000, seed: int = 1, threads: int = 1,
            id_prefix: str = "", progress: bool = True) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` quatrain generations; write the samples JSONL
-    and the stats JSON (:func:`.common.write_samples`). A quatrain is valid when each of its four verses
-    ended with ``<eol>`` within ``max_new_tokens`` generated tokens in all (``<eol>`` included) and has a
-    word. Deterministic for equal seed, batch_size and threads."""
-    from tqdm.auto import tqdm
-
+    and the stats JSON (:func:`poeval.generators.sampling.sample_loop`). A quatrain is valid when each of
+    its four verses ended with ``<eol>`` within ``max_new_tokens`` generated tokens in all (``<eol>``
+    included; else ``truncated``) and has a word (else ``empty_line``). Deterministic for equal seed,
+    batch_size and threads."""
     temperature, top_p, top_k = ancestral_params(decoding, ARCH)
-    for key, value, low in (("n", n, 0), ("batch_size", batch_size, 1), ("max_attempts", max_attempts, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise PoevalError(f"sample: {key} must be an integer >= {low}, got {value!r}")
+    check_counts(n, batch_size, max_attempts)
     if max_new_tokens is not None and (not isinstance(max_new_tokens, int) or max_new_tokens < 4):
         raise PoevalError(f"sample: max_new_tokens must be null or an integer >= 4 (four verses), "
                           f"got {max_new_tokens!r}")
@@ -1282,49 +1285,28 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
     gen = Generator(loaded, temperature, top_p, top_k)
     max_tokens = max_new_tokens if max_new_tokens is not None else 200
 
-    torch.manual_seed(int(seed))
-    records: list[dict] = []
-    reasons: collections.Counter = collections.Counter()
-    targets: collections.Counter = collections.Counter()
-    constrained = restarts = attempts = 0
-    t0 = time.perf_counter()
-    bar = tqdm(total=n, desc="sample deepspeare", unit="quatrain", disable=not progress, leave=False)
-    try:
-        while len(records) < n and attempts < max_attempts:
-            size = min(batch_size, max_attempts - attempts)
-            for res in gen.generate(size, max_tokens):
-                attempts += 1
-                constrained += res["constrained"]
-                restarts += res["restarts"]
-                if res["lines"] is None:
-                    reasons[res["reason"]] += 1
-                else:
-                    targets[res["scheme"]] += 1
-                    records.append({"id": f"{id_prefix}{len(records):05d}", "lines": res["lines"]})
-                    bar.update(1)
-                if len(records) >= n:
-                    break
-    finally:
-        bar.close()
-    extra = {
-        "decoding": decoding,
-        "seed": int(seed),
-        "batch_size": batch_size,
-        "max_new_tokens": max_new_tokens,
-        "max_attempts": max_attempts,
-        "elapsed_s": time.perf_counter() - t0,
-        "arch": ARCH,
-        "candidates": int(loaded.cfg["candidates"]),
-        "rhyme_threshold": float(loaded.cfg["rhyme_threshold"]),
-        "rhyme_attempts": int(gen.cfg["rhyme_attempts"]),
-        "restarts": int(gen.cfg["restarts"]),
-        "rerank": gen.cfg["rerank"],
-        "rerank_temperature": float(gen.cfg["rerank_temperature"]),
-        "scheme_draw": gen.cfg["scheme_draw"],
-        "word_temperature": gen.cfg["word_temperature"],
-        "scheme_source": gen.scheme_source,
-        "target_schemes": dict(sorted(targets.items())),
-        "rhyme_constrained_verses": constrained,
-        "quatrain_restarts": restarts,
-    }
-    return write_samples(records, reasons, attempts, n, out, stats, extra)
+    def extra(counted: list[Attempt]) -> dict:
+        targets = collections.Counter(a.info["scheme"] for a in counted if a.reason is None)
+        return {
+            "max_new_tokens": max_new_tokens,
+            "arch": ARCH,
+            "candidates": int(loaded.cfg["candidates"]),
+            "rhyme_threshold": float(loaded.cfg["rhyme_threshold"]),
+            "rhyme_attempts": int(gen.cfg["rhyme_attempts"]),
+            "restarts": int(gen.cfg["restarts"]),
+            "rerank": gen.cfg["rerank"],
+            "rerank_temperature": float(gen.cfg["rerank_temperature"]),
+            "scheme_draw": gen.cfg["scheme_draw"],
+            "word_temperature": gen.cfg["word_temperature"],
+            "scheme_source": gen.scheme_source,
+            "target_schemes": dict(sorted(targets.items())),
+            "rhyme_constrained_verses": sum(a.info["constrained"] for a in counted),
+            "quatrain_restarts": sum(a.info["restarts"] for a in counted),
+        }
+
+    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_attempts": max_attempts,
+                "seed": seed}
+    return sample_loop(lambda size: [_attempt(r) for r in gen.generate(size, max_tokens)], n, out, stats,
+                       model_dir=model_dir, decoding=decoding, sampling=sampling, batch_size=batch_size,
+                       max_attempts=max_attempts, seed=seed, id_prefix=id_prefix, progress=progress,
+                       desc="sample deepspeare", extra=extra)

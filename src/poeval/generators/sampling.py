@@ -1,0 +1,126 @@
+"""The one "sample until n valid or max_attempts" loop shared by every generator.
+
+A generator hands :func:`sample_loop` a callable that produces one batch of attempts; the loop seeds,
+counts, applies the validity rule, shows the progress bar and writes the samples and their stats (with
+the provenance stamp), so every architecture reports the same numbers under the same names.
+
+Validity rule: an attempt gives a quatrain iff it ended (EOS, or the fourth verse's end marker) within
+its token budget and has exactly four verses, each non-empty after stripping. Failure reasons, the keys
+of ``reasons`` in the stats:
+
+* ``truncated``: the budget ran out before the end (the text is never written, never repaired);
+* ``wrong_line_count:<k>``: it ended with k != 4 verses (an early EOS, or more newlines);
+* ``empty_line``: a verse is empty (for the ports: has no word, only punctuation).
+
+Invalid attempts are dropped and generation goes on until ``n`` valid quatrains or ``max_attempts``
+attempts; attempts are counted in order, up to the one that gives the n-th valid quatrain, so
+``validity_rate = valid / attempts``.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import PoevalError
+from ..io import write_json, write_jsonl
+from ..provenance import sample_stamp
+
+N_VERSES = 4
+REASONS = ("truncated", "wrong_line_count:<k>", "empty_line")
+
+
+@dataclass
+class Attempt:
+    """One generation: its verses (as the generator split them) and whether it ended within budget.
+    ``reason`` lets a generator report a failure it found itself (one of :data:`REASONS`); ``info`` holds
+    per-attempt counts the generator tallies for its stats. After the loop has counted an attempt,
+    ``reason`` is None iff it gave a valid quatrain."""
+
+    verses: list[str]
+    finished: bool
+    reason: str | None = None
+    info: dict = field(default_factory=dict)
+
+
+def check_quatrain(verses: list[str], finished: bool) -> tuple[list[str] | None, str | None]:
+    """``(stripped verses, None)`` for a valid quatrain, else ``(None, reason)``: the validity rule."""
+    if not finished:
+        return None, "truncated"
+    lines = [verse.strip() for verse in verses]
+    if len(lines) != N_VERSES:
+        return None, f"wrong_line_count:{len(lines)}"
+    if not all(lines):
+        return None, "empty_line"
+    return lines, None
+
+
+def distinct_share(records: list[dict]) -> float | None:
+    """Share of distinct quatrains (the four verses joined) among the valid ones; None without any."""
+    if not records:
+        return None
+    return len({"\n".join(r["lines"]) for r in records}) / len(records)
+
+
+def write_samples(records: list[dict], reasons: dict, attempts: int, n: int, out, stats, extra: dict) -> dict:
+    """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``)."""
+    write_jsonl(out, records)
+    result = {
+        "attempts": attempts,
+        "valid": len(records),
+        "requested": n,
+        "validity_rate": len(records) / attempts if attempts else 0.0,
+        "distinct_share": distinct_share(records),
+        "reasons": dict(sorted(reasons.items())),
+        **extra,
+    }
+    write_json(stats, result)
+    return result
+
+
+def check_counts(n, batch_size, max_attempts) -> None:
+    for key, value, low in (("n", n, 0), ("batch_size", batch_size, 1), ("max_attempts", max_attempts, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise PoevalError(f"sample: {key} must be an integer >= {low}, got {value!r}")
+
+
+def sample_loop(generate: Callable[[int], list[Attempt]], n: int, out, stats, *, model_dir: str, decoding: dict,
+                sampling: dict, batch_size: int, max_attempts: int, seed: int, id_prefix: str = "",
+                progress: bool = True, desc: str = "sample",
+                extra: Callable[[list[Attempt]], dict] | None = None) -> dict:
+    """Call ``generate(size)`` (one batch of ``size`` attempts) until ``n`` valid quatrains or
+    ``max_attempts`` attempts; write JSONL + stats JSON and return the stats. The global torch RNG is
+    seeded with ``seed`` first, so equal seed, batch_size and threads give equal samples. ``extra``
+    maps the counted attempts to generator-specific stats; ``sampling`` (the params ``sampling`` keys as
+    given) goes into the provenance stamp."""
+    import torch
+    from tqdm.auto import tqdm
+
+    check_counts(n, batch_size, max_attempts)
+    torch.manual_seed(int(seed))
+    records: list[dict] = []
+    reasons: collections.Counter = collections.Counter()
+    counted: list[Attempt] = []
+    t0 = time.perf_counter()
+    bar = tqdm(total=n, desc=desc, unit="quatrain", disable=not progress, leave=False)
+    try:
+        while len(records) < n and len(counted) < max_attempts:
+            for attempt in generate(min(batch_size, max_attempts - len(counted))):
+                counted.append(attempt)
+                lines, reason = check_quatrain(attempt.verses, attempt.finished)
+                attempt.reason = attempt.reason or reason   # None: valid (``extra`` reads it)
+                if attempt.reason is not None:
+                    reasons[attempt.reason] += 1
+                else:
+                    records.append({"id": f"{id_prefix}{len(records):05d}", "lines": lines})
+                    bar.update(1)
+                if len(records) >= n:
+                    break
+    finally:
+        bar.close()
+    return write_samples(records, reasons, len(counted), n, out, stats, {
+        "decoding": decoding, "seed": int(seed), "batch_size": batch_size, "max_attempts": max_attempts,
+        "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
+        "provenance": sample_stamp(model_dir, decoding, sampling)})

@@ -1,0 +1,118 @@
+"""The shared sampling loop (poeval.generators.sampling) on scripted generators: validity rule, failure
+reasons, resampling until n valid or max_attempts, distinct share, seeding and the provenance stamp."""
+
+import pytest
+import torch
+
+from poeval.errors import PoevalError
+from poeval.generators.sampling import Attempt, check_quatrain, distinct_share, sample_loop
+from poeval.io import read_json, read_jsonl
+
+Q = ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("verses", "finished", "expected"),
+    [
+        (Q, True, (Q, None)),
+        ([" a ", "b\t", "c", " d"], True, (Q, None)),
+        (Q, False, (None, "truncated")),           # no EOS within the budget: never repaired
+        (Q[:3], True, (None, "wrong_line_count:3")),
+        (Q + [""], True, (None, "wrong_line_count:5")),
+        ([], True, (None, "wrong_line_count:0")),
+        (["a", " ", "c", "d"], True, (None, "empty_line")),
+    ],
+)
+def test_validity_rule(verses, finished, expected):
+    assert check_quatrain(verses, finished) == expected
+
+
+def test_distinct_share():
+    recs = [{"lines": Q}, {"lines": Q}, {"lines": ["a", "b", "c", "e"]}, {"lines": ["a", "b", "cd", ""]}]
+    assert distinct_share(recs) == 3 / 4
+    # joined by newlines: ["a b", ...] and ["a", "b ..."] are different quatrains
+    assert distinct_share([{"lines": ["a b", "c", "d", "e"]}, {"lines": ["a", "b c", "d", "e"]}]) == 1.0
+    assert distinct_share([]) is None
+
+
+def _script(attempts):
+    """A generate callable handing out the scripted attempts in order, recording the batch sizes."""
+    queue, sizes = list(attempts), []
+
+    def generate(size):
+        sizes.append(size)
+        batch, queue[:] = queue[:size], queue[size:]
+        return [Attempt(list(a.verses), a.finished, a.reason, dict(a.info)) for a in batch]
+
+    return generate, sizes
+
+
+def _run(tmp_path, attempts, n, **kw):
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    (model / "w.bin").write_bytes(b"w")
+    generate, sizes = _script(attempts)
+    args = {"batch_size": 3, "max_attempts": 100, "seed": 1, "progress": False, "id_prefix": "x-", **kw}
+    stats = sample_loop(generate, n, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model),
+                        decoding={"temperature": 1.0}, sampling={"n": n}, **args)
+    return list(read_jsonl(tmp_path / "s.jsonl")), stats, sizes
+
+
+def test_loop_resamples_until_n_valid_and_counts_reasons(tmp_path):
+    bad = [Attempt(Q, False), Attempt(Q[:2], True), Attempt(["a", "", "c", "d"], True),
+           Attempt([], True, reason="empty_line")]   # a generator's own reason counts as given
+    script = [bad[0], Attempt(Q, True), bad[1], bad[2], Attempt(["e", "f", "g", "h"], True), bad[3],
+              Attempt(Q, True), Attempt(Q, True)]
+    records, stats, sizes = _run(tmp_path, script, n=3)
+    # the 7th attempt gives the 3rd valid quatrain: counting stops there, the 8th is never counted
+    assert [r["lines"] for r in records] == [Q, ["e", "f", "g", "h"], Q]
+    assert [r["id"] for r in records] == ["x-00000", "x-00001", "x-00002"]
+    assert sizes == [3, 3, 3]
+    assert stats["attempts"] == 7 and stats["valid"] == 3 and stats["requested"] == 3
+    assert stats["reasons"] == {"empty_line": 2, "truncated": 1, "wrong_line_count:2": 1}
+    assert stats["validity_rate"] == 3 / 7
+    assert stats["distinct_share"] == 2 / 3
+    assert read_json(tmp_path / "s.json") == stats
+    assert stats["provenance"]["params"] == {"decoding": {"temperature": 1.0}, "sampling": {"n": 3}}
+    assert stats["provenance"]["inputs"]["model"]["sha256"]
+
+
+def test_loop_stops_at_max_attempts(tmp_path):
+    records, stats, sizes = _run(tmp_path, [Attempt(Q, False)] * 10, n=2, max_attempts=5)
+    assert records == [] and stats["attempts"] == 5 and sizes == [3, 2]   # the last batch is cut to fit
+    assert stats["reasons"] == {"truncated": 5} and stats["validity_rate"] == 0.0
+    assert stats["distinct_share"] is None
+
+
+def test_loop_extra_sees_which_attempts_were_valid(tmp_path):
+    script = [Attempt(Q, True, info={"k": 1}), Attempt(Q, False, info={"k": 2}), Attempt(Q, True, info={"k": 4})]
+    model = tmp_path / "m"
+    model.mkdir()
+    generate, _ = _script(script)
+    stats = sample_loop(generate, 2, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+                        sampling={}, batch_size=5, max_attempts=10, seed=1, progress=False,
+                        extra=lambda counted: {"valid_k": sum(a.info["k"] for a in counted if a.reason is None)})
+    assert stats["valid_k"] == 5
+
+
+def test_loop_seeds_the_global_rng(tmp_path):
+    def generate(size):
+        return [Attempt([str(torch.randint(0, 10**6, ()).item()), "b", "c", "d"], True) for _ in range(size)]
+
+    model = tmp_path / "m"
+    model.mkdir()
+    outs = []
+    for seed in (1, 1, 2):
+        sample_loop(generate, 4, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+                    sampling={}, batch_size=2, max_attempts=10, seed=seed, progress=False)
+        outs.append((tmp_path / "s.jsonl").read_bytes())
+    assert outs[0] == outs[1] != outs[2]
+
+
+@pytest.mark.parametrize("kw", [{"n": -1}, {"batch_size": 0}, {"max_attempts": 0}, {"n": 1.5}])
+def test_bad_counts_raise(tmp_path, kw):
+    args = {"n": 1, "batch_size": 1, "max_attempts": 1, **kw}
+    n = args.pop("n")
+    with pytest.raises(PoevalError, match=next(iter(kw))):
+        sample_loop(lambda size: [], n, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(tmp_path),
+                    decoding={}, sampling={}, seed=1, progress=False, **args)

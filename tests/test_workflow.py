@@ -57,12 +57,12 @@ def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
                  and line.split()[-1].isdigit() and not line.startswith("total"))
     assert stats["train"] == str(2 * 20) and stats["sample"] == str(2 * (16 * 12 + 4 * 10))
-    # lexical: HUMAN samples + every model cell; rhyme (Table 11): HUMAN samples + gpt2-l's 12 cells
-    assert stats["metric_cell"] == str(2 * (3 + 16 * 12 + 4 * 10) + 2 * (3 + 12))
+    # lexical: HUMAN samples (grid.yaml: the paper's 10) + every model cell; rhyme (Table 11): HUMAN + gpt2-l's 12
+    assert stats["metric_cell"] == str(2 * (10 + 16 * 12 + 4 * 10) + 2 * (10 + 12))
     decodings = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
     assert _dry_run_inputs(out)["table11"] == [
         path for lang in ("en", "de") for path in
-        [f"results/metrics/{lang}/HUMAN/human{i}/rhyme.json" for i in range(3)]
+        [f"results/metrics/{lang}/HUMAN/human{i}/rhyme.json" for i in range(10)]
         + [f"results/metrics/{lang}/gpt2-l/{d}/rhyme.json" for d in decodings]]
     assert stats["pseudo_sonnets"] == stats["word2vec"] == "2"
     for lang in ("en", "de"):
@@ -270,7 +270,7 @@ def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     grid = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
 
     def cells(lang, system, family="rhyme", decodings=grid):
-        human = [f"results/metrics/{lang}/HUMAN/human{i}/{family}.json" for i in range(3)]
+        human = [f"results/metrics/{lang}/HUMAN/human{i}/{family}.json" for i in range(10)]
         return human + [f"results/metrics/{lang}/{system}/{d}/{family}.json" for d in decodings]
 
     assert jobs["figure10"] == cells("en", "gptneo-l-cond", "semantic")

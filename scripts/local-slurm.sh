@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A one-node Slurm "cluster" on this machine, to try workflow/profiles/slurm for real without a cluster.
+# A one-node Slurm "cluster" on this machine, to try profiles/slurm for real without a cluster.
 # Debian packages (slurmctld, slurmd, slurm-client, munge; installed when missing), started by hand (no
 # systemd), state and logs under $POEVAL_SLURM_DIR (default /tmp/poeval-slurm). Needs root. Meant for a
 # throwaway machine or container: it links /etc/slurm/slurm.conf to its config (see below) and refuses

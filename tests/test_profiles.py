@@ -1,4 +1,4 @@
-"""The cluster profiles (workflow/profiles/slurm, workflow/profiles/kubernetes), without a cluster.
+"""The cluster profiles (profiles/slurm, profiles/kubernetes), without a cluster.
 
 The Slurm test runs Snakemake with the Slurm executor plugin against fake `sbatch`, `sacct`, `squeue`,
 `scontrol`, `sinfo`, `sacctmgr` and `sshare` commands that record what they are asked and report every
@@ -25,7 +25,7 @@ from poeval.generators import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-PROFILES = ROOT / "workflow" / "profiles"
+PROFILES = ROOT / "profiles"
 GPU_RULES = ("train", "sample", "adherence_sample")
 
 
@@ -175,7 +175,7 @@ def test_slurm_profile_submissions(tmp_path):
                HF_HUB_OFFLINE="1", FAKE_SLURM_DIR=str(state), POEVAL_SLURM_PARTITION="cpu-test",
                POEVAL_SLURM_GPU_PARTITION="gpu-test", POEVAL_SLURM_ACCOUNT="proj123")
     env.pop("SLURM_JOB_ID", None)
-    base = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"), "--directory", str(work),
+    base = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
             "--profile", str(PROFILES / "slurm")]
     tiny = ("--configfile", "config/tiny.yaml")   # last: --configfile takes every argument after it
 
@@ -242,7 +242,7 @@ def test_slurm_placeholders_reach_the_jobs_unset(tmp_path):
     work = _workdir(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("POEVAL_SLURM")}
     env.update(PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
-    proc = subprocess.run([str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"),
+    proc = subprocess.run([str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"),
                            "--directory", str(work), "--profile", str(PROFILES / "slurm"),
                            "-n", "models/en/gpt2-s", "--configfile", "config/tiny.yaml"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
@@ -275,7 +275,7 @@ def test_kubernetes_profile_dry_run_against_s3(tmp_path):
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1",
                POEVAL_IMAGE="example.org/poeval:test", POEVAL_S3_PREFIX="s3://poeval-test/run",
                AWS_DEFAULT_REGION="us-east-1")
-    proc = subprocess.run([sys.executable, str(script), "--snakefile", str(ROOT / "workflow" / "Snakefile"),
+    proc = subprocess.run([sys.executable, str(script), "--snakefile", str(ROOT / "Snakefile"),
                            "--directory", str(work), "--profile", str(PROFILES / "kubernetes"),
                            "-n", "models/en/gpt2-s", "results/metrics/en/gpt2-s/vanilla/lexical.json",
                            "--configfile", "config/tiny.yaml"],

@@ -25,7 +25,7 @@ def _workdir(tmp_path: Path) -> Path:
 
 def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/tiny.yaml",)) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
-    cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "workflow" / "Snakefile"), "--directory", str(work),
+    cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
            *args, "--configfile", *configs]
     return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1800)
 

@@ -1,0 +1,28 @@
+# poeval: table of contents of the workflow. Config: params.yaml (validated in workflow/rules/common.smk);
+# the rules live in workflow/rules/, the report captions in workflow/report/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "params.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/sample.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/bpomp.smk"
+include: "workflow/rules/adherence.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+        bpomp_targets(),
+        adherence_targets(),

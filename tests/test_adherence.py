@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from poeval import adherence, config, lm
+from poeval import adherence, config, lm, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.io import write_jsonl
@@ -131,20 +131,20 @@ def test_dry_run_of_the_adherence_targets(tmp_path):
     against gpt2-l, 200 per scheme."""
     work = _workdir(tmp_path)
     shutil.copy(ROOT / "config" / "cpu-long.yaml", work / "config" / "cpu-long.yaml")
-    targets = ("results/tables/style_adherence.tsv", "results/figures/style_adherence.png")
+    targets = (paths.table("style_adherence"), paths.figure("style_adherence"))
     proc = snakemake(work, "-n", "-p", *targets)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     jobs = _dry_run_inputs(out)
-    cells = "results/adherence/en/bygpt5-s-cond/{}.json"
-    assert jobs["style_adherence_table"] == [cells.format("prompted"), cells.format("unprompted")]
-    assert jobs["adherence_cell"] in (["results/samples/en/bygpt5-s-cond/vanilla.jsonl"],
-                                      [f"results/adherence/en/bygpt5-s-cond/samples/{s}.jsonl" for s in ("aabb", "abab")])
+    system = "bygpt5-s-cond"
+    assert jobs["style_adherence_table"] == [paths.adherence_cell("en", system, p) for p in ("prompted", "unprompted")]
+    assert jobs["adherence_cell"] in ([paths.samples("en", system, "vanilla")],
+                                      [paths.adherence_samples("en", system, s) for s in ("aabb", "abab")])
     assert out.count("rule adherence_sample:") == 2 and "--style abab" in out and '"n": 5' in out
     assert "rule all:" not in out   # only what the targets need
 
     proc = snakemake(work, "-n", "-p", *targets, configs=("config/tiny.yaml", "config/cpu-long.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
-    assert "prompted.json=results/adherence/en/gpt2-l/unprompted.json" in out
+    assert f"prompted.json={paths.adherence_cell('en', 'gpt2-l', 'unprompted')}" in out
     assert out.count("rule adherence_sample:") == 2 and '"n": 200' in out and "bygpt5" not in out

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from poeval import cli, mlm
+from poeval import cli, mlm, paths
 from poeval.bpomp import tables
 from poeval.io import read_json, read_jsonl, write_jsonl
 
@@ -102,8 +102,8 @@ def test_params_cross_checks():
     assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.1.model" in problems[0]
     other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
     assert tables.check_params(base | {"bpomp": other}) == []
-    assert tables.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == ("models/en/gpt2-s", True)
-    assert tables.scorer_model({"kind": "masked", "model": "bert-s"}, base) == ("results/bpomp/models/en/bert-s", True)
+    assert tables.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)
+    assert tables.scorer_model({"kind": "masked", "model": "bert-s"}, base) == (paths.mlm_dir("en", "bert-s"), True)
     assert tables.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)
     assert set(base["bpomp"]["mlm"]["bert-s"]) <= set(mlm.MLM_DEFAULTS)
     bad = base | {"bpomp": b | {"pairs": b["pairs"] | {"n": 0}, "typo": 1}}

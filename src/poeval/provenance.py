@@ -5,7 +5,7 @@ JSON side file (metric cell, sample stats, ``training_log.json``, split and corp
 of each input as it was consumed, the params it ran with, the code revision and the creation time.
 
 Query time (`poeval provenance`): :func:`trace` walks back from a table cell along the workflow's layout
-(cell -> samples -> checkpoint -> split -> corpus), hashes each artifact as it is now and compares it with
+(:mod:`poeval.paths`; cell -> samples -> checkpoint -> split -> corpus), hashes each artifact as it is now and compares it with
 the hash its consumer recorded, and compares each recorded params group with params.yaml (+ overlays).
 When dvc.lock exists it is a second record: its params per stage (compared with params.yaml alone, as
 DVC does) and, where the DVC cache holds the listing of a directory output, its md5 per file.
@@ -34,11 +34,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .errors import PoevalError
 from .io import file_sha256, read_json
+from .paths import HUMAN, TRAIN
 
-HUMAN = "HUMAN"
-HUMAN_TRAIN = f"{HUMAN} (train)"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
+HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
 # Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
@@ -443,38 +444,33 @@ def _built(stamp_: dict | None) -> dict:
     return {k: stamp_[k] for k in ("code", "created") if k in stamp_} if stamp_ else {}
 
 
-def _cell_paths(cell: TableCell) -> list[str]:
-    base = f"results/metrics/{cell.lang}"
+def _cell_samples(cell: TableCell) -> list[tuple[str, str]]:
+    """(metric cell, its samples) of each cell file behind a table number: one per HUMAN sample for
+    the HUMAN row."""
     if cell.system == HUMAN_TRAIN:
-        return [f"{base}/{HUMAN}/train/{cell.family}.json"]
-    if cell.system == HUMAN:
-        return [f"{base}/{HUMAN}/human{k}/{cell.family}.json" for k in range(cell.n_cells)]
-    return [f"{base}/{cell.system}/{cell.decoding}/{cell.family}.json"]
-
-
-def _samples_path(cell: TableCell, cell_path: str) -> str:
-    if cell.system == HUMAN_TRAIN:
-        return f"data/{cell.lang}/train.jsonl"
-    if cell.system == HUMAN:
-        return f"data/{cell.lang}/human/{Path(cell_path).parent.name}.jsonl"
-    return f"results/samples/{cell.lang}/{cell.system}/{cell.decoding}.jsonl"
+        decodings = [TRAIN]
+    elif cell.system == HUMAN:
+        decodings = [paths.human_id(k) for k in range(cell.n_cells)]
+    else:
+        decodings = [cell.decoding]
+    system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
+    return [(paths.cell(cell.lang, system, d, cell.family), paths.cell_samples(cell.lang, system, d))
+            for d in decodings]
 
 
 def _cell_value(cell: TableCell, docs: list[dict]) -> str:
     """The table's number recomputed from its cell files, formatted as the table does."""
-    from .tables import _mean, _scaled, _value, fmt
+    from .tables import column_values, row_number
 
-    def one(doc):
-        return doc.get("n_poems") if cell.key == "n_poems" else _value(doc, cell.family, cell.key)
-
-    return fmt(_mean([_scaled(one(doc), cell.scale) for doc in docs]), cell.digits)
+    return row_number(column_values(docs, cell.family, cell.key, cell.scale), cell.digits)
 
 
 def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | None]]:
     """Links cell, metric params and samples (one file per HUMAN sample cell)."""
     cells, params, samples = Link("cell"), Link("metric params"), Link("samples")
     docs, stamps = [], []
-    for path in _cell_paths(cell):
+    cell_samples = _cell_samples(cell)
+    for path, _ in cell_samples:
         if t.file_entry(cells, path)["sha256"] is None:
             stamps.append(None)
             continue
@@ -489,14 +485,13 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
                                   else _dotted(t.config, "metrics.bootstrap.reps")),
                "seed": _dotted(t.config, "metrics.bootstrap.seed"),
                "exclude_sample_from_reference": cell.system == HUMAN}
-    reference = f"data/{cell.lang}/train.jsonl"
-    for path, st in zip(_cell_paths(cell), stamps):
+    reference = paths.train(cell.lang)
+    for (path, sample), st in zip(cell_samples, stamps):
         t.check_params(params, (st or {}).get("params"), current, path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)
             if "embeddings" in st.get("inputs", {}):
-                t.check_input(cells, st, "embeddings", f"results/embeddings/{cell.lang}/train.npy", path)
-        sample = _samples_path(cell, path)
+                t.check_input(cells, st, "embeddings", paths.embeddings(cell.lang), path)
         t.file_entry(samples, sample)
         t.check_input(samples, st, "samples", sample, path)
     params.stale = list(dict.fromkeys(params.stale))   # the HUMAN cells repeat the same differences
@@ -504,34 +499,28 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
     return [cells, params, samples], stamps
 
 
-def _legacy_sampling(stats: dict) -> dict:
-    """What a stats file written before stamping says about its params (compared key by key)."""
-    return {"decoding": stats.get("decoding"),
-            "sampling": {"n": stats.get("requested"), "seed": stats.get("seed"),
-                         "batch_size": stats.get("batch_size"), "max_attempts": stats.get("max_attempts")}}
-
-
 def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     """Links decoding, checkpoint and training params of a model row."""
     decoding, checkpoint, training = Link("decoding"), Link("checkpoint"), Link("training params")
-    samples = f"results/samples/{cell.lang}/{cell.system}/{cell.decoding}.jsonl"
-    stats_path = samples.removesuffix(".jsonl") + ".stats.json"
+    stats_path = paths.stats(cell.lang, cell.system, cell.decoding)
     stats = _load(t.abs(stats_path))
+    st = _stamp(stats)
     if stats is None:
         decoding.stale.append(f"{stats_path} is missing")
-    st = _stamp(stats)
+    elif st is None:   # every sample stamps its params: a stats file without one is not what made the samples
+        decoding.stale.append(f"{stats_path} has no provenance stamp (its params are unknown): resample")
     decoding.files.append({"path": stats_path, "name": cell.decoding})
     decoding.built = _built(st)
     if cell.decoding not in t.config.get("decoding", {}):
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
     current = {"decoding": t.config.get("decoding", {}).get(cell.decoding), "sampling": t.config.get("sampling")}
-    if stats is not None:
-        t.check_params(decoding, st["params"] if st else _legacy_sampling(stats), current, stats_path, exact=bool(st))
+    if st is not None:
+        t.check_params(decoding, st["params"], current, stats_path)
 
-    model_dir = f"models/{cell.lang}/{cell.system}"
+    model_dir = paths.model_dir(cell.lang, cell.system)
     t.file_entry(checkpoint, model_dir)
     t.check_input(checkpoint, st, "model", model_dir, stats_path)
-    log_path = f"{model_dir}/training_log.json"
+    log_path = paths.training_log(cell.lang, cell.system)
     log = _load(t.abs(log_path))
     lst = _stamp(log)
     training.files.append({"path": log_path})
@@ -546,7 +535,8 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
         training.stale.append(f"{log_path} is missing")
     split = Link("split")
     # the recorded inputs, as a generator may train on other files of the split (pseudo-sonnets, word2vec)
-    inputs = (lst or {}).get("inputs") or {n: {"path": f"data/{cell.lang}/{n}.jsonl"} for n in ("train", "dev")}
+    inputs = (lst or {}).get("inputs") or {n: {"path": split_file(cell.lang)} for n, split_file in
+                                            (("train", paths.train), ("dev", paths.dev))}
     for name, recorded in inputs.items():
         t.file_entry(split, recorded["path"])
         t.check_input(split, lst, name, recorded["path"], log_path)
@@ -567,7 +557,7 @@ def _training_params(config: dict, system: str, lang: str) -> dict:
 def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     """Links split (params and input) and corpus."""
     lang = cell.lang
-    report_path = f"data/{lang}/split_report.json"
+    report_path = paths.split_report(lang)
     report = _load(t.abs(report_path))
     st = _stamp(report)
     split.files.insert(0, {"path": report_path})
@@ -578,10 +568,10 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
         t.check_params(split, (st or {}).get("params"),
                        {"split": t.config.get("split"), "human": t.config.get("human")}, report_path)
     corpus = Link("corpus")
-    labelled = f"data/{lang}/labelled.jsonl"
+    labelled = paths.labelled(lang)
     t.file_entry(corpus, labelled)
     t.check_input(corpus, st, "quatrains", labelled, report_path)
-    corpus_path = f"data/{lang}/corpus_report.json"
+    corpus_path = paths.corpus_report(lang)
     rep = _load(t.abs(corpus_path))
     cst = _stamp(rep)
     corpus.files.append({"path": corpus_path, "format": (rep or {}).get("format")})
@@ -621,7 +611,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     links, stamps = _cell_links(t, cell)
     if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")
-        t.file_entry(split, f"data/{cell.lang}/train.jsonl")
+        t.file_entry(split, paths.train(cell.lang))
     else:
         *model, split = _model_links(t, cell)
         links += model
@@ -636,9 +626,9 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
 
 
 def _default_root(table: Path) -> Path:
-    table = table.resolve()
-    if table.parent.name == "tables" and table.parent.parent.name == "results":
-        return table.parents[2]
+    table, depth = table.resolve(), len(Path(paths.TABLES).parts)
+    if table.parent.parts[-depth:] == Path(paths.TABLES).parts:
+        return table.parents[depth]
     return Path.cwd()
 
 

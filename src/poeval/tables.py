@@ -10,11 +10,10 @@ import numpy as np
 
 from .errors import PoevalError
 from .io import atomic_write, read_json, read_jsonl
+from .paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
 from .rhyme import SCHEMES_4
 from .text import tokens
 
-HUMAN = "HUMAN"
-TRAIN = "train"                        # decoding label of the HUMAN cell of the whole training set
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"
 NA = "NA"
 
@@ -145,20 +144,32 @@ def _families(family: str, columns: list[tuple]) -> list[str]:
     return list(dict.fromkeys([family] + [family_key(key, family)[0] for key, *_ in columns]))
 
 
-def _get(result: dict, key: str):
+def dotted_get(result: dict, key: str):
     """``result[key]``, where ``a.b`` reads ``result["a"]["b"]``."""
     for part in key.split("."):
         result = result[part]
     return result
 
 
-def _value(cell: dict, family: str, key: str):
-    """A column's number in a (merged) cell document; None for a sample without valid quatrains (its
-    scheme shares, say, would otherwise read 0)."""
+def cell_value(cell: dict, family: str, key: str):
+    """A column's number in a (merged) cell document (key ``n_poems``: its valid quatrains); None for a
+    sample without valid quatrains (its scheme shares, say, would otherwise read 0)."""
+    if key == "n_poems":
+        return cell["n_poems"]
     section, key = family_key(key, family)
     if section not in cell:
         raise PoevalError(f"no '{section}' cell for {'/'.join(cell['cell'].values())} among the inputs")
-    return None if cell["n_poems"] == 0 else _get(cell[section], key)
+    return None if cell["n_poems"] == 0 else dotted_get(cell[section], key)
+
+
+def column_values(cells: list[dict], family: str, key: str, scale: float = 1) -> list:
+    """A column's scaled number in each cell of one row (several for the HUMAN samples)."""
+    return [_scaled(cell_value(cell, family, key), scale) for cell in cells]
+
+
+def row_number(values: list, digits: int) -> str:
+    """A row's number as the table prints it: the mean of its cells' values."""
+    return fmt(_mean(values), digits)
 
 
 def _load_cells(paths: list[str], families: list[str]) -> list[dict]:
@@ -208,11 +219,11 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
     rows, long_rows = [], []
     for (lang, system, decoding), cells in groups.items():
         label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system
-        row = [lang, label, decoding, fmt(_mean([cell["n_poems"] for cell in cells]), 0)]
+        row = [lang, label, decoding, row_number(column_values(cells, family, "n_poems"), 0)]
         for key, name, digits, scale in columns:
-            values = [_scaled(_value(cell, family, key), scale) for cell in cells]
-            row.append(fmt(_mean(values), digits))
-            long_rows.append([lang, system, decoding, name, fmt(_mean(values), digits)]
+            values = column_values(cells, family, key, scale)
+            row.append(row_number(values, digits))
+            long_rows.append([lang, system, decoding, name, row_number(values, digits)]
                              + _spread(cells, family, key, values, scale, digits))
         rows.append(row)
     write_tsv(out, ["lang", "system", "decoding", "n"] + [name for _, name, _, _ in columns], rows)

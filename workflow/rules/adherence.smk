@@ -13,12 +13,12 @@ wildcard_constraints:
 
 rule adherence_sample:
     input:
-        "models/{lang}/{system}",
+        paths.pattern(paths.model_dir),
     output:
-        samples="results/adherence/{lang}/{system}/samples/{scheme}.jsonl",
-        stats="results/adherence/{lang}/{system}/samples/{scheme}.stats.json",
+        samples=paths.pattern(paths.adherence_samples),
+        stats=paths.pattern(paths.adherence_stats),
     log:
-        "logs/adherence/{lang}/{system}/{scheme}.log",
+        paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     params:
         decoding=as_json(config["decoding"][ADHERENCE["decoding"]]),
         sampling=as_json(config["sampling"] | {"n": ADHERENCE["n"]}),
@@ -31,18 +31,19 @@ rule adherence_sample:
 
 def adherence_samples(wildcards):
     """PROMPT=SAMPLES items of a cell: one sample per prompted scheme, or the system's main sample."""
+    lang, system = wildcards.lang, wildcards.system
     if wildcards.prompting == "unprompted":
-        return {"none": f"results/samples/{wildcards.lang}/{wildcards.system}/{ADHERENCE['decoding']}.jsonl"}
-    return {s: f"results/adherence/{wildcards.lang}/{wildcards.system}/samples/{s}.jsonl" for s in ADHERENCE["schemes"]}
+        return {"none": paths.samples(lang, system, ADHERENCE["decoding"])}
+    return {s: paths.adherence_samples(lang, system, s) for s in ADHERENCE["schemes"]}
 
 
 rule adherence_cell:
     input:
         unpack(adherence_samples),
     output:
-        "results/adherence/{lang}/{system}/{prompting}.json",
+        paths.pattern(paths.adherence_cell),
     log:
-        "logs/adherence/{lang}/{system}/{prompting}.log",
+        paths.log("adherence", "{lang}", "{system}", "{prompting}"),
     params:
         prompts=lambda wc, input: [f"{prompt}={path}" for prompt, path in input.items()],
         repetition=config["metrics"]["rhyme"]["repetition"],
@@ -54,11 +55,11 @@ rule adherence_cell:
 
 def adherence_pair_cells():
     """CONDITIONED_CELL=BASELINE_CELL items, per language in params order of the pairs."""
-    return [f"results/adherence/{lang}/{cond}/prompted.json=results/adherence/{lang}/{base}/unprompted.json"
+    return [f"{paths.adherence_cell(lang, cond, 'prompted')}={paths.adherence_cell(lang, base, 'unprompted')}"
             for lang in LANGS for cond, base in ADHERENCE_PAIRS.items()]
 
 
-for _action, _out in (("table", "results/tables/style_adherence.tsv"), ("figure", "results/figures/style_adherence.png")):
+for _action, _out in (("table", paths.table("style_adherence")), ("figure", paths.figure("style_adherence"))):
     _name = f"style_adherence_{_action}"
 
     rule:
@@ -70,7 +71,7 @@ for _action, _out in (("table", "results/tables/style_adherence.tsv"), ("figure"
             report(_out, caption=f"../report/{_name.removesuffix('_table')}.rst",
                    category="Tables" if _out.endswith(".tsv") else "Figures"),
         log:
-            f"logs/adherence/{_name}.log",
+            paths.log("adherence", _name),
         params:
             action=_action,
             pairs=adherence_pair_cells(),
@@ -84,4 +85,4 @@ for _action, _out in (("table", "results/tables/style_adherence.tsv"), ("figure"
 def adherence_targets():
     if not ADHERENCE_PAIRS:
         return []
-    return ["results/tables/style_adherence.tsv", "results/figures/style_adherence.png"]
+    return [paths.table("style_adherence"), paths.figure("style_adherence")]

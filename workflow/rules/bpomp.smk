@@ -15,10 +15,10 @@ rule bpomp_corpus:
     input:
         bpomp_corpus_input,
     output:
-        limericks="results/bpomp/limericks.jsonl",
-        report="results/bpomp/limericks_report.json",
+        limericks=paths.limericks(),
+        report=paths.limericks_report(),
     log:
-        "logs/bpomp/corpus.log",
+        paths.log("bpomp", "corpus"),
     params:
         options=bpomp_corpus_options(),
     threads: 1
@@ -30,10 +30,10 @@ rule bpomp_pairs:
     input:
         unpack(bpomp_pairs_inputs),
     output:
-        pairs="results/bpomp/pairs/{task}.jsonl",
-        report="results/bpomp/pairs/{task}.report.json",
+        pairs=paths.pattern(paths.bpomp_pairs),
+        report=paths.pattern(paths.bpomp_pairs_report),
     log:
-        "logs/bpomp/pairs/{task}.log",
+        paths.log("bpomp", "pairs", "{task}"),
     params:
         options=bpomp_pairs_options,
     threads: 1
@@ -44,12 +44,12 @@ rule bpomp_pairs:
 
 rule train_mlm:
     input:
-        train="data/en/train.jsonl",
-        dev="data/en/dev.jsonl",
+        train=paths.train("en"),
+        dev=paths.dev("en"),
     output:
-        directory("results/bpomp/models/en/{mlm}"),
+        directory(paths.mlm_dir("en", "{mlm}")),
     log:
-        "logs/train_mlm/en/{mlm}.log",
+        paths.log("train_mlm", "en", "{mlm}"),
     params:
         mlm=lambda wc: as_json(BPOMP["mlm"][wc.mlm]),
     threads: config["threads"]
@@ -62,10 +62,10 @@ rule bpomp_score:
     input:
         unpack(bpomp_score_inputs),
     output:
-        scores="results/bpomp/scores/{scorer}/{task}.jsonl",
-        stats="results/bpomp/scores/{scorer}/{task}.stats.json",
+        scores=paths.pattern(paths.bpomp_scores),
+        stats=paths.pattern(paths.bpomp_score_stats),
     log:
-        "logs/bpomp/score/{scorer}/{task}.log",
+        paths.log("bpomp", "score", "{scorer}", "{task}"),
     params:
         model=bpomp_model,
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
@@ -79,11 +79,11 @@ rule bpomp_score:
 
 rule bpomp_accuracy:
     input:
-        "results/bpomp/scores/{scorer}/{task}.jsonl",
+        paths.pattern(paths.bpomp_scores),
     output:
-        "results/bpomp/accuracy/{scorer}/{task}.json",
+        paths.pattern(paths.bpomp_accuracy),
     log:
-        "logs/bpomp/accuracy/{scorer}/{task}.log",
+        paths.log("bpomp", "accuracy", "{scorer}", "{task}"),
     params:
         reps=BPOMP.get("bootstrap", {}).get("reps", 1000),
         seed=BPOMP.get("bootstrap", {}).get("seed", 1),
@@ -99,11 +99,11 @@ rule bpomp_accuracy:
 
 rule bpomp_bigrams:
     input:
-        BPOMP.get("errors", {}).get("bigrams", "data/en/train.jsonl"),
+        BPOMP.get("errors", {}).get("bigrams", paths.train("en")),
     output:
-        "results/bpomp/bigrams.json",
+        paths.bpomp_bigrams(),
     log:
-        "logs/bpomp/bigrams.log",
+        paths.log("bpomp", "bigrams"),
     threads: 1
     shell:
         "poeval bpomp bigrams {input} --out {output} > {log} 2>&1"
@@ -111,12 +111,12 @@ rule bpomp_bigrams:
 
 rule bpomp_errors:
     input:
-        scores=lambda wc: expand("results/bpomp/scores/{scorer}/{task}.jsonl", scorer=wc.scorer, task=BPOMP_TASKS),
-        bigrams="results/bpomp/bigrams.json",
+        scores=lambda wc: [paths.bpomp_scores(wc.scorer, task) for task in BPOMP_TASKS],
+        bigrams=paths.bpomp_bigrams(),
     output:
-        "results/bpomp/errors/{scorer}.json",
+        paths.pattern(paths.bpomp_errors),
     log:
-        "logs/bpomp/errors/{scorer}.log",
+        paths.log("bpomp", "errors", "{scorer}"),
     params:
         quantiles=" ".join(map(str, BPOMP.get("errors", {}).get("confidence_quantiles", [0.9, 0.75, 0.5, 0.25, 0.0]))),
     threads: 1
@@ -129,9 +129,9 @@ rule bpomp_accuracy_table:
     input:
         bpomp_accuracy_cells(),
     output:
-        report("results/tables/bpomp_accuracy.tsv", caption="../report/bpomp_accuracy.rst", category="BPoMP"),
+        report(paths.table("bpomp_accuracy"), caption="../report/bpomp_accuracy.rst", category="BPoMP"),
     log:
-        "logs/tables/bpomp_accuracy.log",
+        paths.log("tables", "bpomp_accuracy"),
     threads: 1
     shell:
         "poeval bpomp table accuracy {input} --out {output} > {log} 2>&1"
@@ -141,9 +141,9 @@ rule bpomp_errors_table:
     input:
         bpomp_error_cells(),
     output:
-        report("results/tables/bpomp_errors.tsv", caption="../report/bpomp_errors.rst", category="BPoMP"),
+        report(paths.table("bpomp_errors"), caption="../report/bpomp_errors.rst", category="BPoMP"),
     log:
-        "logs/tables/bpomp_errors.log",
+        paths.log("tables", "bpomp_errors"),
     threads: 1
     shell:
         "poeval bpomp table errors {input} --out {output} > {log} 2>&1"
@@ -153,9 +153,9 @@ rule bpomp_errors_figure:
     input:
         bpomp_error_cells(),
     output:
-        report("results/figures/bpomp_errors.png", caption="../report/bpomp_errors_figure.rst", category="BPoMP"),
+        report(paths.figure("bpomp_errors"), caption="../report/bpomp_errors_figure.rst", category="BPoMP"),
     log:
-        "logs/figures/bpomp_errors.log",
+        paths.log("figures", "bpomp_errors"),
     threads: 1
     shell:
         "poeval bpomp table errors-figure {input} --out {output} > {log} 2>&1"

@@ -4,10 +4,12 @@ import json
 from snakemake.exceptions import WorkflowError
 
 from poeval import config as poeval_config
+from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.figures import FIGURES
 from poeval.generators import registry
-from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, TRAIN, table_families
+from poeval.paths import HUMAN, TRAIN
+from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
 try:
     poeval_config.validate(config)
@@ -17,11 +19,10 @@ except PoevalError as err:
 # the cluster profiles' resource expressions ask the registry whether a system's arch runs on a GPU
 registry.bind_systems(config["models"])
 
-HUMAN = "HUMAN"
 LANGS = config["languages"]
 SYSTEMS = config["systems"]
 DECODINGS = config["decodings"]
-HUMAN_IDS = [f"human{i}" for i in range(config["human"]["n_samples"])]
+HUMAN_IDS = [paths.human_id(i) for i in range(config["human"]["n_samples"])]
 
 
 wildcard_constraints:
@@ -42,23 +43,16 @@ def corpus_input(wildcards):
 
 
 def human_files(lang):
-    return expand("data/{lang}/human/{hid}.jsonl", lang=lang, hid=HUMAN_IDS)
-
-
-def samples_file(wildcards):
-    """A cell's samples: a human reference sample, the whole training set (HUMAN/train, the paper's
-    HUMAN row) or a model's samples for one decoding config."""
-    if wildcards.system == HUMAN and wildcards.decoding == TRAIN:
-        return f"data/{wildcards.lang}/train.jsonl"
-    if wildcards.system == HUMAN:
-        return f"data/{wildcards.lang}/human/{wildcards.decoding}.jsonl"
-    return f"results/samples/{wildcards.lang}/{wildcards.system}/{wildcards.decoding}.jsonl"
+    return [paths.human(lang, hid) for hid in HUMAN_IDS]
 
 
 def cell_inputs(wildcards):
-    inputs = {"samples": samples_file(wildcards), "reference": f"data/{wildcards.lang}/train.jsonl"}
-    if wildcards.family == "semantic":
-        inputs["embeddings"] = f"results/embeddings/{wildcards.lang}/train.npy"
+    """A cell's samples (a human reference sample, the whole training set or a model's samples) and its
+    reference, the training split."""
+    w = wildcards
+    inputs = {"samples": paths.cell_samples(w.lang, w.system, w.decoding), "reference": paths.train(w.lang)}
+    if w.family == "semantic":
+        inputs["embeddings"] = paths.embeddings(w.lang)
     return inputs
 
 
@@ -86,27 +80,25 @@ def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train
     subset (default: all configured), for the figures and the single-system tables."""
     out = []
     for lang in LANGS if langs is None else langs:
-        out += expand("results/metrics/{lang}/HUMAN/{hid}/{family}.json", lang=lang,
-                      hid=HUMAN_IDS + ([TRAIN] if human_train else []), family=family)
+        out += [paths.cell(lang, HUMAN, hid, family) for hid in HUMAN_IDS + ([TRAIN] if human_train else [])]
         for system in SYSTEMS if systems is None else systems:
-            out += expand("results/metrics/{lang}/{system}/{decoding}/{family}.json", lang=lang, system=system,
-                          decoding=system_decodings(system, decodings), family=family)
+            out += [paths.cell(lang, system, d, family) for d in system_decodings(system, decodings)]
     return out
 
 
 def train_inputs(wildcards):
     """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec."""
-    inputs = {"train": f"data/{wildcards.lang}/train.jsonl", "dev": f"data/{wildcards.lang}/dev.jsonl"}
+    lang = wildcards.lang
+    inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
-        inputs |= {"sonnets": f"data/{wildcards.lang}/sonnets.jsonl", "word2vec": f"data/{wildcards.lang}/word2vec.txt"}
+        inputs |= {"sonnets": paths.sonnets(lang), "word2vec": paths.word2vec(lang)}
     return inputs
 
 
-def train_poetic_options(wildcards):
+def train_poetic_options(wildcards, input):
     if not is_poetic(wildcards.system):
         return ""
-    lang = wildcards.lang
-    return f"--sonnets data/{lang}/sonnets.jsonl --word2vec data/{lang}/word2vec.txt --lang {lang}"
+    return f"--sonnets {input.sonnets} --word2vec {input.word2vec} --lang {wildcards.lang}"
 
 
 def table11_system():
@@ -132,12 +124,12 @@ def table_cells(table):
 
 def model_items():
     """LANG:SYSTEM:DIR items for `poeval table table4`."""
-    return [f"{lang}:{system}:models/{lang}/{system}" for lang in LANGS for system in SYSTEMS]
+    return [f"{lang}:{system}:{paths.model_dir(lang, system)}" for lang in LANGS for system in SYSTEMS]
 
 
 def sample_items():
     """LANG:SYSTEM:DECODING:STATS items for `poeval table sampling`: every sample of the run."""
-    return [f"{lang}:{system}:{decoding}:results/samples/{lang}/{system}/{decoding}.stats.json"
+    return [f"{lang}:{system}:{decoding}:{paths.stats(lang, system, decoding)}"
             for lang in LANGS for system in SYSTEMS for decoding in system_decodings(system, DECODINGS)]
 
 
@@ -152,9 +144,9 @@ def table1_args():
     """LANG:SPLIT:PATH items for `poeval table table1`."""
     items = []
     for lang in LANGS:
-        items += [f"{lang}:train:data/{lang}/train.jsonl", f"{lang}:dev:data/{lang}/dev.jsonl"]
+        items += [f"{lang}:train:{paths.train(lang)}", f"{lang}:dev:{paths.dev(lang)}"]
         items += [f"{lang}:human:{path}" for path in human_files(lang)]
-        items += [f"{lang}:sonnets-train:data/{lang}/sonnets.jsonl", f"{lang}:sonnets-dev:data/{lang}/dev_sonnets.jsonl"]
+        items += [f"{lang}:sonnets-train:{paths.sonnets(lang)}", f"{lang}:sonnets-dev:{paths.dev_sonnets(lang)}"]
     return items
 
 
@@ -162,10 +154,9 @@ def all_targets():
     families = config["metrics"]["families"]
     tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
     figures = [name for name, fig in FIGURES.items() if fig.family in families]
-    return (["results/tables/table1.tsv", "results/tables/table4.tsv", "results/tables/sampling.tsv"]
-            + expand("results/tables/{table}.tsv", table=tables)
-            + expand("results/figures/{figure}.png", figure=figures)
-            + expand("results/curves/{lang}/{system}.tsv", lang=LANGS, system=SYSTEMS))
+    return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
+            + [paths.figure(name) for name in figures]
+            + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS])
 
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.figures.FIGURES ----------------------
@@ -265,7 +256,7 @@ def _bpomp_model_ref(kind, model):
 
 
 def bpomp_pairs_inputs(wildcards):
-    inputs = {"limericks": "results/bpomp/limericks.jsonl"}
+    inputs = {"limericks": paths.limericks()}
     pairs = BPOMP["pairs"]
     if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
         _, ckpt = _bpomp_model_ref("masked", pairs["synonym_model"])
@@ -297,7 +288,7 @@ def bpomp_variant(wildcards):
 
 def bpomp_score_inputs(wildcards):
     s = BPOMP_SCORERS[wildcards.scorer]
-    inputs = {"pairs": f"results/bpomp/pairs/{wildcards.task}.jsonl"}
+    inputs = {"pairs": paths.bpomp_pairs(wildcards.task)}
     _, ckpt = _bpomp_model_ref(s["kind"], s["model"])
     if ckpt:
         inputs["model"] = ckpt
@@ -311,14 +302,14 @@ def bpomp_score_options():
 
 def bpomp_accuracy_cells():
     """Accuracy cells in table order: scorers (params order) x tasks."""
-    return [f"results/bpomp/accuracy/{s}/{t}.json" for s in BPOMP_SCORERS for t in BPOMP_TASKS]
+    return [paths.bpomp_accuracy(s, t) for s in BPOMP_SCORERS for t in BPOMP_TASKS]
 
 
 def bpomp_error_cells():
-    return [f"results/bpomp/errors/{s}.json" for s in BPOMP_SCORERS]
+    return [paths.bpomp_errors(s) for s in BPOMP_SCORERS]
 
 
 def bpomp_targets():
     if not BPOMP_ENABLED:
         return []
-    return ["results/tables/bpomp_accuracy.tsv", "results/tables/bpomp_errors.tsv", "results/figures/bpomp_errors.png"]
+    return [paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors")]

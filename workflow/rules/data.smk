@@ -2,10 +2,10 @@ rule quatrains:
     input:
         corpus_input,
     output:
-        quatrains="data/{lang}/quatrains.jsonl",
-        report="data/{lang}/corpus_report.json",
+        quatrains=paths.pattern(paths.quatrains),
+        report=paths.pattern(paths.corpus_report),
     log:
-        "logs/quatrains/{lang}.log",
+        paths.log("quatrains", "{lang}"),
     params:
         corpus=lambda wc: as_json(config["corpus"][wc.lang]),
         quatrains=as_json(config["quatrains"]),
@@ -19,11 +19,11 @@ rule quatrains:
 # from the split files, and the rhyme metric takes the human distribution from them.
 rule rhyme_labels:
     input:
-        "data/{lang}/quatrains.jsonl",
+        paths.pattern(paths.quatrains),
     output:
-        "data/{lang}/labelled.jsonl",
+        paths.pattern(paths.labelled),
     log:
-        "logs/rhyme_labels/{lang}.log",
+        paths.log("rhyme_labels", "{lang}"),
     threads: 1
     shell:
         "poeval rhyme {input} --lang {wildcards.lang} --meter --out {output} > {log} 2>&1"
@@ -31,14 +31,14 @@ rule rhyme_labels:
 
 rule split:
     input:
-        "data/{lang}/labelled.jsonl",
+        paths.pattern(paths.labelled),
     output:
-        train="data/{lang}/train.jsonl",
-        dev="data/{lang}/dev.jsonl",
-        human=expand("data/{{lang}}/human/{hid}.jsonl", hid=HUMAN_IDS),
-        report="data/{lang}/split_report.json",
+        train=paths.pattern(paths.train),
+        dev=paths.pattern(paths.dev),
+        human=[paths.human("{lang}", hid) for hid in HUMAN_IDS],
+        report=paths.pattern(paths.split_report),
     log:
-        "logs/split/{lang}.log",
+        paths.log("split", "{lang}"),
     params:
         split=as_json(config["split"]),
         human=as_json(config["human"]),
@@ -52,14 +52,14 @@ rule split:
 # and of dev for Table 1 (the paper counts both), and word2vec vectors for their embeddings.
 rule pseudo_sonnets:
     input:
-        train="data/{lang}/train.jsonl",
-        dev="data/{lang}/dev.jsonl",
+        train=paths.pattern(paths.train),
+        dev=paths.pattern(paths.dev),
     output:
-        sonnets="data/{lang}/sonnets.jsonl",
-        dev="data/{lang}/dev_sonnets.jsonl",
-        report="data/{lang}/sonnets_report.json",
+        sonnets=paths.pattern(paths.sonnets),
+        dev=paths.pattern(paths.dev_sonnets),
+        report=paths.pattern(paths.sonnets_report),
     log:
-        "logs/pseudo_sonnets/{lang}.log",
+        paths.log("pseudo_sonnets", "{lang}"),
     params:
         sonnets=as_json(config["poetic"]["sonnets"]),
     threads: 1
@@ -70,11 +70,11 @@ rule pseudo_sonnets:
 
 rule word2vec:
     input:
-        "data/{lang}/train.jsonl",
+        paths.pattern(paths.train),
     output:
-        "data/{lang}/word2vec.txt",
+        paths.pattern(paths.word2vec),
     log:
-        "logs/word2vec/{lang}.log",
+        paths.log("word2vec", "{lang}"),
     params:
         word2vec=as_json(config["poetic"]["word2vec"]),
     threads: 1

@@ -1,12 +1,12 @@
 # Reference embeddings: computed once per (encoder, training split) and reused by every semantic cell.
 rule embed_reference:
     input:
-        "data/{lang}/train.jsonl",
+        paths.pattern(paths.train),
     output:
-        npy="results/embeddings/{lang}/train.npy",
-        meta="results/embeddings/{lang}/train.npy.json",
+        npy=paths.pattern(paths.embeddings),
+        meta=paths.pattern(paths.embeddings_meta),
     log:
-        "logs/embed/{lang}.log",
+        paths.log("embed", "{lang}"),
     params:
         encoder=lambda wc: poeval_config.for_lang(config["metrics"]["semantic"]["encoder"], wc.lang),
         batch_size=config["metrics"]["semantic"]["batch_size"],
@@ -21,9 +21,9 @@ rule metric_cell:
     input:
         unpack(cell_inputs),
     output:
-        "results/metrics/{lang}/{system}/{decoding}/{family}.json",
+        paths.pattern(paths.cell),
     log:
-        "logs/metrics/{lang}/{system}/{decoding}/{family}.log",
+        paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}"),
     params:
         options=lambda wc: as_json({wc.family: config["metrics"].get(wc.family, {})}),
         reps=bootstrap_reps,

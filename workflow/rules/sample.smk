@@ -1,11 +1,11 @@
 rule sample:
     input:
-        "models/{lang}/{system}",
+        paths.pattern(paths.model_dir),
     output:
-        samples="results/samples/{lang}/{system}/{decoding}.jsonl",
-        stats="results/samples/{lang}/{system}/{decoding}.stats.json",
+        samples=paths.pattern(paths.samples),
+        stats=paths.pattern(paths.stats),
     log:
-        "logs/sample/{lang}/{system}/{decoding}.log",
+        paths.log("sample", "{lang}", "{system}", "{decoding}"),
     params:
         decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
         sampling=as_json(config["sampling"]),

@@ -2,9 +2,9 @@ rule table1:
     input:
         [item.split(":", 2)[2] for item in table1_args()],
     output:
-        report("results/tables/table1.tsv", caption="../report/table1.rst", category="Tables"),
+        report(paths.table("table1"), caption="../report/table1.rst", category="Tables"),
     log:
-        "logs/tables/table1.log",
+        paths.log("tables", "table1"),
     params:
         splits=table1_args(),
     threads: 1
@@ -16,9 +16,9 @@ rule table4:
     input:
         [item.split(":", 2)[2] for item in model_items()],
     output:
-        report("results/tables/table4.tsv", caption="../report/table4.rst", category="Tables"),
+        report(paths.table("table4"), caption="../report/table4.rst", category="Tables"),
     log:
-        "logs/tables/table4.log",
+        paths.log("tables", "table4"),
     params:
         models=model_items(),
     threads: 1
@@ -31,9 +31,9 @@ rule sampling_table:
     input:
         [item.split(":", 3)[3] for item in sample_items()],
     output:
-        report("results/tables/sampling.tsv", caption="../report/sampling.rst", category="Tables"),
+        report(paths.table("sampling"), caption="../report/sampling.rst", category="Tables"),
     log:
-        "logs/tables/sampling.log",
+        paths.log("tables", "sampling"),
     params:
         samples=sample_items(),
     threads: 1
@@ -55,10 +55,10 @@ for _table in FAMILY_OF_TABLE:
         input:
             table_cells(_table),
         output:
-            table=report(f"results/tables/{_table}.tsv", caption=f"../report/{_table}.rst", category="Tables"),
-            ci=report(f"results/tables/{_table}.ci.tsv", caption="../report/ci.rst", category="Intervals"),
+            table=report(paths.table(_table), caption=f"../report/{_table}.rst", category="Tables"),
+            ci=report(paths.table_ci(_table), caption="../report/ci.rst", category="Intervals"),
         log:
-            f"logs/tables/{_table}.log",
+            paths.log("tables", _table),
         params:
             table=_table,
             encoders=semantic_encoders(),  # for the semantic tables' captions
@@ -77,10 +77,10 @@ for _figure, _spec in FIGURES.items():
         input:
             figure_cells(_figure),
         output:
-            report(f"results/figures/{_figure}.png", caption=f"../report/{_figure}.rst", category="Figures",
+            report(paths.figure(_figure), caption=f"../report/{_figure}.rst", category="Figures",
                    subcategory=_spec.group),
         log:
-            f"logs/figures/{_figure}.log",
+            paths.log("figures", _figure),
         params:
             figure=_figure,
             options=figure_options(_figure),
@@ -93,11 +93,11 @@ for _figure, _spec in FIGURES.items():
 # Training curves as flat TSVs, one per checkpoint: `dvc plots show` draws them (dvc.yaml `plots`).
 rule training_curve:
     input:
-        "models/{lang}/{system}",
+        paths.pattern(paths.model_dir),
     output:
-        "results/curves/{lang}/{system}.tsv",
+        paths.pattern(paths.curve),
     log:
-        "logs/curves/{lang}/{system}.log",
+        paths.log("curves", "{lang}", "{system}"),
     threads: 1
     shell:
         "poeval curve {input} --out {output} > {log} 2>&1"

@@ -2,9 +2,9 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        directory("models/{lang}/{system}"),
+        directory(paths.pattern(paths.model_dir)),
     log:
-        "logs/train/{lang}/{system}.log",
+        paths.log("train", "{lang}", "{system}"),
     params:
         model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
         training=as_json(config["training"]),

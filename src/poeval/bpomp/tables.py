@@ -16,7 +16,7 @@ import time
 import numpy as np
 from collections import Counter
 
-from .. import io
+from .. import io, paths
 from ..errors import PoevalError
 from ..tables import fmt, write_tsv
 from .analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
@@ -158,18 +158,15 @@ def _p(value) -> str:
 
 # --- params --------------------------------------------------------------------------------------
 
-MLM_DIR = "results/bpomp/models"
-
-
 def scorer_model(entry: dict, config: dict, lang: str = "en") -> tuple[str, bool]:
     """``(model path or id, is a workflow checkpoint)`` of a scorer entry: a name under ``models`` (causal)
-    is the generators' checkpoint ``models/<lang>/<name>``; a name under ``bpomp.mlm`` (masked) is
-    ``results/bpomp/models/<lang>/<name>``, inside results/bpomp, a DVC output of the tables stage."""
+    is the generators' checkpoint :func:`poeval.paths.model_dir`; a name under ``bpomp.mlm`` (masked) is
+    :func:`poeval.paths.mlm_dir`, inside results/bpomp, a DVC output of the tables stage."""
     name = entry["model"]
     if entry["kind"] == "causal":
-        return (f"models/{lang}/{name}", True) if name in config["models"] else (name, False)
+        return (paths.model_dir(lang, name), True) if name in config["models"] else (name, False)
     own = config.get("bpomp", {}).get("mlm", {})
-    return (f"{MLM_DIR}/{lang}/{name}", True) if name in own else (name, False)
+    return (paths.mlm_dir(lang, name), True) if name in own else (name, False)
 
 
 def check_params(config: dict) -> list[str]:

@@ -66,3 +66,32 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
     else:
         assert result["length"]["mean"] is None and result["semantic"]["within"] is None
         assert result["rhyme"]["entropy"] is None and result["rhyme"]["kl"] is None
+
+
+@pytest.mark.parametrize("arch", ["deepspeare", "sa"])
+def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch, root, monkeypatch):
+    """params training, as the workflow passes it, reaches a poetry port without length_grouping (an LM
+    batching knob); the system's own overrides win; the port accepts the result and rejects length_grouping.
+    provenance expects the same training params in the port's stamp."""
+    import yaml
+
+    from poeval import provenance
+    from poeval.errors import PoevalError
+    from poeval.generators import registry
+
+    port = registry.module(arch)
+    seen = {}
+    monkeypatch.setattr(port, "train", lambda sonnets, dev, out, model, training, **kw: seen.update(training))
+    training = yaml.safe_load((root / "params.yaml").read_text())["training"]
+    assert training["length_grouping"] == 50 and training["lr"] != 0.5
+    model = {"arch": arch, "training": {"lr": 0.5}}
+    assert main(["train", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "m", "--model", json.dumps(model),
+                 "--training", json.dumps(training), "--sonnets", "s.jsonl", "--lang", "en"]) == 0
+    assert "length_grouping" not in seen and seen["lr"] == 0.5
+    assert {k: seen[k] for k in ("seed", "batch_size", "max_steps", "patience")} == \
+        {k: training[k] for k in ("seed", "batch_size", "max_steps", "patience")}
+    port.resolve_train_cfg(seen)
+    config = {"models": {"p": model}, "training": training}
+    assert provenance._training_params(config, "p", "en") == {"model": {"arch": arch}, "training": seen}
+    with pytest.raises(PoevalError, match="length_grouping"):
+        port.resolve_train_cfg({"length_grouping": 50})

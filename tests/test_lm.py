@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no model hub: nothing here may touch the network
 
+import collections
 import json
 import random
 from pathlib import Path
@@ -93,6 +94,26 @@ def _state(model_dir: Path) -> dict:
     return load_file(str(model_dir / "model.safetensors"))
 
 
+def reference_dev_loss(model_dir: Path, dev: Path, styled: bool = False) -> float:
+    """A saved model's per-token loss on the quatrains of ``dev``, with transformers alone: each quatrain's
+    text (BOS, with ``styled`` its scheme and metre tokens, the verses joined by newlines, EOS) on its own,
+    no padding, loss from the model's ``labels`` argument, weighted by its number of predicted tokens."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    total = count = 0.0
+    for rec in read_jsonl(dev):
+        style = f"<scheme={rec['scheme']}><meter={rec['meter']}>" if styled else ""
+        text = tok.bos_token + style + "\n".join(rec["lines"]) + tok.eos_token
+        ids = tok(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss.item()
+        total += loss * (ids.shape[1] - 1)
+        count += ids.shape[1] - 1
+    return total / count
+
+
 # ---------------------------------------------------------------------------------------------- parsing
 
 
@@ -178,13 +199,16 @@ def test_training_log_and_loss_decreases(trained):
 
 
 def test_best_checkpoint_is_saved(corpus, tmp_path):
-    """With patience off and a high lr the model overfits; the saved weights are the best-dev ones."""
+    """A high lr overfits the tiny model, and with patience off training goes on past the best evaluation:
+    the saved weights are the best-dev ones, not the last ones (dev loss recomputed with transformers)."""
     out = tmp_path / "m"
-    summary = _train(corpus, out, max_steps=60, eval_every=10, lr=1e-2)
-    model, tok = lm.load(str(out))
-    dev = [r["lines"] for r in read_jsonl(corpus[1])]
-    ids, _ = lm._encode(tok, dev, 96)
-    assert lm._dev_loss(model, ids, tok.pad_token_id, 32) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
+    _train(corpus, out, max_steps=60, eval_every=10, lr=1e-2)
+    evals = read_json(out / "training_log.json")["evals"]
+    best = min(e["dev_loss"] for e in evals)
+    assert evals[-1]["dev_loss"] > best + 0.1   # the run did end worse than its best
+    saved = reference_dev_loss(out, corpus[1])
+    assert saved == pytest.approx(best, rel=1e-5)
+    assert saved < evals[-1]["dev_loss"]
 
 
 @pytest.mark.parametrize("grouping", [0, 3])
@@ -281,24 +305,58 @@ def _sample(model_dir, tmp_path, name="s", **kw):
     return list(read_jsonl(out)), read_json(stats), result
 
 
-def test_sample_writes_valid_quatrains_and_stats(trained, tmp_path):
-    records, stats, result = _sample(trained, tmp_path, id_prefix="tiny-")
+def _recount(tok, rows: list[list[int]], n: int) -> tuple[list[list[str]], int, dict]:
+    """The sampling rule applied by hand to generated rows (after BOS), in order until ``n`` valid: text up
+    to EOS (none: truncated), split on newlines, four verses each non-empty after stripping. Returns the
+    valid quatrains, the number of rows counted and the failure reasons."""
+    valid, reasons, counted = [], collections.Counter(), 0
+    for row in rows:
+        if len(valid) == n:
+            break
+        counted += 1
+        if tok.eos_token_id not in row:
+            reasons["truncated"] += 1
+            continue
+        verses = [v.strip() for v in tok.decode(row[: row.index(tok.eos_token_id)]).split("\n")]
+        if len(verses) != 4:
+            reasons[f"wrong_line_count:{len(verses)}"] += 1
+        elif not all(verses):
+            reasons["empty_line"] += 1
+        else:
+            valid.append(verses)
+    return valid, counted, dict(reasons)
+
+
+@pytest.mark.parametrize("n", [2, 8])   # 2: counting stops inside a batch; 8: the attempt budget runs out
+def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypatch):
+    """The stats agree with the samples file and with the generations themselves, recounted by hand."""
+    rows, generate = [], lm._generate
+
+    def spy(model, prompt, *args):
+        seqs = generate(model, prompt, *args)
+        rows.extend(seqs[:, prompt.shape[1]:].tolist())
+        return seqs
+
+    monkeypatch.setattr(lm, "_generate", spy)
+    records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-")
     assert stats == json.loads(json.dumps(result))
-    assert 0 < len(records) <= 8
-    for i, rec in enumerate(records):
-        assert rec["id"] == f"tiny-{i:05d}"
-        assert len(rec["lines"]) == 4
-        assert all(line == line.strip() and line for line in rec["lines"])
-    assert stats["valid"] == len(records)
-    assert stats["valid"] + sum(stats["reasons"].values()) == stats["attempts"] <= 160
-    assert stats["validity_rate"] == pytest.approx(stats["valid"] / stats["attempts"])
-    assert stats["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / len(records)
+    _, tok = lm.load(str(trained))
+    valid, counted, reasons = _recount(tok, rows, n)
+    assert 0 < len(valid) and reasons   # both outcomes occur, so the counts below are tested
+    if n == 2:
+        assert len(valid) == 2 and counted < len(rows)   # the rest of the batch is not counted
+    else:
+        assert len(valid) < 8 and counted == 160
+    lines = (tmp_path / "s.jsonl").read_text().splitlines()
+    assert stats["valid"] == len(lines) == len(valid)
+    assert [r["lines"] for r in records] == valid
+    assert [r["id"] for r in records] == [f"tiny-{i:05d}" for i in range(len(valid))]
+    assert stats["attempts"] == counted <= len(rows) and stats["reasons"] == reasons
+    assert stats["validity_rate"] == pytest.approx(len(valid) / counted)
+    assert stats["distinct_share"] == len({tuple(q) for q in valid}) / len(valid)
     assert stats["provenance"]["params"]["decoding"] == VANILLA
     assert stats["decoding"] == VANILLA and stats["seed"] == 1
     assert stats["elapsed_s"] >= 0
-    if len(records) < 8:
-        assert stats["attempts"] == 160
-    assert all(r == "truncated" or r == "empty_line" or r.startswith("wrong_line_count:") for r in stats["reasons"])
 
 
 def test_sample_missing_model_dir(tmp_path):

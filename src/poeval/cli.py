@@ -75,8 +75,7 @@ def cmd_train(args) -> None:
         return
     if not args.sonnets or not args.lang:
         raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
-    model = dict(args.model)
-    training = {**args.training, **model.pop("training", {})}   # the system's own overrides win
+    model, training = registry.training_params(args.model, args.training)
     registry.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
                                          word2vec=args.word2vec, threads=args.threads, name=args.name)
 

@@ -369,8 +369,8 @@ def non_overlapping(starts: Sequence[int]) -> list[int]:
 
 
 def normalise_verse(text: str) -> str:
-    """Key for verse identity in de-duplication: stripped, whitespace collapsed, casefolded
-    (dedup_quatrains inlines the same expression)."""
+    """Key for verse identity in de-duplication (and for the ports' exclusion of the run's own verses):
+    stripped, whitespace collapsed, casefolded; punctuation is kept."""
     return " ".join(text.split()).casefold()
 
 
@@ -392,7 +392,7 @@ def dedup_quatrains(quatrains: Sequence[Sequence[str]], share: float = 0.1,
     flat = [v for q in quatrains for v in q]
     if not flat:
         return list(range(n)), {"rounds": 0, "removed": 0, "removed_per_round": []}
-    vcodes, uniques = pd.factorize(np.asarray([" ".join(v.split()).casefold() for v in flat], dtype=object))
+    vcodes, uniques = pd.factorize(np.asarray([normalise_verse(v) for v in flat], dtype=object))
     n_verses = len(uniques)
     # distinct (quatrain, verse) pairs, sorted by quatrain
     pairs = np.sort(np.repeat(np.arange(n, dtype=np.int64), lens) * n_verses + vcodes)

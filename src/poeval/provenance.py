@@ -548,10 +548,11 @@ def _training_params(config: dict, system: str, lang: str) -> dict:
     keys resolved, and a system's own ``training`` block (the poetry-specific ports) overriding the shared
     one, as `poeval train` does."""
     from .config import model_for_lang
+    from .generators.registry import training_params
 
     model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
-    own = model.pop("training", None) or {}
-    return {"model": model, "training": {**(config.get("training") or {}), **own}}
+    model, training = training_params(model, config.get("training") or {})
+    return {"model": model, "training": training}
 
 
 def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:

@@ -238,7 +238,9 @@ def _strip_accents(w: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", w) if not unicodedata.combining(c))
 
 
-def _clean_word(word: str, lang: str) -> str:
+def clean_word(word: str, lang: str) -> str:
+    """An end word as the detector looks it up: apostrophes unified, lowercased, letters (and ``'``/``-``
+    inside English words) only; German spelling normalised (:func:`normalise_de`), English accents stripped."""
     w = word.strip()
     for ch in _APOS:
         w = w.replace(ch, "'")
@@ -443,7 +445,7 @@ def _modern_spellings(w: str, keep_e: bool = False, letters_only: bool = False) 
     return tuple(out)
 
 
-def _en_candidates(w: str) -> list[str]:
+def en_candidates(w: str) -> list[str]:
     """Spellings to look up for an English end word, in order: archaic contractions, the word, elided and
     -eth/-est forms, the modernised spellings, and last the long s misread as f (``fhe``)."""
     cands = []
@@ -494,7 +496,7 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
         import pronouncing
 
         prons: list[str] = []
-        for cand in _en_candidates(word):
+        for cand in en_candidates(word):
             prons += pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
             # a doubled consonant + e (passe, belle) is old spelling even when CMUdict has a French word
             if prons and not (cand == word and re.search(r"([bdfgklmnprst])\1e$", word)):
@@ -742,7 +744,7 @@ def _level_clean(a: str, b: str, lang: str) -> str:
 def rhyme_level(word_a: str, word_b: str, lang: str) -> str:
     """The graded similarity level of two words (one of :data:`LEVELS`)."""
     _check_lang(lang)
-    return _level_clean(_clean_word(word_a, lang), _clean_word(word_b, lang), lang)
+    return _level_clean(clean_word(word_a, lang), clean_word(word_b, lang), lang)
 
 
 def rhyme_relation(word_a: str, word_b: str, lang: str) -> str:
@@ -823,7 +825,7 @@ PRIOR_WEIGHT: dict[str, float] = {"en": 0.5, "de": 0.5}
 def pair_levels(lines: Sequence[str], lang: str) -> list[list[str]]:
     """Matrix of levels between the end words of all line pairs (diagonal: ``"identical"``)."""
     _check_lang(lang)
-    words = [_clean_word(end_word(l), lang) for l in lines]
+    words = [clean_word(end_word(l), lang) for l in lines]
     n = len(words)
     m = [["identical"] * n for _ in range(n)]
     for i in range(n):
@@ -976,10 +978,10 @@ def _line_stress(line: str) -> str:
 def _word_stress(tok: str) -> str:
     import pronouncing
 
-    w = _clean_word(tok, "en").strip("'")
+    w = clean_word(tok, "en").strip("'")
     if not w:
         return ""
-    for cand in _en_candidates(w):
+    for cand in en_candidates(w):
         prons = pronouncing.phones_for_word(cand)
         if prons:
             st = pronouncing.stresses(prons[0]).replace("2", "x")
@@ -1045,7 +1047,7 @@ def _measure_family(m: str | None) -> str:
 def is_repetition(line_a: str, line_b: str, lang: str) -> bool:
     """Whether two lines end in the same word (after spelling normalisation): a repetition, not a rhyme."""
     _check_lang(lang)
-    return _level_clean(_clean_word(end_word(line_a), lang), _clean_word(end_word(line_b), lang), lang) == "identical"
+    return _level_clean(clean_word(end_word(line_a), lang), clean_word(end_word(line_b), lang), lang) == "identical"
 
 
 def _record_lines(record, where: str) -> list[str]:

@@ -54,6 +54,21 @@ def is_poetic(model_cfg: dict) -> bool:
     return arch is not None and arch.family == "poetic"
 
 
+# params ``training`` keys that only the transformer LMs take (a port batches whole sonnets or quatrains)
+LLM_ONLY_TRAINING = frozenset({"length_grouping"})
+
+
+def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:
+    """``(model params, training params)`` as the generator of ``model_cfg`` (params ``models.<system>``)
+    receives them: the shared params ``training``; a poetry port gets it without the LM-only keys and
+    with its own ``training`` block overriding it."""
+    model = dict(model_cfg)
+    own = model.pop("training", None) or {}
+    if is_poetic(model):
+        shared = {key: value for key, value in shared.items() if key not in LLM_ONLY_TRAINING}
+    return model, {**shared, **own}
+
+
 # --- the workflow's systems, for resource expressions in the cluster profiles
 _systems: dict[str, str] = {}
 

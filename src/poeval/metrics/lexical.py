@@ -97,11 +97,6 @@ def paper_quatrain_tokens(lines: Sequence[str]) -> list[str]:
 TOKENIZERS = {"poeval": quatrain_tokens, "flemmatize": paper_quatrain_tokens}
 
 
-def ttr(seq: Sequence[str]) -> float | None:
-    """Type-token ratio; None for an empty sequence."""
-    return len(set(seq)) / len(seq) if seq else None
-
-
 def attr(token_lists: Iterable[Sequence[str]]) -> float | None:
     """Mean per-quatrain TTR, skipping quatrains without tokens; None if none has a token."""
     ratios = [len(set(t)) / len(t) for t in token_lists if len(t)]

@@ -160,7 +160,6 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "eval_every": 100,
     "eval_quatrains": 500,
     "patience": 5,                # the paper's; 0 disables early stopping
-    "length_grouping": 0,         # accepted, not used (LSTM batches are short and evenly sized)
     "max_grad_norm": 1.0,
     # cap on torch's intra-op threads (null: use ``threads``). PyTorch's CPU LSTM slows down many-fold with
     # 2 threads when another process holds a core (measured on the shared 2-core machine: 2.4 s vs 0.19 s
@@ -508,9 +507,8 @@ def _phones_en(word: str):
     from .. import rhyme
 
     word = word.replace("’", "'")
-    candidates = getattr(rhyme, "_en_candidates", None)
     prons: list[str] = []
-    for cand in (candidates(word) if candidates is not None else [word]):
+    for cand in rhyme.en_candidates(word):
         prons = pronouncing.phones_for_word(cand)
         if prons:
             break
@@ -527,8 +525,7 @@ def _phones_de(word: str):
     """espeak-ng phones (poeval's rhyme detector) of a German word, or None."""
     from .. import rhyme
 
-    clean = getattr(rhyme, "_clean_word", None)
-    w = clean(word, "de") if clean is not None else word.lower()
+    w = rhyme.clean_word(word, "de")
     if not w:
         return None
     alts = rhyme.phones(w, "de")

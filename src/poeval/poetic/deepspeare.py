@@ -178,7 +178,6 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "eval_every": 50,
     "eval_quatrains": 300,
     "patience": 5,                # the paper's early stopping
-    "length_grouping": 0,         # accepted, not used: a batch is whole sonnets
 }
 
 _INT_KEYS = ("min_count", "max_word_chars", "word_dim", "char_dim", "char_hidden", "enc_dim", "dec_dim",
@@ -253,7 +252,7 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
     tcfg = {**TRAIN_DEFAULTS, **train_cfg}
     check_params(tcfg, lambda key: f"training {key}",
                  positive_int=("batch_size", "max_steps", "eval_every", "eval_quatrains"),
-                 nonneg_int=("patience", "warmup_steps", "length_grouping"),
+                 nonneg_int=("patience", "warmup_steps"),
                  nonneg_number=("lr", "weight_decay", "max_grad_norm"))
     if not tcfg["lr"] > 0:
         raise PoevalError("training lr must be > 0")

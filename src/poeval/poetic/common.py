@@ -298,20 +298,3 @@ def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, 
 def verse_ok(tokens: list[str]) -> bool:
     """A generated verse counts only if it has at least one word (not just punctuation)."""
     return any(is_word(t) for t in tokens)
-
-
-def check_params(cfg: dict, param, *, positive_int=(), nonneg_int=(), nonneg_number=(), bools=()) -> None:
-    """Raise PoevalError naming the first of the given keys whose value has the wrong type or range;
-    ``param(key)`` gives the name a user sees (e.g. ``models.sa-s.hidden``)."""
-    def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    checks = [(positive_int, lambda v: is_int(v) and v >= 1, "a positive integer"),
-              (nonneg_int, lambda v: is_int(v) and v >= 0, "an integer >= 0"),
-              (nonneg_number, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
-               "a number >= 0"),
-              (bools, lambda v: isinstance(v, bool), "true or false")]
-    for keys, ok, what in checks:
-        for key in keys:
-            if not ok(cfg[key]):
-                raise PoevalError(f"{param(key)} must be {what}, got {cfg[key]!r}")

@@ -150,3 +150,100 @@ def test_max_epochs_is_null_or_positive(params):
     params["training"]["max_epochs"] = 0
     with pytest.raises(PoevalError, match=r"training\.max_epochs"):
         config.validate(params)
+
+
+# --- the schema is the one holder of defaults and the one validator of a section ------------------
+
+def _own_defaults(node: dict) -> dict:
+    """A node's defaults read straight from the schema file (no $ref followed: each is written out)."""
+    return {key: spec["default"] for key, spec in node["properties"].items() if "default" in spec}
+
+
+@pytest.fixture
+def schema_file(root):
+    import json
+
+    return json.loads((root / "src" / "poeval" / "schemas" / "params.schema.json").read_text())
+
+
+def test_resolvers_fill_exactly_the_schema_defaults(schema_file):
+    from poeval import lm, mlm
+    from poeval.poetic import adversary as sa, deepspeare as ds, sonnets
+
+    defs = schema_file["$defs"]
+    assert lm.resolve_train_cfg({}) == _own_defaults(defs["train"])
+    assert lm.resolve_model_cfg({}) == _own_defaults(defs["transformer_model"])
+    assert lm.resolve_model_cfg({"arch": "bygpt5"}) == _own_defaults(defs["transformer_model"]) | {
+        "arch": "bygpt5", "n_positions": 512}   # the one per-arch default, named in the schema's description
+    assert "bygpt5: 512" in defs["transformer_model"]["properties"]["n_positions"]["description"]
+    assert mlm.resolve_config({}) == _own_defaults(defs["mlm"])
+    for port, node in ((ds, "deepspeare_model"), (sa, "sa_model")):
+        own = _own_defaults(defs[node])
+        assert port.resolve_train_cfg({}) == own.pop("training")
+        assert port.resolve_model_cfg({}) == own | getattr(port, "SIZES", {}).get("S", {})
+    assert sonnets.SONNET_DEFAULTS == _own_defaults(schema_file["properties"]["poetic"]["properties"]["sonnets"])
+    # the values the modules had before the schema held them
+    assert (lm.TRAIN_DEFAULTS["max_grad_norm"], ds.TRAIN_DEFAULTS["max_grad_norm"]) == (1.0, 5.0)
+    assert (lm.TRAIN_DEFAULTS["patience"], ds.TRAIN_DEFAULTS["patience"], sa.TRAIN_DEFAULTS["max_threads"]) == (3, 5, 1)
+
+
+def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
+    train = schema_file["$defs"]["train"]["properties"]
+    assert train["patience"]["minimum"] == 0 and "0: off" in train["patience"]["description"]
+    params["training"] |= {"patience": 0, "max_grad_norm": 0.5}
+    config.validate(params)
+    from poeval import lm
+
+    assert lm.resolve_train_cfg(params["training"])["max_grad_norm"] == 0.5
+    for key, bad in (("patience", -1), ("max_grad_norm", -0.5), ("max_grad_norm", "big")):
+        broken = copy.deepcopy(params)
+        broken["training"][key] = bad
+        with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
+            config.validate(broken)
+        with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
+            lm.resolve_train_cfg(broken["training"])
+
+
+# (system, change, key): one params error each, that `poeval validate` and the training-time resolver
+# both report with the same line
+BAD_MODELS = [
+    ("gpt2-s", {"size": "XS"}, "size"),
+    ("gpt2-s", {"hidden": 64}, "hidden"),
+    ("gpt2-s", {"n_head": 3}, "n_head"),                       # a rule: n_embd 128 is not divisible by 3
+    ("gpt2-s", {"lora": {"r": 4}}, "lora"),                     # a rule: LoRA needs init pretrained
+    ("deepspeare-s", {"word_temperature": [0.8, 0.6]}, "word_temperature"),
+    ("deepspeare-s", {"rhyme_treshold": 0.5}, "rhyme_treshold"),
+    ("sa-s", {"cutoffs": [5000, 2000]}, "cutoffs"),
+    ("sa-s", {"pretrain": {"lines": 10}}, "pretrain"),
+]
+
+
+@pytest.mark.parametrize("system, change, key", BAD_MODELS)
+def test_validate_and_the_resolvers_reject_the_same_model_entries(params, system, change, key):
+    from poeval.generators import registry
+
+    params["models"][system] |= change
+    with pytest.raises(PoevalError) as from_validate:
+        config.validate(params)
+    model = {k: v for k, v in params["models"][system].items() if k != "training"}
+    with pytest.raises(PoevalError) as from_resolver:
+        registry.module(model["arch"]).resolve_model_cfg(model, system)
+    lines = [set(str(e.value).splitlines()[1:]) for e in (from_validate, from_resolver)]
+    assert lines[0] == lines[1] and all(f"models.{system}.{key}" in line for line in lines[0])
+
+
+def test_sa_epoch_budget_is_whole_epochs_in_validate_and_in_training(params):
+    from poeval.poetic import adversary as sa
+
+    params["models"]["sa-s"]["training"]["max_epochs"] = 2.5
+    with pytest.raises(PoevalError, match=r"key models\.sa-s\.training\.max_epochs: sa validates once per epoch"):
+        config.validate(params)
+    with pytest.raises(PoevalError, match=r"key training\.max_epochs: sa validates once per epoch"):
+        sa.resolve_train_cfg(params["models"]["sa-s"]["training"])
+
+
+def test_bpomp_checks_run_in_validate(params):
+    params["bpomp"]["enabled"] = True
+    params["bpomp"]["scorers"][1]["model"] = "gpt2-s"              # a causal generator as a masked scorer
+    with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.1\.model: 'gpt2-s' is a causal generator"):
+        config.validate(params)

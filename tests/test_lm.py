@@ -32,7 +32,7 @@ DEV_ONLY = "zqxjvkw"  # frequent in dev only, letters never adjacent in train: m
 
 TINY = {
     "arch": "gpt2",
-    "size": "XS",
+    "size": "S",
     "init": "scratch",
     "name_or_path": None,
     "vocab_size": 400,
@@ -622,7 +622,7 @@ def test_conditioned_needs_style_fields(corpus, styled_corpus, tmp_path):
     write_jsonl(dev, [{**r, "scheme": "abcde"} for r in read_jsonl(styled_corpus[1])])
     with pytest.raises(PoevalError, match=r"dev\.jsonl: record 1: 'scheme' is 'abcde'"):
         lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
-    with pytest.raises(PoevalError, match=r"models\.c\.conditioned must be true or false"):
+    with pytest.raises(PoevalError, match=r"models\.c\.conditioned: .yes. is not of type .boolean."):
         lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), {**TINY, "conditioned": "yes"}, TRAIN_CFG,
                  progress=False, name="c")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.jsonl"]
@@ -710,7 +710,7 @@ def test_pretrained_with_separate_tokenizer(corpus, trained, tmp_path, monkeypat
     bad = {**cfg, "tokenizer": "no/such-tokenizer"}
     with pytest.raises(PoevalError, match=r"tokenizer 'no/such-tokenizer' given by models\.ft\.tokenizer"):
         lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), bad, TRAIN_CFG, progress=False, name="ft")
-    with pytest.raises(PoevalError, match=r"models\.ft\.tokenizer is only used with init: pretrained"):
+    with pytest.raises(PoevalError, match=r"models\.ft\.tokenizer: only used with init: pretrained"):
         lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), {**TINY, "tokenizer": str(trained)},
                  TRAIN_CFG, progress=False, name="ft")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]
@@ -730,7 +730,7 @@ def test_lora_without_peft_is_a_clear_error(corpus, trained, tmp_path, monkeypat
     cfg = {"arch": "llama", "size": "L", "init": "pretrained", "name_or_path": str(trained), "lora": {"r": 8}}
     with pytest.raises(PoevalError, match=r"models\.big\.lora .*install peft"):
         lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
-    with pytest.raises(PoevalError, match=r"models\.big\.lora is only used with init: pretrained"):
+    with pytest.raises(PoevalError, match=r"models\.big\.lora: only used with init: pretrained"):
         lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), {**TINY, "lora": {"r": 8}}, TRAIN_CFG,
                  progress=False, name="big")
     assert list(tmp_path.iterdir()) == []

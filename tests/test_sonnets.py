@@ -85,7 +85,7 @@ def test_write_sonnets_and_word2vec(tmp_path):
     assert report.pop("provenance")["inputs"]["dev"]["path"] == str(dev)
     assert summary == report and (report["train"]["sonnets"], report["dev"]["sonnets"]) == (3, 1)
     assert len(list(read_jsonl(tmp_path / "s.jsonl"))) == 3 and len(list(read_jsonl(tmp_path / "d.jsonl"))) == 1
-    with pytest.raises(PoevalError, match="unknown poetic.sonnets"):
+    with pytest.raises(PoevalError, match=r"unknown key poetic\.sonnets\.size"):
         sonnets.write_sonnets(str(train), str(dev), str(tmp_path / "x.jsonl"), str(tmp_path / "y.jsonl"),
                               str(tmp_path / "x.json"), {"size": 3})
     cfg = {"dim": 8, "epochs": 2, "min_count": 1, "seed": 1}

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import device
+from . import config, device
 from .errors import PoevalError
 from .generators import engine, registry
 from .generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
@@ -40,41 +40,15 @@ SPECIAL = "<|endoftext|>"
 
 ARCHS = registry.names("llm")
 
-MODEL_DEFAULTS: dict[str, Any] = {
-    "arch": "gpt2",
-    "init": "scratch",
-    "name_or_path": None,
-    "tokenizer": None,  # pretrained only: where the tokenizer lives when not at name_or_path
-    "conditioned": False,  # prepend <scheme=..><meter=..> special tokens to training quatrains
-    "vocab_size": 4000,  # BPE vocabulary (word-level archs from scratch; ignored by bygpt5)
-    "n_layer": 2,
-    "n_embd": 128,
-    "n_head": 4,
-    "n_positions": 128,
-    "intermediate_size": None,  # MLP width; null = 4 * n_embd
-    "dropout": 0.0,  # measured: faster and lower dev loss than 0.1 for the few-epoch CPU budget
-    "lora": None,  # pretrained only: {r, alpha, dropout, target_modules}; needs peft
-}
+# Defaults come from the params schema (the one holder of defaults): a models entry, its lora block, the
+# training block.
+MODEL_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/transformer_model")
+LORA_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/lora")
+TRAIN_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/train")
 
-# per-arch defaults that differ from MODEL_DEFAULTS: byte sequences are ~4x longer than BPE ones
+# per-arch defaults that differ from MODEL_DEFAULTS (JSON schema defaults cannot depend on arch; the
+# schema's n_positions description names this one): byte sequences are ~4x longer than BPE ones
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {"bygpt5": {"n_positions": 512}}
-
-LORA_DEFAULTS: dict[str, Any] = {"r": 8, "alpha": 16, "dropout": 0.05, "target_modules": None}
-
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "seed": 1,
-    "batch_size": 32,
-    "max_steps": 1500,
-    "lr": 1e-3,
-    "warmup_steps": 50,
-    "weight_decay": 0.01,
-    "eval_every": 100,
-    "eval_quatrains": 500,
-    "patience": 3,
-    "max_grad_norm": 1.0,
-    "length_grouping": 50,  # batches per length-sorted group; 0 = plain random batches
-    "max_epochs": None,  # passes over the train split; null = only max_steps ends training
-}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -264,28 +238,16 @@ def _max_positions(model) -> int | None:
 
 
 def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
-    """``model_cfg`` with defaults filled in, checked; raises PoevalError naming the bad parameter."""
+    """``model_cfg`` with the schema's defaults filled in, checked against the schema (unknown keys
+    rejected) and its rules (:data:`poeval.config.RULES`); raises PoevalError naming the bad parameter."""
     arch = model_cfg.get("arch", MODEL_DEFAULTS["arch"])
     if arch not in ARCHS:
         raise PoevalError(
             f"model arch {arch!r} ({_param_name(name, 'arch')}) is not supported; known: {', '.join(ARCHS)}"
         )
     cfg = {**MODEL_DEFAULTS, **ARCH_DEFAULTS.get(arch, {}), **model_cfg}
-    if cfg["init"] not in ("scratch", "pretrained"):
-        raise PoevalError(f"model init must be 'scratch' or 'pretrained', got {cfg['init']!r}")
-    if not isinstance(cfg["conditioned"], bool):
-        raise PoevalError(f"{_param_name(name, 'conditioned')} must be true or false, got {cfg['conditioned']!r}")
-    if cfg["init"] == "scratch":
-        for key in ("tokenizer", "lora"):
-            if cfg[key] is not None:
-                raise PoevalError(f"{_param_name(name, key)} is only used with init: pretrained")
-        if cfg["n_embd"] % cfg["n_head"]:
-            raise PoevalError(f"model n_embd ({cfg['n_embd']}) must be divisible by n_head ({cfg['n_head']})")
-    if cfg["lora"] is not None:
-        if not isinstance(cfg["lora"], dict) or set(cfg["lora"]) - set(LORA_DEFAULTS):
-            raise PoevalError(
-                f"{_param_name(name, 'lora')} must be null or a mapping with keys {sorted(LORA_DEFAULTS)}"
-            )
+    config.check(cfg, "#/$defs/transformer_model", f"models.{name}" if name else "model")
+    if cfg["lora"] is not None:   # an environment check, not a params one: `poeval validate` does not need peft
         try:
             import peft  # noqa: F401
         except ImportError:
@@ -294,6 +256,13 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
                 "'peft' package: install peft (pip install peft) or set lora to null"
             ) from None
     return cfg
+
+
+def resolve_train_cfg(train_cfg: dict) -> dict:
+    """``train_cfg`` over the schema's training defaults, checked against the schema (unknown keys rejected)."""
+    tcfg = {**TRAIN_DEFAULTS, **train_cfg}
+    config.check(tcfg, "#/$defs/train", "training")
+    return tcfg
 
 
 def _scratch_config(cfg: dict, tokenizer):
@@ -486,15 +455,9 @@ def train(
     run called again with the same arguments resumes (:func:`resume_dir`) and gives the same checkpoint,
     bit for bit. Returns the log's summary.
     """
-    tcfg = {**TRAIN_DEFAULTS, **train_cfg}
+    tcfg = resolve_train_cfg(train_cfg)
     cfg = resolve_model_cfg(model_cfg, name)
     init, conditioned = cfg["init"], cfg["conditioned"]
-    unknown = set(train_cfg) - set(TRAIN_DEFAULTS)
-    if unknown:
-        raise PoevalError(f"unknown train parameter(s) {sorted(unknown)}; known: {sorted(TRAIN_DEFAULTS)}")
-    engine.check_train_cfg(tcfg, lambda key: f"train {key}")
-    if not isinstance(tcfg["eval_quatrains"], int) or tcfg["eval_quatrains"] < 1:
-        raise PoevalError(f"train eval_quatrains must be a positive integer, got {tcfg['eval_quatrains']!r}")
     train_q, train_styles = _read_split(train, "train", conditioned, name)
     dev_q, dev_styles = _read_split(dev, "dev", conditioned, name)
     dev_q = dev_q[: tcfg["eval_quatrains"]]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import device
+from . import config, device
 from .errors import PoevalError
 from .generators import engine
 from .lm import _quiet_transformers, _read_quatrains
@@ -33,56 +33,18 @@ from .provenance import stamp
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 NEWLINE = "¶"
 
-MLM_DEFAULTS: dict[str, Any] = {
-    # model
-    "vocab_size": 4000,
-    "n_layer": 2,
-    "n_embd": 128,
-    "n_head": 4,
-    "intermediate_size": None,  # null: 4 x n_embd
-    "n_positions": 128,
-    "dropout": 0.1,
-    # objective
-    "mask_prob": 0.15,
-    # training
-    "seed": 1,
-    "batch_size": 32,
-    "max_steps": 800,
-    "lr": 1e-3,
-    "warmup_steps": 50,
-    "weight_decay": 0.01,
-    "eval_every": 100,
-    "eval_quatrains": 500,
-    "patience": 3,              # evaluations without dev-loss improvement before stopping; 0: never
-    "max_grad_norm": 1.0,
-    "max_epochs": None,         # passes over the train split; null: only max_steps ends training
-}
-_POSINT = ("vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "batch_size", "max_steps",
-           "eval_every", "eval_quatrains")
+# the schema's bpomp.mlm entry ($defs/mlm) holds the defaults: 2 layers x 128, 800 steps; patience 0: no
+# early stopping
+MLM_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/mlm")
 
 
 def resolve_config(cfg: dict | None, name: str | None = None) -> dict:
-    """``cfg`` over :data:`MLM_DEFAULTS`, checked."""
+    """``cfg`` over :data:`MLM_DEFAULTS` (a null value takes the default, except intermediate_size),
+    checked against the schema (unknown keys rejected) and its rules."""
     where = f"bpomp.mlm.{name}" if name else "mlm config"
     cfg = dict(cfg or {})
-    unknown = sorted(set(cfg) - set(MLM_DEFAULTS))
-    if unknown:
-        raise PoevalError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(MLM_DEFAULTS))}")
     out = {**MLM_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None or k == "intermediate_size"}}
-    for key in _POSINT:
-        if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
-            raise PoevalError(f"{where}.{key} must be a positive integer, got {out[key]!r}")
-    if not isinstance(out["patience"], int) or isinstance(out["patience"], bool) or out["patience"] < 0:
-        raise PoevalError(f"{where}.patience must be a non-negative integer (0: no early stopping), got {out['patience']!r}")
-    if out["n_embd"] % out["n_head"]:
-        raise PoevalError(f"{where}: n_embd ({out['n_embd']}) must be a multiple of n_head ({out['n_head']})")
-    if not 0 < float(out["mask_prob"]) < 1:
-        raise PoevalError(f"{where}.mask_prob must be in (0, 1), got {out['mask_prob']!r}")
-    if not 0 <= float(out["dropout"]) < 1:
-        raise PoevalError(f"{where}.dropout must be in [0, 1), got {out['dropout']!r}")
-    if out["n_positions"] < 8:
-        raise PoevalError(f"{where}.n_positions must be at least 8, got {out['n_positions']}")
-    engine.check_train_cfg(out, lambda key: f"{where}.{key}")
+    config.check(out, "#/$defs/mlm", where)
     return out
 
 

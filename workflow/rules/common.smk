@@ -1,4 +1,5 @@
-# Config validation and input functions. Validation runs at parse time, before any job.
+# Config validation and input functions. Validation runs at parse time, before any job: the same
+# poeval.config.validate as `poeval validate` (schema, cross-checks, BPoMP checks).
 import json
 
 from snakemake.exceptions import WorkflowError
@@ -215,11 +216,7 @@ def figure_shows(name):
 # --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------
 import re as _re
 
-from poeval.bpomp.tables import check_params as _bpomp_check, scorer_model as _bpomp_scorer_model
-
-_bpomp_problems = _bpomp_check(config)
-if _bpomp_problems:
-    raise WorkflowError("invalid params:\n  - " + "\n  - ".join(_bpomp_problems))
+from poeval.bpomp.tables import scorer_model as _bpomp_scorer_model
 
 BPOMP = config.get("bpomp") or {"enabled": False, "scorers": [], "pairs": {"tasks": []}, "mlm": {}}
 BPOMP_ENABLED = bool(BPOMP.get("enabled"))

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import PoevalError
 from ..io import file_sha256, write_json
 
 # test hook: called with the step number after every optimizer step (and after any resume save)
@@ -155,24 +154,6 @@ def budget(tcfg: dict, per_epoch: int) -> int:
     if tcfg.get("max_epochs") is not None:
         steps = min(steps, math.ceil(float(tcfg["max_epochs"]) * per_epoch))
     return max(1, steps)
-
-
-def check_train_cfg(tcfg: dict, param: Callable[[str], str] = lambda k: f"training {k}") -> None:
-    """The engine's own keys, checked; raises PoevalError naming the first bad one."""
-    def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    for key in ("batch_size", "max_steps", "eval_every"):
-        if not is_int(tcfg[key]) or tcfg[key] < 1:
-            raise PoevalError(f"{param(key)} must be a positive integer, got {tcfg[key]!r}")
-    for key in ("patience", "warmup_steps", "seed"):
-        if not is_int(tcfg[key]) or tcfg[key] < 0:
-            raise PoevalError(f"{param(key)} must be an integer >= 0, got {tcfg[key]!r}")
-    me = tcfg.get("max_epochs")
-    if me is not None and (isinstance(me, bool) or not isinstance(me, (int, float)) or not me > 0):
-        raise PoevalError(f"{param('max_epochs')} must be null or a number > 0, got {me!r}")
-    if isinstance(tcfg["lr"], bool) or not isinstance(tcfg["lr"], (int, float)) or not tcfg["lr"] >= 0:
-        raise PoevalError(f"{param('lr')} must be a number >= 0, got {tcfg['lr']!r}")
 
 
 def optimizer(model, tcfg: dict, no_decay: Callable[[str, Any], bool] = default_no_decay):

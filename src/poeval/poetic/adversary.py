@@ -90,6 +90,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .. import config
 from ..errors import PoevalError
 from ..generators import engine
 from ..generators.sampling import Attempt, check_counts, sample_loop
@@ -97,80 +98,15 @@ from ..io import read_jsonl
 from ..provenance import train_stamp
 from ..style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
 from . import common
-from .common import Vocab, check_params
+from .common import Vocab
 
 ARCH = "sa"
 
-MODEL_DEFAULTS: dict[str, Any] = {
-    "arch": ARCH,
-    "size": "S",                  # a label only (the sizes below define the model)
-    "init": "scratch",            # accepted for symmetry with the transformer entries; only scratch
-    "name_or_path": None,
-    "conditioned": False,         # <scheme=..><meter=..> tokens after <bos> in training; unprompted sampling
-    # generator (word-level LSTM LM)
-    "vocab_min_count": 2,
-    "vocab_max_size": 10000,
-    "emb_dim": 100,               # must equal the word2vec dimension when word2vec is given
-    "hidden": 256,
-    "layers": 1,
-    "dropout": 0.1,
-    "softmax": "adaptive",        # adaptive (Grave et al. 2017; ~4x faster on CPU) | full
-    "cutoffs": [2000, 5000],      # adaptive softmax: head = the 2000 most frequent ids, then two tail clusters
-    "div_value": 4.0,
-    "tie_weights": True,          # full softmax only: output layer = input embeddings (via hidden -> emb_dim)
-    # discriminator
-    "char_emb": 32,
-    "char_hidden": 64,
-    "rhyme_dim": 64,
-    "max_word_chars": 16,         # the last N characters of an end word are encoded
-    "disc_channels": 8,
-    "disc_hidden": 32,
-    # pronouncing-dictionary pretraining of the character encoder
-    "pron_steps": 300,
-    "pron_pairs": 64,
-    "pron_lr": 0.003,
-    # adversarial fine-tuning (REINFORCE)
-    "adv_steps": 100,
-    "adv_batch_size": 32,
-    "adv_lr": 0.001,
-    "adv_max_tokens": 100,
-    "disc_lr": 0.001,
-    "disc_pre_steps": 50,
-    "disc_steps": 1,
-    "disc_finetune_encoder": True,
-    "mle_weight": 1.0,
-    "pg_tokens": "endings",       # policy gradient on the line-ending words of valid quatrains | all tokens
-    "baseline_decay": 0.9,
-    "normalize_advantage": True,  # divide advantages by the batch's reward std (scale-free policy gradient)
-    "adv_epochs": None,           # set: adv_steps = this many passes over the training quatrains (adv_batch_size each)
-    # LM pretraining on Gutenberg verse lines before the quatrain training: null or {lines: N, epochs: E}
-    # (English only; see :func:`pretrain_verses`)
-    "pretrain": None,
-}
-
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "seed": 1,
-    "batch_size": 32,
-    "max_steps": 500,             # hard cap on the generator's MLE optimizer steps (~1 minute on 2 cores)
-    "max_epochs": 10,             # and on the MLE epochs (whichever ends first; params.yaml: the original's 30)
-    "lr": 0.004,                  # EN, 500 steps: dev loss 4.85 at 0.004-0.005 vs 4.91 at 0.002 (params.yaml:
-                                  # the original's 0.0025 over 30 epochs)
-    "warmup_steps": 50,
-    "weight_decay": 0.0,
-    "eval_every": 100,
-    "eval_quatrains": 500,
-    "patience": 5,                # the paper's; 0 disables early stopping
-    "max_grad_norm": 1.0,
-    # cap on torch's intra-op threads (null: use ``threads``). PyTorch's CPU LSTM slows down many-fold with
-    # 2 threads when another process holds a core (measured on the shared 2-core machine: 2.4 s vs 0.19 s
-    # per MLE step at load 3.5; 0.08 vs 0.13 s when a core was free), so one thread is the safe default.
-    "max_threads": 1,
-}
-
-_INT_KEYS = ("vocab_min_count", "emb_dim", "hidden", "layers", "char_emb", "char_hidden", "rhyme_dim",
-             "max_word_chars", "disc_channels", "disc_hidden", "pron_pairs", "adv_batch_size", "adv_max_tokens")
-_NONNEG_INT_KEYS = ("pron_steps", "adv_steps", "disc_pre_steps", "disc_steps")
-_LR_KEYS = ("pron_lr", "adv_lr", "disc_lr")
+# Defaults come from the params schema ($defs/sa_model; its training default is the port's own training
+# block: 500 MLE steps or 10 epochs at lr 0.004, one intra-op thread, since PyTorch's CPU LSTM slows down
+# many-fold with 2 threads when another process holds a core).
+MODEL_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/sa_model")
+TRAIN_DEFAULTS: dict[str, Any] = MODEL_DEFAULTS.pop("training")
 
 N_LINES = 4
 
@@ -184,75 +120,20 @@ def _param(name: str | None, key: str) -> str:
 
 
 def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
-    """MODEL_DEFAULTS updated with ``model_cfg``; unknown keys and bad values raise PoevalError."""
-    where = f"models.{name}" if name else "the model config"
+    """MODEL_DEFAULTS (the schema's) updated with ``model_cfg``, checked against the schema (unknown keys
+    rejected) and its rules (:data:`poeval.config.RULES`); PoevalError names the key."""
+    where = f"models.{name}" if name else "model"
     if not isinstance(model_cfg, dict):
         raise PoevalError(f"{where} must be a mapping")
-    unknown = sorted(set(model_cfg) - set(MODEL_DEFAULTS))
-    if unknown:
-        raise PoevalError(f"unknown {ARCH} model parameter(s) {unknown} in {where}; known: {sorted(MODEL_DEFAULTS)}")
     cfg = {**MODEL_DEFAULTS, **model_cfg}
-    if cfg["arch"] != ARCH:
-        raise PoevalError(f"{_param(name, 'arch')} is {cfg['arch']!r}; this module trains {ARCH!r}")
-    if cfg["init"] != "scratch" or cfg["name_or_path"] is not None:
-        raise PoevalError(f"{_param(name, 'init')}: the {ARCH} generator is trained from scratch "
-                          "(init: scratch, name_or_path: null)")
-    check_params(cfg, lambda key: _param(name, key), positive_int=_INT_KEYS, nonneg_int=_NONNEG_INT_KEYS,
-                 bools=("conditioned", "tie_weights", "disc_finetune_encoder", "normalize_advantage"))
-    if cfg["vocab_max_size"] is not None and (not isinstance(cfg["vocab_max_size"], int) or cfg["vocab_max_size"] < 10):
-        raise PoevalError(f"{_param(name, 'vocab_max_size')} must be null or an integer >= 10")
-    for key in _LR_KEYS:
-        if not isinstance(cfg[key], (int, float)) or not cfg[key] > 0:
-            raise PoevalError(f"{_param(name, key)} must be > 0, got {cfg[key]!r}")
-    if not isinstance(cfg["dropout"], (int, float)) or not 0 <= cfg["dropout"] < 1:
-        raise PoevalError(f"{_param(name, 'dropout')} must be in [0, 1)")
-    if not isinstance(cfg["mle_weight"], (int, float)) or cfg["mle_weight"] < 0:
-        raise PoevalError(f"{_param(name, 'mle_weight')} must be >= 0")
-    if not isinstance(cfg["baseline_decay"], (int, float)) or not 0 <= cfg["baseline_decay"] < 1:
-        raise PoevalError(f"{_param(name, 'baseline_decay')} must be in [0, 1)")
-    if cfg["softmax"] not in ("adaptive", "full"):
-        raise PoevalError(f"{_param(name, 'softmax')} must be adaptive or full, got {cfg['softmax']!r}")
-    if not isinstance(cfg["cutoffs"], list) or not cfg["cutoffs"] or not all(
-            isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cfg["cutoffs"]) or \
-            cfg["cutoffs"] != sorted(set(cfg["cutoffs"])):
-        raise PoevalError(f"{_param(name, 'cutoffs')} must be an increasing list of positive integers")
-    if not isinstance(cfg["div_value"], (int, float)) or not cfg["div_value"] >= 1:
-        raise PoevalError(f"{_param(name, 'div_value')} must be >= 1")
-    if cfg["pg_tokens"] not in ("endings", "all"):
-        raise PoevalError(f"{_param(name, 'pg_tokens')} must be endings or all, got {cfg['pg_tokens']!r}")
-    _check_optional_posint(cfg["adv_epochs"], _param(name, "adv_epochs"))
-    pre = cfg["pretrain"]
-    if pre is not None:
-        if not isinstance(pre, dict) or set(pre) != {"lines", "epochs"}:
-            raise PoevalError(f"{_param(name, 'pretrain')} must be null or a mapping with exactly the keys "
-                              f"lines and epochs, got {pre!r}")
-        for key in ("lines", "epochs"):
-            _check_optional_posint(pre[key], _param(name, f"pretrain.{key}"), allow_none=False)
+    config.check(cfg, "#/$defs/sa_model", where)
     return cfg
 
 
-def _check_optional_posint(value, where: str, allow_none: bool = True) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise PoevalError(f"{where} must be {'null or ' if allow_none else ''}a positive integer, got {value!r}")
-
-
 def resolve_train_cfg(train_cfg: dict) -> dict:
-    unknown = sorted(set(train_cfg or {}) - set(TRAIN_DEFAULTS))
-    if unknown:
-        raise PoevalError(f"unknown train parameter(s) {unknown} for {ARCH}; known: {sorted(TRAIN_DEFAULTS)}")
-    tcfg = {**TRAIN_DEFAULTS, **(train_cfg or {})}
-    check_params(tcfg, lambda key: f"training {key}",
-                 positive_int=("batch_size", "max_steps", "eval_every", "eval_quatrains"),
-                 nonneg_int=("patience", "warmup_steps", "seed"))
-    engine.check_train_cfg(tcfg)
-    if tcfg["max_threads"] is not None and (not isinstance(tcfg["max_threads"], int) or tcfg["max_threads"] < 1):
-        raise PoevalError(f"train max_threads must be null or a positive integer, got {tcfg['max_threads']!r}")
-    if not isinstance(tcfg["lr"], (int, float)) or not tcfg["lr"] > 0:
-        raise PoevalError(f"train lr must be > 0, got {tcfg['lr']!r}")
-    _check_optional_posint(tcfg["max_epochs"], "training max_epochs")
-    return tcfg
+    """``train_cfg`` over the port's training defaults (the schema's), checked against the schema; the
+    MLE epochs count whole passes (an integer)."""
+    return common.train_cfg(TRAIN_DEFAULTS, train_cfg, rules="sa_train")
 
 
 def steps_for_epochs(n_units: int, batch_size: int, epochs: int) -> int:

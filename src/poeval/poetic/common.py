@@ -17,7 +17,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import config
 from ..errors import PoevalError
+from ..generators.registry import LLM_ONLY_TRAINING
 from ..io import read_json, read_jsonl, write_json
 
 MANIFEST = "poeval_model.json"
@@ -31,6 +33,17 @@ SPECIALS = (PAD, UNK, BOS, EOS, EOL)
 _TOKEN_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
 _NO_SPACE_BEFORE = set(",.;:!?)]}’”'»")
 _NO_SPACE_AFTER = set("([{“‘„«¿¡")
+
+
+def train_cfg(defaults: dict, overrides: dict | None, rules: str | None = None) -> dict:
+    """A port's training params: ``overrides`` over its ``defaults`` (the schema's), checked against the
+    schema. The LM-only keys are refused: a port batches whole poems, so they would be silently ignored."""
+    lm_only = sorted(LLM_ONLY_TRAINING & set(overrides or {}))
+    if lm_only:
+        raise PoevalError(f"key training.{lm_only[0]}: only the transformer LMs take it (a port batches whole poems)")
+    tcfg = {**defaults, **(overrides or {})}
+    config.check(tcfg, "#/$defs/train", "training", rules=rules)
+    return tcfg
 
 
 def tokenize(line: str) -> list[str]:
@@ -298,20 +311,3 @@ def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, 
 def verse_ok(tokens: list[str]) -> bool:
     """A generated verse counts only if it has at least one word (not just punctuation)."""
     return any(is_word(t) for t in tokens)
-
-
-def check_params(cfg: dict, param, *, positive_int=(), nonneg_int=(), nonneg_number=(), bools=()) -> None:
-    """Raise PoevalError naming the first of the given keys whose value has the wrong type or range;
-    ``param(key)`` gives the name a user sees (e.g. ``models.sa-s.hidden``)."""
-    def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    checks = [(positive_int, lambda v: is_int(v) and v >= 1, "a positive integer"),
-              (nonneg_int, lambda v: is_int(v) and v >= 0, "an integer >= 0"),
-              (nonneg_number, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
-               "a number >= 0"),
-              (bools, lambda v: isinstance(v, bool), "true or false")]
-    for keys, ok, what in checks:
-        for key in keys:
-            if not ok(cfg[key]):
-                raise PoevalError(f"{param(key)} must be {what}, got {cfg[key]!r}")

@@ -109,13 +109,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import config
 from .. import style as _style
 from ..errors import PoevalError
 from ..generators import engine
 from ..generators.sampling import Attempt, check_counts, sample_loop
 from ..io import read_jsonl
 from ..provenance import train_stamp
-from .common import (Vocab, ancestral_params, check_params, detokenize, end_word, filtered_probs,
+from . import common
+from .common import (Vocab, ancestral_params, detokenize, end_word, filtered_probs,
                      init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok)
 
 ARCH = "deepspeare"
@@ -130,62 +132,11 @@ SIZES: dict[str, dict[str, Any]] = {
           "pm_enc_dim": 50, "pm_dec_dim": 200, "pm_attn_dim": 50, "rm_dim": 100},
 }
 
-MODEL_DEFAULTS: dict[str, Any] = {
-    "arch": ARCH,
-    "size": "S",
-    "init": "scratch",            # accepted for symmetry with the transformer entries; only scratch
-    "name_or_path": None,
-    "conditioned": False,
-    # vocabulary
-    "min_count": 3,               # the original's word_minfreq
-    "max_vocab": None,            # cap on the word vocabulary (null: all words with min_count)
-    "max_word_chars": 20,         # characters of a word seen by the character encoders (its last ones)
-    # language model (the size's values fill in what is not given here)
-    "word_dim": 100,              # = word2vec dim
-    **SIZES["S"],
-    "dropout": 0.1,               # the original: keep_prob 0.7; less for the few-epoch CPU budget
-    "softmax_cutoffs": [1000, 4000],  # adaptive softmax clusters (word ranks); [] = full softmax
-    "tie_embeddings": True,       # full softmax only: output shares the word embedding (dec_dim -> word_dim map)
-    # pentameter model
-    "pm_max_chars": 80,
-    "pm_sigma": 1.0,
-    "pm_repeat_scale": 1.0,
-    "pm_cov_scale": 1.0,
-    "pm_cov_threshold": 0.7,
-    # rhyme model
-    "rm_neg": 5,
-    "rm_delta": 0.5,
-    # generation
-    "candidates": 10,             # verses drawn per verse slot (the original's sent_sample)
-    "rhyme_threshold": 0.9,       # the original's rm_threshold
-    "rhyme_attempts": 1000,       # draws of a word before the verse fails (the original's sample_word loop)
-    "restarts": 100,              # restarts of a failed quatrain (the original: unbounded)
-    "rerank": "sample",           # sample (prob. ~ exp(-pentameter loss / rerank_temperature)) | best
-    "rerank_temperature": 0.1,    # the original's sent_temp
-    "scheme_draw": "uniform",     # uniform over aabb/abab/abba (the original) | training (poeval before)
-    "word_temperature": None,     # null: the decoding config's | [0.6, 0.8]: per word uniform (the original)
-}
-
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "seed": 1,
-    "batch_size": 32,             # pseudo-sonnets per step
-    "max_steps": 1000,            # hard cap on optimizer steps
-    "max_epochs": 3,              # passes over the pseudo-sonnets (whichever of the two ends first)
-    "lr": 1e-3,
-    "warmup_steps": 0,            # linear warm-up of the learning rate
-    "weight_decay": 0.0,
-    "max_grad_norm": 5.0,         # the original's max_grad_norm
-    "eval_every": 50,
-    "eval_quatrains": 300,
-    "patience": 5,                # the paper's early stopping
-}
-
-_INT_KEYS = ("min_count", "max_word_chars", "word_dim", "char_dim", "char_hidden", "enc_dim", "dec_dim",
-             "attn_dim", "pm_enc_dim", "pm_dec_dim", "pm_attn_dim", "pm_max_chars", "rm_dim", "candidates",
-             "rhyme_attempts")
-_NONNEG_INT_KEYS = ("rm_neg", "restarts")
-_FLOAT_KEYS = ("dropout", "pm_sigma", "pm_repeat_scale", "pm_cov_scale", "pm_cov_threshold", "rm_delta",
-               "rhyme_threshold", "rerank_temperature")
+# Defaults come from the params schema ($defs/deepspeare_model; its training default is the port's own
+# training block); the size-dependent dimensions above fill in what the size does not leave to the entry.
+_SCHEMA_DEFAULTS = config.defaults("#/$defs/deepspeare_model")
+TRAIN_DEFAULTS: dict[str, Any] = _SCHEMA_DEFAULTS.pop("training")
+MODEL_DEFAULTS: dict[str, Any] = {**_SCHEMA_DEFAULTS, **SIZES["S"]}
 
 _VOWELS = set("aeiouyæœø")
 PAD_CHAR, UNK_CHAR, SPECIAL_CHAR = 0, 1, 2
@@ -200,66 +151,20 @@ def _param(name: str | None, key: str) -> str:
 
 
 def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
-    """``model_cfg`` with the size's and the arch's defaults filled in, checked; PoevalError names the key."""
+    """``model_cfg`` with the size's and the schema's defaults filled in, checked against the schema
+    (unknown keys rejected) and its rules (:data:`poeval.config.RULES`); PoevalError names the key."""
     if not isinstance(model_cfg, dict):
         raise PoevalError(f"model config {_param(name, '')} must be a mapping")
     model_cfg = {k: v for k, v in model_cfg.items() if k != "training"}   # the caller merges it into train_cfg
-    unknown = sorted(set(model_cfg) - set(MODEL_DEFAULTS))
-    if unknown:
-        raise PoevalError(f"unknown parameter(s) {', '.join(_param(name, k) for k in unknown)} for arch "
-                          f"{ARCH}; known: {', '.join(sorted(MODEL_DEFAULTS))}")
-    arch = model_cfg.get("arch", ARCH)
-    if arch != ARCH:
-        raise PoevalError(f"{_param(name, 'arch')} is {arch!r}; this module trains {ARCH!r}")
     size = model_cfg.get("size", "S")
-    if size not in SIZES:
-        raise PoevalError(f"{_param(name, 'size')} must be one of {', '.join(SIZES)}, got {size!r}")
-    cfg = {**MODEL_DEFAULTS, **SIZES[size], **model_cfg}
-    if cfg["init"] not in (None, "scratch"):
-        raise PoevalError(f"{_param(name, 'init')}: {ARCH} is trained from scratch only, got {cfg['init']!r}")
-    if cfg["name_or_path"] is not None:
-        raise PoevalError(f"{_param(name, 'name_or_path')} must be null: {ARCH} has no pretrained checkpoints")
-    cut = cfg["softmax_cutoffs"]
-    if not isinstance(cut, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cut):
-        raise PoevalError(f"{_param(name, 'softmax_cutoffs')} must be a list of positive integers (word ranks)")
-    check_params(cfg, lambda key: _param(name, key), positive_int=_INT_KEYS, nonneg_int=_NONNEG_INT_KEYS,
-                 nonneg_number=_FLOAT_KEYS, bools=("conditioned", "tie_embeddings"))
-    if cfg["max_vocab"] is not None and (not isinstance(cfg["max_vocab"], int) or cfg["max_vocab"] < 10):
-        raise PoevalError(f"{_param(name, 'max_vocab')} must be null or an integer >= 10")
-    if not cfg["dropout"] < 1:
-        raise PoevalError(f"{_param(name, 'dropout')} must be < 1")
-    if not 0 < cfg["pm_sigma"]:
-        raise PoevalError(f"{_param(name, 'pm_sigma')} must be > 0")
-    if not -1 <= cfg["rhyme_threshold"] <= 1:
-        raise PoevalError(f"{_param(name, 'rhyme_threshold')} is a cosine similarity: between -1 and 1")
-    if cfg["rerank"] not in ("sample", "best"):
-        raise PoevalError(f"{_param(name, 'rerank')} must be 'sample' or 'best', got {cfg['rerank']!r}")
-    if not cfg["rerank_temperature"] > 0:
-        raise PoevalError(f"{_param(name, 'rerank_temperature')} must be > 0")
-    wt = cfg["word_temperature"]
-    if wt is not None and not (isinstance(wt, list) and len(wt) == 2 and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in wt) and 0 < wt[0] <= wt[1]):
-        raise PoevalError(f"{_param(name, 'word_temperature')} must be null or [low, high] with 0 < low <= high")
-    if cfg["scheme_draw"] not in ("uniform", "training"):
-        raise PoevalError(f"{_param(name, 'scheme_draw')} must be 'uniform' or 'training', got {cfg['scheme_draw']!r}")
+    cfg = {**MODEL_DEFAULTS, **SIZES.get(size, {}), **model_cfg}
+    config.check(cfg, "#/$defs/deepspeare_model", f"models.{name}" if name else "model")
     return cfg
 
 
 def resolve_train_cfg(train_cfg: dict) -> dict:
-    unknown = sorted(set(train_cfg) - set(TRAIN_DEFAULTS))
-    if unknown:
-        raise PoevalError(f"unknown training parameter(s) {unknown} for arch {ARCH}; known: {sorted(TRAIN_DEFAULTS)}")
-    tcfg = {**TRAIN_DEFAULTS, **train_cfg}
-    check_params(tcfg, lambda key: f"training {key}",
-                 positive_int=("batch_size", "max_steps", "eval_every", "eval_quatrains"),
-                 nonneg_int=("patience", "warmup_steps"),
-                 nonneg_number=("lr", "weight_decay", "max_grad_norm"))
-    if not tcfg["lr"] > 0:
-        raise PoevalError("training lr must be > 0")
-    if not isinstance(tcfg["seed"], int) or isinstance(tcfg["seed"], bool):
-        raise PoevalError(f"training seed must be an integer, got {tcfg['seed']!r}")
-    engine.check_train_cfg(tcfg)
-    return tcfg
+    """``train_cfg`` over the port's training defaults (the schema's), checked against the schema."""
+    return common.train_cfg(TRAIN_DEFAULTS, train_cfg)
 
 
 # --------------------------------------------------------------------------------------------------

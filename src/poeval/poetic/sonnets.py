@@ -19,11 +19,12 @@ import collections
 import random
 from pathlib import Path
 
+from .. import config
 from ..errors import PoevalError
 from ..io import read_jsonl, write_json, write_jsonl
 from .common import tokenize, train_word2vec
 
-SONNET_DEFAULTS = {"n": None, "seed": 1, "allow_reuse": False}
+SONNET_DEFAULTS = config.defaults("#/properties/poetic/properties/sonnets")   # the params schema's
 BLOCK = 7   # quatrains that give two sonnets: 2 x (3 quatrains + 1 couplet) = 28 verses = 7 quatrains
 PARTS = 4   # quatrains one sonnet draws on
 
@@ -107,10 +108,8 @@ def _read_quatrains(path: str | Path) -> list[dict]:
 def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg: dict) -> dict:
     """Pseudo-sonnets of the train and dev splits (Table 1 counts both; the ports train on the train
     ones) and one report with the counts of each."""
-    unknown = set(cfg) - set(SONNET_DEFAULTS)
-    if unknown:
-        raise PoevalError(f"unknown poetic.sonnets parameter(s) {sorted(unknown)}; known: {sorted(SONNET_DEFAULTS)}")
     cfg = {**SONNET_DEFAULTS, **cfg}
+    config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
     from ..provenance import stamp
 
     # n caps the training sonnets; dev always takes its floor(2/7) share, the paper's dev SonNet

@@ -237,13 +237,13 @@ def bpomp_corpus_input(wildcards):
 
 def bpomp_corpus_options():
     corpus = BPOMP["corpus"]
-    opts = [f"--format {corpus['format']}"]
+    opts = ["--format", corpus["format"]]
     if corpus.get("syllables"):
-        opts.append(f"--syllables '{as_json(corpus['syllables'])}'")
+        opts += ["--syllables", as_json(corpus["syllables"])]
     for key in ("min_syllable_gap", "max_lines"):
         if corpus.get(key) is not None:
-            opts.append(f"--{key.replace('_', '-')} {int(corpus[key])}")
-    return " ".join(opts)
+            opts += [f"--{key.replace('_', '-')}", str(int(corpus[key]))]
+    return shlex.join(opts)
 
 
 def _bpomp_model_ref(kind, model):
@@ -264,14 +264,14 @@ def bpomp_pairs_inputs(wildcards):
 
 def bpomp_pairs_options(wildcards):
     pairs = BPOMP["pairs"]
-    opts = [f"--seed {int(pairs['seed'])}", f"--synonym-choice {pairs['synonym_choice']}",
-            f"--synonym-pos {pairs.get('synonym_pos', 'context')}",
-            f"--synonym-encoder '{pairs.get('synonym_encoder', 'default')}'"]
+    opts = ["--seed", str(int(pairs["seed"])), "--synonym-choice", pairs["synonym_choice"],
+            "--synonym-pos", pairs.get("synonym_pos", "context"),
+            "--synonym-encoder", pairs.get("synonym_encoder", "default")]
     if pairs["n"] is not None:
-        opts.append(f"--n {int(pairs['n'])}")
+        opts += ["--n", str(int(pairs["n"]))]
     if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
-        opts.append(f"--model '{_bpomp_model_ref('masked', pairs['synonym_model'])[0]}'")
-    return " ".join(opts)
+        opts += ["--model", _bpomp_model_ref("masked", pairs["synonym_model"])[0]]
+    return shlex.join(opts)
 
 
 def bpomp_model(wildcards):

@@ -56,7 +56,7 @@ def tiny_models(texts: list[str], hidden: int, layers: int):
     from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel,
                               PreTrainedTokenizerFast)
 
-    from poeval.lm import train_tokenizer
+    from poeval.generators.lm import train_tokenizer
 
     torch.manual_seed(0)
     wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))

@@ -3,13 +3,13 @@
 Reports, per language: exact-scheme accuracy on 4-line stanzas (and on all stanzas), pairwise precision
 and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), and stanzas/s.
 
-* ``shipped``: the constants in ``poeval.rhyme`` (``LLR``, ``DIST_BIAS``, ``SCHEME_COUNTS_4``).
+* ``shipped``: the constants in ``poeval.poetry.rhyme`` (``LLR``, ``DIST_BIAS``, ``SCHEME_COUNTS_4``).
 * ``dev-fit``: level log-likelihood ratios, distance shifts and scheme counts fitted on all of dev (what
   ``--fit`` prints for shipping; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
 * ``cv5-poet``: 5-fold cross-validation by poet (``--folds``; ``poet_folds``: no poet in two folds, the
   English 17th-18th-century poets spread over the folds): everything fitted (level ratios, scheme prior,
   distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
-  hand-written knowledge in ``poeval.rhyme`` (historical vowels, spellings) is general, not read off this
+  hand-written knowledge in ``poeval.poetry.rhyme`` (historical vowels, spellings) is general, not read off this
   gold. ``--by-poet`` prints the cross-validated 4-line accuracy of each poet.
 * ``rhymetagger`` (only with ``--rhymetagger PYTHON``): the peer tool rhymetagger (PyPI, Plecháč 2018) with
   its shipped pretrained ``en``/``de`` model and default settings, run on the same stanzas (one stanza = one
@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from poeval import rhyme  # noqa: E402
+from poeval.poetry import rhyme  # noqa: E402
 
 GOLD = ROOT.parent / "shared" / "data" / "gold"
 
@@ -278,7 +278,7 @@ def main() -> None:
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
     ap.add_argument("--rhymetagger-normalise-de", action="store_true",
-                    help="feed rhymetagger German lines after poeval.rhyme.normalise_de (default: raw)")
+                    help="feed rhymetagger German lines after poeval.poetry.rhyme.normalise_de (default: raw)")
     args = ap.parse_args()
     table = []
     by_poet = {}

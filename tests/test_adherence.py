@@ -5,10 +5,12 @@ import shutil
 
 import pytest
 
-from poeval import adherence, config, lm, paths
+from poeval import config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
+from poeval.generators import lm
 from poeval.io import write_jsonl
+from poeval.metrics import adherence
 from test_workflow import ROOT, _dry_run_inputs, _workdir, snakemake
 
 # quatrains whose detected scheme is unambiguous (checked in the first test)

@@ -1,4 +1,4 @@
-"""Structured Adversary (poeval.poetic.adversary): the rhyme discriminator, pronouncing-dictionary
+"""Structured Adversary (poeval.generators.poetic.adversary): the rhyme discriminator, pronouncing-dictionary
 pretraining, REINFORCE, MLE, and train()/sample() end to end on tiny data."""
 
 import json
@@ -10,10 +10,9 @@ import torch
 
 from conftest import Interrupted, assert_stamped
 from poeval.errors import PoevalError
+from poeval.generators.poetic import adversary as sa, common
 from poeval.io import read_json
-from poeval.poetic import adversary as sa
-from poeval.poetic import common
-from poeval.style import STYLE_TOKENS
+from poeval.poetry.style import STYLE_TOKENS
 
 # rhyme groups (all in CMUdict; each group shares its rhyme part)
 GROUPS = [

@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from poeval import bpomp
-from poeval.bpomp import analysis, corpus, pairs, synonyms
+from poeval.bpomp import analysis, limericks, pairs, synonyms
+from poeval.bpomp.wordnet import WordNet, default
 from poeval.errors import PoevalError
-from poeval.rhyme import end_word, rhyme_relation
-from poeval.wordnet import WordNet, default
+from poeval.poetry.rhyme import end_word, rhyme_relation
 
 # Made-up limericks (the Lear-like one ends lines 2 and 5 in the same word on purpose).
 GOOD = [
@@ -100,11 +100,11 @@ def check_synonym(p, wn):
 # --- syllables and corpus ------------------------------------------------------------------------
 
 def test_syllables_cmudict_and_fallback():
-    assert corpus.line_syllables("There once was a cat on a mat") == (8, 8)
-    assert corpus.line_syllables("The fire") == (2, 3)  # fire: 1 or 2 syllables in CMUdict
-    assert corpus.word_syllables("blorptastic") == (3, 3)  # not in CMUdict: vowel groups
-    assert corpus.heuristic_syllables("flambake") == 2  # silent final e
-    assert corpus.heuristic_syllables("zzz") == 1
+    assert limericks.line_syllables("There once was a cat on a mat") == (8, 8)
+    assert limericks.line_syllables("The fire") == (2, 3)  # fire: 1 or 2 syllables in CMUdict
+    assert limericks.word_syllables("blorptastic") == (3, 3)  # not in CMUdict: vowel groups
+    assert limericks.heuristic_syllables("flambake") == 2  # silent final e
+    assert limericks.heuristic_syllables("zzz") == 1
 
 
 def test_fortune_reader_filters_and_counts(tmp_path):

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from poeval import cli, mlm, paths
-from poeval.bpomp import tables
+from poeval import cli, paths
+from poeval.bpomp import report
+from poeval.generators import mlm
 from poeval.io import read_json, read_jsonl, write_jsonl
 
 from test_bpomp import GOOD, SIXTH, _records
@@ -52,10 +53,10 @@ def test_cli_pipeline(work, capsys):
     assert cli.main(["bpomp", "table", "accuracy", f"{w}/acc.json", "--out", f"{w}/acc.tsv"]) == 0
     assert cli.main(["bpomp", "table", "errors", f"{w}/err.json", "--out", f"{w}/err.tsv"]) == 0
     rows = [line.split("\t") for line in (work / "acc.tsv").read_text().splitlines()]
-    assert rows[0] == tables.ACCURACY_HEADER and rows[1][:6] == ["word_swap", "bert", "masked", "bert",
+    assert rows[0] == report.ACCURACY_HEADER and rows[1][:6] == ["word_swap", "bert", "masked", "bert",
                                                                  "within_word_l2r", "6"]
     rows = [line.split("\t") for line in (work / "err.tsv").read_text().splitlines()]
-    assert rows[0] == tables.ERRORS_HEADER
+    assert rows[0] == report.ERRORS_HEADER
     diffs = sorted(abs(p["score_original"] - p["score_corrupted"]) for p in scored)
     top = sum(d >= (diffs[2] + diffs[3]) / 2 for d in diffs)  # the 0.5 quantile of 6 values
     wrong = sum(p["score_original"] < p["score_corrupted"] for p in scored)
@@ -87,24 +88,24 @@ def test_params_cross_checks():
     from poeval import config
 
     base = config.load("params.yaml")
-    assert tables.check_params(base) == []          # disabled: nothing checked
+    assert report.check_params(base) == []          # disabled: nothing checked
     b = base["bpomp"] | {"enabled": True}
     cfg = base | {"bpomp": b | {"scorers": [{"name": "x", "kind": "causal", "model": "bert-s"},
                                             {"name": "x", "kind": "masked", "model": "gpt2-s"},
                                             {"name": "y", "kind": "causal", "model": "gpt2-s", "variant": "within_word_l2r"}],
                                 "pairs": b["pairs"] | {"synonym_choice": "mlm"}}}
-    problems = "\n".join(tables.check_params(cfg))
+    problems = "\n".join(report.check_params(cfg))
     for key in ("scorers.0.model", "scorers.1.name", "scorers.1.model", "scorers.2.variant", "pairs.synonym_model"):
         assert f"bpomp.{key}" in problems
     # the masked LM that chooses the synonyms must not also score them: both keys named
     same = base | {"bpomp": b | {"pairs": b["pairs"] | {"synonym_choice": "mlm", "synonym_model": "bert-s"}}}
-    problems = tables.check_params(same)
+    problems = report.check_params(same)
     assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.1.model" in problems[0]
     other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
-    assert tables.check_params(base | {"bpomp": other}) == []
-    assert tables.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)
-    assert tables.scorer_model({"kind": "masked", "model": "bert-s"}, base) == (paths.mlm_dir("en", "bert-s"), True)
-    assert tables.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)
+    assert report.check_params(base | {"bpomp": other}) == []
+    assert report.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)
+    assert report.scorer_model({"kind": "masked", "model": "bert-s"}, base) == (paths.mlm_dir("en", "bert-s"), True)
+    assert report.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)
     assert set(base["bpomp"]["mlm"]["bert-s"]) <= set(mlm.MLM_DEFAULTS)
     bad = base | {"bpomp": b | {"pairs": b["pairs"] | {"n": 0}, "typo": 1}}
     with pytest.raises(Exception, match="bpomp.pairs.n|bpomp.typo"):

@@ -7,9 +7,9 @@ import pytest
 
 from poeval import bpomp
 from poeval.bpomp import context, pairs, synonyms
+from poeval.bpomp.wordnet import default
 from poeval.errors import PoevalError
 from poeval.io import read_jsonl
-from poeval.wordnet import default
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bpomp_synonym_check.jsonl"
 

@@ -54,7 +54,7 @@ def bert():
 def gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from poeval.lm import train_tokenizer
+    from poeval.generators.lm import train_tokenizer
 
     torch.manual_seed(0)
     tok = train_tokenizer(TRAIN, vocab_size=300)
@@ -189,7 +189,7 @@ def test_scorer_bad_input(tmp_path, bert):
 
 def test_mlm_synonym_choice_picks_the_best_scored_candidate(bert):
     from poeval.bpomp import pairs, synonyms
-    from poeval.wordnet import default
+    from poeval.bpomp.wordnet import default
 
     from test_bpomp import GOOD, check_pair
 

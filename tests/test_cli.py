@@ -75,9 +75,9 @@ def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch,
     provenance expects the same training params in the port's stamp."""
     import yaml
 
-    from poeval import provenance
     from poeval.errors import PoevalError
     from poeval.generators import registry
+    from poeval.report import provenance
 
     port = registry.module(arch)
     seen = {}

@@ -97,8 +97,8 @@ def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(ro
 
 def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
     """temperature-0.7 (the paper's Table 10, Figure 11) names the temperature alone: top-p and top-k off."""
-    from poeval import lm
-    from poeval.poetic import common
+    from poeval.generators import lm
+    from poeval.generators.poetic import common
 
     decoding = params["decoding"]["temperature-0.7"]
     assert decoding == {"temperature": 0.7}
@@ -167,8 +167,8 @@ def schema_file(root):
 
 
 def test_resolvers_fill_exactly_the_schema_defaults(schema_file):
-    from poeval import lm, mlm
-    from poeval.poetic import adversary as sa, deepspeare as ds, sonnets
+    from poeval.generators import lm, mlm
+    from poeval.generators.poetic import adversary as sa, deepspeare as ds, sonnets
 
     defs = schema_file["$defs"]
     assert lm.resolve_train_cfg({}) == _own_defaults(defs["train"])
@@ -192,7 +192,7 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
     assert train["patience"]["minimum"] == 0 and "0: off" in train["patience"]["description"]
     params["training"] |= {"patience": 0, "max_grad_norm": 0.5}
     config.validate(params)
-    from poeval import lm
+    from poeval.generators import lm
 
     assert lm.resolve_train_cfg(params["training"])["max_grad_norm"] == 0.5
     for key, bad in (("patience", -1), ("max_grad_norm", -0.5), ("max_grad_norm", "big")):
@@ -233,7 +233,7 @@ def test_validate_and_the_resolvers_reject_the_same_model_entries(params, system
 
 
 def test_sa_epoch_budget_is_whole_epochs_in_validate_and_in_training(params):
-    from poeval.poetic import adversary as sa
+    from poeval.generators.poetic import adversary as sa
 
     params["models"]["sa-s"]["training"]["max_epochs"] = 2.5
     with pytest.raises(PoevalError, match=r"key models\.sa-s\.training\.max_epochs: sa validates once per epoch"):

@@ -1,4 +1,4 @@
-"""Contrastive search (poeval.contrastive) against a literal, cache-free reference of Su et al. 2022."""
+"""Contrastive search (poeval.generators.contrastive) against a literal, cache-free reference of Su et al. 2022."""
 
 import math
 
@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from poeval.contrastive import contrastive_generate, contrastive_search
 from poeval.errors import PoevalError
+from poeval.generators.contrastive import contrastive_generate, contrastive_search
 
 VOCAB = 50
 PAD = VOCAB - 1  # a pad id the tiny models may also emit; padding is defined by the mask, never by the id
@@ -151,7 +151,7 @@ def test_stochastic_choice_matches_reference(name, k, alpha, tau):
 
 def test_score_temperature_draws_from_the_softmax_of_the_scores():
     """The Gumbel-max choice picks candidate i with probability softmax(s / tau)_i."""
-    from poeval.contrastive import _choose
+    from poeval.generators.contrastive import _choose
 
     scores = torch.tensor([[0.30, 0.25, 0.10, -0.20]]).expand(40000, 4)
     tau = 0.1

@@ -1,4 +1,4 @@
-"""Tests for poeval.corpus: readers, windows, filters, de-duplication, cap, split, human samples."""
+"""Tests for poeval.data.corpus: readers, windows, filters, de-duplication, cap, split, human samples."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from poeval import corpus as C
+from poeval.data import corpus as C
 from poeval.errors import PoevalError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -1,4 +1,4 @@
-"""Tests for poeval.poetic.deepspeare: a tiny DeepSpeare (language, pentameter and rhyme models) trained
+"""Tests for poeval.generators.poetic.deepspeare: a tiny DeepSpeare (language, pentameter and rhyme models) trained
 on made-up rhyming pseudo-sonnets (CPU, seconds)."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from poeval import lm  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
+from poeval.generators import lm  # noqa: E402
+from poeval.generators.poetic import common, deepspeare as ds  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
-from poeval.poetic import common, deepspeare as ds  # noqa: E402
 from conftest import Interrupted, assert_stamped  # noqa: E402
 
 # rhyme families: the end words of rhyming verses share an ending; some families end in the same letter

@@ -4,8 +4,9 @@ output is written, when it asks for a GPU the machine lacks."""
 import pytest
 import torch
 
-from poeval import device, lm
+from poeval import device
 from poeval.errors import PoevalError
+from poeval.generators import lm
 from poeval.io import write_jsonl
 from test_lm import TINY, TRAIN_CFG, _quatrains
 

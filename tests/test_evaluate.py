@@ -3,7 +3,8 @@ import json
 import pytest
 
 from poeval.cli import main
-from poeval.evaluate import evaluate, read_poems
+from poeval.io import read_poems
+from poeval.metrics.evaluate import evaluate
 
 REF = [["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]] * 3
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from poeval import figures
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.rhyme import SCHEMES_4
+from poeval.poetry.rhyme import SCHEMES_4
+from poeval.report import figures
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"a": {"arch": "gpt2", "conditioned": False}, "z": {"arch": "bygpt5", "conditioned": True},
@@ -31,13 +31,13 @@ def _rhyme_cell(tmp_path, system, decoding="v", lang="en", shares=None, ce=3.0, 
 def captured(monkeypatch):
     """The matplotlib figures that reach the PNG writer, to read the plotted artists back."""
     figs = []
-    save = figures._save
+    save = figures.save_figure
 
     def keep(fig, out):
         figs.append(fig)
         save(fig, out)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save_figure", keep)
     return figs
 
 

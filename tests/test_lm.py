@@ -1,4 +1,4 @@
-"""Tests for poeval.lm: tiny GPT-2 models trained from scratch on a made-up corpus (CPU, seconds)."""
+"""Tests for poeval.generators.lm: tiny GPT-2 models trained from scratch on a made-up corpus (CPU, seconds)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from poeval import lm  # noqa: E402
+from poeval.generators import lm  # noqa: E402
 from poeval.generators import engine  # noqa: E402
 from conftest import assert_stamped  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
@@ -137,13 +137,13 @@ def test_parse_quatrain(text, finished, lines, reason):
 def test_decoding_kwargs():
     assert lm.decoding_kwargs(VANILLA) == {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0}
     assert lm.decoding_kwargs({"temperature": 0.7})["top_k"] == 0  # top-k off unless asked for
-    from poeval.contrastive import contrastive_generate
+    from poeval.generators.contrastive import contrastive_generate
 
     cs = {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": lm.SCORE_TEMPERATURE}
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
-    schema = json.loads((Path(lm.__file__).parent / "schemas" / "params.schema.json").read_text())
+    schema = json.loads((Path(lm.__file__).parents[1] / "schemas" / "params.schema.json").read_text())
     contrastive = [v for v in schema["$defs"]["decoding"]["oneOf"] if "penalty_alpha" in v["properties"]]
     assert contrastive[0]["properties"]["score_temperature"]["default"] == lm.SCORE_TEMPERATURE   # one default
     # what transformers 4 ran for the paper's do_sample=True contrastive configs: top-k sampling at t 1
@@ -391,7 +391,7 @@ def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_pa
     another, and continuing a sample's first token with the search reproduces it."""
     import torch
 
-    from poeval.contrastive import contrastive_search
+    from poeval.generators.contrastive import contrastive_search
 
     cs = {"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"}
     out, stats = tmp_path / "cs.jsonl", tmp_path / "cs.json"
@@ -415,7 +415,7 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
     the same RNG state (nothing is drawn outside the search)."""
     import torch
 
-    from poeval.contrastive import contrastive_search
+    from poeval.generators.contrastive import contrastive_search
 
     model, tok = lm.load(str(trained))
     model.eval()
@@ -560,7 +560,7 @@ def test_style_vocabulary():
     assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
     assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
     # one vocabulary: the detector's schemes (its own set-partition enumeration) and metres are the tokens'
-    from poeval import rhyme
+    from poeval.poetry import rhyme
 
     assert list(lm.SCHEMES) == list(rhyme._partitions(4)) == rhyme.SCHEMES_4
     assert list(lm.METERS) == rhyme.METRES

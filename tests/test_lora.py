@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from poeval import lm  # noqa: E402
+from poeval.generators import lm  # noqa: E402
 from poeval.io import read_jsonl, write_jsonl  # noqa: E402
 from test_lm import TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, _quatrains, _state, _styled, reference_dev_loss  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Tests for poeval.mlm: tiny BERT-style masked LMs trained from scratch on made-up quatrains (CPU, seconds)."""
+"""Tests for poeval.generators.mlm: tiny BERT-style masked LMs trained from scratch on made-up quatrains (CPU, seconds)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from poeval import mlm  # noqa: E402
 from poeval.bpomp import scoring  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
+from poeval.generators import mlm  # noqa: E402
 from poeval.io import read_json, write_jsonl  # noqa: E402
 from conftest import Interrupted, assert_stamped  # noqa: E402
 

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from poeval import config as poeval_config
-from poeval import paths
-from poeval import provenance as P
+from poeval import config as poeval_config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.io import file_sha256, write_json, write_jsonl
-from poeval.tables import family_table
+from poeval.report import provenance as P
+from poeval.report.tables import family_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN, DEV, MODEL = paths.train("en"), paths.dev("en"), paths.model_dir("en", "gpt2-s")
@@ -327,8 +326,8 @@ def test_dvc_lock_params_and_md5_are_cross_checked(run):
 # --- the producers stamp what they write ----------------------------------------------------------
 
 def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
-    from poeval import corpus
-    from poeval.evaluate import write_evaluation
+    from poeval.data import corpus
+    from poeval.metrics.evaluate import write_evaluation
 
     monkeypatch.chdir(tmp_path)
     write_jsonl("q.jsonl", _records("x", 40))

@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from poeval import rhyme
 from poeval.errors import PoevalError
-from poeval.rhyme import SCHEMES_4, end_word, normalise_scheme, rhyme_relation, scheme, schemes
+from poeval.poetry import rhyme
+from poeval.poetry.rhyme import SCHEMES_4, end_word, normalise_scheme, rhyme_relation, scheme, schemes
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy.stats import entropy as scipy_entropy
 
-from poeval import tables
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.evaluate import evaluate
 from poeval.io import read_jsonl
-from poeval.metrics import rhyme
-from poeval.rhyme import SCHEMES_4
+from poeval.metrics import schemes
+from poeval.metrics.evaluate import evaluate
+from poeval.poetry.rhyme import SCHEMES_4
+from poeval.report import tables
 
 ABAB = ["The sun is warm and bright", "the waves are calm today", "I walk into the light",
         "and watch the children play"]
@@ -28,42 +28,42 @@ def _counts(**shares):
 
 
 def test_entropy_matches_scipy_and_hand_values():
-    assert rhyme.entropy(_counts(abab=5, aabb=5, abba=5, abcd=5)) == pytest.approx(2.0)
-    assert rhyme.entropy(_counts(aaaa=7)) == 0.0
+    assert schemes.entropy(_counts(abab=5, aabb=5, abba=5, abcd=5)) == pytest.approx(2.0)
+    assert schemes.entropy(_counts(aaaa=7)) == 0.0
     c = _counts(abab=40, aabb=25, abcb=20, abcd=10, abba=5)
-    assert rhyme.entropy(c) == pytest.approx(scipy_entropy(c, base=2))
+    assert schemes.entropy(c) == pytest.approx(scipy_entropy(c, base=2))
 
 
 def test_kl_and_cross_entropy_run_from_the_sample_to_the_human_distribution():
     """KL(Q_sample || P_human) and CE = -sum Q log P (scipy as the reference); CE - KL = H(sample)."""
     human = _counts(**{s: 1 for s in SCHEMES_4}) + _counts(abab=400, aabb=250, abcb=200, abcd=100, abba=50)
     sample = _counts(abab=10, aabb=80, aaaa=10)
-    out = rhyme.divergence(sample, human, 1.0)
+    out = schemes.divergence(sample, human, 1.0)
     p, q = human / human.sum(), sample / sample.sum()      # every scheme is used: P is not smoothed
     assert out["kl"] == pytest.approx(scipy_entropy(q, p, base=2))
     assert out["cross_entropy"] == pytest.approx(-(q[q > 0] * np.log2(p[q > 0])).sum())
-    assert out["cross_entropy"] - out["kl"] == pytest.approx(rhyme.entropy(sample))
+    assert out["cross_entropy"] - out["kl"] == pytest.approx(schemes.entropy(sample))
     assert out["kl"] != pytest.approx(scipy_entropy(p, q + 1e-9, base=2), abs=0.1)   # not KL(P || Q)
-    same = rhyme.divergence(human, human, 1.0)
-    assert same["kl"] == 0.0 and same["cross_entropy"] == pytest.approx(rhyme.entropy(human))
+    same = schemes.divergence(human, human, 1.0)
+    assert same["kl"] == 0.0 and same["cross_entropy"] == pytest.approx(schemes.entropy(human))
 
 
 @pytest.mark.parametrize("smoothing", [1.0, 0.5])
 def test_only_a_human_distribution_missing_a_scheme_is_smoothed(smoothing):
     human = _counts(abab=40, aabb=25, abcb=20, abcd=10, abba=5)   # ten schemes never used
     sample = _counts(abab=10, aabb=80, aaaa=10)                    # aaaa: not in the human data
-    out = rhyme.divergence(sample, human, smoothing)
+    out = schemes.divergence(sample, human, smoothing)
     p = (human + smoothing) / (human.sum() + 15 * smoothing)
     q = sample / sample.sum()                                      # the sample is never smoothed
     assert out["kl"] == pytest.approx(scipy_entropy(q, p, base=2))
     assert out["cross_entropy"] - out["kl"] == pytest.approx(scipy_entropy(q, base=2))
-    assert rhyme.smooths_human(human, smoothing) and not rhyme.smooths_human(human + 1, smoothing)
+    assert schemes.smooths_human(human, smoothing) and not schemes.smooths_human(human + 1, smoothing)
 
 
 def test_unsmoothed_missing_scheme_is_infinite_divergence():
-    out = rhyme.divergence(_counts(abab=1, aabb=1), _counts(abab=3), 0.0)
+    out = schemes.divergence(_counts(abab=1, aabb=1), _counts(abab=3), 0.0)
     assert out == {"kl": float("inf"), "cross_entropy": float("inf")}
-    assert rhyme.divergence(_counts(abab=3), _counts(abab=1, aabb=1), 0.0)["kl"] == pytest.approx(1.0)
+    assert schemes.divergence(_counts(abab=3), _counts(abab=1, aabb=1), 0.0)["kl"] == pytest.approx(1.0)
 
 
 # The paper's Table 6 (entropy, KL, CE per language; DE, then EN; None where it has no row).
@@ -99,10 +99,10 @@ def test_hand_built_sample_shares_of_real_rhymes_and_repetitions():
     """8 abcd, 1 aabb, 1 abab whose rhyming lines repeat an end word: real rhymes 0.10, repetitions 0.10."""
     repeated = ["We walk along the way", "the sun is warm and bright", "then walk along the way", "into the light"]
     poems = [(ABAB, "abcd")] * 8 + [(AABB, "aabb"), (repeated, "abab")]
-    for mode in rhyme.REPETITION_MODES:
-        flags = [rhyme.is_repeating_quatrain(lines, label, "en", mode) for lines, label in poems]
-        pairs = [rhyme.rhyme_pairs(lines, label, "en") for lines, label in poems]
-        out = rhyme.from_counts(rhyme.scheme_counts([label for _, label in poems]), _counts(abab=1, aabb=1, abcd=1),
+    for mode in schemes.REPETITION_MODES:
+        flags = [schemes.is_repeating_quatrain(lines, label, "en", mode) for lines, label in poems]
+        pairs = [schemes.rhyme_pairs(lines, label, "en") for lines, label in poems]
+        out = schemes.from_counts(schemes.scheme_counts([label for _, label in poems]), _counts(abab=1, aabb=1, abcd=1),
                                 sum(p for p, _ in pairs), sum(r for _, r in pairs), sum(flags), len(poems), 1.0)
         assert out["real_rhymes"] == pytest.approx(0.10) and out["repetitions"] == pytest.approx(0.10), mode
         assert out["distribution"]["abcd"] == pytest.approx(0.80)
@@ -113,29 +113,29 @@ def test_repetition_modes_follow_the_papers_text_and_its_code():
     """rhyme_pair: lines paired by the scheme end in the same (normalised) word; end_word (the paper's
     get_fake_rhymes): any two end words are the same string after punctuation is stripped."""
     unpaired = ["We walk along the way", "and stop along the way!", "then rest all day", "into the night"]
-    assert rhyme.end_words(unpaired) == ["way", "way", "day", "night"]
-    assert not rhyme.is_repeating_quatrain(unpaired, "abac", "en", "rhyme_pair")   # only way/day is paired
-    assert rhyme.is_repeating_quatrain(unpaired, "abac", "en", "end_word")
+    assert schemes.end_words(unpaired) == ["way", "way", "day", "night"]
+    assert not schemes.is_repeating_quatrain(unpaired, "abac", "en", "rhyme_pair")   # only way/day is paired
+    assert schemes.is_repeating_quatrain(unpaired, "abac", "en", "end_word")
     cased = ["We walk along the Way", "the sun is bright", "then walk along the way", "into the light"]
-    assert rhyme.is_repeating_quatrain(cased, "abab", "en", "rhyme_pair")
-    assert not rhyme.is_repeating_quatrain(cased, "abab", "en", "end_word")         # the code keeps case
-    assert not rhyme.is_repeating_quatrain(REPEAT[:2] + REPEAT[:2], "abcd", "en", "end_word")   # abcd never
+    assert schemes.is_repeating_quatrain(cased, "abab", "en", "rhyme_pair")
+    assert not schemes.is_repeating_quatrain(cased, "abab", "en", "end_word")         # the code keeps case
+    assert not schemes.is_repeating_quatrain(REPEAT[:2] + REPEAT[:2], "abcd", "en", "end_word")   # abcd never
     with pytest.raises(PoevalError, match="repetition mode"):
-        rhyme.is_repeating_quatrain(ABAB, "abab", "en", "same")
+        schemes.is_repeating_quatrain(ABAB, "abab", "en", "same")
 
 
 def test_rhyme_pairs_count_repetitions_apart_from_real_rhymes():
-    assert rhyme.rhyme_pairs(AABB, "aabb", "en") == (2, 0)
-    assert rhyme.rhyme_pairs(REPEAT, "aaab", "en") == (3, 1)   # way/day, day/way real; way/way repeated
-    assert rhyme.rhyme_pairs(ABAB, "abcd", "en") == (0, 0)
-    assert rhyme.rhyme_pairs(["a", "b", "c", "d"], "aaaa", "en")[0] == 6
+    assert schemes.rhyme_pairs(AABB, "aabb", "en") == (2, 0)
+    assert schemes.rhyme_pairs(REPEAT, "aaab", "en") == (3, 1)   # way/day, day/way real; way/way repeated
+    assert schemes.rhyme_pairs(ABAB, "abcd", "en") == (0, 0)
+    assert schemes.rhyme_pairs(["a", "b", "c", "d"], "aaaa", "en")[0] == 6
 
 
 def test_bad_scheme_labels_are_errors():
     with pytest.raises(PoevalError, match="four-line scheme"):
-        rhyme.scheme_counts(["abab", "abcde"])
+        schemes.scheme_counts(["abab", "abcde"])
     with pytest.raises(PoevalError, match="four-line scheme"):
-        rhyme.scheme_counts(["bbaa"])
+        schemes.scheme_counts(["bbaa"])
 
 
 def _jsonl(path, rows):
@@ -166,7 +166,7 @@ def test_evaluate_rhyme_family(tmp_path):
     # without scheme fields the reference is labelled by the detector: all ABAB
     ref2 = _jsonl(tmp_path / "r2.jsonl", [{"id": r["id"], "lines": r["lines"]} for r in ref_rows])
     out2 = evaluate(samples, ref2, "en", ["rhyme"])["rhyme"]
-    q_only_abab = rhyme.divergence(_counts(abab=1, aabb=2, aaab=1), _counts(abab=10), 1.0)
+    q_only_abab = schemes.divergence(_counts(abab=1, aabb=2, aaab=1), _counts(abab=10), 1.0)
     assert out2["kl"] == pytest.approx(q_only_abab["kl"])
 
 
@@ -174,7 +174,7 @@ def test_rhyme_tables_from_cells(tmp_path):
     def cell(name, system, decoding, dist, pairs, reps, repeating):
         counts = np.array([dist.get(s, 0) for s in SCHEMES_4], dtype=float)
         # smoothing 0: P is the training set's own shares, so a model using another scheme is infinitely far
-        body = rhyme.from_counts(counts, _counts(abab=5, aabb=5), pairs, reps, repeating, int(counts.sum()), 0.0)
+        body = schemes.from_counts(counts, _counts(abab=5, aabb=5), pairs, reps, repeating, int(counts.sum()), 0.0)
         path = tmp_path / name
         path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding},
                                     "n_poems": int(counts.sum()), "rhyme": body}))

@@ -240,7 +240,7 @@ def test_default_encoder_real_embeddings(minilm):
 def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_path, monkeypatch):
     """A sample drawn from the reference (same ids and verses) reuses the cached rows: same numbers as
     encoding it, and the encoder is never loaded. Any other sample is encoded."""
-    from poeval.evaluate import evaluate
+    from poeval.metrics.evaluate import evaluate
 
     Q4 = ["a fourth quatrain here", "with verses of its own", "that no one else has", "written down before"]
     ref = tmp_path / "train.jsonl"
@@ -265,7 +265,7 @@ def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_pa
 def test_per_language_encoder_and_the_english_only_note(fake, tmp_path):
     """metrics.semantic.encoder as {lang: encoder}: each cell uses its language's; the English-only
     default applied to German says so in the cell and in the caption text."""
-    from poeval.evaluate import evaluate
+    from poeval.metrics.evaluate import evaluate
 
     ref = tmp_path / "train.jsonl"
     ref.write_text("".join(json.dumps({"id": f"r{i}", "lines": q}) + "\n" for i, q in enumerate([Q1, Q2, Q3])))

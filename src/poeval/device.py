@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import PoevalError
+from poeval.errors import PoevalError
 
 ENV = "POEVAL_DEVICE"
 

@@ -9,10 +9,12 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import PoevalError
+from poeval.errors import PoevalError
+from poeval.text import strip_punctuation
 
 
 @contextlib.contextmanager
@@ -94,3 +96,67 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _check_quatrain(lines) -> str | None:
+    """Why a poem is not a usable quatrain, or None when it is."""
+    if not isinstance(lines, list) or not all(isinstance(v, str) for v in lines):
+        return "malformed"
+    if len(lines) != 4:
+        return "not_4_lines"
+    if any(not v.strip() for v in lines):
+        return "empty_verse"
+    if any(not strip_punctuation(v).strip() for v in lines):
+        return "punctuation_only_verse"
+    return None
+
+
+def _is_jsonl(path: Path) -> bool:
+    if path.suffix in {".jsonl", ".gz"}:
+        return True
+    with open(path, "rb") as handle:
+        head = handle.read(4096).lstrip()
+    return head.startswith(b"{")
+
+
+def _plain_text_poems(path: Path) -> list[list[str]]:
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError as err:
+        raise PoevalError(f"{path}: not valid UTF-8 (byte {err.start})") from None
+    poems, current = [], []
+    for line in text.splitlines():
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            poems.append(current)
+            current = []
+    if current:
+        poems.append(current)
+    return poems
+
+
+def _scheme_field(record: dict) -> dict:
+    return {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+
+
+def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
+    """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
+
+    Returns the usable quatrains and a counter of skipped poems by reason."""
+    path = Path(path)
+    if not path.exists():
+        raise PoevalError(f"input not found: {path}")
+    if _is_jsonl(path):
+        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} | _scheme_field(r)
+                   for i, r in enumerate(read_jsonl(path))]
+    else:
+        records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
+    kept, skipped = [], Counter()
+    for record in records:
+        reason = _check_quatrain(record["lines"])
+        if reason:
+            skipped[reason] += 1
+        else:
+            kept.append(record)
+    return kept, skipped

@@ -1,6 +1,6 @@
-# Style adherence (poeval.adherence): conditioned transformers prompted with each scheme token, labelled
+# Style adherence (poeval.metrics.adherence): conditioned transformers prompted with each scheme token, labelled
 # by the rhyme detector, against their baseline's unprompted sample. Targets only when there is a pair.
-from poeval.adherence import pairs as adherence_pairs
+from poeval.metrics.adherence import pairs as adherence_pairs
 
 ADHERENCE = poeval_config.merge(poeval_config.section_defaults("style_adherence"), config.get("style_adherence") or {})
 ADHERENCE_PAIRS = adherence_pairs(config)

@@ -7,10 +7,10 @@ from snakemake.exceptions import WorkflowError
 from poeval import config as poeval_config
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
-from poeval.figures import FIGURES
+from poeval.report.figures import FIGURES
 from poeval.generators import registry
 from poeval.paths import HUMAN, TRAIN
-from poeval.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
+from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
 try:
     poeval_config.validate(config)
@@ -160,7 +160,7 @@ def all_targets():
             + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS])
 
 
-# --- Figures (rules/tables.smk): one rule per entry of poeval.figures.FIGURES ----------------------
+# --- Figures (rules/tables.smk): one rule per entry of poeval.report.figures.FIGURES ----------------------
 import shlex
 
 MODELS_OF = {s: {"arch": config["models"][s].get("arch"), "conditioned": bool(config["models"][s].get("conditioned"))}
@@ -216,7 +216,7 @@ def figure_shows(name):
 # --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------
 import re as _re
 
-from poeval.bpomp.tables import scorer_model as _bpomp_scorer_model
+from poeval.bpomp.report import scorer_model as _bpomp_scorer_model
 
 BPOMP = config.get("bpomp") or {"enabled": False, "scorers": [], "pairs": {"tasks": []}, "mlm": {}}
 BPOMP_ENABLED = bool(BPOMP.get("enabled"))

@@ -67,7 +67,7 @@ for _table in FAMILY_OF_TABLE:
             "poeval table {params.table} {input} --out {output.table} --ci-out {output.ci} > {log} 2>&1"
 
 
-# Figures (poeval.figures.FIGURES has the numbering): one rule per figure, for the same reason.
+# Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.
 # A figure of a language or system that is not configured draws a "not in this run" panel.
 for _figure, _spec in FIGURES.items():
 

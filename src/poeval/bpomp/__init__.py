@@ -4,7 +4,7 @@ whose rhyme was broken?
 Pipeline (library side; one function per step, each writing its output atomically):
 
 1. :func:`build_corpus` / :func:`write_corpus`: read or mine limericks and keep the AABBA ones whose
-   line lengths fit (:mod:`.corpus`).
+   line lengths fit (:mod:`.limericks`).
 2. :func:`make_pairs` / :func:`write_pairs`: one minimal pair per limerick and task (``word_swap``,
    ``line_swap``, ``synonym``), recording what changed (:mod:`.pairs`, :mod:`.synonyms`,
    synonyms chosen in context by :mod:`.context`).
@@ -14,10 +14,10 @@ Pipeline (library side; one function per step, each writing its output atomicall
    (:mod:`.analysis`).
 """
 
-from .analysis import accuracy, bigram_counts, error_analysis, write_bigram_counts
-from .corpus import DEFAULT_SYLLABLES, FORMATS, build_corpus, write_corpus
-from .pairs import SYNONYM_CHOICES, TASKS, make_pairs, write_pairs
-from .scoring import KINDS, VARIANTS, causal_scores, load_masked, masked_scores, write_scores
+from poeval.bpomp.analysis import accuracy, bigram_counts, error_analysis, write_bigram_counts
+from poeval.bpomp.limericks import DEFAULT_SYLLABLES, FORMATS, build_corpus, write_corpus
+from poeval.bpomp.pairs import SYNONYM_CHOICES, TASKS, make_pairs, write_pairs
+from poeval.bpomp.scoring import KINDS, VARIANTS, causal_scores, load_masked, masked_scores, write_scores
 
 __all__ = [
     "DEFAULT_SYLLABLES", "FORMATS", "KINDS", "SYNONYM_CHOICES", "TASKS", "VARIANTS",

@@ -25,8 +25,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .. import io
-from ..errors import PoevalError
+from poeval import io
+from poeval.errors import PoevalError
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 

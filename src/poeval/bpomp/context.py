@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ..errors import PoevalError
+from poeval.errors import PoevalError
 
 PENN_TO_WN = (("NN", "n"), ("VB", "v"), ("MD", "v"), ("JJ", "a"), ("RB", "r"))
 _DETERMINERS = {"DT", "PRP$", "POS", "WP$", "CD"}
@@ -68,7 +68,7 @@ def end_word_pos(line: str, readings: set[str]) -> str | None:
 
 def resolve(name_or_path: str) -> str:
     """The folder of a transformers encoder: ``default`` is the bundled all-MiniLM-L6-v2."""
-    from ..metrics.semantic import DEFAULT_ALIASES, resolve_encoder
+    from poeval.metrics.semantic import DEFAULT_ALIASES, resolve_encoder
 
     if name_or_path not in DEFAULT_ALIASES:
         return name_or_path

@@ -27,11 +27,11 @@ import random
 import re
 from typing import Callable
 
-from .. import io
-from ..errors import PoevalError
-from ..rhyme import end_word, scheme
-from . import synonyms as syn
-from .context import NO_SYNONYM
+from poeval import io
+from poeval.bpomp import synonyms as syn
+from poeval.bpomp.context import NO_SYNONYM
+from poeval.errors import PoevalError
+from poeval.poetry.rhyme import end_word, scheme
 
 TASKS = ("word_swap", "line_swap", "synonym")
 SYNONYM_CHOICES = ("context", "first", "random", "mlm")
@@ -45,7 +45,7 @@ _TAIL = re.compile(r"[\W_]*$")
 # --- line surgery --------------------------------------------------------------------------------
 
 def end_word_span(line: str) -> tuple[int, int] | None:
-    """Character span of :func:`poeval.rhyme.end_word` in ``line`` (None when there is no end word)."""
+    """Character span of :func:`poeval.poetry.rhyme.end_word` in ``line`` (None when there is no end word)."""
     word = end_word(line)
     if not word:
         return None
@@ -102,7 +102,7 @@ def line_swap(lines: list[str], rng: random.Random, **_) -> tuple[list[str], dic
 
 
 def _pos_in_line(wn, line: str, word: str) -> str | None:
-    from .context import end_word_pos
+    from poeval.bpomp.context import end_word_pos
 
     return end_word_pos(line, {pos for pos, _ in syn.readings(wn, word.lower())})
 
@@ -145,7 +145,7 @@ def _choose_random(lines, i, cands, rng):
 def context_chooser(encoder: str = "default", wn=None) -> Callable:
     """Choose the candidate whose word vector in the line is closest to the original word's
     (:func:`.context.closest`), among the preferred candidates (:func:`.context.preferred`)."""
-    from . import context
+    from poeval.bpomp import context
 
     model, tok = context.load(encoder)
 
@@ -165,7 +165,7 @@ def context_chooser(encoder: str = "default", wn=None) -> Callable:
 def mlm_chooser(model, tokenizer, variant: str = "within_word_l2r", batch_size: int = 64) -> Callable:
     """Choose the candidate whose own tokens the masked LM finds most likely in the limerick (PLL of
     the candidate word's tokens only, the rest of the text is the same for all candidates)."""
-    from .scoring import masked_scores
+    from poeval.bpomp.scoring import masked_scores
 
     def choose(lines, i, cands, rng):
         texts, spans = [], []
@@ -192,7 +192,7 @@ def _chooser(choice: str, model, encoder: str, wn) -> Callable:
         return _choose_random
     if model is None:
         raise PoevalError("synonym_choice 'mlm' needs a masked language model (a path or a (model, tokenizer) pair)")
-    from .scoring import resolve_model
+    from poeval.bpomp.scoring import resolve_model
 
     return mlm_chooser(*resolve_model(model, "masked"))
 
@@ -225,7 +225,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     if synonym_pos not in SYNONYM_POS:
         raise PoevalError(f"synonym_pos must be one of {', '.join(SYNONYM_POS)}, got {synonym_pos!r}")
     if task == "synonym":
-        from ..wordnet import default
+        from poeval.bpomp.wordnet import default
 
         wn = wordnet or default()
         extra = {"wn": wn, "choose": _chooser(synonym_choice, model, synonym_encoder, wn), "tally": tally,
@@ -276,7 +276,7 @@ def _one_pair(rid: str, lines: list[str], task: str, seed: int, check_scheme: bo
 def write_pairs(input_jsonl: str, task: str, out: str, n: int | None = None, seed: int = 1,
                 synonym_choice: str = "context", model=None, report_out: str | None = None,
                 progress: bool = True, synonym_pos: str = "context", synonym_encoder: str = "default") -> dict:
-    """Pairs for ``task`` from a limerick JSONL (:func:`.corpus.write_corpus` output) into ``out``."""
+    """Pairs for ``task`` from a limerick JSONL (:func:`.limericks.write_corpus` output) into ``out``."""
     pairs, report = make_pairs(list(io.read_jsonl(input_jsonl)), task, n=n, seed=seed,
                                synonym_choice=synonym_choice, model=model, progress=progress,
                                synonym_pos=synonym_pos, synonym_encoder=synonym_encoder)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 from typing import Sequence
 
-from .. import io
-from ..errors import PoevalError
+from poeval import io
+from poeval.errors import PoevalError
 
 KINDS = ("causal", "masked")
 VARIANTS = ("original", "within_word_l2r")
@@ -46,8 +46,8 @@ def resolve_model(model, kind: str):
         return model[0].eval(), model[1]
     if not isinstance(model, str) or not model:
         raise PoevalError("model must be a path / hub id or a (model, tokenizer) pair")
-    from .. import device
-    from ..lm import load
+    from poeval import device
+    from poeval.generators.lm import load
 
     m, tok = load_masked(model) if kind == "masked" else load(model)
     return m.to(device.resolve()).eval(), tok

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..rhyme import rhyme_relation
-from ..wordnet import DETACHMENT, WordNet
+from poeval.bpomp.wordnet import DETACHMENT, WordNet
+from poeval.poetry.rhyme import rhyme_relation
 
 # Why a word yields no candidate, from the earliest to the latest stage it got through.
 # proper_or_function_word: the word's part of speech in its line has no synonyms (pos in context only)

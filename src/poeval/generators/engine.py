@@ -16,7 +16,7 @@ ends with the same weights, bit for bit, as an uninterrupted run; a state saved 
 thread count or library versions is discarded. :func:`write_checkpoint` writes the checkpoint to a
 temporary sibling directory and renames it into place, and removes the resume state.
 
-Provenance: :func:`training_log` puts the architecture's stamp (:func:`poeval.provenance.train_stamp`: the
+Provenance: :func:`training_log` puts the architecture's stamp (:func:`poeval.report.provenance.train_stamp`: the
 inputs and params as given) into ``training_log.json``, so every checkpoint says what it was built from.
 """
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..io import file_sha256, write_json
+from poeval.io import file_sha256, write_json
 
 # test hook: called with the step number after every optimizer step (and after any resume save)
 _after_step: Callable[[int], None] | None = None
@@ -101,8 +101,8 @@ class BatchStream:
         self.pos = int(state["pos"])
 
 
-def _as_tuple(value):
-    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+def as_tuple(value):
+    return tuple(as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _rng_state(rng) -> Any:
@@ -111,7 +111,7 @@ def _rng_state(rng) -> Any:
 
 def _set_rng_state(rng, state) -> None:
     if isinstance(rng, random.Random):
-        rng.setstate(_as_tuple(state))
+        rng.setstate(as_tuple(state))
     else:
         rng.set_state(state)
 
@@ -412,6 +412,6 @@ def write_checkpoint(out_dir: str | os.PathLike, write: Callable[[Path], None], 
 
 def training_log(result: dict, summary: dict, provenance: dict, **extra) -> dict:
     """``training_log.json``: the evaluations, the summary (the engine's, then the architecture's
-    figures), ``extra`` (configs) and the ``provenance`` stamp (:func:`poeval.provenance.train_stamp`)."""
+    figures), ``extra`` (configs) and the ``provenance`` stamp (:func:`poeval.report.provenance.train_stamp`)."""
     return {"evals": result["evals"], "summary": {**result["summary"], **summary}, **extra,
             "provenance": provenance}

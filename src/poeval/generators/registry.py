@@ -20,13 +20,13 @@ class Arch:
 
 # in display order: names() lists the architectures (and the schema its enums) in this order
 ARCHS: tuple[Arch, ...] = (
-    Arch("gpt2", "lm", "llm", "word", "gpu"),
-    Arch("gptneo", "lm", "llm", "word", "gpu"),
-    Arch("llama", "lm", "llm", "word", "gpu"),
-    Arch("bygpt5", "lm", "llm", "byte", "gpu"),
+    Arch("gpt2", "generators.lm", "llm", "word", "gpu"),
+    Arch("gptneo", "generators.lm", "llm", "word", "gpu"),
+    Arch("llama", "generators.lm", "llm", "word", "gpu"),
+    Arch("bygpt5", "generators.lm", "llm", "byte", "gpu"),
     # small LSTMs, latency-bound: a GPU does not speed them up
-    Arch("deepspeare", "poetic.deepspeare", "poetic", "word", "cpu"),
-    Arch("sa", "poetic.adversary", "poetic", "word", "cpu"),
+    Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),
+    Arch("sa", "generators.poetic.adversary", "poetic", "word", "cpu"),
 )
 BY_NAME = {a.name: a for a in ARCHS}
 
@@ -37,7 +37,7 @@ def names(family: str | None = None) -> tuple[str, ...]:
 
 
 def get(name: str) -> Arch:
-    from ..errors import PoevalError
+    from poeval.errors import PoevalError
 
     if name not in BY_NAME:
         raise PoevalError(f"model arch {name!r} is not supported; known: {', '.join(BY_NAME)}")
@@ -81,7 +81,7 @@ def bind_systems(models: dict[str, dict]) -> None:
 
 def gpus(system: str) -> int:
     """GPUs a cluster job of ``system`` asks for: 1 if its arch runs on a GPU, else 0."""
-    from ..errors import PoevalError
+    from poeval.errors import PoevalError
 
     if system not in _systems:
         raise PoevalError(f"system {system!r} is not in the workflow's params models")

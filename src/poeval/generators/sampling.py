@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import PoevalError
-from ..io import write_json, write_jsonl
-from ..provenance import sample_stamp
+from poeval.errors import PoevalError
+from poeval.io import write_json, write_jsonl
+from poeval.report.provenance import sample_stamp
 
 N_VERSES = 4
 REASONS = ("truncated", "wrong_line_count:<k>", "empty_line")

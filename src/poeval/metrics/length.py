@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import wasserstein_distance
 
-from ..text import tokens
+from poeval.text import tokens
 
 
 def quatrain_length(lines: list[str]) -> int:

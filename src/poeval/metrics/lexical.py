@@ -49,8 +49,8 @@ from collections import defaultdict
 from importlib import resources
 from typing import Iterable, Sequence
 
-from ..errors import PoevalError
-from ..text import tokens as _tokens
+from poeval.errors import PoevalError
+from poeval.text import tokens as _tokens
 
 DEFAULT_WINDOW = 35
 DEFAULT_THRESHOLD = 0.72

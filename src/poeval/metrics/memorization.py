@@ -60,7 +60,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import PoevalError
+from poeval.errors import PoevalError
 
 LEVELS = {"quatrain": 0.7, "couplet": 0.8, "verse": 0.9}
 

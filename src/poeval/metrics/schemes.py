@@ -23,8 +23,8 @@ import string
 
 import numpy as np
 
-from ..errors import PoevalError
-from ..rhyme import SCHEMES_4, is_repetition
+from poeval.errors import PoevalError
+from poeval.poetry.rhyme import SCHEMES_4, is_repetition
 
 DEFAULT_SMOOTHING = 1.0
 REPETITION_MODES = ("rhyme_pair", "end_word")

@@ -13,7 +13,7 @@ scorer.
   80 % of those become ``[MASK]``, 10 % a random token, 10 % stay. Only the selected positions go through
   the output layer. The dev loss uses one fixed masking of the dev quatrains, so evaluations compare.
 * Seeded (weights, batch order, masking): the same inputs, config and thread count give the same weights.
-* Trained by the generators' engine (:mod:`poeval.generators.engine`), like :func:`poeval.lm.train`:
+* Trained by the generators' engine (:mod:`poeval.generators.engine`), like :func:`poeval.generators.lm.train`:
   early stopping on the dev MLM loss (``patience`` evaluations without improvement; the best weights
   are kept), resumable after an interruption (bit-identical), the checkpoint directory (model, tokenizer,
   ``training_log.json`` with losses, tokens/s and the provenance stamp) written atomically.
@@ -24,11 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import config, device
-from .errors import PoevalError
-from .generators import engine
-from .lm import _quiet_transformers, _read_quatrains
-from .provenance import stamp
+from poeval import config, device
+from poeval.errors import PoevalError
+from poeval.generators import engine
+from poeval.generators.lm import quiet_transformers, read_quatrains
+from poeval.report.provenance import stamp
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 NEWLINE = "¶"
@@ -166,12 +166,12 @@ def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threa
     c = resolve_config(cfg, name)
     if not isinstance(threads, int) or threads < 1:
         raise PoevalError(f"threads must be a positive integer, got {threads!r}")
-    train_q = _read_quatrains(train, "train")
-    dev_q = _read_quatrains(dev, "dev")[: c["eval_quatrains"]]
+    train_q = read_quatrains(train, "train")
+    dev_q = read_quatrains(dev, "dev")[: c["eval_quatrains"]]
 
     rng = engine.seed(c["seed"], threads)
     gen = torch.Generator().manual_seed(int(c["seed"]))   # the masking of training batches
-    with _quiet_transformers(progress):
+    with quiet_transformers(progress):
         tokenizer = train_tokenizer([quatrain_text(q) for q in train_q], c["vocab_size"])
         model = build_model(c, tokenizer)
     model.to(device.resolve())
@@ -204,7 +204,7 @@ def train_mlm(train: str, dev: str, out_dir: str, cfg: dict | None = None, threa
     }
 
     def write(tmp: Path) -> None:
-        with _quiet_transformers(progress):
+        with quiet_transformers(progress):
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PoevalError
+from poeval.errors import PoevalError
 
 __all__ = ["POS", "POS_NAMES", "DEFAULT_DIR", "Synset", "WordNet", "default"]
 

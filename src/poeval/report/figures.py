@@ -26,11 +26,11 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import PoevalError
-from .generators import registry
-from .io import atomic_write, read_json
-from .rhyme import SCHEMES_4
-from .tables import HUMAN, fmt, write_tsv
+from poeval.errors import PoevalError
+from poeval.generators import registry
+from poeval.io import atomic_write, read_json
+from poeval.poetry.rhyme import SCHEMES_4
+from poeval.report.tables import HUMAN, fmt, write_tsv
 
 
 def _load_per_poem(paths: list[str], family: str):
@@ -52,12 +52,12 @@ def _grouped(paths: list[str], family: str) -> dict[str, dict[str, list]]:
     return out
 
 
-def _save(fig, out: str) -> None:
+def save_figure(fig, out: str) -> None:
     with atomic_write(out, mode="wb", encoding=None) as handle:
         fig.savefig(handle, format="png", dpi=110, metadata={"Software": None})
 
 
-def _pyplot():
+def load_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,13 +67,13 @@ def _pyplot():
     return plt
 
 
-def _finish(plt, fig, out: str) -> None:
+def finish_figure(plt, fig, out: str) -> None:
     fig.tight_layout()
-    _save(fig, out)
+    save_figure(fig, out)
     plt.close(fig)
 
 
-def _note(ax, text: str) -> None:
+def note_panel(ax, text: str) -> None:
     """A panel-wide message (an empty family, a language not in the run), so a figure always builds."""
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=10,
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "grey"})
@@ -81,7 +81,7 @@ def _note(ax, text: str) -> None:
 
 def figure1(paths: list[str], out: str) -> None:
     """Length histograms: every system's quatrain lengths (tokens) against the pooled HUMAN samples."""
-    plt = _pyplot()
+    plt = load_pyplot()
     groups = _grouped(paths, "length")
     panels = [(lang, label) for lang, systems in groups.items() for label in systems if label != HUMAN]
     if not panels:
@@ -104,7 +104,7 @@ def figure1(paths: list[str], out: str) -> None:
         ax.legend(frameon=False)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
 
 
 SIM_BINS = np.linspace(-0.2, 1.0, 61)
@@ -117,7 +117,7 @@ def _sim_hist(ax, values: np.ndarray, label: str, human: bool = False) -> None:
 
 def figure4(paths: list[str], out: str) -> None:
     """Max-cosine distributions per system: within the sample and across to the training set."""
-    plt = _pyplot()
+    plt = load_pyplot()
     groups = _grouped(paths, "semantic")
     langs = list(groups)
     fig, axes = plt.subplots(len(langs), 2, figsize=(7.5, 2.8 * len(langs)), squeeze=False)
@@ -128,7 +128,7 @@ def figure4(paths: list[str], out: str) -> None:
                 if values.size:
                     _sim_hist(ax, values, label, human=label == HUMAN)
             _sim_axes(ax, lang, kind)
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
 
 
 def _sim_axes(ax, lang: str, kind: str) -> None:
@@ -204,7 +204,7 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
         has_human |= c["system"] == HUMAN
         pooled = human if c["system"] == HUMAN else by_decoding.setdefault(c["decoding"], [])
         pooled.extend(per_poem.get("across") or [])
-    plt = _pyplot()
+    plt = load_pyplot()
     panels = _decoding_panels(sel, list(by_decoding), has_human)
     fig, axes = _panels(plt, len(panels), spec.title.format(system=sel.system, lang=_lang_name(sel.lang)),
                         "density")
@@ -218,10 +218,10 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
             ax.legend(frameon=False, fontsize=6, loc="upper left")
             data[decoding] = values
         else:
-            _note(ax, note or "no similarities in this cell")
+            note_panel(ax, note or "no similarities in this cell")
         ax.set_title(f"{_letter(i)} {decoding} (n={values.size})" if decoding else "")
         ax.set_xlabel("max cosine similarity to train")
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
     return data
 
 
@@ -295,7 +295,7 @@ SchemePanel = tuple[str, "SchemeSeries | None", "SchemeSeries | None", "str | No
 def _scheme_figure(title: str, panels: list[SchemePanel], out: str) -> dict:
     """One bar chart of scheme shares (%) per panel, lettered as in the paper; a panel with a note (or a
     series without valid quatrains) shows the note instead. Returns panel title -> shares (%)."""
-    plt = _pyplot()
+    plt = load_pyplot()
     fig, axes = _panels(plt, len(panels), title, "share of quatrains (%)")
     x = np.arange(len(SCHEMES_4))
     data = {}
@@ -309,11 +309,11 @@ def _scheme_figure(title: str, panels: list[SchemePanel], out: str) -> dict:
                 ax.legend(frameon=False, fontsize=6, loc="upper left")
             data[name] = 100 * series.shares
         else:
-            _note(ax, note or "no valid quatrains")
+            note_panel(ax, note or "no valid quatrains")
         ax.set_title(f"{_letter(i)} {name}" if name else "", fontsize=8)
         ax.set_xticks(x, SCHEMES_4, rotation=90, fontsize=6)
         ax.set_xlim(-0.6, len(SCHEMES_4) - 0.4)
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
     return data
 
 

@@ -4,7 +4,7 @@ their own checkpoint format (:mod:`.common`); ``poeval train`` / ``poeval sample
 
 from __future__ import annotations
 
-from ..generators import registry
-from ..generators.registry import is_poetic, module  # noqa: F401 - the arch's train(...) and sample(...)
+from poeval.generators import registry
+from poeval.generators.registry import is_poetic, module  # noqa: F401 - the arch's train(...) and sample(...)
 
 ARCHS = registry.names("poetic")

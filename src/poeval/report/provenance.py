@@ -34,10 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .errors import PoevalError
-from .io import file_sha256, read_json
-from .paths import HUMAN, TRAIN
+from poeval import paths
+from poeval.errors import PoevalError
+from poeval.io import file_sha256, read_json
+from poeval.paths import HUMAN, TRAIN
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
@@ -70,7 +70,7 @@ def code_revision() -> str:
     uncommitted changes to tracked files) when the package is a tracked file of a git checkout, else
     ``poeval <version>``. The package's own directory is asked, not the working directory: a workflow
     runs in a data directory, and an installed package may sit inside some unrelated checkout."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]   # poeval/, this module being in poeval/report/
     if _git(["ls-files", "--error-unmatch", "__init__.py"], package) is not None:
         head = _git(["rev-parse", "HEAD"], package)
         if head:
@@ -136,7 +136,7 @@ def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict) -
 
 
 def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
-    """Stamp for a metric cell, from the arguments of :func:`poeval.evaluate.evaluate`."""
+    """Stamp for a metric cell, from the arguments of :func:`poeval.metrics.evaluate.evaluate`."""
     options = kwargs.get("options") or {}
     inputs = {"samples": samples, "reference": reference}
     if "semantic" in families:
@@ -169,7 +169,7 @@ class TableCell:
 def _columns(table: str) -> list[tuple]:
     # tables (and the rhyme module it imports) load only when a chain is traced: the producers that
     # import this module for stamp() stay light
-    from .tables import FAMILY_OF_TABLE, TABLE_COLUMNS, TABLES
+    from poeval.report.tables import FAMILY_OF_TABLE, TABLE_COLUMNS, TABLES
 
     return [("n_poems", "n", 0, 1)] + (TABLE_COLUMNS.get(table) or TABLES[FAMILY_OF_TABLE[table]])
 
@@ -216,7 +216,7 @@ def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = 
             decoding: str | None = None) -> TableCell:
     """The cell of ``table`` at row ``row`` (a system name; HUMAN for the human row) and ``column``
     (a header name); ``lang``/``decoding`` choose among rows of the same system."""
-    from .tables import FAMILY_OF_TABLE, family_key
+    from poeval.report.tables import FAMILY_OF_TABLE, family_key
 
     path = Path(table)
     name = path.name.removesuffix(".tsv")
@@ -460,7 +460,7 @@ def _cell_samples(cell: TableCell) -> list[tuple[str, str]]:
 
 def _cell_value(cell: TableCell, docs: list[dict]) -> str:
     """The table's number recomputed from its cell files, formatted as the table does."""
-    from .tables import column_values, row_number
+    from poeval.report.tables import column_values, row_number
 
     return row_number(column_values(docs, cell.family, cell.key, cell.scale), cell.digits)
 
@@ -547,8 +547,8 @@ def _training_params(config: dict, system: str, lang: str) -> dict:
     """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them: per-language
     keys resolved, and a system's own ``training`` block (the poetry-specific ports) overriding the shared
     one, as `poeval train` does."""
-    from .config import model_for_lang
-    from .generators.registry import training_params
+    from poeval.config import model_for_lang
+    from poeval.generators.registry import training_params
 
     model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
     model, training = training_params(model, config.get("training") or {})
@@ -602,7 +602,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     ``root`` is the workflow's working directory (default: the directory holding ``results/tables/``
     of ``table``, else the current one); ``params`` defaults to ``root/params.yaml``; ``configfiles``
     are the overlays the run was made with (later wins, as with Snakemake's --configfile)."""
-    from . import config as poeval_config
+    from poeval import config as poeval_config
 
     cell = resolve(table, row, column, lang, decoding)
     base = Path(root) if root is not None else _default_root(Path(table))

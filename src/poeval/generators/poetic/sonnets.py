@@ -19,10 +19,10 @@ import collections
 import random
 from pathlib import Path
 
-from .. import config
-from ..errors import PoevalError
-from ..io import read_jsonl, write_json, write_jsonl
-from .common import tokenize, train_word2vec
+from poeval import config
+from poeval.errors import PoevalError
+from poeval.generators.poetic.common import tokenize, train_word2vec
+from poeval.io import read_jsonl, write_json, write_jsonl
 
 SONNET_DEFAULTS = config.defaults("#/properties/poetic/properties/sonnets")   # the params schema's
 BLOCK = 7   # quatrains that give two sonnets: 2 x (3 quatrains + 1 couplet) = 28 verses = 7 quatrains
@@ -96,7 +96,7 @@ def _sonnet(k: int, whole: list[dict], fourth: dict, half: int) -> dict:
     }
 
 
-def _read_quatrains(path: str | Path) -> list[dict]:
+def _quatrain_records(path: str | Path) -> list[dict]:
     records = list(read_jsonl(path))
     for i, r in enumerate(records):
         lines = r.get("lines") if isinstance(r, dict) else None
@@ -110,11 +110,11 @@ def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg
     ones) and one report with the counts of each."""
     cfg = {**SONNET_DEFAULTS, **cfg}
     config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
-    from ..provenance import stamp
+    from poeval.report.provenance import stamp
 
     # n caps the training sonnets; dev always takes its floor(2/7) share, the paper's dev SonNet
-    train_records, train_summary = build(_read_quatrains(train), cfg["n"], int(cfg["seed"]), bool(cfg["allow_reuse"]))
-    dev_records, dev_summary = build(_read_quatrains(dev), None, int(cfg["seed"]))
+    train_records, train_summary = build(_quatrain_records(train), cfg["n"], int(cfg["seed"]), bool(cfg["allow_reuse"]))
+    dev_records, dev_summary = build(_quatrain_records(dev), None, int(cfg["seed"]))
     write_jsonl(out, train_records)
     write_jsonl(dev_out, dev_records)
     summary = {"train": train_summary, "dev": dev_summary}
@@ -124,5 +124,5 @@ def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg
 
 def write_word2vec(train: str, out: str, cfg: dict) -> dict:
     """word2vec vectors of the training split's verses (the models' tokenisation), for embedding init."""
-    verses = [tokenize(line) for r in _read_quatrains(train) for line in r["lines"]]
+    verses = [tokenize(line) for r in _quatrain_records(train) for line in r["lines"]]
     return train_word2vec([v for v in verses if v], out, cfg)

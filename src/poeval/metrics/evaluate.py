@@ -6,20 +6,19 @@ samples gets the same numbers as the workflow's tables."""
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from .config import for_lang
-from .errors import PoevalError
-from .io import read_jsonl, write_json
-from . import rhyme as detector
-from .metrics import length, lexical, memorization, rhyme, semantic
-from .provenance import evaluation_stamp
-from .text import strip_punctuation
+from poeval.config import for_lang
+from poeval.errors import PoevalError
+from poeval.io import read_poems, write_json
+from poeval.metrics import length, lexical, memorization, schemes, semantic
+from poeval.poetry import rhyme as detector
+from poeval.report.provenance import evaluation_stamp
 
 
 def _lines(poems: list[dict]) -> list[list[str]]:
@@ -123,15 +122,15 @@ def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
 def _rhyme(poems, ref, opts):
     lang, smoothing, mode = opts["lang"], opts["smoothing"], opts["repetition"]
     labels = _schemes(poems, lang, opts.get("progress", False))
-    human = rhyme.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
-    index = rhyme.scheme_index(labels)
-    pairs = np.array([rhyme.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
-    repeating = np.array([rhyme.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps))
+    human = schemes.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
+    index = schemes.scheme_index(labels)
+    pairs = np.array([schemes.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
+    repeating = np.array([schemes.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps))
                           for p, s, reps in zip(poems, labels, pairs[:, 1])], dtype=bool)
 
     def numbers(idx):
-        counts = np.bincount(index[idx], minlength=len(rhyme.SCHEMES_4)).astype(float)
-        return rhyme.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
+        counts = np.bincount(index[idx], minlength=len(schemes.SCHEMES_4)).astype(float)
+        return schemes.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
                                  int(repeating[idx].sum()), len(idx), smoothing)
 
     def resample(idx):
@@ -142,7 +141,7 @@ def _rhyme(poems, ref, opts):
 
     result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
                                                "human_n": int(human.sum()),
-                                               "human_smoothed": rhyme.smooths_human(human, smoothing)}
+                                               "human_smoothed": schemes.smooths_human(human, smoothing)}
     return result, resample
 
 
@@ -154,73 +153,9 @@ DEFAULT_OPTIONS = {
     "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD,
                 "tokens": "poeval"},
     "memorization": dict(memorization.LEVELS) | {"autojunk": False},
-    "rhyme": {"smoothing": rhyme.DEFAULT_SMOOTHING, "repetition": rhyme.DEFAULT_REPETITION},
+    "rhyme": {"smoothing": schemes.DEFAULT_SMOOTHING, "repetition": schemes.DEFAULT_REPETITION},
     "semantic": {"encoder": "default", "batch_size": 16},
 }
-
-
-def _check_quatrain(lines) -> str | None:
-    """Why a poem is not a usable quatrain, or None when it is."""
-    if not isinstance(lines, list) or not all(isinstance(v, str) for v in lines):
-        return "malformed"
-    if len(lines) != 4:
-        return "not_4_lines"
-    if any(not v.strip() for v in lines):
-        return "empty_verse"
-    if any(not strip_punctuation(v).strip() for v in lines):
-        return "punctuation_only_verse"
-    return None
-
-
-def _is_jsonl(path: Path) -> bool:
-    if path.suffix in {".jsonl", ".gz"}:
-        return True
-    with open(path, "rb") as handle:
-        head = handle.read(4096).lstrip()
-    return head.startswith(b"{")
-
-
-def _plain_text_poems(path: Path) -> list[list[str]]:
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as err:
-        raise PoevalError(f"{path}: not valid UTF-8 (byte {err.start})") from None
-    poems, current = [], []
-    for line in text.splitlines():
-        if line.strip():
-            current.append(line.strip())
-        elif current:
-            poems.append(current)
-            current = []
-    if current:
-        poems.append(current)
-    return poems
-
-
-def _scheme_field(record: dict) -> dict:
-    return {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
-
-
-def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
-    """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
-
-    Returns the usable quatrains and a counter of skipped poems by reason."""
-    path = Path(path)
-    if not path.exists():
-        raise PoevalError(f"input not found: {path}")
-    if _is_jsonl(path):
-        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} | _scheme_field(r)
-                   for i, r in enumerate(read_jsonl(path))]
-    else:
-        records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
-    kept, skipped = [], Counter()
-    for record in records:
-        reason = _check_quatrain(record["lines"])
-        if reason:
-            skipped[reason] += 1
-        else:
-            kept.append(record)
-    return kept, skipped
 
 
 def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:

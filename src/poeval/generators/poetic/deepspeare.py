@@ -109,16 +109,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import config
-from .. import style as _style
-from ..errors import PoevalError
-from ..generators import engine
-from ..generators.sampling import Attempt, check_counts, sample_loop
-from ..io import read_jsonl
-from ..provenance import train_stamp
-from . import common
-from .common import (Vocab, ancestral_params, detokenize, end_word, filtered_probs,
-                     init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize, verse_ok)
+from poeval import config
+from poeval.errors import PoevalError
+from poeval.generators import engine
+from poeval.generators.poetic import common
+from poeval.generators.poetic.common import (Vocab, ancestral_params, detokenize, end_word, filtered_probs,
+                                             init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize,
+                                             verse_ok)
+from poeval.generators.sampling import Attempt, check_counts, sample_loop
+from poeval.io import read_jsonl
+from poeval.poetry import style as _style
+from poeval.report.provenance import train_stamp
 
 ARCH = "deepspeare"
 N_STRESS = 10  # iambic pentameter: S- S+ x 5

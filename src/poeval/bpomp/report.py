@@ -16,11 +16,11 @@ import time
 import numpy as np
 from collections import Counter
 
-from .. import io, paths
-from ..errors import PoevalError
-from ..tables import fmt, write_tsv
-from .analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
-from .pairs import SYNONYM_CHOICES, TASKS
+from poeval import io, paths
+from poeval.bpomp.analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
+from poeval.bpomp.pairs import SYNONYM_CHOICES, TASKS
+from poeval.errors import PoevalError
+from poeval.report.tables import fmt, write_tsv
 
 ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
 ERRORS_HEADER = ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
@@ -133,9 +133,9 @@ def errors_table(cells: list[str], out: str) -> list[list[str]]:
 def errors_figure(cells: list[str], out: str) -> None:
     """Pearson correlation of score and bigram-frequency differences against the confidence cut-off:
     one panel per scorer, a line per task (``all`` pooled), solid on all kept pairs, dashed on errors."""
-    from ..figures import _finish, _pyplot
+    from poeval.report.figures import finish_figure, load_pyplot
 
-    plt = _pyplot()
+    plt = load_pyplot()
     loaded = [_read_cell(path, "overall") for path in cells]
     fig, axes = plt.subplots(1, max(len(loaded), 1), figsize=(4.5 * max(len(loaded), 1), 3.6), squeeze=False)
     for ax, cell in zip(axes[0], loaded):
@@ -149,7 +149,7 @@ def errors_figure(cells: list[str], out: str) -> None:
                ylabel="Pearson r with bigram-frequency diff", ylim=(-1.05, 1.05))
         ax.invert_xaxis()
         ax.legend(fontsize=6)
-    _finish(plt, fig, out)
+    finish_figure(plt, fig, out)
 
 
 def _p(value) -> str:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PoevalError
-from .io import atomic_write, read_json, read_jsonl
-from .paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
-from .rhyme import SCHEMES_4
-from .text import tokens
+from poeval.errors import PoevalError
+from poeval.io import atomic_write, read_json, read_jsonl
+from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
+from poeval.poetry.rhyme import SCHEMES_4
+from poeval.text import tokens
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"
 NA = "NA"

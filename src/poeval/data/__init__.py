@@ -1,0 +1,1 @@
+"""Data stage: the quatrain corpus (reading, filtering, de-duplication, splits, HUMAN samples)."""

@@ -1,0 +1,1 @@
+"""Reporting: the paper's tables and figures, and the provenance linking them to their inputs."""

@@ -242,6 +242,20 @@ def test_sa_epoch_budget_is_whole_epochs_in_validate_and_in_training(params):
         sa.resolve_train_cfg(params["models"]["sa-s"]["training"])
 
 
+@pytest.mark.parametrize("system", ["deepspeare-s", "sa-s"])
+def test_a_ports_own_training_refuses_the_lm_only_keys_in_validate_and_in_training(params, system):
+    from poeval.generators import registry
+
+    params["models"][system]["training"]["length_grouping"] = 10
+    message = "only the transformer LMs take it"
+    with pytest.raises(PoevalError, match=rf"key models\.{system}\.training\.length_grouping: {message}"):
+        config.validate(params)
+    with pytest.raises(PoevalError, match=rf"key training\.length_grouping: {message}"):
+        registry.module(params["models"][system]["arch"]).resolve_train_cfg(params["models"][system]["training"])
+    del params["models"][system]["training"]["length_grouping"]   # the shared block's is fine: not given to a port
+    config.validate(params)
+
+
 def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["enabled"] = True
     params["bpomp"]["scorers"][1]["model"] = "gpt2-s"              # a causal generator as a masked scorer

@@ -161,13 +161,21 @@ def _sa_train_rules(cfg: dict):
         yield "max_epochs", f"sa validates once per epoch, so its budget is whole epochs: null or an integer, got {epochs}"
 
 
+def _port_train_rules(cfg: dict):
+    """A poetry port's own ``training`` block: the LM-only keys would be silently ignored (it batches whole poems)."""
+    from poeval.generators.registry import LLM_ONLY_TRAINING
+
+    for key in sorted(LLM_ONLY_TRAINING & set(cfg)):
+        yield key, "only the transformer LMs take it (a poetry port batches whole poems)"
+
+
 def _mlm_rules(cfg: dict):
     if cfg["n_embd"] % cfg["n_head"]:
         yield "n_head", f"n_embd ({cfg['n_embd']}) must be divisible by n_head ({cfg['n_head']})"
 
 
 RULES = {"transformer_model": _transformer_rules, "deepspeare_model": _deepspeare_rules, "sa_model": _sa_rules,
-         "sa_train": _sa_train_rules, "mlm": _mlm_rules}
+         "sa_train": _sa_train_rules, "port_train": _port_train_rules, "mlm": _mlm_rules}
 
 
 def rule_problems(rules: str, cfg: dict, where: str) -> list[str]:
@@ -191,6 +199,8 @@ def _model_rule_problems(config: dict) -> list[str]:
         node = model_node(model["arch"])
         entry = {**defaults(f"#/$defs/{node}"), **model}
         problems += rule_problems(node, entry, f"models.{name}")
+        if node != "transformer_model":
+            problems += rule_problems("port_train", model.get("training", {}), f"models.{name}.training")
         if node == "sa_model":   # the training block `poeval train` gives the port
             training = {**defaults("#/$defs/sa_model")["training"], **config["training"], **model.get("training", {})}
             problems += rule_problems("sa_train", training, f"models.{name}.training")

@@ -19,7 +19,6 @@ from typing import Any, Iterable
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.generators.registry import LLM_ONLY_TRAINING
 from poeval.io import read_json, read_jsonl, write_json
 
 MANIFEST = "poeval_model.json"
@@ -38,9 +37,9 @@ _NO_SPACE_AFTER = set("([{“‘„«¿¡")
 def train_cfg(defaults: dict, overrides: dict | None, rules: str | None = None) -> dict:
     """A port's training params: ``overrides`` over its ``defaults`` (the schema's), checked against the
     schema. The LM-only keys are refused: a port batches whole poems, so they would be silently ignored."""
-    lm_only = sorted(LLM_ONLY_TRAINING & set(overrides or {}))
-    if lm_only:
-        raise PoevalError(f"key training.{lm_only[0]}: only the transformer LMs take it (a port batches whole poems)")
+    problems = config.rule_problems("port_train", overrides or {}, "training")
+    if problems:
+        raise PoevalError("invalid training:\n  - " + "\n  - ".join(problems))
     tcfg = {**defaults, **(overrides or {})}
     config.check(tcfg, "#/$defs/train", "training", rules=rules)
     return tcfg

@@ -342,6 +342,7 @@ def _build_scratch(model_cfg: dict, texts: list[str]):
 def _apply_lora(model, lora_cfg: dict, conditioned: bool):
     """Wrap ``model`` with LoRA adapters (peft); with style tokens the embeddings are trained in full."""
     from peft import LoraConfig, get_peft_model
+    from transformers.pytorch_utils import Conv1D
 
     lcfg = {**LORA_DEFAULTS, **lora_cfg}
     extra = {}
@@ -354,6 +355,8 @@ def _apply_lora(model, lora_cfg: dict, conditioned: bool):
         lora_alpha=float(lcfg["alpha"]),
         lora_dropout=float(lcfg["dropout"]),
         target_modules=lcfg["target_modules"],
+        # GPT-2's Conv1D stores its weight transposed (in, out); peft would warn and set this itself
+        fan_in_fan_out=any(isinstance(m, Conv1D) for m in model.modules()),
         **extra,
     )
     return get_peft_model(model, config)

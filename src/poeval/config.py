@@ -202,7 +202,9 @@ def _model_rule_problems(config: dict) -> list[str]:
         if node != "transformer_model":
             problems += rule_problems("port_train", model.get("training", {}), f"models.{name}.training")
         if node == "sa_model":   # the training block `poeval train` gives the port
-            training = {**defaults("#/$defs/sa_model")["training"], **config["training"], **model.get("training", {})}
+            from poeval.generators.registry import training_params
+
+            training = {**defaults("#/$defs/sa_model")["training"], **training_params(model, config["training"])[1]}
             problems += rule_problems("sa_train", training, f"models.{name}.training")
     for name, mlm in ((config.get("bpomp") or {}).get("mlm") or {}).items():
         problems += rule_problems("mlm", {**defaults("#/$defs/mlm"), **mlm}, f"bpomp.mlm.{name}")

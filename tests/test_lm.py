@@ -734,3 +734,75 @@ def test_lora_without_peft_is_a_clear_error(corpus, trained, tmp_path, monkeypat
         lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), {**TINY, "lora": {"r": 8}}, TRAIN_CFG,
                  progress=False, name="big")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- verse order
+
+ONE = ["the silver river sings tonight", "beneath the quiet candle light", "the golden sparrow waits",
+       "across the broken harbor gates"]
+
+
+def test_rime_pieces_keep_a_reversed_verse_rime_whole():
+    texts = ["\n".join(lm.orient(ONE, "reversed"))] * 30
+    plain = lm.train_tokenizer(texts, 600)
+    rimed = lm.train_tokenizer(texts, 600, rime_pieces=True)
+    verse = lm.orient(["upon the night", "and the light,"], "reversed")
+    assert verse == ["thgin eht nopu", ",thgil eht dna"]
+    text = "\n".join(verse)
+    assert "thgil" in plain.tokenize(text)   # without rime pieces BPE merges the frequent word whole
+    pieces = rimed.tokenize(text)
+    nl = pieces.index("Ċ")
+    assert pieces[:2] == ["thgi", "n"]                   # the rime ("igh" + t, reversed), then the onset
+    assert pieces[nl + 1:nl + 4] == [",", "thgi", "l"]   # punctuation before it; same rime piece: a copy
+    assert "Ġeht" in pieces                              # words after the first are cut as before
+    assert rimed.decode(rimed(text)["input_ids"]) == text
+
+
+@pytest.fixture(scope="module")
+def reversed_model(tmp_path_factory) -> Path:
+    """A tiny model trained reversed on one quatrain until it knows it by heart."""
+    root = tmp_path_factory.mktemp("reversed")
+    write_jsonl(root / "train.jsonl", [{"id": f"t{i}", "lines": ONE} for i in range(32)])
+    write_jsonl(root / "dev.jsonl", [{"id": "d", "lines": ONE}])
+    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "m"), {**TINY, "n_positions": 256, "verse_order": "reversed"},
+             {**TRAIN_CFG, "max_steps": 80, "lr": 1e-2, "eval_every": 40}, progress=False)
+    return root
+
+
+def test_reversed_model_learns_reversed_verses_and_samples_them_forward(reversed_model, tmp_path):
+    model_dir = reversed_model / "m"
+    assert read_json(model_dir / "config.json")["poeval_verse_order"] == "reversed"
+    lm.sample(str(model_dir), {"top_k": 1}, 4, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4,
+              max_attempts=8, progress=False)   # greedy: the quatrain it knows
+    assert [r["lines"] for r in read_jsonl(tmp_path / "s.jsonl")] == [ONE] * 4   # written backwards, read forwards
+    # what it learnt is the reversed text: scored by hand with transformers alone, reversed beats forward
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+
+    def logp(text: str) -> float:
+        ids = tok(tok.bos_token + text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            return -model(input_ids=ids, labels=ids).loss.item() * (ids.shape[1] - 1)
+
+    backwards, forwards = logp("\n".join(lm.orient(ONE, "reversed"))), logp("\n".join(ONE))
+    assert backwards > forwards + 20
+    # BPoMP's causal scorer gives a forward text the reversed text's score
+    from poeval.bpomp.scoring import causal_scores
+
+    assert causal_scores(model, tok, ["\n".join(ONE)])[0] == pytest.approx(backwards, abs=1e-3)
+
+
+def test_verse_order_of_a_finetuned_model_must_match(reversed_model, tmp_path):
+    base = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(reversed_model / "m")}
+    data = (reversed_model / "train.jsonl", reversed_model / "dev.jsonl")
+    with pytest.raises(PoevalError, match="verse_order.*trained 'reversed'"):
+        _train(data, tmp_path / "fwd", model_cfg=base, max_steps=2, eval_every=1)
+    _train(data, tmp_path / "rev", model_cfg={**base, "verse_order": "reversed"}, max_steps=2, eval_every=1)
+    assert read_json(tmp_path / "rev" / "config.json")["poeval_verse_order"] == "reversed"
+
+
+def test_forward_models_are_unchanged(trained):
+    assert "poeval_verse_order" not in read_json(trained / "config.json")
+    assert lm.orient(["ab", "c"], "forward") == ["ab", "c"] and lm.orient(["ab", "c"], "reversed") == ["ba", "c"]

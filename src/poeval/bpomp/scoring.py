@@ -2,7 +2,8 @@
 
 * Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), with
   the tokenizer's BOS token (else EOS) prepended so that the first real token is scored too. Texts are
-  batched with right padding; padded positions are masked out of both attention and the sum.
+  batched with right padding; padded positions are masked out of both attention and the sum. A model
+  trained with reversed verses (``verse_order: reversed``) scores each line reversed, as it learnt them.
 * Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
   turn and ``log P(token | rest)`` is summed. Variant ``within_word_l2r`` (Kauf & Ivanova 2023, "A Better
   Way to Do Masked Language Model Scoring") also masks the tokens of the same word to the right of the
@@ -86,7 +87,10 @@ def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, 
     """Summed log-probability (natural log) of each text under a causal LM."""
     import torch
 
-    seqs = [causal_ids(tokenizer, t) for t in texts]
+    from poeval.generators.lm import orient, verse_order
+
+    order = verse_order(model)
+    seqs = [causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order))) for t in texts]
     _check_len(model, [len(s) for s in seqs])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device

@@ -11,6 +11,13 @@ tokens (transformers' ``ByT5Tokenizer``, nothing trained) and a GPT-2 decoder bo
 ByGPT5. Pretrained models are loaded with ``from_pretrained`` (a hub id or a local directory; no
 download is attempted when ``HF_HUB_OFFLINE=1``), optionally with LoRA adapters (needs ``peft``).
 
+``verse_order: reversed`` writes every verse right to left, character by character, so that a verse
+starts with its rhyme: the model chooses the rhyme before the words that lead up to it, as generators that
+write verses backwards do (Ghazvininejad et al. 2016, Hafez; Van de Cruys 2020). A BPE tokenizer trained
+from scratch then also keeps the rime of each verse's first (reversed) word as a piece of its own, so a
+rhyme is the copy of one piece. The checkpoint records the order (``config.json``: ``poeval_verse_order``);
+samples and BPoMP scores read it and turn verses back, so nothing downstream sees reversed text.
+
 Training is resumable: after every evaluation the full training state is saved to
 ``.<out_dir name>.resume/`` next to ``out_dir``; calling :func:`train` again with the same inputs and
 config continues from there and ends with the same checkpoint, bit for bit, as an uninterrupted run.
@@ -37,6 +44,12 @@ from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, styl
 from poeval.report.provenance import train_stamp
 
 SPECIAL = "<|endoftext|>"
+VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order
+
+# A reversed verse's first word up to the end of its first vowel group: the (reversed) rime of its rhyme
+# word, kept as one tokenizer piece. "night," -> ",thgin" -> pieces ",", "thgi", "n". Letters of English and
+# German; y counts as a vowel (day -> "ya" + "d").
+RIME = r"(?i)(?:^|(?<=\n))[^a-zäöüß\n]*[b-df-hj-np-tv-xzß]*[aeiouyäöü]+"
 
 ARCHS = registry.names("llm")
 
@@ -86,6 +99,17 @@ def read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
     return _read_split(path, role)[0]
 
 
+def orient(verses: list[str], order: str) -> list[str]:
+    """``verses`` in a model's verse order: each one's characters reversed for ``reversed`` (its own
+    inverse: it also turns a reversed model's output back)."""
+    return [v[::-1] for v in verses] if order == "reversed" else list(verses)
+
+
+def verse_order(model) -> str:
+    """The verse order a checkpoint was trained in (``forward`` for any model poeval did not reverse)."""
+    return getattr(model.config, VERSE_ORDER, None) or "forward"
+
+
 def quatrain_text(lines: list[str], bos: str, eos: str, style: list[str] | tuple[str, ...] = ()) -> str:
     """The training text of one quatrain (``style``: its style tokens, for conditioned models)."""
     return bos + "".join(style) + "\n".join(lines) + eos
@@ -101,13 +125,16 @@ def training_texts(tokenizer, quatrains: list[list[str]], styles: list[list[str]
 # tokenizer / model construction and loading
 
 
-def train_tokenizer(texts: list[str], vocab_size: int):
-    """Train a byte-level BPE tokenizer (GPT-2 style) on ``texts``; ``<|endoftext|>`` is bos/eos/pad."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(texts: list[str], vocab_size: int, rime_pieces: bool = False):
+    """Train a byte-level BPE tokenizer (GPT-2 style) on ``texts``; ``<|endoftext|>`` is bos/eos/pad.
+    ``rime_pieces``: no piece crosses the end of a verse's leading :data:`RIME` (reversed verses)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(RIME), "isolated"), byte_level])
+                         if rime_pieces else byte_level)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=int(vocab_size),
@@ -329,7 +356,8 @@ def _build_scratch(model_cfg: dict, texts: list[str]):
     cfg = resolve_model_cfg(model_cfg)
     if cfg["init"] != "scratch":
         raise PoevalError("_build_scratch needs init: scratch")
-    tokenizer = byte_tokenizer() if cfg["arch"] == "bygpt5" else train_tokenizer(texts, cfg["vocab_size"])
+    tokenizer = (byte_tokenizer() if cfg["arch"] == "bygpt5"
+                 else train_tokenizer(texts, cfg["vocab_size"], rime_pieces=cfg["verse_order"] == "reversed"))
     if cfg["conditioned"]:
         add_style_tokens(tokenizer)
     config = _scratch_config(cfg, tokenizer)
@@ -463,6 +491,8 @@ def train(
     init, conditioned = cfg["init"], cfg["conditioned"]
     train_q, train_styles = _read_split(train, "train", conditioned, name)
     dev_q, dev_styles = _read_split(dev, "dev", conditioned, name)
+    order = cfg["verse_order"]
+    train_q, dev_q = [orient(q, order) for q in train_q], [orient(q, order) for q in dev_q]
     dev_q = dev_q[: tcfg["eval_quatrains"]]
     dev_styles = dev_styles[: tcfg["eval_quatrains"]] if dev_styles is not None else None
 
@@ -474,11 +504,16 @@ def train(
         if conditioned and add_style_tokens(tokenizer):
             model.resize_token_embeddings(len(tokenizer))
             _sync_special_ids(model, tokenizer)
+        if verse_order(model) != order:
+            raise PoevalError(f"{_param_name(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
+                              f"trained {verse_order(model)!r}")
         if cfg["lora"] is not None:
             model = _apply_lora(model, cfg["lora"], conditioned)
     else:
         texts = [quatrain_text(q, "", "") for q in train_q]  # tokenizer sees TRAIN text only, no style tokens
         model, tokenizer = _build_scratch(cfg, texts)
+    if order != "forward":
+        setattr(model.config, VERSE_ORDER, order)   # saved in config.json: the sampler turns verses back
     model.to(device.resolve())
 
     max_len = _max_positions(model)
@@ -625,13 +660,14 @@ def parse_quatrain(text: str, finished: bool = True) -> tuple[list[str] | None, 
     return check_quatrain(text.split("\n"), finished)
 
 
-def _attempt(tokenizer, row: list[int], eos: int, styled: bool) -> Attempt:
-    """A generated row (after BOS) as an attempt: its text up to EOS, split into verses."""
+def _attempt(tokenizer, row: list[int], eos: int, styled: bool, order: str = "forward") -> Attempt:
+    """A generated row (after BOS) as an attempt: its text up to EOS, split into verses (turned back
+    to forward for a model of ``verse_order`` reversed)."""
     finished = eos in row
     text = tokenizer.decode(row[: row.index(eos)] if finished else row, skip_special_tokens=True)
     if styled:  # style tokens are special, so decode skipped them; make sure of it
         text = strip_style(text)
-    return Attempt(text.split("\n"), finished)
+    return Attempt(orient(text.split("\n"), order), finished)
 
 
 def style_prompt(tokenizer, style: str | None) -> list[int]:
@@ -705,12 +741,13 @@ def sample(
         max_new_tokens = min(max_new_tokens, limit - len(prefix))
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
+    order = verse_order(model)
 
     def generate(size: int) -> list[Attempt]:
         prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
         with torch.no_grad(), quiet_transformers(progress):
             seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
-        return [_attempt(tokenizer, row, eos, styled) for row in seqs[:, len(prefix):].tolist()]
+        return [_attempt(tokenizer, row, eos, styled, order) for row in seqs[:, len(prefix):].tolist()]
 
     return sample_loop(generate, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
                        batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,

@@ -150,3 +150,4 @@ def test_dry_run_of_the_adherence_targets(tmp_path):
     out = proc.stdout + proc.stderr
     assert f"prompted.json={paths.adherence_cell('en', 'gpt2-l', 'unprompted')}" in out
     assert out.count("rule adherence_sample:") == 2 and '"n": 200' in out and "bygpt5" not in out
+    assert out.count('"verse_order": "reversed"') == 2   # both trainings reversed: the overlay merges into models

@@ -803,6 +803,12 @@ def test_verse_order_of_a_finetuned_model_must_match(reversed_model, tmp_path):
     assert read_json(tmp_path / "rev" / "config.json")["poeval_verse_order"] == "reversed"
 
 
+def test_a_checkpoint_without_a_recorded_order_can_be_finetuned_reversed(corpus, trained, tmp_path):
+    cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(trained), "verse_order": "reversed"}
+    _train(corpus, tmp_path / "rev", model_cfg=cfg, max_steps=2, eval_every=1)   # as a hub model, which records none
+    assert read_json(tmp_path / "rev" / "config.json")["poeval_verse_order"] == "reversed"
+
+
 def test_forward_models_are_unchanged(trained):
     assert "poeval_verse_order" not in read_json(trained / "config.json")
     assert lm.orient(["ab", "c"], "forward") == ["ab", "c"] and lm.orient(["ab", "c"], "reversed") == ["ba", "c"]

@@ -504,16 +504,17 @@ def train(
         if conditioned and add_style_tokens(tokenizer):
             model.resize_token_embeddings(len(tokenizer))
             _sync_special_ids(model, tokenizer)
-        if verse_order(model) != order:
+        recorded = getattr(model.config, VERSE_ORDER, None)   # a hub model records none: either order is fine
+        if recorded is not None and recorded != order:
             raise PoevalError(f"{_param_name(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
-                              f"trained {verse_order(model)!r}")
-        if cfg["lora"] is not None:
-            model = _apply_lora(model, cfg["lora"], conditioned)
+                              f"trained {recorded!r}")
     else:
         texts = [quatrain_text(q, "", "") for q in train_q]  # tokenizer sees TRAIN text only, no style tokens
         model, tokenizer = _build_scratch(cfg, texts)
     if order != "forward":
         setattr(model.config, VERSE_ORDER, order)   # saved in config.json: the sampler turns verses back
+    if cfg["lora"] is not None:   # pretrained only (config.RULES)
+        model = _apply_lora(model, cfg["lora"], conditioned)
     model.to(device.resolve())
 
     max_len = _max_positions(model)

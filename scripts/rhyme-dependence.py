@@ -37,7 +37,6 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=150, help="quatrains per scheme")
     ap.add_argument("--schemes", default="aabb,abab,abcd")
     args = ap.parse_args()
-    torch.manual_seed(0)
     model, tok = load(args.model_dir)
     model.eval()
     order, styled = verse_order(model), has_style_tokens(tok)

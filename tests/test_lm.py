@@ -764,7 +764,8 @@ def reversed_model(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("reversed")
     write_jsonl(root / "train.jsonl", [{"id": f"t{i}", "lines": ONE} for i in range(32)])
     write_jsonl(root / "dev.jsonl", [{"id": "d", "lines": ONE}])
-    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "m"), {**TINY, "n_positions": 256, "verse_order": "reversed"},
+    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "m"),
+             {**TINY, "n_positions": 256, "verse_order": "reversed"},
              {**TRAIN_CFG, "max_steps": 80, "lr": 1e-2, "eval_every": 40}, progress=False)
     return root
 

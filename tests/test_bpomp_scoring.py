@@ -64,8 +64,9 @@ def gpt2():
 
 
 def ref_causal(model, tok, text):
-    """Token by token: log P(t_k | BOS t_1 .. t_{k-1}) from a separate forward on each prefix."""
-    ids = [tok.bos_token_id] + tok(text, add_special_tokens=False)["input_ids"]
+    """Token by token: log P(t_k | BOS t_1 .. t_{k-1}) from a separate forward on each prefix, for the
+    text's tokens and the EOS after them (a text as the generators are trained on it)."""
+    ids = [tok.bos_token_id] + tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     total = 0.0
     with torch.no_grad():
         for k in range(1, len(ids)):
@@ -97,7 +98,8 @@ def test_causal_scores_match_reference(gpt2):
     got = bpomp.causal_scores(model, tok, TEXTS, batch_size=2)  # padded batches of unequal lengths
     want = [ref_causal(model, tok, t) for t in TEXTS]
     assert got == pytest.approx(want, abs=1e-4)
-    assert scoring.causal_ids(tok, "A")[0] == tok.bos_token_id  # the first real token is scored
+    ids = scoring.causal_ids(tok, "A")
+    assert ids[0] == tok.bos_token_id and ids[-1] == tok.eos_token_id  # the first real token and the end are scored
 
 
 def test_tiny_tokenizer_splits_words(bert):

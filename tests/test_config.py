@@ -258,6 +258,6 @@ def test_a_ports_own_training_refuses_the_lm_only_keys_in_validate_and_in_traini
 
 def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["enabled"] = True
-    params["bpomp"]["scorers"][1]["model"] = "gpt2-s"              # a causal generator as a masked scorer
-    with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.1\.model: 'gpt2-s' is a causal generator"):
+    params["bpomp"]["scorers"][2]["model"] = "gpt2-s"              # a causal generator as a masked scorer
+    with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.2\.model: 'gpt2-s' is a causal generator"):
         config.validate(params)

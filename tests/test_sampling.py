@@ -18,7 +18,8 @@ Q = ["a", "b", "c", "d"]
         ([" a ", "b\t", "c", " d"], True, (Q, None)),
         (Q, False, (None, "truncated")),           # no EOS within the budget: never repaired
         (Q[:3], True, (None, "wrong_line_count:3")),
-        (Q + [""], True, (None, "wrong_line_count:5")),
+        (Q + [""], True, (None, "extra_verse")),     # a fifth verse began: never cut back to four
+        (Q + ["e", "f"], False, (None, "extra_verse")),   # ... whether or not the budget ran out
         ([], True, (None, "wrong_line_count:0")),
         (["a", " ", "c", "d"], True, (None, "empty_line")),
     ],

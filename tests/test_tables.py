@@ -100,10 +100,22 @@ def test_table4_reads_training_logs(tmp_path):
         "model_cfg": {"arch": "bygpt5", "size": "S", "init": "scratch", "conditioned": True},
         "summary": {"n_params": 123456, "vocab_size": 259, "steps": 800, "best_dev_loss": 1.23456,
                     "tokens_per_s": 15000.4}}))
+    tuned = tmp_path / "t"
+    tuned.mkdir()
+    weights = "SmolLM2-135M-Instruct: dequantised 4-bit weights of the instruction-tuned release"
+    (tuned / "training_log.json").write_text(json.dumps({
+        "model_cfg": {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": "smollm2-135m",
+                      "conditioned": False, "lora": {"r": 16}},
+        "summary": {"n_params": 134515008, "vocab_size": 49152, "steps": 150, "best_dev_loss": 4.2,
+                    "base": {"name_or_path": "smollm2-135m", "path": "models/pretrained/smollm2-135m",
+                             "weights": weights}}}))
     out = tmp_path / "t4.tsv"
-    tables.table4([("en", "bygpt5-s-cond", str(model))], str(out))
-    assert out.read_text().splitlines()[1].split("\t") == [
-        "en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235"]
+    tables.table4([("en", "bygpt5-s-cond", str(model)), ("en", "smollm2", str(tuned))], str(out))
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows[0][-1] == "base"
+    assert rows[1] == ["en", "bygpt5-s-cond", "bygpt5", "S", "scratch", "yes", "123456", "259", "800", "1.235", "-"]
+    assert rows[2] == ["en", "smollm2", "llama", "S", "pretrained", "no", "134515008", "49152", "150", "4.200",
+                       f"smollm2-135m + LoRA: {weights}"]
     with pytest.raises(PoevalError, match="training log"):
         tables.table4([("en", "x", str(tmp_path / "missing"))], str(tmp_path / "t4b.tsv"))
 

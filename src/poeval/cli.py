@@ -68,15 +68,22 @@ def cmd_rhyme(args) -> None:
                           progress=args.out is not None)
 
 
+def cmd_import(args) -> None:
+    from poeval.generators import pretrained
+
+    record = pretrained.import_gguf(args.source, args.out)
+    print(json.dumps({k: v for k, v in record.items() if k != "provenance"}, indent=2, ensure_ascii=False))
+
+
 def cmd_train(args) -> None:
     from poeval.generators import lm, registry
 
-    if not registry.is_poetic(args.model):
-        lm.train(args.train, args.dev, args.out, args.model, args.training, threads=args.threads, name=args.name)
+    model, training = registry.training_params(args.model, args.training)
+    if not registry.is_poetic(model):
+        lm.train(args.train, args.dev, args.out, model, training, threads=args.threads, name=args.name)
         return
     if not args.sonnets or not args.lang:
         raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
-    model, training = registry.training_params(args.model, args.training)
     registry.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
                                          word2vec=args.word2vec, threads=args.threads, name=args.name)
 
@@ -406,6 +413,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
     p.add_argument("--meter", action="store_true", help="also add a `meter` label (DLK measure or CMUdict stress)")
     p.set_defaults(func=cmd_rhyme)
+
+    p = sub.add_parser("import", help="a pretrained model's GGUF file -> a plain Hugging Face checkpoint folder")
+    p.add_argument("source", help="a known release's short id (e.g. smollm2-135m) or a .gguf file")
+    p.add_argument("--out", required=True, help="checkpoint directory (the workflow: models/pretrained/<id>)")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("train", help="train a generator on the train split, early stopping on dev")
     p.add_argument("--train", required=True)

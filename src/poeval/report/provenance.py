@@ -513,7 +513,11 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     decoding.built = _built(st)
     if cell.decoding not in t.config.get("decoding", {}):
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
-    current = {"decoding": t.config.get("decoding", {}).get(cell.decoding), "sampling": t.config.get("sampling")}
+    from poeval.generators.registry import sampling_params
+
+    model_cfg = t.config.get("models", {}).get(cell.system) or {}
+    current = {"decoding": t.config.get("decoding", {}).get(cell.decoding),
+               "sampling": sampling_params(model_cfg, t.config.get("sampling") or {})}
     if st is not None:
         t.check_params(decoding, st["params"], current, stats_path)
 

@@ -81,10 +81,21 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
         rows.append([lang, system, str(cfg.get("arch", NA)), str(cfg.get("size", NA)), str(cfg.get("init", NA)),
                      "yes" if cfg.get("conditioned") else "no", fmt(summary.get("n_params"), 0),
                      fmt(summary.get("vocab_size"), 0), fmt(summary.get("steps"), 0),
-                     fmt(summary.get("best_dev_loss"), 3)])
+                     fmt(summary.get("best_dev_loss"), 3), _base_label(cfg, summary)])
     # throughput (tokens/s) stays in training_log.json: a table must not change between identical runs
     write_tsv(out, ["lang", "system", "arch", "size", "init", "conditioned", "parameters", "vocab", "steps",
-                    "best_dev_loss"], rows)
+                    "best_dev_loss", "base"], rows)
+
+
+def _base_label(cfg: dict, summary: dict) -> str:
+    """What a fine-tuned model started from (``-`` from scratch): its name and, for a model imported from a
+    GGUF file, what its weights are (e.g. dequantised 4-bit weights of an instruction-tuned release)."""
+    if cfg.get("init") != "pretrained":
+        return "-"
+    base = summary.get("base") or {}
+    name = str(base.get("name_or_path") or cfg.get("name_or_path") or NA)
+    lora = " + LoRA" if cfg.get("lora") else ""
+    return f"{name}{lora}: {base['weights']}" if base.get("weights") else name + lora
 
 
 def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:

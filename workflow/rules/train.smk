@@ -7,6 +7,8 @@ rule import_pretrained:
         directory(paths.pattern(paths.pretrained)),
     log:
         paths.log("import", "{release}"),
+    # training and sampling are the long chain of the DAG: they start first, the cells and tables fill in
+    priority: 2
     threads: 1
     shell:
         "poeval import {wildcards.release} --out {output:q} > {log:q} 2>&1"
@@ -19,6 +21,7 @@ rule train:
         directory(paths.pattern(paths.model_dir)),
     log:
         paths.log("train", "{lang}", "{system}"),
+    priority: 1
     params:
         model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
         training=as_json(config["training"]),

@@ -12,7 +12,8 @@ of ``reasons`` in the stats:
   quatrain, and running it to the budget would hold up its whole batch);
 * ``truncated``: the budget ran out before the end (the text is never written, never repaired);
 * ``wrong_line_count:<k>``: it ended with k < 4 verses (an early EOS);
-* ``empty_line``: a verse is empty (for the ports: has no word, only punctuation);
+* ``empty_line``: a verse is empty or punctuation only (a verse of "--" is no verse: the metrics would skip
+  such a quatrain, so it is not counted as valid either);
 * ``special_token``: a transformer emitted a special token other than its EOS (e.g. ``<|endoftext|>``
   where ``<|im_end|>`` ends a text); the row stops there.
 
@@ -31,6 +32,7 @@ from typing import Callable
 from poeval.errors import PoevalError
 from poeval.io import write_json, write_jsonl
 from poeval.report.provenance import sample_stamp
+from poeval.text import strip_punctuation
 
 N_VERSES = 4
 REASONS = ("extra_verse", "truncated", "wrong_line_count:<k>", "empty_line", "special_token")
@@ -58,7 +60,7 @@ def check_quatrain(verses: list[str], finished: bool) -> tuple[list[str] | None,
     lines = [verse.strip() for verse in verses]
     if len(lines) != N_VERSES:
         return None, f"wrong_line_count:{len(lines)}"
-    if not all(lines):
+    if not all(strip_punctuation(line).strip() for line in lines):
         return None, "empty_line"
     return lines, None
 

@@ -88,7 +88,9 @@ def test_params_cross_checks():
     from poeval import config
 
     base = config.load("params.yaml")
-    assert report.check_params(base) == []          # disabled: nothing checked
+    assert base["bpomp"]["enabled"] and report.check_params(base) == []          # the main job's BPoMP is sound
+    assert report.check_params(base | {"bpomp": base["bpomp"] | {"enabled": False, "scorers": [
+        {"name": "x", "kind": "masked", "model": "gpt2-s"}]}}) == []           # disabled: nothing checked
     b = base["bpomp"] | {"enabled": True}
     cfg = base | {"bpomp": b | {"scorers": [{"name": "x", "kind": "causal", "model": "bert-s"},
                                             {"name": "x", "kind": "masked", "model": "gpt2-s"},
@@ -100,12 +102,14 @@ def test_params_cross_checks():
     # the masked LM that chooses the synonyms must not also score them: both keys named
     same = base | {"bpomp": b | {"pairs": b["pairs"] | {"synonym_choice": "mlm", "synonym_model": "bert-s"}}}
     problems = report.check_params(same)
-    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.1.model" in problems[0]
+    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.2.model" in problems[0]
     other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
     assert report.check_params(base | {"bpomp": other}) == []
     assert report.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)
     assert report.scorer_model({"kind": "masked", "model": "bert-s"}, base) == (paths.mlm_dir("en", "bert-s"), True)
     assert report.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)
+    assert report.scorer_model({"kind": "causal", "model": "smollm2-135m"}, base) == (paths.pretrained("smollm2-135m"), True)
+    assert report.scorer_model({"kind": "causal", "model": "org/model"}, base) == ("org/model", False)
     assert set(base["bpomp"]["mlm"]["bert-s"]) <= set(mlm.MLM_DEFAULTS)
     bad = base | {"bpomp": b | {"pairs": b["pairs"] | {"n": 0}, "typo": 1}}
     with pytest.raises(Exception, match="bpomp.pairs.n|bpomp.typo"):

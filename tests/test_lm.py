@@ -331,7 +331,7 @@ def _recount(tok, rows: list[list[int]], n: int) -> tuple[list[list[str]], int, 
     return valid, counted, dict(reasons)
 
 
-@pytest.mark.parametrize("n", [2, 160])   # 2: counting stops inside a batch; 160: the attempt budget runs out
+@pytest.mark.parametrize("n", [2, 160])   # 2: counting stops inside a batch (of 40); 160: the budget runs out
 def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypatch):
     """The stats agree with the samples file and with the generations themselves, recounted by hand."""
     rows, generate = [], lm._generate
@@ -342,7 +342,7 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
         return seqs
 
     monkeypatch.setattr(lm, "_generate", spy)
-    records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-")
+    records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-", batch_size=40)
     assert stats == json.loads(json.dumps(result))
     _, tok = lm.load(str(trained))
     valid, counted, reasons = _recount(tok, rows, n)
@@ -361,6 +361,54 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
     assert stats["provenance"]["params"]["decoding"] == VANILLA
     assert stats["decoding"] == VANILLA and stats["seed"] == 1
     assert stats["elapsed_s"] >= 0
+
+
+@pytest.mark.parametrize("decoding", [VANILLA, {"temperature": 0.7, "top_p": 0.9, "top_k": 0},
+                                      {"temperature": 1.3, "top_p": 1.0, "top_k": 10}])
+def test_ancestral_sampling_draws_what_transformers_generate_draws(trained, decoding):
+    """One row at a time (nothing leaves the batch), the sampler is transformers' own sampling: the same
+    tokens from the same seed, up to and including the EOS, under every warper."""
+    model, tok = lm.load(str(trained))
+    model.eval()
+    prompt = torch.full((1, 1), tok.bos_token_id)
+    kw = lm.decoding_kwargs(decoding)
+    ended = 0
+    for seed in range(6):
+        torch.manual_seed(seed)
+        ours = lm._generate(model, prompt, kw, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
+        torch.manual_seed(seed)
+        theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
+                                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
+        assert ours[:len(theirs)] == theirs and set(ours[len(theirs):]) <= {tok.pad_token_id}
+        ended += tok.eos_token_id in theirs
+    assert ended   # rows that end before the budget are compared too
+
+
+def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
+    """Ended rows leave the batch (and the cache) together: later forward passes see fewer rows, and the
+    rows that ended are padded after their end."""
+    model, tok = lm.load(str(trained))
+    model.eval()
+    sizes, forward = [], type(model).forward
+
+    def spy(self, *args, **kwargs):
+        sizes.append(kwargs["input_ids"].shape[0])
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "forward", spy)
+    torch.manual_seed(1)
+    rows = lm._generate(model, torch.full((20, 1), tok.bos_token_id), lm.decoding_kwargs(VANILLA), 60,
+                        [tok.eos_token_id], tok.pad_token_id, lm.newline_counts(tok, len(tok)))
+    assert sizes[0] == 20 and sizes[-1] < 20 and sizes == sorted(sizes, reverse=True)
+    cut = 0
+    for row in rows[:, 1:].tolist():   # pad and EOS are one token here: a row ends at it, or at its 4th newline
+        end = row.index(tok.eos_token_id) if tok.eos_token_id in row else len(row)
+        newlines = tok.decode(row[:end]).count("\n")
+        assert newlines <= 4 and set(row[end:]) <= {tok.eos_token_id}
+        if newlines == 4:   # cut at the start of a fifth verse: the 4th newline came with its last token
+            cut += 1
+            assert tok.decode(row[:end - 1]).count("\n") < 4
+    assert cut
 
 
 def test_sample_missing_model_dir(tmp_path):

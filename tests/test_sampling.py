@@ -1,6 +1,8 @@
 """The shared sampling loop (poeval.generators.sampling) on scripted generators: validity rule, failure
 reasons, resampling until n valid or max_attempts, distinct share, seeding and the provenance stamp."""
 
+import json
+
 import pytest
 import torch
 
@@ -118,3 +120,18 @@ def test_bad_counts_raise(tmp_path, kw):
     with pytest.raises(PoevalError, match=next(iter(kw))):
         sample_loop(lambda size: [], n, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(tmp_path),
                     decoding={}, sampling={}, seed=1, progress=False, **args)
+
+
+def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):
+    """The validity rule and the metrics' reader (io.read_poems) agree: what sampling writes is never
+    skipped when a cell reads it (a verse of punctuation only is neither)."""
+    from poeval.io import read_poems
+
+    verses = [["a", "b", "c", "d"], ["a", "--", "c", "d"], ["a", "b", " ...!", "d"], ["a", "b", "c", "'Tis"],
+              ["é", "b", "c", "d"], ["a", " ", "c", "d"], ["1", "b", "c", "d"]]
+    valid = [lines for lines, reason in (check_quatrain(v, True) for v in verses) if reason is None]
+    assert len(valid) == 4
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"id": str(i), "lines": v}) + "\n" for i, v in enumerate(verses)))
+    kept, skipped = read_poems(path)
+    assert [r["lines"] for r in kept] == valid and sum(skipped.values()) == len(verses) - len(valid)

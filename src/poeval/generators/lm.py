@@ -27,7 +27,6 @@ Everything is seeded: the same inputs, config and thread count give identical we
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 import os
@@ -37,7 +36,7 @@ from typing import Any
 from poeval import config, device
 from poeval.errors import PoevalError
 from poeval.generators import engine, registry
-from poeval.generators.engine import resume_dir  # noqa: F401 - where an interrupted run's state waits
+from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F401 - resume_dir: where an interrupted run's state waits
 from poeval.generators.sampling import N_VERSES, Attempt, check_counts, check_quatrain, sample_loop
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
@@ -484,24 +483,6 @@ def _dev_loss(model, dev_ids: list[list[int]], pad_id: int, batch_size: int) -> 
             count += n
     model.train()
     return total / max(count, 1)
-
-
-@contextlib.contextmanager
-def quiet_transformers(progress: bool):
-    """Silence transformers' info/warning chatter (and its progress bars unless ``progress``)."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    if not progress and bars:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def train(

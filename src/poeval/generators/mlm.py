@@ -28,7 +28,7 @@ from poeval import config, device
 from poeval.errors import PoevalError
 from poeval.generators import engine
 from poeval.generators.lm import quiet_transformers, read_quatrains
-from poeval.report.provenance import stamp
+from poeval.stamps import stamp
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 NEWLINE = "¶"

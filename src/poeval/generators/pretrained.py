@@ -141,7 +141,7 @@ def import_gguf(source: str, out: str, progress: bool = True) -> dict:
 
     from poeval.generators import engine
     from poeval.generators.engine import quiet_transformers
-    from poeval.report.provenance import stamp
+    from poeval.stamps import stamp
 
     rel = RELEASES.get(source)
     path = locate(source) if rel else Path(source)

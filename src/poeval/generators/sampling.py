@@ -31,7 +31,7 @@ from typing import Callable
 
 from poeval.errors import PoevalError
 from poeval.io import write_json, write_jsonl
-from poeval.report.provenance import sample_stamp
+from poeval.stamps import sample_stamp
 from poeval.text import strip_punctuation
 
 N_VERSES = 4

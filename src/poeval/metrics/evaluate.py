@@ -18,7 +18,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_poems, write_json
 from poeval.metrics import length, lexical, memorization, schemes, semantic
 from poeval.poetry import rhyme as detector
-from poeval.report.provenance import evaluation_stamp
+from poeval.stamps import evaluation_stamp
 
 
 def _lines(poems: list[dict]) -> list[list[str]]:

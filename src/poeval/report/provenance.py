@@ -1,6 +1,6 @@
 """Provenance of one table number: the chain of artifacts and params behind it, checked for staleness.
 
-Build time: every step that produces an artifact stores :func:`stamp` under a ``"provenance"`` key of its
+Build time: every step that produces an artifact stores :func:`poeval.stamps.stamp` under a ``"provenance"`` key of its
 JSON side file (metric cell, sample stats, ``training_log.json``, split and corpus reports): the sha256
 of each input as it was consumed, the params it ran with, the code revision and the creation time.
 
@@ -11,7 +11,7 @@ When dvc.lock exists it is a second record: its params per stage (compared with 
 DVC does) and, where the DVC cache holds the listing of a directory output, its md5 per file.
 
 Names the checker reads (a new producer, e.g. another generator family, must use the same ones; the
-helpers :func:`train_stamp` and :func:`sample_stamp` fix them):
+helpers :func:`poeval.stamps.train_stamp` and :func:`poeval.stamps.sample_stamp` fix them):
 
 * metric cell: inputs ``samples``, ``reference`` (``embeddings``); params ``metrics``, ``bootstrap_reps``,
   ``seed``, ``exclude_sample_from_reference``
@@ -24,127 +24,24 @@ helpers :func:`train_stamp` and :func:`sample_stamp` fix them):
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from poeval import paths
 from poeval.errors import PoevalError
-from poeval.io import file_sha256, read_json
+from poeval.io import read_json
 from poeval.paths import HUMAN, TRAIN
+# the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
+from poeval.stamps import code_revision, path_sha256
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
-# Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
-# creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
-# (weights, config, tokenizer) is all in the hash.
-DIR_HASH_EXCLUDE = frozenset({"training_log.json"})
-# Runtime settings passed along with a family's options that are not params: they do not change the
-# numbers (workers) or are recorded as inputs (the embeddings cache).
-RUNTIME_OPTIONS = frozenset({"workers", "progress", "reference_embeddings"})
 # dvc.yaml stage whose params (in dvc.lock) feed each link of the chain.
 DVC_STAGE = {"metric params": "metrics", "decoding": "sample", "training params": "train", "corpus": "data"}
-
-
-# --- stamping (build time) ----------------------------------------------------------------------
-
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        # no optional locks: `git status` must not take index.lock from someone committing in the same checkout
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
-
-
-@functools.lru_cache(maxsize=1)
-def code_revision() -> str:
-    """The revision of the poeval code that is running: ``git rev-parse HEAD`` (+ ``-dirty`` with
-    uncommitted changes to tracked files) when the package is a tracked file of a git checkout, else
-    ``poeval <version>``. The package's own directory is asked, not the working directory: a workflow
-    runs in a data directory, and an installed package may sit inside some unrelated checkout."""
-    package = Path(__file__).resolve().parents[1]   # poeval/, this module being in poeval/report/
-    if _git(["ls-files", "--error-unmatch", "__init__.py"], package) is not None:
-        head = _git(["rev-parse", "HEAD"], package)
-        if head:
-            dirty = _git(["status", "--porcelain", "--untracked-files=no"], package)
-            return head + ("-dirty" if dirty else "")
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"poeval {version('poeval')}"
-    except PackageNotFoundError:
-        return "poeval (unknown version)"
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _files_under(path: Path) -> list[Path]:
-    return sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).as_posix())
-
-
-def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLUDE) -> str:
-    """sha256 over the sorted relative paths and file hashes of a directory, without the top-level
-    names in ``exclude``; a renamed, added, removed or changed file changes it."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    for file in _files_under(path):
-        rel = file.relative_to(path).as_posix()
-        if rel not in exclude:
-            digest.update(f"{rel}\0{file_sha256(file)}\n".encode())
-    return digest.hexdigest()
-
-
-def path_sha256(path: str | os.PathLike) -> str:
-    """:func:`poeval.io.file_sha256` of a file, :func:`dir_sha256` of a directory."""
-    path = Path(path)
-    if not path.exists():
-        raise PoevalError(f"input not found: {path}")
-    return dir_sha256(path) if path.is_dir() else file_sha256(path)
-
-
-def stamp(inputs: dict[str, str | os.PathLike | None], params: dict) -> dict:
-    """What an artifact was built from, to store under its ``"provenance"`` key: each input's path and
-    sha256 (a directory: :func:`dir_sha256`; ``None`` inputs are left out), the params as given, the
-    code revision and the UTC creation time."""
-    recorded = {name: {"path": str(p), "sha256": path_sha256(p)} for name, p in inputs.items() if p is not None}
-    return {"inputs": recorded, "params": params, "code": code_revision(), "created": utc_now()}
-
-
-def train_stamp(train: str | os.PathLike, dev: str | os.PathLike, model_cfg: dict, train_cfg: dict,
-                **other_inputs: str | os.PathLike | None) -> dict:
-    """Stamp for a checkpoint's ``training_log.json``: ``model_cfg`` and ``train_cfg`` as received
-    (params ``models.<system>`` and ``training``; a system's own ``training`` block merged in, as
-    `poeval train` does), before defaults are filled in. ``train`` is the file trained on (pseudo-sonnets
-    for deepspeare/sa); ``other_inputs`` adds more, e.g. ``word2vec=path``."""
-    return stamp({"train": train, "dev": dev, **other_inputs}, {"model": model_cfg, "training": train_cfg})
-
-
-def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict) -> dict:
-    """Stamp for a samples file's ``.stats.json``: ``sampling`` holds the params ``sampling`` keys as
-    received (n, batch_size, max_new_tokens, max_new_bytes, max_attempts, seed)."""
-    return stamp({"model": model_dir}, {"decoding": decoding, "sampling": sampling})
-
-
-def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
-    """Stamp for a metric cell, from the arguments of :func:`poeval.metrics.evaluate.evaluate`."""
-    options = kwargs.get("options") or {}
-    inputs = {"samples": samples, "reference": reference}
-    if "semantic" in families:
-        inputs["embeddings"] = options.get("semantic", {}).get("reference_embeddings")
-    metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in families}
-    return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs.get("bootstrap_reps", 0),
-                          "seed": kwargs.get("seed", 1),
-                          "exclude_sample_from_reference": bool(kwargs.get("exclude_sample_from_reference"))})
 
 
 # --- a table cell -------------------------------------------------------------------------------

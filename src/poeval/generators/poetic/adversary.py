@@ -98,7 +98,7 @@ from poeval.generators.poetic.common import Vocab
 from poeval.generators.sampling import Attempt, check_counts, sample_loop
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
-from poeval.report.provenance import train_stamp
+from poeval.stamps import train_stamp
 
 ARCH = "sa"
 

@@ -119,7 +119,7 @@ from poeval.generators.poetic.common import (Vocab, ancestral_params, detokenize
 from poeval.generators.sampling import Attempt, check_counts, sample_loop
 from poeval.io import read_jsonl
 from poeval.poetry import style as _style
-from poeval.report.provenance import train_stamp
+from poeval.stamps import train_stamp
 
 ARCH = "deepspeare"
 N_STRESS = 10  # iambic pentameter: S- S+ x 5

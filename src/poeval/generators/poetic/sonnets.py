@@ -110,7 +110,7 @@ def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg
     ones) and one report with the counts of each."""
     cfg = {**SONNET_DEFAULTS, **cfg}
     config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
-    from poeval.report.provenance import stamp
+    from poeval.stamps import stamp
 
     # n caps the training sonnets; dev always takes its floor(2/7) share, the paper's dev SonNet
     train_records, train_summary = build(_quatrain_records(train), cfg["n"], int(cfg["seed"]), bool(cfg["allow_reuse"]))

@@ -371,3 +371,43 @@ def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
     assert "org/german-gpt2" in train["de"] and "english" not in train["de"]
     embed = {lang: next(c for c in commands if paths.embeddings(lang) in c) for lang in ("en", "de")}
     assert "--encoder default" in embed["en"] and "--encoder org/multilingual-encoder" in embed["de"]
+
+
+def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
+    """A user-settable path with a space, a quote and `$(...)` reaches every command as one word and never
+    runs: the dry run's shell commands (every rule that reads the corpus paths) split back to the exact
+    paths, and the BPoMP corpus rule runs on such a path without executing it."""
+    import shlex
+
+    from test_bpomp import GOOD
+
+    work = _workdir(tmp_path)
+    shutil.copy(ROOT / "config" / "bpomp_tiny.yaml", work / "config" / "bpomp_tiny.yaml")
+    evil = work / "it's a $(touch PWNED) dir"
+    evil.mkdir()
+    quatrains, limericks = evil / "quatrains.jsonl", evil / "limericks.jsonl"
+    quatrains.write_text(json.dumps({"id": "q0", "lines": GOOD[0][:4]}) + "\n")
+    limericks.write_text("".join(json.dumps({"id": f"l{i}", "lines": lines}) + "\n" for i, lines in enumerate(GOOD)))
+    rel = {path: str(path.relative_to(work)) for path in (quatrains, limericks)}
+    (work / "config" / "evil.yaml").write_text(yaml.safe_dump({
+        "corpus": {"en": {"format": "quatrain", "path": rel[quatrains]}},
+        "bpomp": {"corpus": {"path": rel[limericks]}}}))
+    configs = ("config/tiny.yaml", "config/bpomp_tiny.yaml", "config/evil.yaml")
+
+    proc = snakemake(work, "-n", "-p", configs=configs)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    shown = "Shell command: "   # how a dry run with -p prints each job's command
+    commands = [line[len(shown):] for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(shown)]
+    evil_commands = [c for c in commands if "PWNED" in c]
+
+    def whole(path, command):   # one word holds the whole path (alone, or inside a JSON params word)
+        return any(path in word for word in shlex.split(command))
+
+    assert evil_commands and all(any(whole(p, c) for p in rel.values()) for c in evil_commands)
+    assert any(c.startswith("poeval quatrains") and whole(rel[quatrains], c) for c in evil_commands)
+    assert any(c.startswith("poeval bpomp corpus") and rel[limericks] in shlex.split(c) for c in evil_commands)
+
+    proc = snakemake(work, "-c", "1", paths.limericks(), configs=configs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len((work / paths.limericks()).read_text().splitlines()) == len(GOOD)
+    assert not list(work.rglob("PWNED"))

@@ -26,8 +26,8 @@ rule adherence_sample:
         prefix="{lang}-{system}-{scheme}-",
     threads: config["threads"]
     shell:
-        "poeval sample {input} --decoding {params.decoding:q} --sampling {params.sampling:q} --style {wildcards.scheme}"
-        " --out {output.samples} --stats {output.stats} --id-prefix {params.prefix} --threads {threads} > {log} 2>&1"
+        "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q} --style {wildcards.scheme:q}"
+        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
 
 
 def adherence_samples(wildcards):
@@ -50,8 +50,8 @@ rule adherence_cell:
         repetition=config["metrics"]["rhyme"]["repetition"],
     threads: 1
     shell:
-        "poeval adherence cell {params.prompts} --lang {wildcards.lang} --system {wildcards.system}"
-        " --repetition {params.repetition} --out {output} > {log} 2>&1"
+        "poeval adherence cell {params.prompts:q} --lang {wildcards.lang:q} --system {wildcards.system:q}"
+        " --repetition {params.repetition:q} --out {output:q} > {log:q} 2>&1"
 
 
 def adherence_pair_cells():
@@ -80,7 +80,7 @@ for _action, _out in (("table", paths.table("style_adherence")), ("figure", path
             shows=", ".join(f"{c} vs {b}" for c, b in ADHERENCE_PAIRS.items()) or "none",  # for the caption
         threads: 1
         shell:
-            "poeval adherence {params.action} {params.pairs} --schemes {params.schemes} --out {output} > {log} 2>&1"
+            "poeval adherence {params.action:q} {params.pairs:q} --schemes {params.schemes:q} --out {output:q} > {log:q} 2>&1"
 
 
 def adherence_targets():

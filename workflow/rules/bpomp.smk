@@ -23,7 +23,7 @@ rule bpomp_corpus:
         options=bpomp_corpus_options(),
     threads: 1
     shell:
-        "poeval bpomp corpus {input} {params.options} --out {output.limericks} --report {output.report} > {log} 2>&1"
+        "poeval bpomp corpus {input:q} {params.options} --out {output.limericks:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule bpomp_pairs:
@@ -38,8 +38,8 @@ rule bpomp_pairs:
         options=bpomp_pairs_options,
     threads: 1
     shell:
-        "poeval bpomp pairs {input.limericks} --task {wildcards.task} {params.options}"
-        " --out {output.pairs} --report {output.report} > {log} 2>&1"
+        "poeval bpomp pairs {input.limericks:q} --task {wildcards.task:q} {params.options}"
+        " --out {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule train_mlm:
@@ -54,8 +54,8 @@ rule train_mlm:
         mlm=lambda wc: as_json(BPOMP["mlm"][wc.mlm]),
     threads: config["threads"]
     shell:
-        "poeval bpomp train-mlm --train {input.train} --dev {input.dev} --out {output} --config {params.mlm:q}"
-        " --name {wildcards.mlm} --threads {threads} > {log} 2>&1"
+        "poeval bpomp train-mlm --train {input.train:q} --dev {input.dev:q} --out {output:q} --config {params.mlm:q}"
+        " --name {wildcards.mlm:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule bpomp_score:
@@ -73,8 +73,8 @@ rule bpomp_score:
         options=bpomp_score_options(),
     threads: config["threads"]
     shell:
-        "poeval bpomp score {input.pairs} --model {params.model:q} --kind {params.kind} --variant {params.variant}"
-        " {params.options} --threads {threads} --out {output.scores} --stats {output.stats} > {log} 2>&1"
+        "poeval bpomp score {input.pairs:q} --model {params.model:q} --kind {params.kind:q} --variant {params.variant:q}"
+        " {params.options} --threads {threads} --out {output.scores:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 
 rule bpomp_accuracy:
@@ -92,9 +92,9 @@ rule bpomp_accuracy:
         variant=bpomp_variant,
     threads: 1
     shell:
-        "poeval bpomp accuracy {input} --out {output} --bootstrap-reps {params.reps} --seed {params.seed}"
-        " --scorer {wildcards.scorer} --kind {params.kind} --model-label {params.model:q}"
-        " --variant {params.variant} > {log} 2>&1"
+        "poeval bpomp accuracy {input:q} --out {output:q} --bootstrap-reps {params.reps:q} --seed {params.seed:q}"
+        " --scorer {wildcards.scorer:q} --kind {params.kind:q} --model-label {params.model:q}"
+        " --variant {params.variant:q} > {log:q} 2>&1"
 
 
 rule bpomp_bigrams:
@@ -106,7 +106,7 @@ rule bpomp_bigrams:
         paths.log("bpomp", "bigrams"),
     threads: 1
     shell:
-        "poeval bpomp bigrams {input} --out {output} > {log} 2>&1"
+        "poeval bpomp bigrams {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors:
@@ -118,11 +118,11 @@ rule bpomp_errors:
     log:
         paths.log("bpomp", "errors", "{scorer}"),
     params:
-        quantiles=" ".join(map(str, BPOMP.get("errors", {}).get("confidence_quantiles", [0.9, 0.75, 0.5, 0.25, 0.0]))),
+        quantiles=BPOMP.get("errors", {}).get("confidence_quantiles", [0.9, 0.75, 0.5, 0.25, 0.0]),
     threads: 1
     shell:
-        "poeval bpomp errors {input.scores} --bigrams {input.bigrams} --scorer {wildcards.scorer}"
-        " --quantiles {params.quantiles} --out {output} --quiet > {log} 2>&1"
+        "poeval bpomp errors {input.scores:q} --bigrams {input.bigrams:q} --scorer {wildcards.scorer:q}"
+        " --quantiles {params.quantiles:q} --out {output:q} --quiet > {log:q} 2>&1"
 
 
 rule bpomp_accuracy_table:
@@ -134,7 +134,7 @@ rule bpomp_accuracy_table:
         paths.log("tables", "bpomp_accuracy"),
     threads: 1
     shell:
-        "poeval bpomp table accuracy {input} --out {output} > {log} 2>&1"
+        "poeval bpomp table accuracy {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors_table:
@@ -146,7 +146,7 @@ rule bpomp_errors_table:
         paths.log("tables", "bpomp_errors"),
     threads: 1
     shell:
-        "poeval bpomp table errors {input} --out {output} > {log} 2>&1"
+        "poeval bpomp table errors {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors_figure:
@@ -158,4 +158,4 @@ rule bpomp_errors_figure:
         paths.log("figures", "bpomp_errors"),
     threads: 1
     shell:
-        "poeval bpomp table errors-figure {input} --out {output} > {log} 2>&1"
+        "poeval bpomp table errors-figure {input:q} --out {output:q} > {log:q} 2>&1"

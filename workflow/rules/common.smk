@@ -1,6 +1,7 @@
 # Config validation and input functions. Validation runs at parse time, before any job: the same
 # poeval.config.validate as `poeval validate` (schema, cross-checks, BPoMP checks).
 import json
+import shlex
 from re import escape as _re_escape
 
 from snakemake.exceptions import WorkflowError
@@ -111,7 +112,7 @@ def release_file(wildcards):
 def train_poetic_options(wildcards, input):
     if not is_poetic(wildcards.system):
         return ""
-    return f"--sonnets {input.sonnets} --word2vec {input.word2vec} --lang {wildcards.lang}"
+    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec, "--lang", wildcards.lang])
 
 
 def table11_system():
@@ -173,7 +174,6 @@ def all_targets():
 
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.report.figures.FIGURES ----------------------
-import shlex
 
 MODELS_OF = {s: {"arch": config["models"][s].get("arch"), "conditioned": bool(config["models"][s].get("conditioned"))}
              for s in SYSTEMS}

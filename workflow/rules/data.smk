@@ -11,8 +11,8 @@ rule quatrains:
         quatrains=as_json(config["quatrains"]),
     threads: 1
     shell:
-        "poeval quatrains --lang {wildcards.lang} --corpus {params.corpus:q} --quatrains {params.quatrains:q}"
-        " --out {output.quatrains} --report {output.report} > {log} 2>&1"
+        "poeval quatrains --lang {wildcards.lang:q} --corpus {params.corpus:q} --quatrains {params.quatrains:q}"
+        " --out {output.quatrains:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 # Rhyme scheme and metre of every quatrain, labelled once per corpus: conditioned training reads them
@@ -26,7 +26,7 @@ rule rhyme_labels:
         paths.log("rhyme_labels", "{lang}"),
     threads: 1
     shell:
-        "poeval rhyme {input} --lang {wildcards.lang} --meter --out {output} > {log} 2>&1"
+        "poeval rhyme {input:q} --lang {wildcards.lang:q} --meter --out {output:q} > {log:q} 2>&1"
 
 
 rule split:
@@ -44,8 +44,8 @@ rule split:
         human=as_json(config["human"]),
     threads: 1
     shell:
-        "poeval split --quatrains {input} --split {params.split:q} --human {params.human:q}"
-        " --train {output.train} --dev {output.dev} --human-out {output.human} --report {output.report} > {log} 2>&1"
+        "poeval split --quatrains {input:q} --split {params.split:q} --human {params.human:q}"
+        " --train {output.train:q} --dev {output.dev:q} --human-out {output.human:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 # Training data of the poetry-specific generators (deepspeare, sa): pseudo-sonnets of the train split,
@@ -64,8 +64,8 @@ rule pseudo_sonnets:
         sonnets=as_json(config["poetic"]["sonnets"]),
     threads: 1
     shell:
-        "poeval sonnets --train {input.train} --dev {input.dev} --sonnets {params.sonnets:q}"
-        " --out {output.sonnets} --dev-out {output.dev} --report {output.report} > {log} 2>&1"
+        "poeval sonnets --train {input.train:q} --dev {input.dev:q} --sonnets {params.sonnets:q}"
+        " --out {output.sonnets:q} --dev-out {output.dev:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule word2vec:
@@ -79,4 +79,4 @@ rule word2vec:
         word2vec=as_json(config["poetic"]["word2vec"]),
     threads: 1
     shell:
-        "poeval word2vec --train {input} --word2vec {params.word2vec:q} --out {output} > {log} 2>&1"
+        "poeval word2vec --train {input:q} --word2vec {params.word2vec:q} --out {output:q} > {log:q} 2>&1"

@@ -12,8 +12,8 @@ rule embed_reference:
         batch_size=config["metrics"]["semantic"]["batch_size"],
     threads: config["threads"]
     shell:
-        "poeval embed {input} --encoder {params.encoder:q} --batch-size {params.batch_size}"
-        " --out {output.npy} --threads {threads} > {log} 2>&1"
+        "poeval embed {input:q} --encoder {params.encoder:q} --batch-size {params.batch_size:q}"
+        " --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
 
 
 # One file per table cell: a metric family of one sample (lang x system x decoding config).
@@ -30,10 +30,10 @@ rule metric_cell:
         seed=config["metrics"]["bootstrap"]["seed"],
         # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
         human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN and wc.decoding != TRAIN else "",
-        embeddings=lambda wc, input: f"--reference-embeddings {input.embeddings}" if "embeddings" in input.keys() else "",
+        embeddings=lambda wc, input: shlex.join(["--reference-embeddings", input.embeddings]) if "embeddings" in input.keys() else "",
     threads: lambda wc: config["threads"] if wc.family in ("memorization", "semantic") else 1
     shell:
-        "poeval evaluate {input.samples} --reference {input.reference} --lang {wildcards.lang}"
-        " --metrics {wildcards.family} --options {params.options:q} {params.embeddings}"
-        " --bootstrap-reps {params.reps} --seed {params.seed} --threads {threads} {params.human}"
-        " --cell {wildcards.lang}/{wildcards.system}/{wildcards.decoding} --out {output} --quiet > {log} 2>&1"
+        "poeval evaluate {input.samples:q} --reference {input.reference:q} --lang {wildcards.lang:q}"
+        " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings}"
+        " --bootstrap-reps {params.reps:q} --seed {params.seed:q} --threads {threads} {params.human}"
+        " --cell {wildcards.lang:q}/{wildcards.system:q}/{wildcards.decoding:q} --out {output:q} --quiet > {log:q} 2>&1"

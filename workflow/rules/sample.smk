@@ -13,5 +13,5 @@ rule sample:
         prefix="{lang}-{system}-{decoding}-",
     threads: config["threads"]
     shell:
-        "poeval sample {input} --decoding {params.decoding:q} --sampling {params.sampling:q}"
-        " --out {output.samples} --stats {output.stats} --id-prefix {params.prefix} --threads {threads} > {log} 2>&1"
+        "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q}"
+        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"

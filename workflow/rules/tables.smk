@@ -9,7 +9,7 @@ rule table1:
         splits=table1_args(),
     threads: 1
     shell:
-        "poeval table table1 {params.splits} --out {output} > {log} 2>&1"
+        "poeval table table1 {params.splits:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule table4:
@@ -23,7 +23,7 @@ rule table4:
         models=model_items(),
     threads: 1
     shell:
-        "poeval table table4 {params.models} --out {output} > {log} 2>&1"
+        "poeval table table4 {params.models:q} --out {output:q} > {log:q} 2>&1"
 
 
 # The samples' validity rate, distinct share and failure reasons, one row per sample (every decoding).
@@ -38,7 +38,7 @@ rule sampling_table:
         samples=sample_items(),
     threads: 1
     shell:
-        "poeval table sampling {params.samples} --out {output} > {log} 2>&1"
+        "poeval table sampling {params.samples:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Tables 2, 3, 5, 6 and memorization: one row per language x system (first decoding config; Tables 5
@@ -64,7 +64,7 @@ for _table in FAMILY_OF_TABLE:
             encoders=semantic_encoders(),  # for the semantic tables' captions
         threads: 1
         shell:
-            "poeval table {params.table} {input} --out {output.table} --ci-out {output.ci} > {log} 2>&1"
+            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q} > {log:q} 2>&1"
 
 
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.
@@ -87,7 +87,7 @@ for _figure, _spec in FIGURES.items():
             shows=figure_shows(_figure),  # for the caption
         threads: 1
         shell:
-            "poeval figure {params.figure} {input} {params.options} --out {output} > {log} 2>&1"
+            "poeval figure {params.figure:q} {input:q} {params.options} --out {output:q} > {log:q} 2>&1"
 
 
 # Training curves as flat TSVs, one per checkpoint: `dvc plots show` draws them (dvc.yaml `plots`).
@@ -100,4 +100,4 @@ rule training_curve:
         paths.log("curves", "{lang}", "{system}"),
     threads: 1
     shell:
-        "poeval curve {input} --out {output} > {log} 2>&1"
+        "poeval curve {input:q} --out {output:q} > {log:q} 2>&1"

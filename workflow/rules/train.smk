@@ -11,7 +11,7 @@ rule import_pretrained:
     priority: 2
     threads: 1
     shell:
-        "poeval import {wildcards.release} --out {output:q} > {log:q} 2>&1"
+        "poeval import {wildcards.release:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train:
@@ -28,6 +28,6 @@ rule train:
         poetic=train_poetic_options,
     threads: config["threads"]
     shell:
-        "poeval train --train {input.train} --dev {input.dev} --out {output} --model {params.model:q}"
-        " --training {params.training:q} --name {wildcards.system} --threads {threads} {params.poetic}"
-        " > {log} 2>&1"
+        "poeval train --train {input.train:q} --dev {input.dev:q} --out {output:q} --model {params.model:q}"
+        " --training {params.training:q} --name {wildcards.system:q} --threads {threads} {params.poetic}"
+        " > {log:q} 2>&1"

@@ -212,11 +212,13 @@ def test_word_swap_skips_identical_words_and_never_emits_identical_texts():
     made, rep = bpomp.make_pairs(_records([same]), "word_swap", check_scheme=False)
     assert made[0]["changed"]["lines"] == [2, 3]  # only the B pair has different words
     all_same = same[:2] + ["He sailed on the sea", "He sailed on the sea", "Upon the sea"]
-    made, rep = bpomp.make_pairs(_records([all_same]), "word_swap", check_scheme=False)
-    assert made == [] and rep["skipped"] == {"identical_words": 1}
+    made, rep = bpomp.make_pairs(_records([same, all_same]), "word_swap", check_scheme=False)
+    assert len(made) == 1 and rep["skipped"] == {"identical_words": 1}
+    with pytest.raises(PoevalError, match="nothing usable: read 1 limericks, kept 0; skipped: identical_words 1"):
+        bpomp.make_pairs(_records([all_same]), "word_swap", check_scheme=False)
     same_lines = [same[0], same[0], same[2], same[2] + ",", same[0] + "."]
-    made, rep = bpomp.make_pairs(_records([same_lines]), "line_swap", check_scheme=False)
-    assert made == [] and rep["skipped"] == {"identical_lines": 1}
+    with pytest.raises(PoevalError, match="skipped: identical_lines 1"):
+        bpomp.make_pairs(_records([same_lines]), "line_swap", check_scheme=False)
 
 
 def test_line_swap_keeps_punctuation_in_place():

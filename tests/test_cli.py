@@ -44,9 +44,11 @@ def test_validate_names_the_bad_key(tmp_path, root, capsys):
     assert main(["validate", "--params", str(root / "params.yaml")]) == 0
 
 
-@pytest.mark.parametrize("samples", ["", "a\nb\nc\n", "one two\nthree\nfour five\nsix\n\n" * 2])
+@pytest.mark.parametrize("samples", ["one two\nthree\nfour five\nsix\n\n" * 2,
+                                     "one two\nthree\nfour five\nsix\n\na\nb\nc\n"])
 def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, samples):
-    """Empty sample, a poem of 3 verses (skipped), identical poems; a reference of one poem."""
+    """Identical poems, or one poem beside one of 3 verses (skipped); a reference of one poem. (A sample
+    with nothing usable is an error: test_evaluate.py.)"""
     path = tmp_path / "samples.txt"
     path.write_text(samples)
     ref = tmp_path / "ref.jsonl"
@@ -63,9 +65,9 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
         assert result["memorization"]["couplet"] == 0.5   # "one two three" matches; the other couplet does not
         assert result["rhyme"]["distribution"]["abcd"] == 1.0 and result["rhyme"]["real_rhymes"] == 0.0
         assert result["rhyme"]["pair_real_rhymes"] is None   # no rhyme pair in an abcd quatrain
-    else:
-        assert result["length"]["mean"] is None and result["semantic"]["within"] is None
-        assert result["rhyme"]["entropy"] is None and result["rhyme"]["kl"] is None
+    else:   # one poem: no within-sample neighbour, and the skipped one is counted
+        assert result["n_poems"] == 1 and result["skipped"] == {"not_4_lines": 1}
+        assert result["semantic"]["within"] is None and result["rhyme"]["entropy"] == 0.0
 
 
 @pytest.mark.parametrize("arch", ["deepspeare", "sa"])

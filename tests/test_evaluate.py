@@ -3,6 +3,7 @@ import json
 import pytest
 
 from poeval.cli import main
+from poeval.errors import PoevalError
 from poeval.io import read_poems
 from poeval.metrics.evaluate import evaluate
 
@@ -56,10 +57,11 @@ def test_non_utf8_and_empty_inputs(tmp_path, capsys):
     assert "UTF-8" in capsys.readouterr().err
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    result = evaluate(empty, ref, "en", ["length"])
-    assert result["n_poems"] == 0 and result["length"]["mean"] is None
+    with pytest.raises(PoevalError, match="nothing usable: no poems"):
+        evaluate(empty, ref, "en", ["length"])
     assert main(["evaluate", str(ref), "--reference", str(empty), "--lang", "en", "--out", str(tmp_path / "o.json")]) == 2
-    assert "no usable reference" in capsys.readouterr().err
+    assert "empty.txt: nothing usable" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()
 
 
 def test_paper_switches_reach_their_metrics(tmp_path):

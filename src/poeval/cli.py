@@ -141,13 +141,17 @@ def cmd_word2vec(args) -> None:
     print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec), indent=2))
 
 
+def _cell_label(text: str) -> dict:
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise PoevalError(f"--cell {text!r}: expected LANG/SYSTEM/DECODING, e.g. en/gpt2-s/vanilla")
+    return dict(zip(("lang", "system", "decoding"), parts))
+
+
 def cmd_evaluate(args) -> None:
     from poeval.metrics.evaluate import dumps, write_evaluation
 
-    cell = None
-    if args.cell:
-        lang, system, decoding = args.cell.split("/")
-        cell = {"lang": lang, "system": system, "decoding": decoding}
+    cell = _cell_label(args.cell) if args.cell else None
     families = [f.strip() for f in args.metrics.split(",") if f.strip()]
     options = dict(args.options or {})
     if args.reference_embeddings:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -21,6 +22,8 @@ from poeval.text import strip_punctuation
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
     """Open a temp file next to ``path``; rename it over ``path`` only if the block succeeds."""
     path = Path(path)
+    if path.is_dir():
+        raise PoevalError(f"{path}: is a directory; expected a file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -41,27 +44,69 @@ def _umask() -> int:
     return mask
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Yield the records of a (optionally gzipped) JSON-lines file, with clear errors for bad bytes or JSON."""
+def input_file(path: str | os.PathLike) -> Path:
+    """``path`` as a readable file, or a clear error (missing, or a directory where a file is expected)."""
     path = Path(path)
     if not path.exists():
         raise PoevalError(f"input not found: {path}")
-    with _open_text(path) as handle:
-        lineno = 0
+    if path.is_dir():
+        raise PoevalError(f"{path}: is a directory; expected a file")
+    return path
+
+
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
+    """One line as text; a UTF-8 byte-order mark at the start of the file is dropped (Windows editors)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PoevalError(f"{path}: line {lineno}: not valid UTF-8 (byte {err.start + 1} of the line: "
+                          f"{err.reason})") from None
+    return text.removeprefix("\ufeff") if lineno == 1 else text
+
+
+def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a (optionally gzipped) UTF-8 text file; bad bytes are reported with the
+    number of the line that holds them (decoding line by line, not in buffered blocks)."""
+    path = input_file(path)
+    with _open_binary(path) as handle:
         try:
-            for lineno, line in enumerate(handle, 1):
-                if line.strip():
-                    yield json.loads(line)
-        except UnicodeDecodeError as err:
-            raise PoevalError(f"{path}: not valid UTF-8 near line {lineno + 1} ({err.reason})") from None
+            for lineno, raw in enumerate(handle, 1):
+                yield lineno, _decode(raw, path, lineno)
+        except (OSError, EOFError, zlib.error) as err:   # a truncated or corrupt gzip stream
+            raise PoevalError(f"{path}: cannot be read ({err})") from None
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the records (JSON objects) of a (optionally gzipped) JSON-lines file, with clear errors for
+    bad bytes, bad JSON and lines that are not objects."""
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
         except json.JSONDecodeError as err:
             raise PoevalError(f"{path}: line {lineno}: invalid JSON ({err.msg})") from None
+        except RecursionError:
+            raise PoevalError(f"{path}: line {lineno}: JSON nested too deeply") from None
+        if not isinstance(record, dict):
+            raise PoevalError(f"{path}: line {lineno}: expected a JSON object, got {_json_kind(record)}")
+        yield record
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def nothing_usable(path: str | os.PathLike, read: int, skipped: Counter | dict, unit: str = "records") -> PoevalError:
+    """The error for an input that holds nothing usable, with what was read and why it was skipped."""
+    if not read:
+        return PoevalError(f"{path}: nothing usable: no {unit} (the file is empty or holds only blank lines)")
+    why = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()) if n) or "none"
+    return PoevalError(f"{path}: nothing usable: read {read} {unit}, kept 0; skipped: {why}")
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
@@ -82,11 +127,13 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    path = Path(path)
-    if not path.exists():
-        raise PoevalError(f"input not found: {path}")
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    text = "".join(line for _, line in read_lines(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PoevalError(f"{path}: line {err.lineno}: invalid JSON ({err.msg})") from None
+    except RecursionError:
+        raise PoevalError(f"{path}: JSON nested too deeply") from None
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -115,17 +162,13 @@ def _is_jsonl(path: Path) -> bool:
     if path.suffix in {".jsonl", ".gz"}:
         return True
     with open(path, "rb") as handle:
-        head = handle.read(4096).lstrip()
+        head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
     return head.startswith(b"{")
 
 
 def _plain_text_poems(path: Path) -> list[list[str]]:
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as err:
-        raise PoevalError(f"{path}: not valid UTF-8 (byte {err.start})") from None
     poems, current = [], []
-    for line in text.splitlines():
+    for _, line in read_lines(path):
         if line.strip():
             current.append(line.strip())
         elif current:
@@ -140,18 +183,37 @@ def _scheme_field(record: dict) -> dict:
     return {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
 
 
-def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
+def _record_id(record: dict, index: int, path: Path) -> str | int:
+    """A record's own id (a string or an integer), else its position in the file."""
+    rid = record.get("id", str(index))
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        raise PoevalError(f"{path}: record {index + 1}: 'id' must be a string or an integer, got {rid!r}")
+    return rid
+
+
+def check_unique_ids(ids: Iterable, path: str | os.PathLike) -> None:
+    """Ids key per-poem results (memorization hits, cached embeddings, BPoMP pairs), so a repeated id
+    would silently merge poems: reject it, naming the first one repeated."""
+    seen: set = set()
+    for rid in ids:
+        if rid in seen:
+            raise PoevalError(f"{path}: id {rid!r} occurs more than once; ids must be unique "
+                              "(leave 'id' out to number the records by position)")
+        seen.add(rid)
+
+
+def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dict], Counter]:
     """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
 
-    Returns the usable quatrains and a counter of skipped poems by reason."""
-    path = Path(path)
-    if not path.exists():
-        raise PoevalError(f"input not found: {path}")
+    Returns the usable quatrains and a counter of skipped poems by reason. Nothing usable is an error
+    unless ``allow_empty``; so is an id that occurs twice."""
+    path = input_file(path)
     if _is_jsonl(path):
-        records = [{"id": r.get("id", str(i)), "lines": r.get("lines")} | _scheme_field(r)
+        records = [{"id": _record_id(r, i, path), "lines": r.get("lines")} | _scheme_field(r)
                    for i, r in enumerate(read_jsonl(path))]
     else:
         records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
+    check_unique_ids((r["id"] for r in records), path)
     kept, skipped = [], Counter()
     for record in records:
         reason = _check_quatrain(record["lines"])
@@ -159,4 +221,6 @@ def read_poems(path: str | Path) -> tuple[list[dict], Counter]:
             skipped[reason] += 1
         else:
             kept.append(record)
+    if not kept and not allow_empty:
+        raise nothing_usable(path, len(records), skipped, "poems")
     return kept, skipped

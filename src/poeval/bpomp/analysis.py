@@ -40,9 +40,11 @@ def _check_scored(records: list[dict], where: str) -> None:
 
 
 def _load(scores) -> tuple[list[dict], str]:
-    if isinstance(scores, (str, Path)):
-        return list(io.read_jsonl(scores)), str(scores)
-    return list(scores), "scores"
+    records, where = (list(io.read_jsonl(scores)), str(scores)) if isinstance(scores, (str, Path)) \
+        else (list(scores), "scores")
+    if not records:
+        raise io.nothing_usable(where, 0, {}, "scored pairs")
+    return records, where
 
 
 def _by_task(records: list[dict]) -> dict[str, list[dict]]:

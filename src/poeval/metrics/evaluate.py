@@ -34,6 +34,7 @@ class Reference:
     poems: list[dict]
     rows: np.ndarray
     usable: list[dict]
+    skipped: dict[str, int]
 
 
 # Each family adapter returns (result, resample): ``resample(idx)`` recomputes the family's scalars on
@@ -170,11 +171,29 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
 
 
 def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset()) -> Reference:
-    poems, _ = read_poems(path)
+    poems, skipped = read_poems(path)
     rows = [i for i, p in enumerate(poems) if p["id"] not in exclude_ids]
     if not rows:
-        raise PoevalError(f"{path}: no usable reference quatrains")
-    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems)
+        raise PoevalError(f"{path}: no usable reference quatrains: all {len(poems)} usable ones are in the sample")
+    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems,
+                     dict(sorted(skipped.items())))
+
+
+# Option keys a caller may set besides a family's defaults (the CLI's --threads and --reference-embeddings).
+EXTRA_OPTIONS = {"memorization": {"workers"}, "semantic": {"reference_embeddings"}}
+
+
+def check_options(options: dict) -> None:
+    """Reject an unknown family or option key by name: a misspelt key would otherwise be ignored."""
+    for family, opts in options.items():
+        if family not in FAMILIES:
+            raise PoevalError(f"options: unknown metric family {family!r} (available: {', '.join(FAMILIES)})")
+        if not isinstance(opts, dict):
+            raise PoevalError(f"options.{family}: expected an object of options, got {opts!r}")
+        known = DEFAULT_OPTIONS[family].keys() | EXTRA_OPTIONS.get(family, set())
+        for key in opts:
+            if key not in known:
+                raise PoevalError(f"options.{family}: unknown option {key!r} (known: {', '.join(sorted(known))})")
 
 
 def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],
@@ -187,10 +206,11 @@ def evaluate(samples: str | Path, reference: str | Path, lang: str, families: li
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(unknown)} (available: {', '.join(FAMILIES)})")
+    check_options(options or {})
     poems, skipped = read_poems(samples)
     ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
     result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
-              "n_poems": len(poems), "skipped": dict(sorted(skipped.items()))}
+              "n_poems": len(poems), "skipped": dict(sorted(skipped.items())), "reference_skipped": ref.skipped}
     for family in families:
         opts = DEFAULT_OPTIONS[family] | {"progress": progress, "lang": lang} | (options or {}).get(family, {})
         result[family], resample = FAMILIES[family](poems, ref, opts)

@@ -192,9 +192,7 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
     i-th reference quatrain that ``compute`` would see. Both files are written atomically."""
 
     src = Path(quatrains_jsonl)
-    poems, skipped = read_poems(src)
-    if not poems:
-        raise PoevalError(f"{src}: no usable quatrains to embed")
+    poems, skipped = read_poems(src)   # nothing usable is an error there
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise PoevalError(f"threads must be a positive integer, got {threads!r}")

@@ -1088,10 +1088,12 @@ def write_annotated(path: str, lang: str, out: str | None, *, meter: bool = Fals
     import json
     import sys
 
-    from poeval.io import read_jsonl, write_jsonl
+    from poeval.io import nothing_usable, read_jsonl, write_jsonl
 
     check_phonemizer()
     records = annotate(read_jsonl(path), lang, meter=meter, field=field, progress=progress, where=str(path))
+    if not records:
+        raise nothing_usable(path, 0, {}, "stanzas")
     if out is None:
         for record in records:
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -54,6 +54,15 @@ def test_evaluate_with_nothing_usable_exits_non_zero_with_counts(tmp_path, ref, 
     assert not (tmp_path / "cell.json").exists()
 
 
+def test_allow_empty_makes_an_empty_sample_a_cell_of_nulls(tmp_path, ref):
+    """The workflow's switch: a model that wrote no valid quatrain still gets its (empty) cell."""
+    samples = tmp_path / "samples.txt"
+    samples.write_text("a\nb\nc\n")
+    assert _evaluate(tmp_path, samples, ref, "--allow-empty") == 0
+    cell = json.loads((tmp_path / "cell.json").read_text())
+    assert cell["n_poems"] == 0 and cell["skipped"] == {"not_4_lines": 1} and cell["length"]["mean"] is None
+
+
 def test_a_bom_prefixed_jsonl_named_txt_is_read_as_jsonl(tmp_path, ref):
     samples = tmp_path / "samples.txt"
     samples.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps({"id": f"s{i}", "lines": QUATRAIN}) + "\n"

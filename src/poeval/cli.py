@@ -164,7 +164,8 @@ def cmd_evaluate(args) -> None:
         options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
     result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
                               bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,
-                              exclude_sample_from_reference=args.exclude_sample_from_reference)
+                              exclude_sample_from_reference=args.exclude_sample_from_reference,
+                              allow_empty=args.allow_empty)
     if not args.quiet:
         print(dumps(result))
 
@@ -497,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-sample-from-reference", action="store_true",
                    help="compare with the reference minus quatrains whose id is in the sample (human samples)")
     p.add_argument("--cell", help="LANG/SYSTEM/DECODING label of a workflow table cell")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
+                        "instead of an error (the workflow: a model may write no valid quatrain)")
     p.add_argument("--quiet", action="store_true", help="do not print the result on stdout")
     p.set_defaults(func=cmd_evaluate)
 

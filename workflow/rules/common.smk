@@ -282,13 +282,19 @@ def bpomp_pairs_options(wildcards):
     if pairs["n"] is not None:
         opts += ["--n", str(int(pairs["n"]))]
     if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
-        opts += ["--model", _bpomp_model_ref("masked", pairs["synonym_model"])[0]]
+        opts += ["--model", _bpomp_model_ref("masked", pairs["synonym_model"])[0],
+                 "--model-param", "bpomp.pairs.synonym_model"]
     return shlex.join(opts)
 
 
 def bpomp_model(wildcards):
     s = BPOMP_SCORERS[wildcards.scorer]
     return _bpomp_model_ref(s["kind"], s["model"])[0]
+
+
+def bpomp_model_param(wildcards):
+    """The params key of a scorer's model, which `poeval bpomp score` names in its errors."""
+    return f"bpomp.scorers.{list(BPOMP_SCORERS).index(wildcards.scorer)}.model"
 
 
 def bpomp_variant(wildcards):

@@ -25,8 +25,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from poeval import hub
 from poeval.errors import PoevalError
 
+PARAM = "bpomp.pairs.synonym_encoder"
 PENN_TO_WN = (("NN", "n"), ("VB", "v"), ("MD", "v"), ("JJ", "a"), ("RB", "r"))
 _DETERMINERS = {"DT", "PRP$", "POS", "WP$", "CD"}
 _SUBJECTS = {"i", "you", "he", "she", "we", "they"}
@@ -71,7 +73,7 @@ def resolve(name_or_path: str) -> str:
     from poeval.metrics.semantic import DEFAULT_ALIASES, resolve_encoder
 
     if name_or_path not in DEFAULT_ALIASES:
-        return name_or_path
+        return hub.resolve(name_or_path, PARAM, "encoder")
     root = Path(resolve_encoder(name_or_path))
     return str(root / "0_Transformer") if (root / "0_Transformer" / "config.json").is_file() else str(root)
 
@@ -82,13 +84,13 @@ def load(name_or_path: str):
 
     path = resolve(name_or_path)
     try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=hub.local_files_only())
+        model = AutoModel.from_pretrained(path, local_files_only=hub.local_files_only()).eval()
     except (OSError, ValueError) as e:
-        raise PoevalError(f"bpomp.pairs.synonym_encoder={name_or_path!r}: cannot load a transformers encoder "
+        raise PoevalError(f"{PARAM}={name_or_path!r}: cannot load a transformers encoder "
                           f"from {path!r} ({e})") from None
     if not tok.is_fast:
-        raise PoevalError(f"bpomp.pairs.synonym_encoder={name_or_path!r}: needs a fast tokenizer (character offsets)")
+        raise PoevalError(f"{PARAM}={name_or_path!r}: needs a fast tokenizer (character offsets)")
     return model, tok
 
 

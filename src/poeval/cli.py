@@ -213,6 +213,28 @@ def cmd_provenance(args) -> int:
     return 3 if args.check and result["stale"] else 0
 
 
+def cmd_stale(args) -> int:
+    from poeval import config
+    from poeval.report import stale
+
+    root = Path(args.root)
+    cfg = config.load(Path(args.params) if args.params else root / "params.yaml", tuple(args.configfile))
+    found = stale.stale_outputs(cfg, root, args.rule or None, code=args.code)
+    if args.json:
+        print(json.dumps([vars(s) for s in found], indent=2, ensure_ascii=False))
+    for item in [] if args.json else found:
+        print("\n".join([f"{item.output}  ({item.rule}; stamp in {item.stamped})"] + [f"  ! {r}" for r in item.reasons]))
+    return 3 if args.check and found else 0
+
+
+def cmd_repro(args) -> int:
+    from poeval.report import stale
+
+    extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
+    return stale.run_stage(args.until, tuple(args.configfile), tuple(extra), code=args.code,
+                           report=lambda line: print(line, file=sys.stderr))
+
+
 def cmd_validate(args) -> None:
     from poeval import config
 
@@ -546,6 +568,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--check", action="store_true", help="exit with status 3 when the chain is stale")
     p.set_defaults(func=cmd_provenance)
+
+    from poeval.report.stale import RULES
+
+    p = sub.add_parser("stale", help="stamped outputs whose provenance stamp disagrees with the params or inputs now")
+    p.add_argument("--rule", nargs="+", choices=list(RULES), help="only the outputs of these rules (default: all)")
+    p.add_argument("--root", default=".", help="working directory of the run (default: the current one)")
+    p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
+    p.add_argument("--configfile", nargs="+", action="extend", default=[], help="overlays, as for snakemake")
+    p.add_argument("--code", action="store_true", help="also outputs built by another code revision")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--check", action="store_true", help="exit with status 3 when any output is stale")
+    p.set_defaults(func=cmd_stale)
+
+    p = sub.add_parser("repro", help="run Snakemake for the rules of a stage after removing their stale stamped "
+                       "outputs (dvc.yaml's stages)")
+    p.add_argument("--until", nargs="+", default=[], metavar="RULE",
+                   help="the stage's rules in DAG order, one Snakemake run each (default: the whole DAG)")
+    p.add_argument("--configfile", nargs="+", action="extend", default=[], help="overlays, as for snakemake")
+    p.add_argument("--code", action="store_true", help="also rebuild outputs built by another code revision")
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: more snakemake arguments (-c all)")
+    p.set_defaults(func=cmd_repro)
 
     p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
     p.add_argument("--params", default="params.yaml")

@@ -419,3 +419,60 @@ def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monk
                                       ["-c", "all", "--until", "train", *overlays, "--forcerun", MODEL]]
     assert main(["stale", *overlays, "--check"]) == 3
     assert f"{MODEL}  (train; stamp in {paths.training_log('en', 'gpt2-s')})" in capsys.readouterr().out
+
+
+# --- recomputing numbers (poeval provenance --recompute) -------------------------------------------
+
+def _evaluated(run: Path) -> None:
+    """The lexical cells of table2 as `poeval evaluate` computes them (the fixture's are made up)."""
+    from poeval.metrics.evaluate import write_evaluation
+
+    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    lines = ["the moon is pale tonight", "a river runs so cold", "we sing of what is lost", "and wait for dawn"]
+    write_jsonl(SAMPLES, [{"id": f"s{i}", "lines": lines[i:] + lines[:i]} for i in range(4)])
+    cells = []
+    for system, decoding in [("HUMAN", f"human{k}") for k in range(3)] + [("gpt2-s", "vanilla")]:
+        human = system == "HUMAN"
+        cells.append(paths.cell("en", system, decoding, "lexical"))
+        write_evaluation(paths.cell_samples("en", system, decoding), TRAIN, "en", ["lexical"], cells[-1],
+                         {"lang": "en", "system": system, "decoding": decoding},
+                         options={"lexical": dict(cfg["metrics"]["lexical"])},
+                         bootstrap_reps=0 if human else cfg["metrics"]["bootstrap"]["reps"], seed=cfg["metrics"]["bootstrap"]["seed"],
+                         exclude_sample_from_reference=human)
+    family_table(cells, "lexical", TABLE2)
+
+
+def test_recompute_finds_a_number_edited_by_hand_that_check_misses(run, capsys):
+    _evaluated(run)
+    args = ["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mtld"]
+    assert main(args + ["--recompute"]) == 0 and "OK: 1 checked" in capsys.readouterr().out
+    doc = json.loads((run / CELL).read_text())
+    doc["lexical"]["mtld"] += 1.5                    # edited by hand, then the table rebuilt
+    (run / CELL).write_text(json.dumps(doc))
+    family_table([paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [CELL], "lexical", TABLE2)
+    assert main(args + ["--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0   # inputs unchanged
+    capsys.readouterr()
+    assert main(args + ["--recompute"]) == 3
+    out = capsys.readouterr().out
+    assert f"{CELL}: lexical.mtld: recorded {doc['lexical']['mtld']}, recomputed {doc['lexical']['mtld'] - 1.5}" in out
+    assert "mtld shows" in out and "DIFFERS" in out
+    assert main(["provenance", str(run / TABLE2), "--row", "HUMAN", "--column", "mtld", "--recompute"]) == 0
+    assert main(["provenance", str(run / CELL), "--recompute"]) == 3          # a cell file by its path
+    # K numbers drawn at random: the same K for the same seed; all 2 rows x 4 columns hold the gpt2-s row's edit
+    assert P.sample_cells(run / TABLE2, 3, 7) == P.sample_cells(run / TABLE2, 3, 7)
+    capsys.readouterr()
+    assert main(["provenance", str(run / TABLE2), "--recompute", "--sample", "8"]) == 3
+    assert "8 checked" in capsys.readouterr().out
+
+
+def test_recompute_refuses_changed_inputs_and_bad_arguments(run, capsys):
+    _evaluated(run)
+    with open(run / SAMPLES, "a") as handle:
+        handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
+    diffs, doc = P.recompute_cell(CELL, run)
+    assert doc is None and diffs == [f"{CELL}: input samples {SAMPLES} is missing or changed since the cell was built"]
+    assert main(["provenance", str(run / TABLE2), "--recompute"]) == 2
+    assert "--recompute takes metric cell files" in capsys.readouterr().err
+    assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s"]) == 2
+    with pytest.raises(PoevalError, match="metric cell not found"):
+        P.recompute_cell("results/metrics/en/x/y/lexical.json", run)

@@ -204,10 +204,36 @@ def cmd_curve(args) -> None:
     figures.training_curve(args.model_dir, args.out)
 
 
+def _recompute(args) -> int:
+    """``--recompute``: metric cell files, one table number, or ``--sample K`` numbers of a table."""
+    from poeval.report import provenance
+
+    if all(t.endswith(".json") for t in args.table):
+        diffs = [d for cell in args.table for d in provenance.recompute_cell(cell, args.root or ".")[0]]
+        checked = args.table
+    elif len(args.table) != 1 or (args.sample is None) == (args.row is None or args.column is None):
+        raise PoevalError("--recompute takes metric cell files (.json), or one table with either --row and "
+                          "--column or --sample K")
+    else:
+        picks = (provenance.sample_cells(args.table[0], args.sample, args.seed) if args.sample is not None
+                 else [(args.row, args.column, args.lang, args.decoding)])
+        diffs, checked = [], []
+        for row, column, lang, decoding in picks:
+            diffs += provenance.recompute(args.table[0], row, column, lang=lang, decoding=decoding, root=args.root)
+            checked.append(f"{lang or '-'}/{row}/{decoding or '-'} {column}")
+    print("\n".join([f"  ! {d}" for d in diffs] + [f"{'DIFFERS' if diffs else 'OK'}: {len(checked)} checked "
+                                                  f"({', '.join(checked)}); {len(diffs)} difference(s)"]))
+    return 3 if diffs else 0
+
+
 def cmd_provenance(args) -> int:
     from poeval.report import provenance
 
-    result = provenance.trace(args.table, args.row, args.column, lang=args.lang, decoding=args.decoding,
+    if args.recompute:
+        return _recompute(args)
+    if len(args.table) != 1 or args.row is None or args.column is None:
+        raise PoevalError("give one table, --row and --column (or --recompute)")
+    result = provenance.trace(args.table[0], args.row, args.column, lang=args.lang, decoding=args.decoding,
                               root=args.root, params=args.params, configfiles=tuple(args.configfile))
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else provenance.format_text(result))
     return 3 if args.check and result["stale"] else 0
@@ -555,10 +581,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_curve)
 
     p = sub.add_parser("provenance", help="the chain of artifacts, hashes and params behind one table number")
-    p.add_argument("table", help="a metric table, e.g. results/tables/table2.tsv")
-    p.add_argument("--row", required=True,
+    p.add_argument("table", nargs="+", help="a metric table, e.g. results/tables/table2.tsv (--recompute: or "
+                                            "metric cell files, results/metrics/.../<family>.json)")
+    p.add_argument("--row",
                    help="system name (HUMAN for the human samples' row, 'HUMAN (train)' for the whole training set)")
-    p.add_argument("--column", required=True, help="column name in the table header, e.g. mattr_pct")
+    p.add_argument("--column", help="column name in the table header, e.g. mattr_pct")
     p.add_argument("--lang", help="language of the row, when the table has several")
     p.add_argument("--decoding", help="decoding config of the row (tables with a row per decoding)")
     p.add_argument("--root", help="working directory of the run (default: the one holding results/tables/)")
@@ -567,6 +594,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="overlays the run was made with, as for snakemake (later wins)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--check", action="store_true", help="exit with status 3 when the chain is stale")
+    p.add_argument("--recompute", action="store_true",
+                   help="rerun the evaluation of each cell behind the number(s) from its stamped inputs and params; "
+                        "exit with status 3 when any number differs")
+    p.add_argument("--sample", type=int, metavar="K", help="with --recompute: K numbers of the table drawn at random")
+    p.add_argument("--seed", type=int, default=1, help="seed of --sample")
     p.set_defaults(func=cmd_provenance)
 
     from poeval.report.stale import RULES

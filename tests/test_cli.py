@@ -94,6 +94,6 @@ def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch,
         {k: training[k] for k in ("seed", "batch_size", "max_steps", "patience")}
     port.resolve_train_cfg(seen)
     config = {"models": {"p": model}, "training": training}
-    assert provenance._training_params(config, "p", "en") == {"model": {"arch": arch}, "training": seen}
+    assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": seen}
     with pytest.raises(PoevalError, match="length_grouping"):
         port.resolve_train_cfg({"length_grouping": 50})

@@ -4,6 +4,7 @@ Each check is a function of the parsed files, tried on the real dvc.yaml and on 
 must be able to fail)."""
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,75 @@ def test_the_checks_catch_an_incomplete_dvc_yaml(dvc):
     assert chain_breaks(broken) == ["metrics depends on results/tables of tables (not before it)"]
     stages["train"]["deps"].remove("data")
     assert "train depends on no output of data" in chain_breaks(broken)
+
+
+def _git_dvc(cwd: Path, *cmd: str) -> str:
+    import subprocess
+
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, f"{' '.join(cmd)}: {proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    return proc.stdout + proc.stderr
+
+
+def _mtimes(root: Path) -> dict[str, int]:
+    return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for d in ("data", "models", "results")
+            for p in (root / d).rglob("*") if p.is_file()}
+
+
+@pytest.mark.e2e
+def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
+    """Push a tiny run to a local DVC remote, pull it into a fresh clone (no .snakemake/metadata), change
+    training.max_steps and `dvc repro`: the checkpoint and everything after it are rebuilt, nothing
+    else, and `poeval provenance --check` passes. Plain Snakemake would say "Nothing to be done"."""
+    import os
+    import shutil
+    import sys
+
+    from poeval import config as poeval_config
+    from poeval.cli import main
+
+    repo = tmp_path / "repo"
+    for d in ("workflow", "profiles", "src/poeval"):
+        shutil.copytree(ROOT / d, repo / d, ignore=shutil.ignore_patterns("__pycache__"))
+    for f in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
+        shutil.copy(ROOT / f, repo / f)
+    # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family
+    params = poeval_config.merge(_load("params.yaml"), _load("config/tiny.yaml"))
+    params = poeval_config.merge(params, {
+        "systems": ["gpt2-s"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},
+        "metrics": {"families": ["lexical"]}, "training": {"max_steps": 80, "eval_every": 20},
+        "figures": {f"figure{i}": {"system": "gpt2-s"} for i in range(10, 16)}})
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"   # poeval, snakemake
+    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"], ["git", "config", "user.name", "t"],
+                ["dvc", "init", "-q"], ["dvc", "repro"], ["dvc", "remote", "add", "-d", "store", str(tmp_path / "store")],
+                ["dvc", "push"], ["git", "add", "-A"], ["git", "commit", "-qm", "tiny run"]):
+        _git_dvc(repo, *cmd)
+    clone = tmp_path / "clone"
+    _git_dvc(tmp_path, "git", "clone", "-q", str(repo), str(clone))
+    _git_dvc(clone, "dvc", "pull")
+    assert not (clone / ".snakemake").exists()
+    # dvc checkout writes files in no particular order; one mtime for all, as a copy keeping times would,
+    # so that only the stamps (not a checkout order) can make Snakemake rerun anything
+    for path in _mtimes(clone):
+        os.utime(clone / path, ns=(1_700_000_000 * 10**9,) * 2)
+    before = _mtimes(clone)
+
+    text = (clone / "params.yaml").read_text()
+    (clone / "params.yaml").write_text(text.replace("max_steps: 80\n", "max_steps: 100\n", 1))
+    out = _git_dvc(clone, "dvc", "repro")
+    after = _mtimes(clone)
+    rebuilt = sorted(p for p in before if after.get(p) != before[p])
+    model, cell = "models/en/gpt2-s/", "results/metrics/en/gpt2-s/vanilla/lexical.json"
+    assert rebuilt == sorted(
+        [p for p in before if p.startswith(model)] + [cell]
+        + ["results/curves/en/gpt2-s.tsv", "results/samples/en/gpt2-s/vanilla.jsonl",
+           "results/samples/en/gpt2-s/vanilla.stats.json"]
+        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table2.ci.tsv",
+                                           "table2.tsv", "table4.tsv")])
+    assert "training.max_steps: recorded 80, now 100" in out
+    log = json.loads((clone / model / "training_log.json").read_text())
+    assert log["provenance"]["params"]["training"]["max_steps"] == 100
+    os.chdir(clone)
+    assert main(["provenance", "results/tables/table2.tsv", "--row", "gpt2-s", "--column", "mattr_pct", "--check"]) == 0
+    assert main(["stale", "--check"]) == 0

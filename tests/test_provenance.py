@@ -277,10 +277,10 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
     cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
-    received = P._training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
+    received = P.training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
     per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
-    assert P._training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
+    assert P.training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
     log = run / paths.training_log("en", "gpt2-s")
     write_json(log, {"provenance": stamps.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
                                                  cfg["training"], word2vec=WORD2VEC)})
@@ -371,3 +371,108 @@ def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
                             bootstrap_reps=0, exclude_sample_from_reference=True)
     assert cell["provenance"]["inputs"]["samples"]["sha256"] == file_sha256("h0.jsonl")
     assert cell["provenance"]["params"]["exclude_sample_from_reference"] is True
+
+
+# --- stale outputs by their stamps (poeval stale / poeval repro, dvc.yaml) ------------------------
+
+def _stale(run: Path, *overlays: str, **kw) -> dict[str, list[str]]:
+    from poeval.report.stale import stale_outputs
+
+    cfg = poeval_config.load(run / "params.yaml", tuple(run / o for o in ("config/tiny.yaml", *overlays)))
+    return {s.output: s.reasons for s in stale_outputs(cfg, run, **kw)}
+
+
+def test_stamps_not_snakemake_metadata_say_which_outputs_are_stale(run):
+    """A run without .snakemake/metadata (as after `dvc pull`): nothing is stale until a param or an input
+    changes; then exactly the outputs whose stamps record something else."""
+    assert _stale(run) == {}
+    (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
+    assert _stale(run, "config/steps.yaml") == {
+        MODEL: ["params: training.max_steps: recorded 150, now 151"]}
+    (run / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
+    assert set(_stale(run, "config/seed.yaml")) == {STATS, paths.stats("en", "gpt2-s", "contrastive-k6-a0.7")}
+    assert _stale(run, "config/seed.yaml", rules=["train", "metric_cell"]) == {}
+    with open(run / SAMPLES, "a") as handle:
+        handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
+    assert _stale(run) == {CELL: [f"input samples {SAMPLES} changed since it was built"]}
+    (run / "corpus.txt").write_text("another source\n")
+    assert set(_stale(run, rules=["quatrains", "split"])) == {paths.corpus_report("en")}
+    # a system dropped from `systems` is not the workflow's to rebuild
+    (run / "config" / "other.yaml").write_text("systems: [bygpt5-s-cond]\ntraining: {max_steps: 151}\n")
+    assert MODEL not in _stale(run, "config/other.yaml")
+    with pytest.raises(PoevalError, match="no stamped outputs for rule.*table2"):
+        _stale(run, rules=["table2"])
+
+
+def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monkeypatch, capsys):
+    import subprocess
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
+    args = ["repro", "--until", "import_pretrained", "train", "--configfile", "config/tiny.yaml",
+            "config/steps.yaml", "--", "-c", "all"]
+    assert main(args) == 0
+    assert "training.max_steps: recorded 150, now 151" in capsys.readouterr().err
+    overlays = ["--configfile", "config/tiny.yaml", "config/steps.yaml"]
+    assert [c[3:] for c in calls] == [["-c", "all", "--until", "import_pretrained", *overlays],
+                                      ["-c", "all", "--until", "train", *overlays, "--forcerun", MODEL]]
+    assert main(["stale", *overlays, "--check"]) == 3
+    assert f"{MODEL}  (train; stamp in {paths.training_log('en', 'gpt2-s')})" in capsys.readouterr().out
+
+
+# --- recomputing numbers (poeval provenance --recompute) -------------------------------------------
+
+def _evaluated(run: Path) -> None:
+    """The lexical cells of table2 as `poeval evaluate` computes them (the fixture's are made up)."""
+    from poeval.metrics.evaluate import write_evaluation
+
+    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    lines = ["the moon is pale tonight", "a river runs so cold", "we sing of what is lost", "and wait for dawn"]
+    write_jsonl(SAMPLES, [{"id": f"s{i}", "lines": lines[i:] + lines[:i]} for i in range(4)])
+    cells = []
+    for system, decoding in [("HUMAN", f"human{k}") for k in range(3)] + [("gpt2-s", "vanilla")]:
+        human = system == "HUMAN"
+        cells.append(paths.cell("en", system, decoding, "lexical"))
+        write_evaluation(paths.cell_samples("en", system, decoding), TRAIN, "en", ["lexical"], cells[-1],
+                         {"lang": "en", "system": system, "decoding": decoding},
+                         options={"lexical": dict(cfg["metrics"]["lexical"])},
+                         bootstrap_reps=0 if human else cfg["metrics"]["bootstrap"]["reps"], seed=cfg["metrics"]["bootstrap"]["seed"],
+                         exclude_sample_from_reference=human)
+    family_table(cells, "lexical", TABLE2)
+
+
+def test_recompute_finds_a_number_edited_by_hand_that_check_misses(run, capsys):
+    _evaluated(run)
+    args = ["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mtld"]
+    assert main(args + ["--recompute"]) == 0 and "OK: 1 checked" in capsys.readouterr().out
+    doc = json.loads((run / CELL).read_text())
+    doc["lexical"]["mtld"] += 1.5                    # edited by hand, then the table rebuilt
+    (run / CELL).write_text(json.dumps(doc))
+    family_table([paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [CELL], "lexical", TABLE2)
+    assert main(args + ["--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0   # inputs unchanged
+    capsys.readouterr()
+    assert main(args + ["--recompute"]) == 3
+    out = capsys.readouterr().out
+    assert f"{CELL}: lexical.mtld: recorded {doc['lexical']['mtld']}, recomputed {doc['lexical']['mtld'] - 1.5}" in out
+    assert "mtld shows" in out and "DIFFERS" in out
+    assert main(["provenance", str(run / TABLE2), "--row", "HUMAN", "--column", "mtld", "--recompute"]) == 0
+    assert main(["provenance", str(run / CELL), "--recompute"]) == 3          # a cell file by its path
+    # K numbers drawn at random: the same K for the same seed; all 2 rows x 4 columns hold the gpt2-s row's edit
+    assert P.sample_cells(run / TABLE2, 3, 7) == P.sample_cells(run / TABLE2, 3, 7)
+    capsys.readouterr()
+    assert main(["provenance", str(run / TABLE2), "--recompute", "--sample", "8"]) == 3
+    assert "8 checked" in capsys.readouterr().out
+
+
+def test_recompute_refuses_changed_inputs_and_bad_arguments(run, capsys):
+    _evaluated(run)
+    with open(run / SAMPLES, "a") as handle:
+        handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
+    diffs, doc = P.recompute_cell(CELL, run)
+    assert doc is None and diffs == [f"{CELL}: input samples {SAMPLES} is missing or changed since the cell was built"]
+    assert main(["provenance", str(run / TABLE2), "--recompute"]) == 2
+    assert "--recompute takes metric cell files" in capsys.readouterr().err
+    assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s"]) == 2
+    with pytest.raises(PoevalError, match="metric cell not found"):
+        P.recompute_cell("results/metrics/en/x/y/lexical.json", run)

@@ -60,7 +60,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def _files_under(path: Path) -> list[Path]:
+def files_under(path: Path) -> list[Path]:
     return sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).as_posix())
 
 
@@ -69,7 +69,7 @@ def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLU
     names in ``exclude``; a renamed, added, removed or changed file changes it."""
     path = Path(path)
     digest = hashlib.sha256()
-    for file in _files_under(path):
+    for file in files_under(path):
         rel = file.relative_to(path).as_posix()
         if rel not in exclude:
             digest.update(f"{rel}\0{file_sha256(file)}\n".encode())

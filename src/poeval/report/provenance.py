@@ -26,7 +26,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.paths import HUMAN, TRAIN
 # the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
-from poeval.stamps import code_revision, path_sha256
+from poeval.stamps import code_revision, files_under, path_sha256
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
@@ -290,7 +292,7 @@ class _Tracer:
             return
         full = self.abs(path)
         now = ({"": _file_md5(full)} if full.is_file()
-               else {f.relative_to(full).as_posix(): _file_md5(f) for f in _files_under(full)})
+               else {f.relative_to(full).as_posix(): _file_md5(f) for f in files_under(full)})
         if set(recorded) == {""}:
             entry["dvc_md5"] = recorded[""]
         changed = sorted(k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k))
@@ -344,15 +346,18 @@ def _built(stamp_: dict | None) -> dict:
 def _cell_samples(cell: TableCell) -> list[tuple[str, str]]:
     """(metric cell, its samples) of each cell file behind a table number: one per HUMAN sample for
     the HUMAN row."""
-    if cell.system == HUMAN_TRAIN:
-        decodings = [TRAIN]
-    elif cell.system == HUMAN:
-        decodings = [paths.human_id(k) for k in range(cell.n_cells)]
-    else:
-        decodings = [cell.decoding]
     system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
     return [(paths.cell(cell.lang, system, d, cell.family), paths.cell_samples(cell.lang, system, d))
-            for d in decodings]
+            for d in _cell_decodings(cell)]
+
+
+def _cell_decodings(cell: TableCell) -> list[str]:
+    """The decoding label of each cell file behind a table number (a HUMAN cell's: its sample)."""
+    if cell.system == HUMAN_TRAIN:
+        return [TRAIN]
+    if cell.system == HUMAN:
+        return [paths.human_id(k) for k in range(cell.n_cells)]
+    return [cell.decoding]
 
 
 def _cell_value(cell: TableCell, docs: list[dict]) -> str:
@@ -377,14 +382,10 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
     if docs and (value := _cell_value(cell, docs)) != cell.value:
         cells.stale.append(f"the table shows {cell.value} but its cell files give {value}: the table is older "
                            "than its cells")
-    current = {"metrics": {cell.family: t.config.get("metrics", {}).get(cell.family, {})},
-               "bootstrap_reps": (0 if cell.system in (HUMAN, HUMAN_TRAIN)
-                                  else _dotted(t.config, "metrics.bootstrap.reps")),
-               "seed": _dotted(t.config, "metrics.bootstrap.seed"),
-               "exclude_sample_from_reference": cell.system == HUMAN}
+    system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
     reference = paths.train(cell.lang)
-    for (path, sample), st in zip(cell_samples, stamps):
-        t.check_params(params, (st or {}).get("params"), current, path)
+    for (path, sample), st, decoding in zip(cell_samples, stamps, _cell_decodings(cell)):
+        t.check_params(params, (st or {}).get("params"), metric_params(t.config, system, decoding, cell.family), path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)
             if "embeddings" in st.get("inputs", {}):
@@ -410,13 +411,8 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     decoding.built = _built(st)
     if cell.decoding not in t.config.get("decoding", {}):
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
-    from poeval.generators.registry import sampling_params
-
-    model_cfg = t.config.get("models", {}).get(cell.system) or {}
-    current = {"decoding": t.config.get("decoding", {}).get(cell.decoding),
-               "sampling": sampling_params(model_cfg, t.config.get("sampling") or {})}
     if st is not None:
-        t.check_params(decoding, st["params"], current, stats_path)
+        t.check_params(decoding, st["params"], sample_params(t.config, cell.system, cell.decoding), stats_path)
 
     model_dir = paths.model_dir(cell.lang, cell.system)
     t.file_entry(checkpoint, model_dir)
@@ -428,7 +424,7 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     training.built = _built(lst)
     if cell.system not in t.config.get("models", {}):
         training.stale.append(f"system '{cell.system}' is no longer defined under models in the params")
-    current = _training_params(t.config, cell.system, cell.lang)
+    current = training_params(t.config, cell.system, cell.lang)
     if log is not None:
         legacy = {"model": log.get("model_cfg"), "training": log.get("train_cfg")}
         t.check_params(training, lst["params"] if lst else legacy, current, log_path, exact=bool(lst))
@@ -472,7 +468,37 @@ def _base_link(t: _Tracer, lst: dict, path: str, log_path: str) -> Link:
     return link
 
 
-def _training_params(config: dict, system: str, lang: str) -> dict:
+# --- the params each stamped artifact records, as the workflow passes them now (workflow/rules/*.smk) ---
+
+def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
+    """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
+    and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
+    return {"metrics": {family: config.get("metrics", {}).get(family, {})},
+            "bootstrap_reps": 0 if system == HUMAN else _dotted(config, "metrics.bootstrap.reps"),
+            "seed": _dotted(config, "metrics.bootstrap.seed"),
+            "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
+
+
+def sample_params(config: dict, system: str, decoding: str) -> dict:
+    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample)."""
+    from poeval.generators.registry import sampling_params
+
+    model_cfg = config.get("models", {}).get(system) or {}
+    return {"decoding": config.get("decoding", {}).get(decoding),
+            "sampling": sampling_params(model_cfg, config.get("sampling") or {})}
+
+
+def split_params(config: dict) -> dict:
+    """What a split report records (rule split)."""
+    return {"split": config.get("split"), "human": config.get("human")}
+
+
+def corpus_params(config: dict, lang: str) -> dict:
+    """What a corpus report records (rule quatrains)."""
+    return {"corpus": config.get("corpus", {}).get(lang), "quatrains": config.get("quatrains")}
+
+
+def training_params(config: dict, system: str, lang: str) -> dict:
     """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them: per-language
     keys resolved, and a system's own ``training`` block (the poetry-specific ports) overriding the shared
     one, as `poeval train` does."""
@@ -495,8 +521,7 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     if report is None:
         split.stale.append(f"{report_path} is missing")
     else:
-        t.check_params(split, (st or {}).get("params"),
-                       {"split": t.config.get("split"), "human": t.config.get("human")}, report_path)
+        t.check_params(split, (st or {}).get("params"), split_params(t.config), report_path)
     corpus = Link("corpus")
     labelled = paths.labelled(lang)
     t.file_entry(corpus, labelled)
@@ -509,8 +534,7 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     if rep is None:
         corpus.stale.append(f"{corpus_path} is missing")
         return [split, corpus]
-    current = {"corpus": t.config.get("corpus", {}).get(lang), "quatrains": t.config.get("quatrains")}
-    t.check_params(corpus, (cst or {}).get("params"), current, corpus_path)
+    t.check_params(corpus, (cst or {}).get("params"), corpus_params(t.config, lang), corpus_path)
     source = (cst or {}).get("inputs", {}).get("source")
     if source:
         now = t.sha(source["path"])
@@ -614,3 +638,80 @@ def format_text(result: dict) -> str:
     else:
         lines.append("OK: inputs and params unchanged since each step was built")
     return "\n".join(lines)
+
+
+# --- recomputing numbers (poeval provenance --recompute) -------------------------------------------
+
+# Rerunning an evaluation on the same inputs repeats the same float operations; the tolerance only
+# absorbs last-bit differences of multithreaded sums (the encoder), far below any printed digit.
+RECOMPUTE_RTOL = 1e-9
+
+
+def _number_diffs(recorded: Any, now: Any, key: str) -> list[str]:
+    """Every leaf (number, string, list item) of ``now`` that ``recorded`` does not hold, by dotted key."""
+    if isinstance(now, dict):
+        if not isinstance(recorded, dict):
+            return [f"{key}: recorded {_show(recorded)}, recomputed an object"]
+        return [d for k, v in now.items() for d in _number_diffs(recorded.get(k), v, f"{key}.{k}" if key else k)]
+    if isinstance(now, list) and isinstance(recorded, list) and len(now) == len(recorded):
+        return [d for i, (r, v) in enumerate(zip(recorded, now)) for d in _number_diffs(r, v, f"{key}[{i}]")]
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (recorded, now))
+    same = math.isclose(recorded, now, rel_tol=RECOMPUTE_RTOL) if numbers else recorded == now
+    return [] if same else [f"{key}: recorded {_show(recorded)}, recomputed {_show(now)}"]
+
+
+def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tuple[list[str], dict | None]:
+    """(differences, recomputed cell) of a metric cell file: :func:`poeval.metrics.evaluate.evaluate`
+    rerun on the inputs and params its stamp records. An input that changed since is a difference
+    (nothing is recomputed from other inputs than the cell's)."""
+    from poeval.metrics.evaluate import evaluate
+
+    root, path = Path(root), Path(path)
+    full = path if path.is_absolute() else root / path
+    if not full.is_file():
+        raise PoevalError(f"metric cell not found: {full}")
+    doc = read_json(full)
+    st = _stamp(doc)
+    if not st or "metrics" not in st.get("params", {}):
+        return [f"{path}: no metric cell provenance stamp: cannot recompute"], None
+    inputs = {name: root / rec["path"] for name, rec in st["inputs"].items()}
+    changed = [f"{path}: input {name} {st['inputs'][name]['path']} is missing or changed since the cell was built"
+               for name, p in inputs.items() if not p.exists() or path_sha256(p) != st["inputs"][name]["sha256"]]
+    if changed:
+        return changed, None
+    params = st["params"]
+    options = {family: dict(opts) for family, opts in params["metrics"].items()}
+    if "embeddings" in inputs:
+        options.setdefault("semantic", {})["reference_embeddings"] = str(inputs["embeddings"])
+    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], list(options), options=options,
+                   bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
+                   exclude_sample_from_reference=params["exclude_sample_from_reference"])
+    compared = {k: now[k] for k in ("n_poems", "n_reference", "skipped", *options)}   # not the input paths
+    return [f"{path}: {d}" for d in _number_diffs(doc, compared, "")], doc | compared
+
+
+def recompute(table: str | os.PathLike, row: str, column: str, *, lang: str | None = None,
+              decoding: str | None = None, root: str | os.PathLike | None = None) -> list[str]:
+    """Differences found by recomputing the cell files behind one table number, and the number itself
+    from the recomputed cells (a hand-edited table)."""
+    cell = resolve(table, row, column, lang, decoding)
+    base = Path(root) if root is not None else _default_root(Path(table))
+    diffs, docs = [], []
+    for path, _ in _cell_samples(cell):
+        found, doc = recompute_cell(path, base)
+        diffs += found
+        docs += [doc] if doc else []
+    if docs and len(docs) == len(_cell_samples(cell)) and (value := _cell_value(cell, docs)) != cell.value:
+        diffs.append(f"{cell.table}: {cell.lang}/{cell.system}/{cell.decoding} {cell.column} shows {cell.value}, "
+                     f"recomputed {value}")
+    return diffs
+
+
+def sample_cells(table: str | os.PathLike, k: int, seed: int) -> list[tuple[str, str, str, str]]:
+    """``k`` table numbers drawn at random (seeded) as (row, column, lang, decoding)."""
+    path = Path(table)
+    header, rows = _read_tsv(path)
+    if k < 1:
+        raise PoevalError(f"--sample must be at least 1, not {k}")
+    cells = [(r[1], column, r[0], r[2]) for r in rows for column in header[3:]]
+    return random.Random(seed).sample(cells, min(k, len(cells)))

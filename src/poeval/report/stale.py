@@ -1,0 +1,160 @@
+"""Which built artifacts are stale by their provenance stamps, and a Snakemake run that rebuilds them.
+
+Snakemake decides what is stale from its ``.snakemake/metadata``, which does not travel with the
+artifacts: after `dvc pull` or `dvc checkout` into a fresh clone (or any copy of the outputs) it sees only
+files that exist and cannot tell that a param changed. The stamps (:mod:`poeval.stamps`) travel with
+the artifacts, so they decide here: an artifact whose recorded params differ from the ones the workflow
+would pass now, or one of whose recorded inputs now hashes differently, is stale, and :func:`run_stage`
+hands it to Snakemake's ``--forcerun`` (removing it would not do: Snakemake leaves a missing file alone
+when what reads it is up to date). Snakemake's own triggers still apply, and it reruns everything
+downstream of a forced job.
+
+Artifacts without a stamp of this kind (tables, figures, labels, embeddings, BPoMP and adherence files)
+are left to Snakemake: they are rebuilt when an input is rebuilt (mtime), not when only their params
+change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from poeval import paths
+from poeval.errors import PoevalError
+from poeval.io import read_json
+from poeval.report.provenance import (corpus_params, metric_params, param_diffs, sample_params, split_params,
+                                      training_params)
+from poeval.stamps import code_revision, path_sha256
+
+
+def _import_json(release: str) -> str:
+    return f"{paths.pretrained(release)}/import.json"   # written by poeval.generators.pretrained.import_gguf
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A rule whose outputs carry a stamp: the stamped side file, the output to force, and the params
+    the rule would pass now, from the config and the path's wildcards."""
+
+    rule: str
+    stamped: Callable[..., str]
+    output: Callable[..., str]
+    current: Callable[[dict, dict], dict]
+
+
+KINDS = (
+    Kind("quatrains", paths.corpus_report, paths.corpus_report, lambda c, w: corpus_params(c, w["lang"])),
+    Kind("split", paths.split_report, paths.split_report, lambda c, w: split_params(c)),
+    Kind("import_pretrained", _import_json, paths.pretrained, lambda c, w: {"source": w["release"]}),
+    Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
+    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"])),
+    Kind("metric_cell", paths.cell, paths.cell,
+         lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
+)
+RULES = {kind.rule: kind for kind in KINDS}
+
+
+@dataclass
+class Stale:
+    rule: str
+    output: str               # what --forcerun gets
+    stamped: str              # the file whose stamp disagrees
+    reasons: list[str] = field(default_factory=list)
+
+
+def _matches(kind: Kind, root: Path) -> list[tuple[str, dict]]:
+    """(stamped path, wildcards) of every stamped file of ``kind`` under ``root``."""
+    pattern = paths.pattern(kind.stamped)
+    regex = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)) + "$")
+    found = []
+    for path in sorted(root.glob(re.sub(r"\{\w+\}", "*", pattern))):
+        rel = path.relative_to(root).as_posix()
+        if match := regex.match(rel):
+            found.append((rel, match.groupdict()))
+    return found
+
+
+def _in_run(config: dict, w: dict) -> bool:
+    """Whether the wildcards name something this config runs (a checkpoint of a system dropped from
+    ``systems`` is not the workflow's to rebuild)."""
+    configured = {"lang": config["languages"], "system": [*config["systems"], paths.HUMAN],
+                  "decoding": config["decodings"], "family": config["metrics"]["families"]}
+    if w.get("system") == paths.HUMAN:   # a HUMAN cell's decoding is its sample
+        configured["decoding"] = [paths.TRAIN] + [paths.human_id(k) for k in range(config["human"]["n_samples"])]
+    return all(w[k] in configured[k] for k in w.keys() & configured.keys())
+
+
+class _Hashes(dict):
+    """sha256 of each input path (relative to ``root``) hashed so far; None when it is missing."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.root = root
+
+    def __missing__(self, path: str) -> str | None:
+        full = self.root / path
+        self[path] = path_sha256(full) if full.exists() else None
+        return self[path]
+
+
+def _reasons(stamp: dict | None, current: dict, hashes: _Hashes, code: bool) -> list[str]:
+    if stamp is None:
+        return ["no provenance stamp: what it was built from is unknown"]
+    reasons = [f"params: {d}" for d in param_diffs(stamp.get("params") or {}, current)[0]]
+    for name, recorded in sorted((stamp.get("inputs") or {}).items()):
+        now = hashes[recorded["path"]]   # a missing input is Snakemake's to report (or, outside the run, not ours)
+        if now is not None and now != recorded["sha256"]:
+            reasons.append(f"input {name} {recorded['path']} changed since it was built")
+    if code and stamp.get("code") != code_revision():
+        reasons.append(f"code: built by {stamp.get('code')}, running {code_revision()}")
+    return reasons
+
+
+def stale_outputs(config: dict, root: str | os.PathLike = ".", rules: list[str] | None = None,
+                  code: bool = False) -> list[Stale]:
+    """The stamped outputs under ``root`` of ``rules`` (default: every rule that stamps) whose stamp
+    disagrees with ``config`` (params.yaml + overlays, as :func:`poeval.config.load` gives them) or with
+    its inputs as they are now; ``code``: also those built by another code revision."""
+    unknown = sorted(set(rules or ()) - set(RULES))
+    if unknown:
+        raise PoevalError(f"no stamped outputs for rule(s) {', '.join(unknown)}; rules: {', '.join(RULES)}")
+    root = Path(root)
+    hashes = _Hashes(root)
+    stale = []
+    for kind in (RULES[r] for r in RULES if rules is None or r in rules):
+        for stamped, w in _matches(kind, root):
+            if not _in_run(config, w):
+                continue
+            reasons = _reasons(read_json(root / stamped).get("provenance"), kind.current(config, w), hashes, code)
+            if reasons:
+                stale.append(Stale(kind.rule, kind.output(**w), stamped, reasons))
+    return stale
+
+
+def run_stage(rules: list[str], configfiles: tuple[str, ...] = (), snakemake_args: tuple[str, ...] = (),
+              code: bool = False, report: Callable[[str], None] = print) -> int:
+    """Run Snakemake in the current directory for the rules of one stage (none: the whole DAG), forcing
+    the stale stamped outputs of each (:func:`stale_outputs`). One ``--until`` run per rule, in the order
+    given (the DAG's): Snakemake never releases the jobs that depend on a job of an ``--until`` rule, so
+    rules that feed each other cannot share one run. Returns the first non-zero exit status."""
+    from poeval import config as poeval_config
+
+    config = poeval_config.load("params.yaml", tuple(configfiles))
+    stale = stale_outputs(config, ".", [r for r in rules if r in RULES] if rules else None, code)
+    for item in stale:
+        report(f"poeval repro: {item.rule}: rebuilding {item.output} ({item.stamped}: {'; '.join(item.reasons)})")
+    for rule in rules or [None]:
+        forced = [item.output for item in stale if rule in (None, item.rule)]
+        cmd = [sys.executable, "-m", "snakemake", *snakemake_args]
+        cmd += ["--until", rule] if rule else []
+        cmd += ["--configfile", *configfiles] if configfiles else []
+        cmd += ["--forcerun", *forced] if forced else []
+        status = subprocess.run(cmd).returncode
+        if status:
+            return status
+    return 0

@@ -17,7 +17,11 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/sample.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/tables.smk"
-include: "workflow/rules/bpomp.smk"
+if BPOMP_ENABLED:   # the BPoMP rules exist only when bpomp.enabled
+
+    include: "workflow/rules/bpomp.smk"
+
+
 include: "workflow/rules/adherence.smk"
 
 

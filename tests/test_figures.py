@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from poeval import params as poeval_params
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.poetry.rhyme import SCHEMES_4
@@ -275,10 +276,10 @@ def test_every_figure_has_a_numbered_caption():
 def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_papers(root):
     from poeval import config
 
-    params = config.load(root / "params.yaml")
+    params = poeval_params.load(root / "params.yaml")
     assert params["figures"] == config.section_defaults("figures")          # params.yaml and the schema agree
     assert {s["system"] for s in params["figures"].values()} <= set(params["systems"])
-    grid = config.load(root / "params.yaml", (root / "config" / "grid.yaml",))
+    grid = poeval_params.load(root / "params.yaml", (root / "config" / "grid.yaml",))
     # the paper's captions of Figures 10-15 (Appendix B)
     assert {name: (s["system"], s["lang"]) for name, s in grid["figures"].items()} == {
         "figure10": ("gptneo-l-cond", "en"), "figure11": ("sa-s", "en"), "figure12": ("gpt2-l", "de"),
@@ -287,4 +288,4 @@ def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_pa
     assert all(s["system"] in grid["systems"] and s["lang"] in grid["languages"] for s in grid["figures"].values())
     params["figures"]["figure12"]["system"] = "gpt2-xl"
     with pytest.raises(PoevalError, match=r"figures\.figure12\.system: 'gpt2-xl' is not defined under models"):
-        config.validate(params)
+        poeval_params.resolve(params)

@@ -83,9 +83,9 @@ def test_the_reference_sides_skipped_records_are_counted(tmp_path):
 
 
 @pytest.mark.parametrize("options, key", [
-    ({"lexical": {"mattr_windw": 10}}, "'mattr_windw'"),
+    ({"lexical": {"mattr_windw": 10}}, "options.lexical.mattr_windw"),
     ({"lexicl": {}}, "'lexicl'"),
-    ({"memorization": {"quatrain": 0.7, "verses": 0.9}}, "'verses'"),
+    ({"memorization": {"quatrain": 0.7, "verses": 0.9}}, "options.memorization.verses"),
 ])
 def test_an_unknown_options_key_is_rejected_by_name(tmp_path, ref, capsys, options, key):
     samples = _jsonl(tmp_path / "s.jsonl", [{"id": "s0", "lines": QUATRAIN}])

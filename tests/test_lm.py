@@ -141,16 +141,15 @@ def test_decoding_kwargs():
     from poeval.generators.contrastive import contrastive_generate
 
     cs = {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
-    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": lm.SCORE_TEMPERATURE}
+    # the stochastic mode's tau defaults to 0.1 (README: distinct share vs tau)
+    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": 0.1}
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
-    schema = json.loads((Path(lm.__file__).parents[1] / "schemas" / "params.schema.json").read_text())
-    contrastive = [v for v in schema["$defs"]["decoding"]["oneOf"] if "penalty_alpha" in v["properties"]]
-    assert contrastive[0]["properties"]["score_temperature"]["default"] == lm.SCORE_TEMPERATURE   # one default
     # what transformers 4 ran for the paper's do_sample=True contrastive configs: top-k sampling at t 1
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}) == \
         lm.decoding_kwargs({"top_k": 6, "temperature": 1.0, "top_p": 1.0})
-    for bad in ({"temperature": 0}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"typical_p": 0.9},
+    for bad in ({"temperature": 0}, {"temperature": 1, "top_p": 0}, {"temperature": 1, "top_p": 1.5},
+                {"temperature": 1, "top_k": -1}, {"temperature": 1, "typical_p": 0.9}, {"top_k": 5},
                 {"top_k": 0, "penalty_alpha": 0.6}, {"top_k": 4, "penalty_alpha": 1.5},
                 {"top_k": 4, "penalty_alpha": 0.6, "temperature": 0.7},
                 {"top_k": 4, "penalty_alpha": 0.6, "mode": "beam"},
@@ -478,7 +477,7 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
     torch.manual_seed(3)
     again = contrastive_search(model, bos, top_k=4, penalty_alpha=0.6, max_new_tokens=60,
                                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                               score_temperature=lm.SCORE_TEMPERATURE)
+                               score_temperature=0.1)
     assert torch.equal(rows, again)
     assert len({tuple(r) for r in rows.tolist()}) > 1
 
@@ -825,7 +824,7 @@ def reversed_model(tmp_path_factory) -> Path:
 def test_reversed_model_learns_reversed_verses_and_samples_them_forward(reversed_model, tmp_path):
     model_dir = reversed_model / "m"
     assert read_json(model_dir / "config.json")["poeval_verse_order"] == "reversed"
-    lm.sample(str(model_dir), {"top_k": 1}, 4, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4,
+    lm.sample(str(model_dir), {"temperature": 1.0, "top_k": 1}, 4, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4,
               max_attempts=8, progress=False)   # greedy: the quatrain it knows
     assert [r["lines"] for r in read_jsonl(tmp_path / "s.jsonl")] == [ONE] * 4   # written backwards, read forwards
     # what it learnt is the reversed text: scored by hand with transformers alone, reversed beats forward

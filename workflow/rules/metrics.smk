@@ -8,9 +8,9 @@ rule embed_reference:
     log:
         paths.log("embed", "{lang}"),
     params:
-        encoder=lambda wc: poeval_config.for_lang(config["metrics"]["semantic"]["encoder"], wc.lang),
-        batch_size=config["metrics"]["semantic"]["batch_size"],
-    threads: config["threads"]
+        encoder=lambda wc: poeval_config.for_lang(P["metrics"]["semantic"]["encoder"], wc.lang),
+        batch_size=P["metrics"]["semantic"]["batch_size"],
+    threads: P["threads"]
     shell:
         "poeval embed {input:q} --encoder {params.encoder:q} --batch-size {params.batch_size:q}"
         " --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
@@ -27,11 +27,11 @@ rule metric_cell:
     params:
         options=lambda wc: as_json({wc.family: config["metrics"].get(wc.family, {})}),
         reps=bootstrap_reps,
-        seed=config["metrics"]["bootstrap"]["seed"],
+        seed=P["metrics"]["bootstrap"]["seed"],
         # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
         human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN and wc.decoding != TRAIN else "",
         embeddings=lambda wc, input: shlex.join(["--reference-embeddings", input.embeddings]) if "embeddings" in input.keys() else "",
-    threads: lambda wc: config["threads"] if wc.family in ("memorization", "semantic") else 1
+    threads: lambda wc: P["threads"] if wc.family in ("memorization", "semantic") else 1
     shell:
         "poeval evaluate {input.samples:q} --reference {input.reference:q} --lang {wildcards.lang:q}"
         " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings}"

@@ -11,7 +11,7 @@ rule sample:
         decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
         sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])),
         prefix="{lang}-{system}-{decoding}-",
-    threads: config["threads"]
+    threads: P["threads"]
     shell:
         "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q}"
         " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"

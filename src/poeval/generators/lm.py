@@ -572,28 +572,19 @@ def train(
 # sampling
 
 
+DECODING_NODE = "#/$defs/decoding"   # the params schema's decoding config: its checks and defaults
+
+
 def decoding_kwargs(decoding: dict) -> dict:
     """Map a decoding config to ``model.generate`` keyword arguments: ancestral sampling
     ``{temperature, top_p, top_k}`` or a contrastive config ``{top_k, penalty_alpha, mode, score_temperature}``
-    (:func:`_contrastive_kwargs`)."""
-    if "penalty_alpha" in decoding:
-        return _contrastive_kwargs(decoding)
-    known = {"temperature", "top_p", "top_k"}
-    unknown = set(decoding) - known
-    if unknown:
-        raise PoevalError(f"unknown decoding parameter(s) {sorted(unknown)}; known: {sorted(known)} "
-                          "(or top_k and penalty_alpha for contrastive search)")
-    temperature = float(decoding.get("temperature", 1.0))
-    top_p = float(decoding.get("top_p", 1.0))
-    top_k = decoding.get("top_k", 0)
-    if not temperature > 0:
-        raise PoevalError(f"decoding temperature must be > 0, got {temperature}")
-    if not 0 < top_p <= 1:
-        raise PoevalError(f"decoding top_p must be in (0, 1], got {top_p}")
-    if not isinstance(top_k, int) or top_k < 0:
-        raise PoevalError(f"decoding top_k must be an integer >= 0 (0 = off), got {top_k!r}")
+    (:func:`_contrastive_kwargs`). The config is checked and its defaults filled by the params schema."""
+    full = config.resolve_section(decoding, DECODING_NODE, "decoding")
+    if "penalty_alpha" in full:
+        return _contrastive_kwargs(full, tau_given="score_temperature" in decoding)
     # top_k=0 disables top-k filtering; it is passed explicitly to override generation_config defaults
-    return {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k}
+    return {"do_sample": True, "temperature": float(full["temperature"]), "top_p": float(full["top_p"]),
+            "top_k": full["top_k"]}
 
 
 # Contrastive configs (``mode``): ``stochastic`` draws each token among the top-k from softmax(contrastive
@@ -603,36 +594,18 @@ def decoding_kwargs(decoding: dict) -> dict:
 # store_false) with penalty_alpha and top_k, and transformers 4 then chose plain sampling
 # (GenerationConfig.get_generation_mode: contrastive search only when do_sample is False), so penalty_alpha
 # had no effect and the "contrastive" cells are top-k sampling at temperature 1.
-CONTRASTIVE_MODES = ("stochastic", "argmax", "paper")
-SCORE_TEMPERATURE = 0.1   # default tau of the stochastic mode (README: distinct share vs tau)
 
-
-def _contrastive_kwargs(decoding: dict) -> dict:
+def _contrastive_kwargs(full: dict, tau_given: bool) -> dict:
     from poeval.generators.contrastive import contrastive_generate
 
-    unknown = set(decoding) - {"top_k", "penalty_alpha", "mode", "score_temperature"}
-    if unknown:
-        raise PoevalError(f"contrastive search takes only top_k, penalty_alpha, mode and score_temperature, "
-                          f"not {sorted(unknown)}")
-    top_k, alpha = decoding.get("top_k"), decoding["penalty_alpha"]
-    mode = decoding.get("mode", "stochastic")
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-        raise PoevalError(f"contrastive search top_k must be an integer >= 1, got {top_k!r}")
-    if not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
-        raise PoevalError(f"contrastive search penalty_alpha must be in [0, 1], got {alpha!r}")
-    if mode not in CONTRASTIVE_MODES:
-        raise PoevalError(f"contrastive mode must be one of {list(CONTRASTIVE_MODES)}, got {mode!r}")
-    if "score_temperature" in decoding and mode != "stochastic":
+    mode = full["mode"]
+    if tau_given and mode != "stochastic":   # the schema cannot tell a given tau from its filled default
         raise PoevalError(f"score_temperature applies to mode stochastic only, not {mode!r}")
     if mode == "paper":
-        return {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": top_k}
-    tau = 0.0   # argmax
-    if mode == "stochastic":
-        tau = decoding.get("score_temperature", SCORE_TEMPERATURE)
-        if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not 0 < tau < math.inf:
-            raise PoevalError(f"contrastive score_temperature must be a finite number > 0, got {tau!r}")
-    return {"custom_generate": contrastive_generate, "do_sample": False, "top_k": top_k,
-            "penalty_alpha": float(alpha), "score_temperature": float(tau)}
+        return {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": full["top_k"]}
+    return {"custom_generate": contrastive_generate, "do_sample": False, "top_k": full["top_k"],
+            "penalty_alpha": float(full["penalty_alpha"]),
+            "score_temperature": float(full["score_temperature"]) if mode == "stochastic" else 0.0}
 
 
 def stop_ids(tokenizer) -> list[int]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from poeval.config import LLM_ONLY_TRAINING   # training keys only the transformer LMs take
+
 
 @dataclass(frozen=True)
 class Arch:
@@ -54,8 +56,6 @@ def is_poetic(model_cfg: dict) -> bool:
     return arch is not None and arch.family == "poetic"
 
 
-# params ``training`` keys that only the transformer LMs take (a port batches whole sonnets or quatrains)
-LLM_ONLY_TRAINING = frozenset({"length_grouping"})
 
 
 def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:

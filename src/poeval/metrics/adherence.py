@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections
 
 from poeval.errors import PoevalError
-from poeval.generators.lm import ARCHS as LM_ARCHS   # the transformers: their sampler takes a scheme prompt
+from poeval.generators import registry
 from poeval.io import read_json, read_jsonl, write_json
 from poeval.metrics.schemes import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
 from poeval.poetry.rhyme import scheme
@@ -35,11 +35,11 @@ COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n
 def pairs(config: dict) -> dict[str, str]:
     """Conditioned system -> baseline system, for the conditioned transformers in ``systems`` (in its
     order): params ``style_adherence.pairs``, else the system's name minus ``-cond`` when that runs too."""
-    explicit = (config.get("style_adherence") or {}).get("pairs") or {}
+    explicit = config["style_adherence"]["pairs"] or {}
     systems, models = config["systems"], config["models"]
     out = {}
     for s in systems:
-        if not (models[s].get("conditioned") and models[s].get("arch") in LM_ARCHS):
+        if not (models[s].get("conditioned") and models[s].get("arch") in registry.names("llm")):
             continue
         if s in explicit:
             out[s] = explicit[s]
@@ -50,16 +50,16 @@ def pairs(config: dict) -> dict[str, str]:
 
 def pair_problems(config: dict) -> list[str]:
     """Params errors of ``style_adherence`` (each naming its key)."""
-    section = config.get("style_adherence") or {}
+    section = config["style_adherence"]
     models, problems = config["models"], []
-    for cond, base in (section.get("pairs") or {}).items():
+    for cond, base in (section["pairs"] or {}).items():
         model = models.get(cond)
-        if model is None or not model.get("conditioned") or model.get("arch") not in LM_ARCHS:
+        if model is None or not model.get("conditioned") or model.get("arch") not in registry.names("llm"):
             problems.append(f"key style_adherence.pairs.{cond}: not a style-conditioned transformer under models "
-                            f"(arch one of {', '.join(LM_ARCHS)}, conditioned: true)")
+                            f"(arch one of {', '.join(registry.names('llm'))}, conditioned: true)")
         if base not in models:
             problems.append(f"key style_adherence.pairs.{cond}: baseline '{base}' is not defined under models")
-    decoding = section.get("decoding")
+    decoding = section["decoding"]
     if decoding is not None and decoding not in config["decoding"]:
         problems.append(f"key style_adherence.decoding: unknown decoding config '{decoding}'")
     return problems

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from poeval import config
 from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.io import read_poems, write_json
@@ -148,17 +149,6 @@ def _rhyme(poems, ref, opts):
 
 FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "rhyme": _rhyme,
             "semantic": _semantic}
-# Defaults of each family's options; params.yaml `metrics.<family>` overrides them.
-DEFAULT_OPTIONS = {
-    "length": {"bins": None},
-    "lexical": {"mattr_window": lexical.DEFAULT_WINDOW, "mtld_threshold": lexical.DEFAULT_THRESHOLD,
-                "tokens": "poeval"},
-    "memorization": dict(memorization.LEVELS) | {"autojunk": False},
-    "rhyme": {"smoothing": schemes.DEFAULT_SMOOTHING, "repetition": schemes.DEFAULT_REPETITION},
-    "semantic": {"encoder": "default", "batch_size": 16},
-}
-
-
 def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:
     """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
     rng = np.random.default_rng(seed)
@@ -179,21 +169,20 @@ def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset())
                      dict(sorted(skipped.items())))
 
 
-# Option keys a caller may set besides a family's defaults (the CLI's --threads and --reference-embeddings).
-EXTRA_OPTIONS = {"memorization": {"workers"}, "semantic": {"reference_embeddings"}}
+# Option keys the CLI sets besides params metrics.<family> (its --threads and --reference-embeddings).
+RUNTIME_OPTIONS = {"memorization": {"workers"}, "semantic": {"reference_embeddings"}}
 
 
-def check_options(options: dict) -> None:
-    """Reject an unknown family or option key by name: a misspelt key would otherwise be ignored."""
-    for family, opts in options.items():
-        if family not in FAMILIES:
-            raise PoevalError(f"options: unknown metric family {family!r} (available: {', '.join(FAMILIES)})")
-        if not isinstance(opts, dict):
-            raise PoevalError(f"options.{family}: expected an object of options, got {opts!r}")
-        known = DEFAULT_OPTIONS[family].keys() | EXTRA_OPTIONS.get(family, set())
-        for key in opts:
-            if key not in known:
-                raise PoevalError(f"options.{family}: unknown option {key!r} (known: {', '.join(sorted(known))})")
+def family_options(family: str, given: dict) -> dict:
+    """params ``metrics.<family>`` as given, checked and filled by the params schema (a misspelt key is
+    named rather than ignored), plus the runtime keys of :data:`RUNTIME_OPTIONS`."""
+    if family not in FAMILIES:
+        raise PoevalError(f"options: unknown metric family {family!r} (available: {', '.join(FAMILIES)})")
+    if not isinstance(given, dict):
+        raise PoevalError(f"options.{family}: expected an object of options, got {given!r}")
+    runtime = {key: given[key] for key in RUNTIME_OPTIONS.get(family, ()) if key in given}
+    params = {key: value for key, value in given.items() if key not in runtime}
+    return config.resolve_section(params, f"#/properties/metrics/properties/{family}", f"options.{family}") | runtime
 
 
 def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],
@@ -207,13 +196,14 @@ def evaluate(samples: str | Path, reference: str | Path, lang: str, families: li
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(unknown)} (available: {', '.join(FAMILIES)})")
-    check_options(options or {})
+    resolved = {family: family_options(family, opts) for family, opts in (options or {}).items()}
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
     result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
               "n_poems": len(poems), "skipped": dict(sorted(skipped.items())), "reference_skipped": ref.skipped}
     for family in families:
-        opts = DEFAULT_OPTIONS[family] | {"progress": progress, "lang": lang} | (options or {}).get(family, {})
+        opts = resolved.get(family) or family_options(family, {})
+        opts = opts | {"progress": progress, "lang": lang}
         result[family], resample = FAMILIES[family](poems, ref, opts)
         if bootstrap_reps and poems:
             result[family]["ci"] = bootstrap(resample, len(poems), bootstrap_reps, seed, progress)

@@ -49,11 +49,12 @@ from collections import defaultdict
 from importlib import resources
 from typing import Iterable, Sequence
 
+from poeval import config
 from poeval.errors import PoevalError
 from poeval.text import tokens as _tokens
 
-DEFAULT_WINDOW = 35
-DEFAULT_THRESHOLD = 0.72
+_PARAMS = config.defaults("#/properties/metrics/properties/lexical")   # the params schema holds the defaults
+DEFAULT_WINDOW, DEFAULT_THRESHOLD = _PARAMS["mattr_window"], _PARAMS["mtld_threshold"]
 
 
 def quatrain_tokens(lines: Sequence[str]) -> list[str]:

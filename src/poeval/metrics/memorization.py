@@ -60,9 +60,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from poeval import config
 from poeval.errors import PoevalError
 
-LEVELS = {"quatrain": 0.7, "couplet": 0.8, "verse": 0.9}
+# Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
+LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
+          for level in ("quatrain", "couplet", "verse")}
 
 # Cells of one cdist block (int32): bounds the memory of a block to about 64 MB.
 _MAX_CELLS = 1 << 24

@@ -23,12 +23,13 @@ import string
 
 import numpy as np
 
+from poeval import config
 from poeval.errors import PoevalError
 from poeval.poetry.rhyme import SCHEMES_4, is_repetition
 
-DEFAULT_SMOOTHING = 1.0
+_PARAMS = config.defaults("#/properties/metrics/properties/rhyme")   # the params schema holds the defaults
+DEFAULT_SMOOTHING, DEFAULT_REPETITION = _PARAMS["smoothing"], _PARAMS["repetition"]
 REPETITION_MODES = ("rhyme_pair", "end_word")
-DEFAULT_REPETITION = "rhyme_pair"
 UNRHYMED = "abcd"
 _INDEX = {s: i for i, s in enumerate(SCHEMES_4)}
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

@@ -560,8 +560,8 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     cell = resolve(table, row, column, lang, decoding)
     base = Path(root) if root is not None else _default_root(Path(table))
     params_file = Path(params) if params else base / "params.yaml"
-    cfg = poeval_config.load(params_file, tuple(configfiles))
-    t = _Tracer(base.resolve(), cfg, poeval_config.load(params_file) if configfiles else cfg)
+    cfg = poeval_config.read(params_file, tuple(configfiles))
+    t = _Tracer(base.resolve(), cfg, poeval_config.read(params_file) if configfiles else cfg)
     links, stamps = _cell_links(t, cell)
     if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")

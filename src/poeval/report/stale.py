@@ -118,7 +118,7 @@ def _reasons(stamp: dict | None, current: dict, hashes: _Hashes, code: bool) -> 
 def stale_outputs(config: dict, root: str | os.PathLike = ".", rules: list[str] | None = None,
                   code: bool = False) -> list[Stale]:
     """The stamped outputs under ``root`` of ``rules`` (default: every rule that stamps) whose stamp
-    disagrees with ``config`` (params.yaml + overlays, as :func:`poeval.config.load` gives them) or with
+    disagrees with ``config`` (params.yaml + overlays, as :func:`poeval.config.read` gives them) or with
     its inputs as they are now; ``code``: also those built by another code revision."""
     unknown = sorted(set(rules or ()) - set(RULES))
     if unknown:
@@ -144,7 +144,7 @@ def run_stage(rules: list[str], configfiles: tuple[str, ...] = (), snakemake_arg
     rules that feed each other cannot share one run. Returns the first non-zero exit status."""
     from poeval import config as poeval_config
 
-    config = poeval_config.load("params.yaml", tuple(configfiles))
+    config = poeval_config.read("params.yaml", tuple(configfiles))
     stale = stale_outputs(config, ".", [r for r in rules if r in RULES] if rules else None, code)
     for item in stale:
         report(f"poeval repro: {item.rule}: rebuilding {item.output} ({item.stamped}: {'; '.join(item.reasons)})")

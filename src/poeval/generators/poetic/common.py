@@ -161,15 +161,12 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, cfg: dict) -> di
     format. One worker thread: gensim is deterministic only single-threaded. Returns a summary."""
     from gensim.models import Word2Vec
 
-    impl = cfg.get("impl", "gensim")
-    if impl != "gensim":
-        raise PoevalError(f"word2vec impl {impl!r} is not supported (known: gensim)")
+    cfg = config.resolve_section(cfg, "#/properties/poetic/properties/word2vec", "poetic.word2vec")
     if not sentences:
         raise PoevalError("word2vec needs at least one tokenised verse")
     model = Word2Vec(
-        sentences=sentences, vector_size=int(cfg.get("dim", 100)), window=int(cfg.get("window", 5)),
-        min_count=int(cfg.get("min_count", 2)), sg=1 if cfg.get("sg", True) else 0,
-        epochs=int(cfg.get("epochs", 5)), seed=int(cfg.get("seed", 1)), workers=1, hashfxn=_stable_hash,
+        sentences=sentences, vector_size=cfg["dim"], window=cfg["window"], min_count=cfg["min_count"],
+        sg=int(cfg["sg"]), epochs=cfg["epochs"], seed=cfg["seed"], workers=1, hashfxn=_stable_hash,
     )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -223,24 +220,15 @@ def init_embedding(embedding, vocab: Vocab, path: str | Path | None) -> dict:
 # sampling
 
 
-ANCESTRAL_KEYS = {"temperature", "top_p", "top_k"}
-
-
 def ancestral_params(decoding: dict, arch: str) -> tuple[float, float, int]:
-    """(temperature, top_p, top_k) of an ancestral decoding config; contrastive search is defined for
-    the transformer generators only (it needs their hidden-state geometry), so it is refused here."""
+    """(temperature, top_p, top_k) of an ancestral decoding config, checked and filled by the params
+    schema; contrastive search is defined for the transformer generators only (it needs their
+    hidden-state geometry), so it is refused here."""
     if "penalty_alpha" in decoding:
         raise PoevalError(f"{arch} samples ancestrally; contrastive search (penalty_alpha) is only defined "
                           "for the transformer generators — leave it out of this system's decodings")
-    unknown = set(decoding) - ANCESTRAL_KEYS
-    if unknown:
-        raise PoevalError(f"unknown decoding parameter(s) {sorted(unknown)}; known: {sorted(ANCESTRAL_KEYS)}")
-    temperature = float(decoding.get("temperature", 1.0))
-    top_p = float(decoding.get("top_p", 1.0))
-    top_k = decoding.get("top_k", 0)
-    if not temperature > 0 or not 0 < top_p <= 1 or not isinstance(top_k, int) or top_k < 0:
-        raise PoevalError(f"bad decoding config {decoding}: need temperature > 0, 0 < top_p <= 1, integer top_k >= 0")
-    return temperature, top_p, top_k
+    full = config.resolve_section(decoding, "#/$defs/decoding", "decoding")
+    return float(full["temperature"]), float(full["top_p"]), full["top_k"]
 
 
 def filtered_probs(logits, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, banned=()):

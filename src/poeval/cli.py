@@ -79,42 +79,28 @@ def cmd_import(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from poeval.generators import lm, registry
+    from poeval.generators import registry
 
     model, training = registry.training_params(args.model, args.training)
     if not registry.is_poetic(model):
-        lm.train(args.train, args.dev, args.out, model, training, threads=args.threads, name=args.name)
+        registry.trainer(model).train(args.train, args.dev, args.out, model, training, threads=args.threads,
+                                      name=args.name)
         return
     if not args.sonnets or not args.lang:
         raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
-    registry.module(model["arch"]).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
-                                         word2vec=args.word2vec, threads=args.threads, name=args.name)
-
-
-def _add_stamp(path: Path, stamp: dict) -> None:
-    """Record the provenance of samples written by a poetry-specific port (one place for both)."""
-    from poeval.io import read_json, write_json
-
-    write_json(path, {**read_json(path), "provenance": stamp})
+    registry.trainer(model).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
+                                  word2vec=args.word2vec, threads=args.threads, name=args.name)
 
 
 def cmd_sample(args) -> None:
-    from poeval.generators import lm
-    from poeval.generators.poetic import common, module
+    from poeval.generators import registry
+    from poeval.generators.checkpoint import port_arch
 
-    s = args.sampling
-    if common.is_checkpoint(args.model_dir):
-        if args.style:
-            raise PoevalError(f"{args.model_dir}: --style prompts only the transformer generators")
-        arch = common.load_manifest(args.model_dir)["arch"]
-        module(arch).sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
-                            max_new_tokens=s["max_new_tokens"], max_attempts=s["max_attempts"], seed=s["seed"],
-                            threads=args.threads, id_prefix=args.id_prefix)   # stamps its stats (sample_loop)
-        return
-    lm.sample(args.model_dir, args.decoding, s["n"], args.out, args.stats, batch_size=s["batch_size"],
-              max_new_tokens=s["max_new_tokens"], max_new_bytes=s.get("max_new_bytes"),
-              max_attempts=s["max_attempts"], seed=s["seed"],
-              threads=args.threads, id_prefix=args.id_prefix, style=args.style)
+    style = {"style": args.style} if args.style else {}
+    if style and port_arch(args.model_dir):
+        raise PoevalError(f"{args.model_dir}: --style prompts only the transformer generators")
+    registry.sampler(args.model_dir).sample(args.model_dir, args.decoding, args.sampling, args.out, args.stats,
+                                            threads=args.threads, id_prefix=args.id_prefix, **style)
 
 
 def cmd_adherence_cell(args) -> None:

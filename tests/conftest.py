@@ -53,3 +53,13 @@ def assert_stamped(log: dict, inputs: dict, params: dict) -> None:
     assert stamp["params"] == params
     assert {k: v["sha256"] for k, v in stamp["inputs"].items()} == {k: file_sha256(p) for k, p in inputs.items()}
     assert stamp["code"] and stamp["created"]
+
+
+def sampling(n: int, **over) -> dict:
+    """A complete params ``sampling`` block (what every generator's ``sample`` takes) of ``n`` quatrains:
+    params.yaml's, without the byte-level budget unless ``over`` gives it, ``over`` on top."""
+    import yaml
+
+    block = yaml.safe_load((ROOT / "params.yaml").read_text("utf-8"))["sampling"]
+    block.pop("max_new_bytes")
+    return {**block, "n": n, **over}

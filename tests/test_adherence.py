@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from conftest import sampling
 from poeval import params as poeval_params
 from poeval import config, paths
 from poeval.cli import main
@@ -112,22 +113,23 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
         return generate(model, prompt, *args)
 
     monkeypatch.setattr(lm, "_generate", spy)
-    stats = lm.sample(str(tmp_path / "cond"), {"temperature": 1.0}, 1, str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), batch_size=3, max_new_tokens=20, max_attempts=3, style="abab",
-                      progress=False)
+    stats = lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
+                      sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), style="abab", progress=False)
     abab = tok.convert_tokens_to_ids("<scheme=abab>")
     assert abab not in (tok.bos_token_id, tok.unk_token_id)
     assert prompts and all(row == [tok.bos_token_id, abab] for p in prompts for row in p)
     assert stats["style"] == "abab" and json.loads((tmp_path / "s.json").read_text())["style"] == "abab"
-    lm.sample(str(tmp_path / "cond"), {"temperature": 1.0}, 1, str(tmp_path / "u.jsonl"), str(tmp_path / "u.json"),
-              batch_size=3, max_new_tokens=20, max_attempts=3, progress=False)
+    lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
+              sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "u.jsonl"),
+              str(tmp_path / "u.json"), progress=False)
     assert all(row == [tok.bos_token_id] for row in prompts[-1])   # unprompted: BOS alone
     with pytest.raises(PoevalError, match="not a four-line rhyme scheme"):
         lm.style_prompt(tok, "baba")
     _tiny_model(tmp_path / "plain", conditioned=False)
     with pytest.raises(PoevalError, match="not trained style-conditioned"):
-        lm.sample(str(tmp_path / "plain"), {"temperature": 1.0}, 1, str(tmp_path / "p.jsonl"),
-                  str(tmp_path / "p.json"), max_new_tokens=5, style="abab", progress=False)
+        lm.sample(str(tmp_path / "plain"), {"temperature": 1.0}, sampling(1, max_new_tokens=5),
+                  str(tmp_path / "p.jsonl"), str(tmp_path / "p.json"), style="abab", progress=False)
 
 
 def test_dry_run_of_the_adherence_targets(tmp_path):

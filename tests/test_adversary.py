@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import Interrupted, assert_stamped
+from conftest import Interrupted, assert_stamped, sampling
 from poeval import params as poeval_params
 from poeval.errors import PoevalError
 from poeval.generators.poetic import adversary as sa, common
@@ -276,8 +276,8 @@ def test_train_writes_a_loadable_checkpoint_with_its_log(trained, data):
 
 def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
     out, _ = trained
-    res = sa.sample(str(out), VANILLA, 12, str(tmp_path / "s.jsonl"), str(tmp_path / "s.stats.json"),
-                    batch_size=10, max_attempts=400, seed=5, id_prefix="en-sa-", progress=False)
+    res = sa.sample(str(out), VANILLA, sampling(12, batch_size=10, max_attempts=400, seed=5),
+                    str(tmp_path / "s.jsonl"), str(tmp_path / "s.stats.json"), id_prefix="en-sa-", progress=False)
     records = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert len(records) == 12 == res["valid"]
     assert [r["id"] for r in records] == [f"en-sa-{k:05d}" for k in range(12)]
@@ -302,8 +302,8 @@ def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
 def test_sample_stops_at_max_attempts_and_respects_max_new_tokens(trained, tmp_path):
     out, _ = trained
     # 4 tokens cannot hold four verses with words: every attempt is truncated or empty
-    res = sa.sample(str(out), VANILLA, 5, str(tmp_path / "s.jsonl"), str(tmp_path / "st.json"), batch_size=7,
-                    max_new_tokens=4, max_attempts=20, progress=False)
+    res = sa.sample(str(out), VANILLA, sampling(5, batch_size=7, max_new_tokens=4, max_attempts=20),
+                    str(tmp_path / "s.jsonl"), str(tmp_path / "st.json"), progress=False)
     assert res["attempts"] == 20 and res["valid"] == 0
     assert (tmp_path / "s.jsonl").read_text() == ""
 
@@ -319,12 +319,12 @@ def test_training_and_sampling_are_deterministic(trained, data, tmp_path):
         assert all(torch.equal(a[part][k], b[part][k]) for k in a[part]), part
     files = []
     for name in ("x", "y"):
-        sa.sample(str(out), {"temperature": 0.9, "top_p": 0.95, "top_k": 20}, 8, str(tmp_path / f"{name}.jsonl"),
-                  str(tmp_path / f"{name}.json"), batch_size=6, seed=11, progress=False)
+        sa.sample(str(out), {"temperature": 0.9, "top_p": 0.95, "top_k": 20}, sampling(8, batch_size=6, seed=11),
+                  str(tmp_path / f"{name}.jsonl"), str(tmp_path / f"{name}.json"), progress=False)
         files.append((tmp_path / f"{name}.jsonl").read_text())
     assert files[0] == files[1] and files[0]
-    sa.sample(str(out), VANILLA, 8, str(tmp_path / "z.jsonl"), str(tmp_path / "z.json"), batch_size=6, seed=12,
-              progress=False)
+    sa.sample(str(out), VANILLA, sampling(8, batch_size=6, seed=12), str(tmp_path / "z.jsonl"),
+              str(tmp_path / "z.json"), progress=False)
     assert (tmp_path / "z.jsonl").read_text() != files[0]
 
 
@@ -367,7 +367,7 @@ def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, m
 def test_contrastive_decoding_is_refused(trained, tmp_path):
     out, _ = trained
     with pytest.raises(PoevalError, match="contrastive"):
-        sa.sample(str(out), {"top_k": 10, "penalty_alpha": 0.6}, 5, str(tmp_path / "s.jsonl"),
+        sa.sample(str(out), {"top_k": 10, "penalty_alpha": 0.6}, sampling(5), str(tmp_path / "s.jsonl"),
                   str(tmp_path / "s.json"), progress=False)
     assert not (tmp_path / "s.jsonl").exists() and not (tmp_path / "s.json").exists()
 
@@ -389,8 +389,8 @@ def test_conditioned_training_has_style_tokens_and_samples_none(data, tmp_path):
     g = sa.generate(lm, vocab, 20, 40, style_slots=slots, banned=banned)
     assert all(vocab[r[0]].startswith("<scheme=") and vocab[r[1]].startswith("<meter=") for r in g.rows)
     assert not any(vocab[t] in STYLE_TOKENS for r in g.rows for t in r[2:])
-    res = sa.sample(str(out), VANILLA, 6, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=10,
-                    max_attempts=300, progress=False)
+    res = sa.sample(str(out), VANILLA, sampling(6, batch_size=10, max_attempts=300), str(tmp_path / "s.jsonl"),
+                    str(tmp_path / "s.json"), progress=False)
     assert res["valid"] == 6 and res["conditioned"] is True
     text = (tmp_path / "s.jsonl").read_text()
     assert "<scheme=" not in text and "<meter=" not in text
@@ -430,13 +430,14 @@ def test_bad_input_raises_clear_errors_and_writes_nothing(data, tmp_path):
 
 def test_sample_bad_input(trained, tmp_path):
     out, _ = trained
-    with pytest.raises(PoevalError, match="n must be"):
-        sa.sample(str(out), VANILLA, -1, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), progress=False)
-    with pytest.raises(PoevalError, match="not found"):
-        sa.sample(str(tmp_path / "nomodel"), VANILLA, 1, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
+    with pytest.raises(PoevalError, match="sampling.n"):
+        sa.sample(str(out), VANILLA, sampling(-1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
                   progress=False)
+    with pytest.raises(PoevalError, match="not found"):
+        sa.sample(str(tmp_path / "nomodel"), VANILLA, sampling(1), str(tmp_path / "s.jsonl"),
+                  str(tmp_path / "s.json"), progress=False)
     with pytest.raises(PoevalError, match="temperature"):
-        sa.sample(str(out), {"temperature": 0}, 1, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
+        sa.sample(str(out), {"temperature": 0}, sampling(1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
                   progress=False)
     assert list(tmp_path.iterdir()) == []
 

@@ -225,3 +225,29 @@ def test_masked_scores_without_output_embeddings_hook(bert, monkeypatch):
     monkeypatch.setattr(model, "get_output_embeddings", lambda: None)
     assert bpomp.masked_scores(model, tok, TEXTS[:2]) == pytest.approx(want, abs=1e-5)
     assert want == pytest.approx([ref_pll(model, tok, t, False) for t in TEXTS[:2]], abs=1e-4)
+
+
+def test_a_checkpoint_has_one_position_limit_for_sampling_and_scoring(tmp_path):
+    """Sampling and the causal scorer read a checkpoint through one module: the sampler caps its budget at
+    the model's positions (BOS prompt included), and the scorer takes a text of as many tokens and
+    refuses one more."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from conftest import sampling
+    from poeval.generators import checkpoint, lm
+
+    limit, model_dir = 12, tmp_path / "m"
+    tok = lm.train_tokenizer(TRAIN, vocab_size=300)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=8, n_layer=1, n_head=1, n_positions=limit)
+                    ).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    stats = lm.sample(str(model_dir), {"temperature": 1.0}, sampling(1, batch_size=1, max_attempts=1),
+                      str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), progress=False)
+    assert stats["max_new_tokens"] == limit - 1 < sampling(1)["max_new_tokens"]
+    model, tok = scoring.resolve_model(str(model_dir), "causal")
+    assert checkpoint.max_positions(model) == limit
+    by_length = {len(scoring.causal_ids(tok, " ".join(["cat"] * k))): " ".join(["cat"] * k) for k in range(1, 20)}
+    assert limit in by_length and limit + 1 in by_length
+    assert len(bpomp.causal_scores(model, tok, [by_length[limit]])) == 1
+    with pytest.raises(PoevalError, match=f"more than the model's {limit} positions"):
+        bpomp.causal_scores(model, tok, [by_length[limit + 1]])

@@ -1,10 +1,13 @@
 """The `poeval` command end to end on small made-up data."""
 
 import json
+from pathlib import Path
 
 import pytest
 
+from poeval import paths
 from poeval.cli import main
+from poeval.generators import checkpoint, registry
 from poeval.io import read_jsonl
 
 
@@ -28,6 +31,11 @@ def test_prepare_writes_split_human_samples_and_reports(tmp_path, capsys):
     assert all({q["id"] for q in read_jsonl(h)} <= train_ids for h in humans)
     report = json.loads(capsys.readouterr().out)
     assert report["corpus"]["kept"] == 60 and report["split"]["dev"] == 6
+    # the files the workflow's rules quatrains, rhyme_labels and split write under data/en/, and no other
+    lang_dir = Path(paths.train("en")).parent
+    written = {str(lang_dir / p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert written == {paths.quatrains("en"), paths.corpus_report("en"), paths.labelled("en"), paths.train("en"),
+                       paths.dev("en"), paths.split_report("en"), *(paths.human("en", paths.human_id(i)) for i in range(10))}
 
 
 def test_prepare_missing_input_is_a_clear_error(tmp_path, capsys):
@@ -97,3 +105,51 @@ def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch,
     assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": seen}
     with pytest.raises(PoevalError, match="length_grouping"):
         port.resolve_train_cfg({"length_grouping": 50})
+
+
+# --- one dispatch: `poeval sample` picks the generator through the registry and hands it the sampling block whole
+
+SAMPLING = {"n": 3, "batch_size": 2, "max_new_tokens": 40, "max_new_bytes": 120, "max_attempts": 9, "seed": 4}
+
+
+def _sample_args(model_dir, *extra: str) -> list[str]:
+    return ["sample", str(model_dir), "--decoding", '{"temperature": 0.9}', "--sampling", json.dumps(SAMPLING),
+            "--out", "o.jsonl", "--stats", "o.json", "--threads", "2", "--id-prefix", "x-", *extra]
+
+
+def _recorder(monkeypatch, module) -> dict:
+    seen: dict = {}
+    monkeypatch.setattr(module, "sample", lambda *args, **kw: seen.update(args=args, kw=kw))
+    return seen
+
+
+def _port_checkpoint(path: Path, arch: str) -> Path:
+    """A directory the registry takes for a port's checkpoint: its manifest names the arch."""
+    path.mkdir()
+    (path / checkpoint.MANIFEST).write_text(json.dumps({"arch": arch, "config": {}, "vocab": []}))
+    return path
+
+
+@pytest.mark.parametrize("arch", ["deepspeare", "sa"])
+def test_sample_hands_a_port_the_whole_sampling_block(arch, tmp_path, monkeypatch):
+    """The block arrives as given, max_new_bytes included (it was dropped for the ports, and the block
+    split into keyword arguments that each sample() put back together)."""
+    seen = _recorder(monkeypatch, registry.module(arch))
+    model = _port_checkpoint(tmp_path / "m", arch)
+    assert main(_sample_args(model)) == 0
+    assert seen["args"] == (str(model), {"temperature": 0.9}, SAMPLING, "o.jsonl", "o.json")
+    assert seen["kw"] == {"threads": 2, "id_prefix": "x-"}
+
+
+def test_sample_hands_a_transformers_checkpoint_the_block_and_the_style(tmp_path, monkeypatch):
+    seen = _recorder(monkeypatch, registry.module("gpt2"))
+    assert main(_sample_args(tmp_path, "--style", "abab")) == 0
+    assert seen["args"] == (str(tmp_path), {"temperature": 0.9}, SAMPLING, "o.jsonl", "o.json")
+    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": "abab"}
+
+
+def test_sample_refuses_a_style_for_a_port_and_an_unknown_arch(tmp_path, capsys):
+    assert main(_sample_args(_port_checkpoint(tmp_path / "sa", "sa"), "--style", "abab")) == 2
+    assert "--style prompts only the transformer generators" in capsys.readouterr().err
+    assert main(_sample_args(_port_checkpoint(tmp_path / "x", "lstm"))) == 2
+    assert "model arch 'lstm' is not supported" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm  # noqa: E402
 from poeval.generators.poetic import common, deepspeare as ds  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
-from conftest import Interrupted, assert_stamped  # noqa: E402
+from conftest import Interrupted, assert_stamped, sampling  # noqa: E402
 
 # rhyme families: the end words of rhyming verses share an ending; some families end in the same letter
 # as another (ight/oat, ore/ate, ain/een), so the rhyme model must learn more than the last letter
@@ -172,8 +172,8 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     assert log["summary"]["n_train"] == 48 and log["summary"]["steps"] == 80
 
     out, stats = tmp_path / "s.jsonl", tmp_path / "s.stats.json"
-    res = ds.sample(str(model_dir), VANILLA, 30, str(out), str(stats), batch_size=16, seed=3, id_prefix="ds-",
-                    progress=False)
+    res = ds.sample(str(model_dir), VANILLA, sampling(30, batch_size=16, seed=3), str(out), str(stats),
+                    id_prefix="ds-", progress=False)
     records = list(read_jsonl(out))
     assert len(records) == 30 == res["valid"]
     assert [r["id"] for r in records] == [f"ds-{k:05d}" for k in range(30)]
@@ -199,8 +199,8 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
 
 def test_sample_budget_and_validity(trained, tmp_path):
     out, stats = tmp_path / "s.jsonl", tmp_path / "s.stats.json"
-    res = ds.sample(str(trained["dir"]), VANILLA, 10, str(out), str(stats), batch_size=8, max_new_tokens=8,
-                    max_attempts=16, progress=False)
+    res = ds.sample(str(trained["dir"]), VANILLA, sampling(10, batch_size=8, max_new_tokens=8, max_attempts=16),
+                    str(out), str(stats), progress=False)
     # 8 tokens cannot hold four verses of this corpus (8 tokens each): no attempt is valid, none is written
     assert res["valid"] == 0 and res["attempts"] == 16 and sum(res["reasons"].values()) == 16
     assert set(res["reasons"]) <= {"truncated", "empty_line", "constraints"} and res["reasons"]["truncated"] >= 8
@@ -237,12 +237,12 @@ def test_training_and_sampling_are_deterministic(data, trained, tmp_path):
     runs = []
     for k in range(2):
         out = tmp_path / f"s{k}.jsonl"
-        ds.sample(str(trained["dir"]), {"temperature": 0.8, "top_p": 0.9, "top_k": 0}, 12, str(out),
-                  str(tmp_path / f"s{k}.json"), batch_size=5, seed=7, progress=False)
+        ds.sample(str(trained["dir"]), {"temperature": 0.8, "top_p": 0.9, "top_k": 0},
+                  sampling(12, batch_size=5, seed=7), str(out), str(tmp_path / f"s{k}.json"), progress=False)
         runs.append(list(read_jsonl(out)))
     assert runs[0] == runs[1]
     other = tmp_path / "s2.jsonl"
-    ds.sample(str(trained["dir"]), VANILLA, 12, str(other), str(tmp_path / "s2.json"), batch_size=5, seed=8,
+    ds.sample(str(trained["dir"]), VANILLA, sampling(12, batch_size=5, seed=8), str(other), str(tmp_path / "s2.json"),
               progress=False)
     assert list(read_jsonl(other)) != runs[0]
 
@@ -250,8 +250,8 @@ def test_training_and_sampling_are_deterministic(data, trained, tmp_path):
 def test_contrastive_search_is_refused(trained, tmp_path):
     out = tmp_path / "c.jsonl"
     with pytest.raises(PoevalError, match="contrastive"):
-        ds.sample(str(trained["dir"]), {"top_k": 10, "penalty_alpha": 0.6}, 5, str(out), str(tmp_path / "c.json"),
-                  progress=False)
+        ds.sample(str(trained["dir"]), {"top_k": 10, "penalty_alpha": 0.6}, sampling(5), str(out),
+                  str(tmp_path / "c.json"), progress=False)
     assert not out.exists()
 
 
@@ -264,7 +264,7 @@ def test_conditioned_model_has_style_tokens_and_samples_none(data, tmp_path):
     assert all(t in vocab.stoi for t in lm.STYLE_TOKENS)
     assert vocab.itos[: len(common.SPECIALS)] == list(common.SPECIALS)
     samples, stats = tmp_path / "c.jsonl", tmp_path / "c.json"
-    ds.sample(str(out), VANILLA, 20, str(samples), str(stats), batch_size=10, progress=False)
+    ds.sample(str(out), VANILLA, sampling(20, batch_size=10), str(samples), str(stats), progress=False)
     records = list(read_jsonl(samples))
     assert len(records) == 20
     text = json.dumps(records)
@@ -313,12 +313,13 @@ def test_bad_input_is_refused(data, trained, tmp_path):
         ds.train(data["sonnets"], str(empty), str(out), TINY, TRAIN, lang="en", progress=False)
     assert not out.exists() and not list(tmp_path.glob(".m*"))
     s_out = tmp_path / "x.jsonl"
-    with pytest.raises(PoevalError, match="n must be"):
-        ds.sample(str(trained["dir"]), VANILLA, -1, str(s_out), str(tmp_path / "x.json"), progress=False)
+    with pytest.raises(PoevalError, match="sampling.n"):
+        ds.sample(str(trained["dir"]), VANILLA, sampling(-1), str(s_out), str(tmp_path / "x.json"), progress=False)
     with pytest.raises(PoevalError, match="not found"):
-        ds.sample(str(tmp_path / "nomodel"), VANILLA, 5, str(s_out), str(tmp_path / "x.json"), progress=False)
+        ds.sample(str(tmp_path / "nomodel"), VANILLA, sampling(5), str(s_out), str(tmp_path / "x.json"),
+                  progress=False)
     with pytest.raises(PoevalError, match="not a poetry-generator checkpoint"):
-        ds.sample(str(tmp_path), VANILLA, 5, str(s_out), str(tmp_path / "x.json"), progress=False)
+        ds.sample(str(tmp_path), VANILLA, sampling(5), str(s_out), str(tmp_path / "x.json"), progress=False)
     assert not s_out.exists()
 
 
@@ -421,7 +422,7 @@ def test_restarts_end_after_the_cap(trained):
 
 def test_generated_quatrains_keep_the_repetition_constraints(trained, tmp_path):
     out, stats = tmp_path / "r.jsonl", tmp_path / "r.json"
-    ds.sample(str(trained["dir"]), VANILLA, 24, str(out), str(stats), batch_size=12, seed=5, progress=False)
+    ds.sample(str(trained["dir"]), VANILLA, sampling(24, batch_size=12, seed=5), str(out), str(stats), progress=False)
     records = list(read_jsonl(out))
     assert len(records) == 24
     stop = ds.STOPWORDS["en"]

@@ -19,7 +19,7 @@ pytest.importorskip("tokenizers")
 
 from poeval.generators import lm  # noqa: E402
 from poeval.generators import engine  # noqa: E402
-from conftest import assert_stamped  # noqa: E402
+from conftest import assert_stamped, sampling  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 from poeval.text import strip_punctuation  # noqa: E402
@@ -297,11 +297,10 @@ def test_finetune_from_local_dir(corpus, trained, tmp_path):
 # ---------------------------------------------------------------------------------------------- sampling
 
 
-def _sample(model_dir, tmp_path, name="s", **kw):
+def _sample(model_dir, tmp_path, name="s", id_prefix="", **kw):
     out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
-    args = {"n": 8, "batch_size": 16, "max_attempts": 160, "seed": 1, "progress": False, **kw}
-    n = args.pop("n")
-    result = lm.sample(str(model_dir), VANILLA, n, str(out), str(stats), **args)
+    block = sampling(**{"n": 8, "batch_size": 16, "max_attempts": 160, "seed": 1, **kw})
+    result = lm.sample(str(model_dir), VANILLA, block, str(out), str(stats), id_prefix=id_prefix, progress=False)
     return list(read_jsonl(out)), read_json(stats), result
 
 
@@ -412,7 +411,7 @@ def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
 
 def test_sample_missing_model_dir(tmp_path):
     with pytest.raises(PoevalError, match="model directory not found"):
-        lm.sample(str(tmp_path / "nope"), VANILLA, 5, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"))
+        lm.sample(str(tmp_path / "nope"), VANILLA, sampling(5), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"))
 
 
 def test_sample_zero_valid(trained, tmp_path):
@@ -432,8 +431,8 @@ def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
     assert len(configs) == 12 and configs["temperature-0.7"] == {"temperature": 0.7}
     for name, decoding in configs.items():
         out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
-        result = lm.sample(str(trained), decoding, 4, str(out), str(stats), batch_size=8, max_attempts=16,
-                           max_new_tokens=60, progress=False)
+        result = lm.sample(str(trained), decoding, sampling(4, batch_size=8, max_attempts=16, max_new_tokens=60),
+                           str(out), str(stats), progress=False)
         assert result["attempts"] >= 1 and result["decoding"] == decoding, name
 
 
@@ -446,7 +445,7 @@ def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_pa
 
     cs = {"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"}
     out, stats = tmp_path / "cs.jsonl", tmp_path / "cs.json"
-    lm.sample(str(trained), cs, 6, str(out), str(stats), batch_size=8, max_attempts=40, progress=False)
+    lm.sample(str(trained), cs, sampling(6, batch_size=8, max_attempts=40), str(out), str(stats), progress=False)
     records = list(read_jsonl(out))
     assert len({tuple(r["lines"]) for r in records}) > 1
     model, tok = lm.load(str(trained))
@@ -485,10 +484,10 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
 def test_paper_mode_is_top_k_sampling(trained, tmp_path):
     """mode paper writes byte for byte the sample of top-k sampling (k, t 1.0, p 1.0)."""
     paper = {"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}
-    kw = {"batch_size": 8, "max_attempts": 16, "max_new_tokens": 60, "progress": False}
-    lm.sample(str(trained), paper, 4, str(tmp_path / "p.jsonl"), str(tmp_path / "p.json"), **kw)
-    lm.sample(str(trained), {"top_k": 6, "temperature": 1.0, "top_p": 1.0}, 4, str(tmp_path / "k.jsonl"),
-              str(tmp_path / "k.json"), **kw)
+    block = sampling(4, batch_size=8, max_attempts=16, max_new_tokens=60)
+    lm.sample(str(trained), paper, block, str(tmp_path / "p.jsonl"), str(tmp_path / "p.json"), progress=False)
+    lm.sample(str(trained), {"top_k": 6, "temperature": 1.0, "top_p": 1.0}, block, str(tmp_path / "k.jsonl"),
+              str(tmp_path / "k.json"), progress=False)
     assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "k.jsonl").read_bytes()
     assert read_json(tmp_path / "p.json")["decoding"] == paper
 
@@ -824,8 +823,8 @@ def reversed_model(tmp_path_factory) -> Path:
 def test_reversed_model_learns_reversed_verses_and_samples_them_forward(reversed_model, tmp_path):
     model_dir = reversed_model / "m"
     assert read_json(model_dir / "config.json")["poeval_verse_order"] == "reversed"
-    lm.sample(str(model_dir), {"temperature": 1.0, "top_k": 1}, 4, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4,
-              max_attempts=8, progress=False)   # greedy: the quatrain it knows
+    lm.sample(str(model_dir), {"temperature": 1.0, "top_k": 1}, sampling(4, batch_size=4, max_attempts=8),
+              str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), progress=False)   # greedy: the quatrain it knows
     assert [r["lines"] for r in read_jsonl(tmp_path / "s.jsonl")] == [ONE] * 4   # written backwards, read forwards
     # what it learnt is the reversed text: scored by hand with transformers alone, reversed beats forward
     from transformers import AutoModelForCausalLM, AutoTokenizer

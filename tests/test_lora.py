@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
+from conftest import sampling  # noqa: E402
 from poeval.generators import lm  # noqa: E402
 from poeval.io import read_jsonl, write_jsonl  # noqa: E402
 from test_lm import TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, _quatrains, _state, _styled, reference_dev_loss  # noqa: E402
@@ -70,8 +71,8 @@ def test_lora_changes_the_attention_by_a_low_rank_update_and_lowers_the_dev_loss
     model, _ = lm.load(str(out))
     assert type(model).__name__ == "GPT2LMHeadModel"
     assert not any("lora" in name for name, _ in model.named_parameters())
-    stats = lm.sample(str(out), VANILLA, 8, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=16,
-                      max_attempts=160, progress=False)
+    stats = lm.sample(str(out), VANILLA, sampling(8, batch_size=16, max_attempts=160), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), progress=False)
     records = list(read_jsonl(tmp_path / "s.jsonl"))
     assert stats["valid"] == len(records) > 0
 
@@ -94,6 +95,6 @@ def test_conditioned_lora_also_trains_the_grown_embeddings(base, finetune_corpus
     # loads with its style tokens and samples a requested scheme
     _, tok = lm.load(str(out))
     assert lm.has_style_tokens(tok)
-    stats = lm.sample(str(out), VANILLA, 4, str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=16,
-                      max_attempts=64, progress=False, style="abab")
+    stats = lm.sample(str(out), VANILLA, sampling(4, batch_size=16, max_attempts=64), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["valid"] > 0 and stats["style"] == "abab"

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
 import gguf_tiny  # noqa: E402
+from conftest import sampling  # noqa: E402
 from poeval import paths  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
@@ -172,9 +173,9 @@ def test_scorer_frames_a_text_as_training_does(tiny):
 
 
 def test_samples_start_at_bos_and_end_at_eos(finetuned, tmp_path):
-    stats = lm.sample(str(finetuned / "model"), {"temperature": 1.0, "top_p": 1.0, "top_k": 1}, 4,
-                      str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), batch_size=4, max_attempts=8,
-                      max_new_tokens=60, progress=False)
+    stats = lm.sample(str(finetuned / "model"), {"temperature": 1.0, "top_p": 1.0, "top_k": 1},
+                      sampling(4, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), progress=False)
     assert stats["valid"] == 4 and stats["validity_rate"] == 1.0   # greedy: the quatrain it learnt, ended by EOS
     assert list(read_jsonl(tmp_path / "s.jsonl"))[0]["lines"][1:] == QUATRAINS[0]["lines"][1:]
 
@@ -186,8 +187,9 @@ def test_another_end_token_is_not_a_quatrains_end(finetuned, tmp_path):
     shutil.copytree(finetuned / "model", model_dir)
     config = json.loads((model_dir / "tokenizer_config.json").read_text())
     (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "eos_token": "<|endoftext|>"}))
-    stats = lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1}, 4, str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), batch_size=4, max_attempts=8, max_new_tokens=60, progress=False)
+    stats = lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1},
+                      sampling(4, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), progress=False)
     assert stats["valid"] == 0 and stats["reasons"] == {"special_token": 8}
 
 
@@ -266,7 +268,7 @@ def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, sty
     after = _weights(tmp_path / "m")
     assert summary["vocab_size"] == len(tiny.tok) + len(lm.STYLE_TOKENS) == after["model.embed_tokens.weight"].shape[0]
     assert _dev_loss(tmp_path / "m", styled / "dev.jsonl", True) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
-    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0}, 2, str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), batch_size=4, max_attempts=8, max_new_tokens=60, progress=False,
-                      style="abab")
+    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
+                      sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
+                      str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["style"] == "abab" and stats["attempts"] >= 2

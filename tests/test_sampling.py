@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from poeval.errors import PoevalError
-from poeval.generators.sampling import Attempt, check_quatrain, distinct_share, sample_loop
+from poeval.generators.sampling import Attempt, check_quatrain, distinct_share, resolve, sample_loop
 from poeval.io import read_json, read_jsonl
 
 Q = ["a", "b", "c", "d"]
@@ -56,9 +56,9 @@ def _run(tmp_path, attempts, n, **kw):
     model.mkdir(exist_ok=True)
     (model / "w.bin").write_bytes(b"w")
     generate, sizes = _script(attempts)
-    args = {"batch_size": 3, "max_attempts": 100, "seed": 1, "progress": False, "id_prefix": "x-", **kw}
-    stats = sample_loop(generate, n, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model),
-                        decoding={"temperature": 1.0}, sampling={"n": n}, **args)
+    block = resolve({"n": n, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, **kw})
+    stats = sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model),
+                        decoding={"temperature": 1.0}, sampling=block, progress=False, id_prefix="x-")
     return list(read_jsonl(tmp_path / "s.jsonl")), stats, sizes
 
 
@@ -77,7 +77,8 @@ def test_loop_resamples_until_n_valid_and_counts_reasons(tmp_path):
     assert stats["validity_rate"] == 3 / 7
     assert stats["distinct_share"] == 2 / 3
     assert read_json(tmp_path / "s.json") == stats
-    assert stats["provenance"]["params"] == {"decoding": {"temperature": 1.0}, "sampling": {"n": 3}}
+    assert stats["provenance"]["params"] == {"decoding": {"temperature": 1.0}, "sampling": {
+        "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1}}
     assert stats["provenance"]["inputs"]["model"]["sha256"]
 
 
@@ -93,8 +94,9 @@ def test_loop_extra_sees_which_attempts_were_valid(tmp_path):
     model = tmp_path / "m"
     model.mkdir()
     generate, _ = _script(script)
-    stats = sample_loop(generate, 2, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
-                        sampling={}, batch_size=5, max_attempts=10, seed=1, progress=False,
+    block = {"n": 2, "batch_size": 5, "max_new_tokens": 10, "max_attempts": 10, "seed": 1}
+    stats = sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+                        sampling=resolve(block), progress=False,
                         extra=lambda counted: {"valid_k": sum(a.info["k"] for a in counted if a.reason is None)})
     assert stats["valid_k"] == 5
 
@@ -107,19 +109,29 @@ def test_loop_seeds_the_global_rng(tmp_path):
     model.mkdir()
     outs = []
     for seed in (1, 1, 2):
-        sample_loop(generate, 4, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
-                    sampling={}, batch_size=2, max_attempts=10, seed=seed, progress=False)
+        block = {"n": 4, "batch_size": 2, "max_new_tokens": 10, "max_attempts": 10, "seed": seed}
+        sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+                    sampling=resolve(block), progress=False)
         outs.append((tmp_path / "s.jsonl").read_bytes())
     assert outs[0] == outs[1] != outs[2]
 
 
-@pytest.mark.parametrize("kw", [{"n": -1}, {"batch_size": 0}, {"max_attempts": 0}, {"n": 1.5}])
-def test_bad_counts_raise(tmp_path, kw):
-    args = {"n": 1, "batch_size": 1, "max_attempts": 1, **kw}
-    n = args.pop("n")
-    with pytest.raises(PoevalError, match=next(iter(kw))):
-        sample_loop(lambda size: [], n, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(tmp_path),
-                    decoding={}, sampling={}, seed=1, progress=False, **args)
+@pytest.mark.parametrize("kw", [{"n": -1}, {"batch_size": 0}, {"max_attempts": 0}, {"n": 1.5},
+                                {"max_new_tokens": None}, {"max_new_bytes": 0}, {"seed": None}, {"top_k": 5}])
+def test_a_bad_sampling_block_is_refused_naming_its_key(kw):
+    block = {"n": 1, "batch_size": 1, "max_new_tokens": 1, "max_attempts": 1, "seed": 1, **kw}
+    with pytest.raises(PoevalError, match=f"sampling.{next(iter(kw))}"):
+        resolve(block)
+
+
+@pytest.mark.parametrize("key", ["n", "batch_size", "max_new_tokens", "max_attempts", "seed"])
+def test_a_sampling_block_needs_every_key_but_max_new_bytes(key):
+    """the schema's top-level block: a library call without params.yaml has no defaults to fall back on
+    (there were literal ones in each sample() signature: max_attempts 3000 against params.yaml's 4000)"""
+    block = {"n": 1, "batch_size": 1, "max_new_tokens": 1, "max_attempts": 1, "seed": 1}
+    assert resolve(block) == block
+    with pytest.raises(PoevalError, match=f"missing key in sampling: '{key}'"):
+        resolve({k: v for k, v in block.items() if k != key})
 
 
 def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):

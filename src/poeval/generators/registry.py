@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from poeval.config import LLM_ONLY_TRAINING   # training keys only the transformer LMs take
+from poeval.generators.checkpoint import port_arch
 
 
 @dataclass(frozen=True)
@@ -20,12 +22,15 @@ class Arch:
     device: str    # "gpu" or "cpu": where a cluster job trains and samples it
 
 
+# trains and samples every transformers checkpoint: the llm archs' own and an imported release's
+TRANSFORMERS = "generators.lm"
+
 # in display order: names() lists the architectures (and the schema its enums) in this order
 ARCHS: tuple[Arch, ...] = (
-    Arch("gpt2", "generators.lm", "llm", "word", "gpu"),
-    Arch("gptneo", "generators.lm", "llm", "word", "gpu"),
-    Arch("llama", "generators.lm", "llm", "word", "gpu"),
-    Arch("bygpt5", "generators.lm", "llm", "byte", "gpu"),
+    Arch("gpt2", TRANSFORMERS, "llm", "word", "gpu"),
+    Arch("gptneo", TRANSFORMERS, "llm", "word", "gpu"),
+    Arch("llama", TRANSFORMERS, "llm", "word", "gpu"),
+    Arch("bygpt5", TRANSFORMERS, "llm", "byte", "gpu"),
     # small LSTMs, latency-bound: a GPU does not speed them up
     Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),
     Arch("sa", "generators.poetic.adversary", "poetic", "word", "cpu"),
@@ -55,6 +60,21 @@ def is_poetic(model_cfg: dict) -> bool:
     arch = BY_NAME.get(model_cfg.get("arch"))
     return arch is not None and arch.family == "poetic"
 
+
+def _port_or_transformers(port: str | None):
+    return module(port) if port else importlib.import_module(f"poeval.{TRANSFORMERS}")
+
+
+def trainer(model_cfg: dict):
+    """The module whose ``train(...)`` trains a params ``models`` entry: a poetry port's own, else the
+    transformers' (which fills the schema's defaults, ``arch`` included, and refuses an unknown arch)."""
+    return _port_or_transformers(model_cfg["arch"] if is_poetic(model_cfg) else None)
+
+
+def sampler(model_dir: str | Path):
+    """The module whose ``sample(...)`` samples the checkpoint in ``model_dir``: the poetry port its
+    manifest names, else the transformers' (a checkpoint poeval trained, or an imported release)."""
+    return _port_or_transformers(port_arch(model_dir))
 
 
 

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from poeval.errors import PoevalError
+from poeval import config
 from poeval.io import write_json, write_jsonl
 from poeval.stamps import sample_stamp
 from poeval.text import strip_punctuation
@@ -88,26 +88,33 @@ def write_samples(records: list[dict], reasons: dict, attempts: int, n: int, out
     return result
 
 
-def check_counts(n, batch_size, max_attempts) -> None:
-    for key, value, low in (("n", n, 0), ("batch_size", batch_size, 1), ("max_attempts", max_attempts, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise PoevalError(f"sample: {key} must be an integer >= {low}, got {value!r}")
+# The top-level params node: it requires every key but max_new_bytes, so a library call without
+# params.yaml meets the same rules as the workflow (a system's own block only overrides some keys).
+NODE = "#/properties/sampling"
 
 
-def sample_loop(generate: Callable[[int], list[Attempt]], n: int, out, stats, *, model_dir: str, decoding: dict,
-                sampling: dict, batch_size: int, max_attempts: int, seed: int, id_prefix: str = "",
-                progress: bool = True, desc: str = "sample",
+def resolve(sampling: dict) -> dict:
+    """The params ``sampling`` block a generator samples with (n, batch_size, max_new_tokens, optional
+    max_new_bytes, max_attempts, seed): the schema's defaults under it, checked against the schema. Each
+    generator's ``sample`` resolves its block once, with this, and reads every count from it."""
+    block = {**config.defaults(NODE), **sampling}
+    config.check(block, NODE, "sampling")
+    return block
+
+
+def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_dir: str, decoding: dict,
+                sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
                 extra: Callable[[list[Attempt]], dict] | None = None) -> dict:
     """Call ``generate(size)`` (one batch of ``size`` attempts) until ``n`` valid quatrains or
-    ``max_attempts`` attempts; write JSONL + stats JSON and return the stats. The global torch RNG is
-    seeded with ``seed`` first, so equal seed, batch_size and threads give equal samples. ``extra``
-    maps the counted attempts to generator-specific stats; ``sampling`` (the params ``sampling`` keys as
-    given) goes into the provenance stamp."""
+    ``max_attempts`` attempts; write JSONL + stats JSON and return the stats. ``sampling`` is the block
+    :func:`resolve` returned (its counts are not checked again); it goes into the provenance stamp. The
+    global torch RNG is seeded with its ``seed`` first, so equal seed, batch_size and threads give equal
+    samples. ``extra`` maps the counted attempts to generator-specific stats."""
     import torch
     from tqdm.auto import tqdm
 
-    check_counts(n, batch_size, max_attempts)
-    torch.manual_seed(int(seed))
+    n, batch_size, max_attempts, seed = (sampling[k] for k in ("n", "batch_size", "max_attempts", "seed"))
+    torch.manual_seed(seed)
     records: list[dict] = []
     reasons: collections.Counter = collections.Counter()
     counted: list[Attempt] = []
@@ -129,6 +136,6 @@ def sample_loop(generate: Callable[[int], list[Attempt]], n: int, out, stats, *,
     finally:
         bar.close()
     return write_samples(records, reasons, len(counted), n, out, stats, {
-        "decoding": decoding, "seed": int(seed), "batch_size": batch_size, "max_attempts": max_attempts,
+        "decoding": decoding, "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
         "provenance": sample_stamp(model_dir, decoding, sampling)})

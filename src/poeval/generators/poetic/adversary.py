@@ -95,7 +95,8 @@ from poeval.errors import PoevalError
 from poeval.generators import engine
 from poeval.generators.poetic import common
 from poeval.generators.poetic.common import Vocab
-from poeval.generators.sampling import Attempt, check_counts, sample_loop
+from poeval.generators.sampling import Attempt, sample_loop
+from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, style_tokens
 from poeval.stamps import train_stamp
@@ -1173,22 +1174,21 @@ def _attempt(vocab: Vocab, row: list[int], status: str, n_style: int) -> Attempt
     return Attempt(texts, status != "truncated", info={"ended_eos": ended_eos})
 
 
-def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batch_size: int = 100,
-           max_new_tokens: int | None = 100, max_attempts: int = 3000, seed: int = 1, threads: int = 1,
+def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
            id_prefix: str = "", progress: bool = True) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON
     (:func:`poeval.generators.sampling.sample_loop`, which holds the validity rule and failure reasons).
 
+    ``sampling`` is a params ``sampling`` block (:func:`poeval.generators.sampling.resolve`); its
     ``max_new_tokens`` bounds the tokens of the four verses together (the <eol>/<eos> included; a
-    conditioned model's two style tokens come on top); ``None`` means 200. Generations are counted in
-    order and counting stops at the n-th valid quatrain. Deterministic for equal seed, batch_size, threads."""
+    conditioned model's two style tokens come on top), and ``max_new_bytes`` (byte-level models only)
+    does not apply. Generations are counted in order and counting stops at the n-th valid quatrain.
+    Deterministic for equal seed, batch_size, threads."""
     import torch
 
     temperature, top_p, top_k = common.ancestral_params(decoding, ARCH)
-    check_counts(n, batch_size, max_attempts)
-    if max_new_tokens is not None and (not isinstance(max_new_tokens, int) or max_new_tokens < 1):
-        raise PoevalError(f"sample: max_new_tokens must be a positive integer or null, got {max_new_tokens!r}")
-    max_tokens = 200 if max_new_tokens is None else max_new_tokens
+    sampling = resolve_sampling(sampling)
+    max_tokens = sampling["max_new_tokens"]
     torch.set_num_threads(min(int(threads), SERIAL_THREADS))   # see SERIAL_THREADS
     lm, _, vocab, config = load(model_dir)
     conditioned = bool(config["model"]["conditioned"])
@@ -1204,8 +1204,5 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
                 "last_verse_ended_by_eol": sum(a.reason is None and not a.info["ended_eos"] for a in counted),
                 "threads": int(threads), "threads_used": torch.get_num_threads()}
 
-    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_attempts": max_attempts,
-                "seed": seed}
-    return sample_loop(batch, n, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
-                       batch_size=batch_size, max_attempts=max_attempts, seed=seed, id_prefix=id_prefix,
-                       progress=progress, desc="sa: sample", extra=extra)
+    return sample_loop(batch, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
+                       id_prefix=id_prefix, progress=progress, desc="sa: sample", extra=extra)

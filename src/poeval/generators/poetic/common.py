@@ -19,9 +19,9 @@ from typing import Any, Iterable
 
 from poeval import config
 from poeval.errors import PoevalError
+from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
 from poeval.io import read_json, read_jsonl, write_json
 
-MANIFEST = "poeval_model.json"
 WEIGHTS = "weights.pt"
 
 PAD, UNK, BOS, EOS, EOL = "<pad>", "<unk>", "<bos>", "<eos>", "<eol>"

@@ -116,7 +116,8 @@ from poeval.generators.poetic import common
 from poeval.generators.poetic.common import (Vocab, ancestral_params, detokenize, end_word, filtered_probs,
                                              init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize,
                                              verse_ok)
-from poeval.generators.sampling import Attempt, check_counts, sample_loop
+from poeval.generators.sampling import Attempt, sample_loop
+from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.io import read_jsonl
 from poeval.poetry import style as _style
 from poeval.stamps import train_stamp
@@ -1170,30 +1171,29 @@ def _attempt(res: dict) -> Attempt:
     return Attempt(res["lines"], True, info=info)
 
 
-def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batch_size: int = 100,
-           max_new_tokens: int | None = 100, max_attempts: int = 3000, seed: int = 1, threads: int = 1,
+def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
            id_prefix: str = "", progress: bool = True) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` quatrain generations; write the samples JSONL
-    and the stats JSON (:func:`poeval.generators.sampling.sample_loop`). A quatrain is valid when each of
-    its four verses ended with ``<eol>`` within ``max_new_tokens`` generated tokens in all (``<eol>``
-    included; else ``truncated``) and has a word (else ``empty_line``). Deterministic for equal seed,
-    batch_size and threads."""
+    and the stats JSON (:func:`poeval.generators.sampling.sample_loop`). ``sampling`` is a params
+    ``sampling`` block (:func:`poeval.generators.sampling.resolve`; ``max_new_bytes``, for byte-level
+    models, does not apply). A quatrain is valid when each of its four verses ended with ``<eol>`` within
+    ``max_new_tokens`` generated tokens in all (``<eol>`` included; else ``truncated``) and has a word
+    (else ``empty_line``). Deterministic for equal seed, batch_size and threads."""
     temperature, top_p, top_k = ancestral_params(decoding, ARCH)
-    check_counts(n, batch_size, max_attempts)
-    if max_new_tokens is not None and (not isinstance(max_new_tokens, int) or max_new_tokens < 4):
-        raise PoevalError(f"sample: max_new_tokens must be null or an integer >= 4 (four verses), "
-                          f"got {max_new_tokens!r}")
+    sampling = resolve_sampling(sampling)
+    max_tokens = sampling["max_new_tokens"]
+    if max_tokens < 4:   # a rule of this port that the schema's posint cannot express
+        raise PoevalError(f"sample: max_new_tokens must be an integer >= 4 (four verses), got {max_tokens!r}")
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
     loaded = Loaded(model_dir)
     gen = Generator(loaded, temperature, top_p, top_k)
-    max_tokens = max_new_tokens if max_new_tokens is not None else 200
 
     def extra(counted: list[Attempt]) -> dict:
         targets = collections.Counter(a.info["scheme"] for a in counted if a.reason is None)
         return {
-            "max_new_tokens": max_new_tokens,
+            "max_new_tokens": max_tokens,
             "arch": ARCH,
             "candidates": int(loaded.cfg["candidates"]),
             "rhyme_threshold": float(loaded.cfg["rhyme_threshold"]),
@@ -1209,9 +1209,6 @@ def sample(model_dir: str, decoding: dict, n: int, out: str, stats: str, *, batc
             "quatrain_restarts": sum(a.info["restarts"] for a in counted),
         }
 
-    sampling = {"n": n, "batch_size": batch_size, "max_new_tokens": max_new_tokens, "max_attempts": max_attempts,
-                "seed": seed}
-    return sample_loop(lambda size: [_attempt(r) for r in gen.generate(size, max_tokens)], n, out, stats,
-                       model_dir=model_dir, decoding=decoding, sampling=sampling, batch_size=batch_size,
-                       max_attempts=max_attempts, seed=seed, id_prefix=id_prefix, progress=progress,
-                       desc="sample deepspeare", extra=extra)
+    return sample_loop(lambda size: [_attempt(r) for r in gen.generate(size, max_tokens)], out, stats,
+                       model_dir=model_dir, decoding=decoding, sampling=sampling, id_prefix=id_prefix,
+                       progress=progress, desc="sample deepspeare", extra=extra)

@@ -1,0 +1,116 @@
+"""Transformers checkpoints as poeval reads them: loading a causal LM with its tokenizer (offline unless
+the user allows downloads), the verse order it was trained in, the tokens that frame its texts and its
+position limit. The generators (:mod:`poeval.generators.lm`) and BPoMP's causal scorer
+(:mod:`poeval.bpomp.scoring`) both read checkpoints through this module, so a checkpoint means the same
+to both. It also tells a poetry port's checkpoint (:data:`MANIFEST`) from a transformers one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from poeval import hub
+from poeval.errors import PoevalError
+from poeval.io import read_json
+
+VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order
+MANIFEST = "poeval_model.json"       # a poetry port's checkpoint: {"arch", "config", "vocab"}
+
+
+def port_arch(model_dir: str | Path) -> str | None:
+    """The arch a poetry port's checkpoint names in its manifest; None for any other directory (a
+    transformers checkpoint, trained by :mod:`poeval.generators.lm` or imported)."""
+    manifest = Path(model_dir) / MANIFEST
+    return read_json(manifest)["arch"] if manifest.is_file() else None
+
+
+def orient(verses: list[str], order: str) -> list[str]:
+    """``verses`` in a model's verse order: each one's characters reversed for ``reversed`` (its own
+    inverse: it also turns a reversed model's output back)."""
+    return [v[::-1] for v in verses] if order == "reversed" else list(verses)
+
+
+def verse_order(model) -> str:
+    """The verse order a checkpoint was trained in (``forward`` for any model poeval did not reverse)."""
+    return getattr(model.config, VERSE_ORDER, None) or "forward"
+
+
+def text_bounds(tokenizer) -> tuple[str, str]:
+    """The tokens that start and end every text a causal LM sees in poeval: the tokenizer's own BOS and
+    EOS (BOS falls back to EOS). Training frames each quatrain with them, sampling prompts with the BOS
+    and accepts a quatrain only when the EOS ends it, and BPoMP's causal scorer frames each limerick with
+    both. SmolLM2-Instruct: ``<|im_start|>`` and ``<|im_end|>``; ``<|endoftext|>`` is neither, and a
+    generation that emits it is invalid (``special_token``). Scratch tokenizers: ``<|endoftext|>`` twice."""
+    eos = tokenizer.eos_token
+    if eos is None:
+        raise PoevalError("a causal LM's tokenizer needs an EOS token: it ends every text")
+    return tokenizer.bos_token or eos, eos
+
+
+def param_key(name: str | None, field: str = "name_or_path") -> str:
+    """The params key that gave a model's ``field`` (``models.<name>.<field>``), named in errors."""
+    return f"models.{name}.{field}" if name else field
+
+
+def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None, key: str | None = None):
+    """Load ``(model, tokenizer)`` from a local directory, a pretrained release's short id
+    (:mod:`poeval.generators.pretrained`: its imported checkpoint) or a hub id, offline unless the user
+    allows downloads (:mod:`poeval.hub`).
+
+    ``tokenizer`` (default: ``name_or_path``) is where the tokenizer lives. Any loading failure becomes
+    one PoevalError that names the model and the parameter that gave it: ``key``, else
+    ``models.<name>.name_or_path`` (or ``models.<name>.tokenizer``), so the user knows what to fix.
+    """
+    from poeval.generators import pretrained
+
+    model_key = key or param_key(name, "name_or_path")
+    tok_key = param_key(name, "tokenizer") if tokenizer else model_key
+    model_ref = hub.resolve(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
+                            model_key)
+    tok_ref = hub.resolve(pretrained.checkpoint(tokenizer), tok_key, "tokenizer") if tokenizer else model_ref
+    from transformers import AutoModelForCausalLM, AutoTokenizer   # after the checks: it takes seconds
+
+    def fail(ref: str, where: str, what: str, err: Exception):
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first}")
+
+    local = hub.local_files_only()
+    try:
+        tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
+    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
+    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        raise fail(model_ref, model_key, "model", err) from None
+    if tok.eos_token_id is None:
+        raise PoevalError(f"model {tok_ref!r} ({tok_key}): its tokenizer has no EOS token")
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    if tok.bos_token_id is None:
+        tok.bos_token = tok.eos_token
+    sync_special_ids(model, tok)
+    return model, tok
+
+
+def sync_special_ids(model, tokenizer) -> None:
+    """Make the model's (and its generation config's) BOS, EOS and pad ids the tokenizer's: generation and
+    scoring read them from the model, and a tokenizer given apart from its model may define them differently."""
+    for cfg in (model.config, getattr(model, "generation_config", None)):
+        if cfg is None:
+            continue
+        cfg.bos_token_id = tokenizer.bos_token_id
+        cfg.eos_token_id = tokenizer.eos_token_id
+        cfg.pad_token_id = tokenizer.pad_token_id
+
+
+def max_positions(model) -> int | None:
+    """The longest sequence ``model`` takes (its ``n_positions`` or ``max_position_embeddings``), None
+    when its config names none: training crops to it, sampling caps its budget at it, and the BPoMP
+    scorer refuses a longer text."""
+    cfg = model.config
+    for key in ("n_positions", "max_position_embeddings"):
+        value = getattr(cfg, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

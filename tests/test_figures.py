@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from poeval import params as poeval_params
+from poeval import render
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.poetry.rhyme import SCHEMES_4
@@ -32,13 +33,13 @@ def _rhyme_cell(tmp_path, system, decoding="v", lang="en", shares=None, ce=3.0, 
 def captured(monkeypatch):
     """The matplotlib figures that reach the PNG writer, to read the plotted artists back."""
     figs = []
-    save = figures.save_figure
+    save = render.save_figure
 
     def keep(fig, out):
         figs.append(fig)
         save(fig, out)
 
-    monkeypatch.setattr(figures, "save_figure", keep)
+    monkeypatch.setattr(render, "save_figure", keep)
     return figs
 
 

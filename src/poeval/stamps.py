@@ -114,6 +114,5 @@ def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: 
     if "semantic" in families:
         inputs["embeddings"] = options.get("semantic", {}).get("reference_embeddings")
     metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in families}
-    return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs.get("bootstrap_reps", 0),
-                          "seed": kwargs.get("seed", 1),
-                          "exclude_sample_from_reference": bool(kwargs.get("exclude_sample_from_reference"))})
+    return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs["bootstrap_reps"], "seed": kwargs["seed"],
+                          "exclude_sample_from_reference": bool(kwargs["exclude_sample_from_reference"])})

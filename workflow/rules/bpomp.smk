@@ -51,7 +51,7 @@ rule train_mlm:
     log:
         paths.log("train_mlm", "en", "{mlm}"),
     params:
-        mlm=lambda wc: as_json(BPOMP["mlm"][wc.mlm]),
+        mlm=lambda wc: as_json(config["bpomp"]["mlm"][wc.mlm]),   # as written, as every command line
     threads: P["threads"]
     shell:
         "poeval bpomp train-mlm --train {input.train:q} --dev {input.dev:q} --out {output:q} --config {params.mlm:q}"

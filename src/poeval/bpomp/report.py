@@ -20,7 +20,7 @@ from poeval import io, paths
 from poeval.bpomp.analysis import DEFAULT_QUANTILES, accuracy, bigrams, error_analysis
 from poeval.bpomp.pairs import TASKS
 from poeval.errors import PoevalError
-from poeval.report.tables import fmt, write_tsv
+from poeval.render import fmt, write_tsv
 
 ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
 ERRORS_HEADER = ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
@@ -133,7 +133,7 @@ def errors_table(cells: list[str], out: str) -> list[list[str]]:
 def errors_figure(cells: list[str], out: str) -> None:
     """Pearson correlation of score and bigram-frequency differences against the confidence cut-off:
     one panel per scorer, a line per task (``all`` pooled), solid on all kept pairs, dashed on errors."""
-    from poeval.report.figures import finish_figure, load_pyplot
+    from poeval.render import finish_figure, load_pyplot
 
     plt = load_pyplot()
     loaded = [_read_cell(path, "overall") for path in cells]

@@ -25,7 +25,7 @@ from poeval.generators import registry
 from poeval.io import read_json, read_jsonl, write_json
 from poeval.metrics.schemes import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
 from poeval.poetry.rhyme import scheme
-from poeval.report.tables import fmt, write_tsv
+from poeval.render import fmt, write_tsv
 
 UNPROMPTED = "none"
 COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n", "baseline_share",
@@ -136,7 +136,7 @@ def write_figure(pair_cells: list[tuple[str, str]], schemes: list[str], out: str
     baseline's unprompted share."""
     import numpy as np
 
-    from poeval.report.figures import finish_figure, note_panel, load_pyplot
+    from poeval.render import finish_figure, load_pyplot, note_panel
 
     table = rows(pair_cells, schemes)
     panels = list(dict.fromkeys((r["lang"], r["system"], r["baseline"]) for r in table))

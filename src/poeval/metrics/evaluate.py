@@ -5,6 +5,7 @@ samples gets the same numbers as the workflow's tables."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -216,7 +217,9 @@ def write_evaluation(samples: str, reference: str, lang: str, families: list[str
     result = evaluate(samples, reference, lang, families, **kwargs)
     if cell:
         result["cell"] = cell
-    result["provenance"] = evaluation_stamp(samples, reference, families, kwargs)  # poeval provenance reads it
+    used = inspect.signature(evaluate).bind(samples, reference, lang, families, **kwargs)
+    used.apply_defaults()   # the stamp records what evaluate used, its own defaults included
+    result["provenance"] = evaluation_stamp(samples, reference, families, used.arguments)  # poeval provenance reads it
     write_json(out, result)
     return result
 

@@ -28,9 +28,10 @@ import numpy as np
 
 from poeval.errors import PoevalError
 from poeval.generators import registry
-from poeval.io import atomic_write, read_json
+from poeval.io import read_json
 from poeval.poetry.rhyme import SCHEMES_4
-from poeval.report.tables import HUMAN, fmt, write_tsv
+from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
+from poeval.report.tables import HUMAN
 
 
 def _load_per_poem(paths: list[str], family: str):
@@ -50,33 +51,6 @@ def _grouped(paths: list[str], family: str) -> dict[str, dict[str, list]]:
         label = HUMAN if c["system"] == HUMAN else f"{c['system']} ({c['decoding']})"
         out[c["lang"]].setdefault(label, []).append(per_poem)
     return out
-
-
-def save_figure(fig, out: str) -> None:
-    with atomic_write(out, mode="wb", encoding=None) as handle:
-        fig.savefig(handle, format="png", dpi=110, metadata={"Software": None})
-
-
-def load_pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 8})
-    return plt
-
-
-def finish_figure(plt, fig, out: str) -> None:
-    fig.tight_layout()
-    save_figure(fig, out)
-    plt.close(fig)
-
-
-def note_panel(ax, text: str) -> None:
-    """A panel-wide message (an empty family, a language not in the run), so a figure always builds."""
-    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=10,
-            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "grey"})
 
 
 def figure1(paths: list[str], out: str) -> None:

@@ -9,28 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from poeval.errors import PoevalError
-from poeval.io import atomic_write, read_json, read_jsonl
+from poeval.io import read_json, read_jsonl
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
 from poeval.poetry.rhyme import SCHEMES_4
+from poeval.render import NA, fmt, write_tsv
 from poeval.text import tokens
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"
-NA = "NA"
-
-
-def fmt(value, digits: int) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return NA
-    return f"{value:.{digits}f}"
-
-
-def write_tsv(out: str | Path, header: list[str], rows: list[list[str]]) -> None:
-    with atomic_write(out) as handle:
-        handle.write("\t".join(header) + "\n")
-        for row in rows:
-            handle.write("\t".join(row) + "\n")
-
-
 def _split_size(files: list[str]) -> tuple[list[int], set[str]]:
     """[files, poems, verses, tokens] and the set of lower-cased types of a split's files."""
     poems = verses = n_tokens = 0

@@ -158,7 +158,7 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
     if not isinstance(model_cfg, dict):
         raise PoevalError(f"model config {_param(name, '')} must be a mapping")
     model_cfg = {k: v for k, v in model_cfg.items() if k != "training"}   # the caller merges it into train_cfg
-    size = model_cfg.get("size", "S")
+    size = model_cfg.get("size", MODEL_DEFAULTS["size"])
     cfg = {**MODEL_DEFAULTS, **SIZES.get(size, {}), **model_cfg}
     config.check(cfg, "#/$defs/deepspeare_model", f"models.{name}" if name else "model")
     return cfg

@@ -34,8 +34,27 @@ def encoder():
     ("Found his software intensely erotic.", "a"),
 ])
 def test_part_of_speech_in_the_line(wn, line, pos):
-    word = pairs.end_word(line)
-    assert pairs._pos_in_line(wn, line, word) == pos
+    """Through make_pairs: the line is the first of a limerick whose other verses end in a function word,
+    so the only synonym it can make replaces this line's end word, with a synonym of the part of speech
+    the word has in the line; a proper noun or a particle gets none."""
+    filler = ["He went to the", "And sat by the", "Then ran to the", "And looked at the"]
+    limerick = [{"id": "l", "lines": [line, *filler]}]
+    if pos == context.NO_SYNONYM:
+        with pytest.raises(PoevalError, match=r"skipped: proper_or_function_word 1$"):
+            bpomp.make_pairs(limerick, "synonym", synonym_choice="first", check_scheme=False, wordnet=wn)
+        return
+    (pair,), _ = bpomp.make_pairs(limerick, "synonym", synonym_choice="first", check_scheme=False, wordnet=wn)
+    assert pair["changed"]["lines"] == [0] and pair["changed"]["words"][0] == pairs.end_word(line)
+    assert pair["changed"]["pos"] == pos
+
+
+def test_part_of_speech_of_the_line_is_not_the_words_most_frequent_reading(wn):
+    """The control: with synonym_pos any, "well" after "the" takes its most frequent reading (not the noun)."""
+    filler = ["He went to the", "And sat by the", "Then ran to the", "And looked at the"]
+    limerick = [{"id": "l", "lines": ["Thinks it funny to piss in the well.", *filler]}]
+    (pair,), _ = bpomp.make_pairs(limerick, "synonym", synonym_choice="first", check_scheme=False, wordnet=wn,
+                                  synonym_pos="any")
+    assert pair["changed"]["pos"] != "n"
 
 
 def test_candidates_keep_the_part_of_speech_of_the_line(wn):

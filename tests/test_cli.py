@@ -97,12 +97,14 @@ def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch,
     model = {"arch": arch, "training": {"lr": 0.5}}
     assert main(["train", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "m", "--model", json.dumps(model),
                  "--training", json.dumps(training), "--sonnets", "s.jsonl", "--lang", "en"]) == 0
-    assert "length_grouping" not in seen and seen["lr"] == 0.5
-    assert {k: seen[k] for k in ("seed", "batch_size", "max_steps", "patience")} == \
-        {k: training[k] for k in ("seed", "batch_size", "max_steps", "patience")}
-    port.resolve_train_cfg(seen)
+    # by hand: the shared block less length_grouping, with the system's lr
+    expected = {k: v for k, v in training.items() if k != "length_grouping"} | {"lr": 0.5}
+    assert seen == expected
+    # the port accepts it and adds only its own keys' defaults (DeepSpeare clips at 5, sa at 1 and runs one thread)
+    own = {"deepspeare": {"max_grad_norm": 5.0}, "sa": {"max_grad_norm": 1.0, "max_threads": 1}}[arch]
+    assert port.resolve_train_cfg(seen) == {**own, **expected}
     config = {"models": {"p": model}, "training": training}
-    assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": seen}
+    assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": expected}
     with pytest.raises(PoevalError, match="length_grouping"):
         port.resolve_train_cfg({"length_grouping": 50})
 

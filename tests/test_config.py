@@ -133,15 +133,26 @@ def test_schema_arch_enums_are_the_registry(root):
     assert _arch_enums(schema, "transformer_model") == list(registry.names("llm")) == ["gpt2", "gptneo", "llama",
                                                                                        "bygpt5"]
     assert _arch_enums(schema, "poetic_model") == list(registry.names("poetic")) == ["deepspeare", "sa"]
-    assert schema["$defs"]["model"]["if"]["properties"]["arch"]["enum"] == list(registry.names("poetic"))
-    assert set(registry.names()) == set(registry.names("llm")) | set(registry.names("poetic"))
+    assert schema["$defs"]["model"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
+    assert list(registry.names()) == ["gpt2", "gptneo", "llama", "bygpt5", "deepspeare", "sa"]
+
+
+# which module trains and samples each arch, written out by hand
+ARCH_MODULES = {"gpt2": "poeval.generators.lm", "gptneo": "poeval.generators.lm", "llama": "poeval.generators.lm",
+                "bygpt5": "poeval.generators.lm", "deepspeare": "poeval.generators.poetic.deepspeare",
+                "sa": "poeval.generators.poetic.adversary"}
 
 
 def test_every_model_in_params_has_a_registered_arch(params):
     from poeval.generators import registry
 
     for name, model in params["models"].items():
-        assert registry.get(model["arch"]).name == model["arch"], name
+        assert registry.module(model["arch"]).__name__ == ARCH_MODULES[model["arch"]], name
+        # and its module takes the entry as it stands in params.yaml
+        entry = {k: v for k, v in model.items() if k not in ("training", "sampling")}
+        assert registry.module(model["arch"]).resolve_model_cfg(entry, name)["arch"] == model["arch"], name
+    with pytest.raises(PoevalError, match="rnn"):
+        registry.module("rnn")
 
 
 def test_max_epochs_is_null_or_positive(params):
@@ -155,11 +166,6 @@ def test_max_epochs_is_null_or_positive(params):
 
 # --- the schema is the one holder of defaults and the one validator of a section ------------------
 
-def _own_defaults(node: dict) -> dict:
-    """A node's defaults read straight from the schema file (no $ref followed: each is written out)."""
-    return {key: spec["default"] for key, spec in node["properties"].items() if "default" in spec}
-
-
 @pytest.fixture
 def schema_file(root):
     import json
@@ -167,25 +173,71 @@ def schema_file(root):
     return json.loads((root / "src" / "poeval" / "schemas" / "params.schema.json").read_text())
 
 
-def test_resolvers_fill_exactly_the_schema_defaults(schema_file):
-    from poeval.generators import lm, mlm
-    from poeval.generators.poetic import adversary as sa, deepspeare as ds, sonnets
+# What each resolver fills in for an empty entry, written out by hand: a default that changes must change here
+# too (the values the modules had before the schema held them, e.g. max_grad_norm 1.0 for the LMs and 5.0
+# for DeepSpeare, patience 3 and 5, sa's max_threads 1).
+LM_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1500, "max_epochs": None, "lr": 0.001, "warmup_steps": 50,
+            "weight_decay": 0.01, "eval_every": 100, "eval_quatrains": 500, "patience": 3, "max_grad_norm": 1.0,
+            "length_grouping": 50}
+LM_MODEL = {"arch": "gpt2", "size": "S", "init": "scratch", "name_or_path": None, "tokenizer": None,
+            "conditioned": False, "vocab_size": 4000, "n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 128,
+            "intermediate_size": None, "dropout": 0.0, "verse_order": "forward", "lora": None}
+MLM = {"vocab_size": 4000, "n_layer": 2, "n_embd": 128, "n_head": 4, "intermediate_size": None, "n_positions": 128,
+       "dropout": 0.1, "mask_prob": 0.15, "seed": 1, "batch_size": 32, "max_steps": 800, "lr": 0.001,
+       "warmup_steps": 50, "weight_decay": 0.01, "eval_every": 100, "eval_quatrains": 500, "patience": 3,
+       "max_grad_norm": 1.0, "max_epochs": None}
+DS_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1000, "max_epochs": 3, "lr": 0.001, "warmup_steps": 0,
+            "weight_decay": 0.0, "max_grad_norm": 5.0, "eval_every": 50, "eval_quatrains": 300, "patience": 5}
+DS_MODEL = {"arch": "deepspeare", "size": "S", "init": "scratch", "name_or_path": None, "conditioned": False,
+            "min_count": 3, "max_vocab": None, "max_word_chars": 20, "word_dim": 100, "dropout": 0.1,
+            "softmax_cutoffs": [1000, 4000], "tie_embeddings": True, "pm_max_chars": 80, "pm_sigma": 1.0,
+            "pm_repeat_scale": 1.0, "pm_cov_scale": 1.0, "pm_cov_threshold": 0.7, "rm_neg": 5, "rm_delta": 0.5,
+            "candidates": 10, "rhyme_threshold": 0.9, "rhyme_attempts": 1000, "restarts": 100, "rerank": "sample",
+            "rerank_temperature": 0.1, "scheme_draw": "uniform", "word_temperature": None}
+DS_WIDTHS_S = {"char_dim": 32, "char_hidden": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64, "pm_enc_dim": 32,
+               "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64}   # size S: the one size-dependent default
+SA_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 500, "max_epochs": 10, "lr": 0.004, "warmup_steps": 50,
+            "weight_decay": 0.0, "eval_every": 100, "eval_quatrains": 500, "patience": 5, "max_grad_norm": 1.0,
+            "max_threads": 1}
+SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, "conditioned": False,
+            "vocab_min_count": 2, "vocab_max_size": 10000, "emb_dim": 100, "hidden": 256, "layers": 1, "dropout": 0.1,
+            "softmax": "adaptive", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "char_emb": 32,
+            "char_hidden": 64, "rhyme_dim": 64, "max_word_chars": 16, "disc_channels": 8, "disc_hidden": 32,
+            "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003, "adv_steps": 100, "adv_batch_size": 32,
+            "adv_lr": 0.001, "adv_max_tokens": 100, "disc_lr": 0.001, "disc_pre_steps": 50, "disc_steps": 1,
+            "disc_finetune_encoder": True, "mle_weight": 1.0, "pg_tokens": "endings", "baseline_decay": 0.9,
+            "normalize_advantage": True, "adv_epochs": None, "pretrain": None}
 
-    defs = schema_file["$defs"]
-    assert lm.resolve_train_cfg({}) == _own_defaults(defs["train"])
-    assert lm.resolve_model_cfg({}) == _own_defaults(defs["transformer_model"])
-    assert lm.resolve_model_cfg({"arch": "bygpt5"}) == _own_defaults(defs["transformer_model"]) | {
-        "arch": "bygpt5", "n_positions": 512}   # the one per-arch default, named in the schema's description
-    assert "bygpt5: 512" in defs["transformer_model"]["properties"]["n_positions"]["description"]
-    assert mlm.resolve_config({}) == _own_defaults(defs["mlm"])
-    for port, node in ((ds, "deepspeare_model"), (sa, "sa_model")):
-        own = _own_defaults(defs[node])
-        assert port.resolve_train_cfg({}) == own.pop("training")
-        assert port.resolve_model_cfg({}) == own | getattr(port, "SIZES", {}).get("S", {})
-    assert sonnets.SONNET_DEFAULTS == _own_defaults(schema_file["properties"]["poetic"]["properties"]["sonnets"])
-    # the values the modules had before the schema held them
-    assert (lm.TRAIN_DEFAULTS["max_grad_norm"], ds.TRAIN_DEFAULTS["max_grad_norm"]) == (1.0, 5.0)
-    assert (lm.TRAIN_DEFAULTS["patience"], ds.TRAIN_DEFAULTS["patience"], sa.TRAIN_DEFAULTS["max_threads"]) == (3, 5, 1)
+
+def test_resolvers_fill_the_defaults_written_out_here(schema_file):
+    from poeval.generators import lm, mlm
+    from poeval.generators.poetic import adversary as sa, deepspeare as ds
+
+    assert lm.resolve_train_cfg({}) == LM_TRAIN
+    assert lm.resolve_model_cfg({}) == LM_MODEL
+    # the one per-arch default, named in the schema's description
+    assert lm.resolve_model_cfg({"arch": "bygpt5"}) == LM_MODEL | {"arch": "bygpt5", "n_positions": 512}
+    assert "bygpt5: 512" in schema_file["$defs"]["transformer_model"]["properties"]["n_positions"]["description"]
+    assert mlm.resolve_config({}) == MLM
+    assert ds.resolve_train_cfg({}) == DS_TRAIN and ds.resolve_model_cfg({}) == DS_MODEL | DS_WIDTHS_S
+    assert sa.resolve_train_cfg({}) == SA_TRAIN and sa.resolve_model_cfg({}) == SA_MODEL
+    # a value given wins over its default, and nothing else moves
+    assert lm.resolve_train_cfg({"lr": 0.5}) == LM_TRAIN | {"lr": 0.5}
+    assert ds.resolve_model_cfg({"enc_dim": 8}) == DS_MODEL | DS_WIDTHS_S | {"enc_dim": 8}
+
+
+def test_write_sonnets_fills_the_sonnet_defaults(tmp_path):
+    """An empty poetic.sonnets block gets the defaults written out here, as the report's provenance shows."""
+    from poeval.generators.poetic import sonnets
+    from poeval.io import read_json, write_jsonl
+
+    quatrain = {"lines": ["one verse here", "two verse here", "three verse here", "four verse here"]}
+    for split, n in (("train", 7), ("dev", 7)):
+        write_jsonl(tmp_path / f"{split}.jsonl", [{"id": f"{split}{i}", **quatrain} for i in range(n)])
+    sonnets.write_sonnets(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "s.jsonl"),
+                          str(tmp_path / "d.jsonl"), str(tmp_path / "r.json"), {})
+    provenance = read_json(tmp_path / "r.json")["provenance"]
+    assert provenance["params"]["sonnets"] == {"n": None, "seed": 1, "allow_reuse": False}
 
 
 def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
@@ -205,32 +257,47 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
             lm.resolve_train_cfg(broken["training"])
 
 
-# (system, change, key): one params error each, that `poeval validate` and the training-time resolver
-# both report with the same line
+# (system, change, line): one params error each, and the one problem line, written out by hand, that the
+# params step (`poeval validate`, the workflow) and the training-time resolver must both report
 BAD_MODELS = [
-    ("gpt2-s", {"size": "XS"}, "size"),
-    ("gpt2-s", {"hidden": 64}, "hidden"),
-    ("gpt2-s", {"n_head": 3}, "n_head"),                       # a rule: n_embd 128 is not divisible by 3
-    ("gpt2-s", {"lora": {"r": 4}}, "lora"),                     # a rule: LoRA needs init pretrained
-    ("deepspeare-s", {"word_temperature": [0.8, 0.6]}, "word_temperature"),
-    ("deepspeare-s", {"rhyme_treshold": 0.5}, "rhyme_treshold"),
-    ("sa-s", {"cutoffs": [5000, 2000]}, "cutoffs"),
-    ("sa-s", {"pretrain": {"lines": 10}}, "pretrain"),
+    ("gpt2-s", {"size": "XS"}, "key models.gpt2-s.size: 'XS' is not one of ['S', 'L']"),
+    ("gpt2-s", {"hidden": 64}, "unknown key models.gpt2-s.hidden (allowed: arch, conditioned, dropout, init, "
+                               "intermediate_size, lora, n_embd, n_head, n_layer, n_positions, name_or_path, sampling, "
+                               "size, tokenizer, training, verse_order, vocab_size)"),
+    # a rule: n_embd 128 is not divisible by 3
+    ("gpt2-s", {"n_head": 3}, "key models.gpt2-s.n_head: n_embd (128) must be divisible by n_head (3)"),
+    # a rule: LoRA needs init pretrained
+    ("gpt2-s", {"lora": {"r": 4}}, "key models.gpt2-s.lora: only used with init: pretrained"),
+    ("deepspeare-s", {"word_temperature": [0.8, 0.6]},
+     "key models.deepspeare-s.word_temperature: must be null or [low, high] with low <= high, got [0.8, 0.6]"),
+    ("deepspeare-s", {"rhyme_treshold": 0.5}, "unknown key models.deepspeare-s.rhyme_treshold (allowed: "),
+    ("sa-s", {"cutoffs": [5000, 2000]}, "key models.sa-s.cutoffs: must be an increasing list of word ranks, got "
+                                        "[5000, 2000]"),
+    ("sa-s", {"pretrain": {"lines": 10}}, "key models.sa-s.pretrain: {'lines': 10} is not of type 'null'"),
 ]
 
 
-@pytest.mark.parametrize("system, change, key", BAD_MODELS)
-def test_validate_and_the_resolvers_reject_the_same_model_entries(params, system, change, key):
+def _problem_lines(error: PoevalError) -> list[str]:
+    head, *lines = str(error).splitlines()
+    assert all(line.startswith("  - ") for line in lines), str(error)
+    return [line[len("  - "):] for line in lines]
+
+
+@pytest.mark.parametrize("system, change, line", BAD_MODELS)
+def test_validate_and_the_resolvers_reject_a_bad_model_entry_with_its_line(params, system, change, line):
     from poeval.generators import registry
 
     params["models"][system] |= change
-    with pytest.raises(PoevalError) as from_validate:
+    with pytest.raises(PoevalError, match=r"^invalid params:\n") as from_validate:
         poeval_params.resolve(params)
     model = {k: v for k, v in params["models"][system].items() if k != "training"}
-    with pytest.raises(PoevalError) as from_resolver:
+    with pytest.raises(PoevalError, match=rf"^invalid models\.{system}:\n") as from_resolver:
         registry.module(model["arch"]).resolve_model_cfg(model, system)
-    lines = [set(str(e.value).splitlines()[1:]) for e in (from_validate, from_resolver)]
-    assert lines[0] == lines[1] and all(f"models.{system}.{key}" in line for line in lines[0])
+    for error in (from_validate.value, from_resolver.value):
+        (got,) = _problem_lines(error)   # one problem, the one written above
+        assert got.startswith(line) if line.endswith("(allowed: ") else got == line
+    if "rhyme_treshold" in line:   # the misspelt key: the allowed list names the right spelling
+        assert "rhyme_threshold," in _problem_lines(from_validate.value)[0]
 
 
 def test_sa_epoch_budget_is_whole_epochs_in_validate_and_in_training(params):

@@ -150,15 +150,26 @@ def test_stochastic_choice_matches_reference(name, k, alpha, tau):
 
 
 def test_score_temperature_draws_from_the_softmax_of_the_scores():
-    """The Gumbel-max choice picks candidate i with probability softmax(s / tau)_i."""
-    from poeval.generators.contrastive import _choose
-
-    scores = torch.tensor([[0.30, 0.25, 0.10, -0.20]]).expand(40000, 4)
-    tau = 0.1
-    picks = _choose(scores, tau, torch.Generator().manual_seed(0))
-    freq = torch.bincount(picks, minlength=4).float() / len(picks)
-    expected = (scores[0] / tau).softmax(-1)  # 0.61, 0.37, 0.08, 0.004
+    """With score_temperature tau the search picks candidate i with probability softmax(s / tau)_i. Here
+    alpha is 0, so a candidate's score s is its probability, which a logits processor fixes at .4, .3, .2, .1
+    for tokens 5, 6, 7, 8 (nothing else possible): one step over many copies of one prompt gives the token
+    frequencies softmax([4, 3, 2, 1]) = .644, .237, .087, .032."""
+    model = _model("gpt2", 0)
+    rows = 20000
+    ids = torch.full((rows, 1), 3)
+    fixed = torch.full((VOCAB,), -math.inf)
+    fixed[5:9] = torch.tensor([0.4, 0.3, 0.2, 0.1]).log()
+    out = contrastive_search(model, ids, top_k=4, penalty_alpha=0.0, max_new_tokens=1, score_temperature=0.1,
+                             logits_processor=lambda seqs, scores: fixed.expand_as(scores),
+                             generator=torch.Generator().manual_seed(0))
+    freq = torch.bincount(out[:, -1], minlength=VOCAB).float() / rows
+    expected = torch.zeros(VOCAB)
+    expected[5:9] = torch.tensor([math.exp(x) for x in (4, 3, 2, 1)]) / sum(math.exp(x) for x in (4, 3, 2, 1))
     assert torch.allclose(freq, expected, atol=0.01)
+    # the argmax (tau 0) always takes the most probable candidate
+    argmax = contrastive_search(model, ids[:10], top_k=4, penalty_alpha=0.0, max_new_tokens=1,
+                                logits_processor=lambda seqs, scores: fixed.expand_as(scores))
+    assert argmax[:, -1].tolist() == [5] * 10
 
 
 def test_stochastic_choice_is_seeded_and_tiny_tau_is_the_argmax():

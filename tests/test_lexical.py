@@ -82,9 +82,12 @@ def test_mtld_hand_computed_partial_factor():
     #          -> 5 / (5/7) = 7
     # MTLD = (5 + 7) / 2 = 6
     seq = list("aabcd")
-    assert lexical._mtld_pass(seq, 5, 0.72) == pytest.approx(5.0)
-    assert lexical._mtld_pass(reversed(seq), 5, 0.72) == pytest.approx(7.0)
     assert lexical.mtld(seq) == pytest.approx(6.0)
+    # the other way round the two passes swap: the same mean
+    assert lexical.mtld(seq[::-1]) == pytest.approx(6.0)
+    # each pass alone, where both passes read the same TTRs (1, 1, 1, 3/4 = .75 > .72, no factor completes):
+    # one partial factor (1 - .75) / (1 - .72) = 25/28 in each direction -> 4 / (25/28) = 4.48
+    assert lexical.mtld(list("abca")) == pytest.approx(4.48)
     assert lexical.mtld(seq) == pytest.approx(_lr(seq).mtld(threshold=0.72))
 
 
@@ -96,11 +99,16 @@ def test_mtld_factor_completes_when_ttr_reaches_threshold_exactly():
     # backward: u0 u0 | u0 u0 | u0 u0 | u0 u17 ... u1 u0 -> 3 factors, remainder 19 tokens / 18 types,
     #           partial (1 - 18/19) / .28 -> 25 / (3 + (1/19) / .28)
     seq = [f"u{i}" for i in range(18)] + ["u0"] * 7
-    assert lexical._mtld_pass(seq, 25, 0.72) == pytest.approx(25.0)
     backward = 25 / (3 + (1 / 19) / 0.28)
-    assert lexical._mtld_pass(reversed(seq), 25, 0.72) == pytest.approx(backward)
     assert lexical.mtld(seq) == pytest.approx((25 + backward) / 2)
     assert lexical.mtld(seq) == pytest.approx(_lr(seq).mtld(threshold=0.72))
+
+
+def test_mtld_factor_ends_at_ttr_equal_to_the_threshold_not_below_it():
+    # threshold .5, a b a b c: TTRs 1, 1, 2/3, 2/4 = .5 -> the factor ends at "b" (<= .5); remainder "c", TTR 1,
+    #   partial 0 -> forward 5 / 1 = 5. (A strict "< .5" rule: no factor, partial (1 - 3/5) / .5 = .8 -> 6.25.)
+    # backward c b a b a: TTRs 1, 1, 1, 3/4, 3/5 -> no factor, partial .8 -> 6.25
+    assert lexical.mtld(list("ababc"), threshold=0.5) == pytest.approx((5 + 6.25) / 2)
 
 
 def test_mtld_all_unique_is_token_count_not_zero():

@@ -332,14 +332,14 @@ def _recount(tok, rows: list[list[int]], n: int) -> tuple[list[list[str]], int, 
 @pytest.mark.parametrize("n", [2, 160])   # 2: counting stops inside a batch (of 40); 160: the budget runs out
 def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypatch):
     """The stats agree with the samples file and with the generations themselves, recounted by hand."""
-    rows, generate = [], lm._generate
+    rows, generate = [], lm.generate_batch
 
     def spy(model, prompt, *args):
         seqs = generate(model, prompt, *args)
         rows.extend(seqs[:, prompt.shape[1]:].tolist())
         return seqs
 
-    monkeypatch.setattr(lm, "_generate", spy)
+    monkeypatch.setattr(lm, "generate_batch", spy)
     records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-", batch_size=40)
     assert stats == json.loads(json.dumps(result))
     _, tok = lm.load(str(trained))
@@ -373,7 +373,7 @@ def test_ancestral_sampling_draws_what_transformers_generate_draws(trained, deco
     ended = 0
     for seed in range(6):
         torch.manual_seed(seed)
-        ours = lm._generate(model, prompt, kw, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
+        ours = lm.generate_batch(model, prompt, kw, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
         torch.manual_seed(seed)
         theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
@@ -395,7 +395,7 @@ def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
 
     monkeypatch.setattr(type(model), "forward", spy)
     torch.manual_seed(1)
-    rows = lm._generate(model, torch.full((20, 1), tok.bos_token_id), lm.decoding_kwargs(VANILLA), 60,
+    rows = lm.generate_batch(model, torch.full((20, 1), tok.bos_token_id), lm.decoding_kwargs(VANILLA), 60,
                         [tok.eos_token_id], tok.pad_token_id, lm.newline_counts(tok, len(tok)))
     assert sizes[0] == 20 and sizes[-1] < 20 and sizes == sorted(sizes, reverse=True)
     cut = 0
@@ -452,7 +452,7 @@ def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_pa
     model.eval()
     torch.manual_seed(3)
     bos = torch.full((5, 1), tok.bos_token_id)
-    rows = lm._generate(model, bos, lm.decoding_kwargs(cs), 60, [tok.eos_token_id], tok.pad_token_id)
+    rows = lm.generate_batch(model, bos, lm.decoding_kwargs(cs), 60, [tok.eos_token_id], tok.pad_token_id)
     for row in rows:
         again = contrastive_search(model, row[None, :2], top_k=4, penalty_alpha=0.6, max_new_tokens=59,
                                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)[0]
@@ -471,7 +471,7 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
     model.eval()
     bos = torch.full((5, 1), tok.bos_token_id)
     torch.manual_seed(3)
-    rows = lm._generate(model, bos, lm.decoding_kwargs({"top_k": 4, "penalty_alpha": 0.6}), 60,
+    rows = lm.generate_batch(model, bos, lm.decoding_kwargs({"top_k": 4, "penalty_alpha": 0.6}), 60,
                         [tok.eos_token_id], tok.pad_token_id)
     torch.manual_seed(3)
     again = contrastive_search(model, bos, top_k=4, penalty_alpha=0.6, max_new_tokens=60,
@@ -561,7 +561,9 @@ def test_byte_tokenizer_round_trips_utf8_without_trained_vocabulary(tmp_path):
     # BOS/EOS do not eat the whitespace next to them (ByT5's default </s> would)
     framed = lm.quatrain_text([" a ", "b", "c", "d "], tok.bos_token, tok.eos_token)
     fids = tok(framed, add_special_tokens=False)["input_ids"]
-    assert fids[0] == fids[-1] == tok.eos_token_id and fids[1:-1] == [b + 3 for b in " a \nb\nc\nd ".encode()]
+    # ByT5's ids: pad 0, </s> 1, unk 2, then byte b at b + 3
+    assert tok.eos_token_id == fids[0] == fids[-1] == 1
+    assert fids[1:-1] == [b + 3 for b in " a \nb\nc\nd ".encode()]
     # saved without any vocabulary file, restored by load()-style AutoTokenizer
     tok.save_pretrained(tmp_path)
     assert not {"vocab.json", "merges.txt", "tokenizer.json", "spiece.model"} & {p.name for p in tmp_path.iterdir()}
@@ -602,18 +604,43 @@ def styled_corpus(tmp_path_factory) -> tuple[Path, Path]:
     return root / "train.jsonl", root / "dev.jsonl"
 
 
+# the 15 set partitions of four verses (Bell number B4 = 15), labelled by first appearance, in lexicographic
+# order, written out by hand; and the metre families the detector labels
+SCHEMES_BY_HAND = ["aaaa", "aaab", "aaba", "aabb", "aabc", "abaa", "abab", "abac", "abba", "abbb", "abbc", "abca",
+                   "abcb", "abcc", "abcd"]
+METERS_BY_HAND = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other"]
+
+
 def test_style_vocabulary():
-    assert len(lm.SCHEMES) == 15 and len(set(lm.SCHEMES)) == 15
-    assert {"aaaa", "abab", "aabb", "abba", "abcd", "abcb"} <= set(lm.SCHEMES)
-    assert all(s[0] == "a" for s in lm.SCHEMES) and "baba" not in lm.SCHEMES
-    assert len(lm.STYLE_TOKENS) == 21
+    assert list(lm.SCHEMES) == SCHEMES_BY_HAND and list(lm.METERS) == METERS_BY_HAND
+    assert list(lm.STYLE_TOKENS) == ([f"<scheme={s}>" for s in SCHEMES_BY_HAND]
+                                     + [f"<meter={m}>" for m in METERS_BY_HAND])
     assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
     assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
-    # one vocabulary: the detector's schemes (its own set-partition enumeration) and metres are the tokens'
+    # one vocabulary: the detector's schemes and metres are the tokens'
     from poeval.poetry import rhyme
 
-    assert list(lm.SCHEMES) == list(rhyme._partitions(4)) == rhyme.SCHEMES_4
-    assert list(lm.METERS) == rhyme.METRES
+    assert rhyme.SCHEMES_4 == SCHEMES_BY_HAND and rhyme.METRES == METERS_BY_HAND
+
+
+def test_the_scheme_detector_finds_each_of_the_15_schemes_and_no_other():
+    """The detector's own set-partition enumeration (behind rhyme.best_partition) is the style vocabulary:
+    with pair weights +1 where a scheme links two verses and -1 where it does not, that scheme alone has the
+    best score, so each of the 15 comes back; random weights give nothing outside them."""
+    import numpy as np
+
+    from poeval.poetry import rhyme
+
+    for scheme in SCHEMES_BY_HAND:
+        w = np.array([[1.0 if scheme[i] == scheme[j] else -1.0 for j in range(4)] for i in range(4)])
+        assert rhyme.best_partition(w) == scheme
+    rng = np.random.default_rng(0)
+    found = {rhyme.best_partition(rng.normal(size=(4, 4))) for _ in range(2000)}
+    assert found <= set(SCHEMES_BY_HAND) and len(found) > 10
+    # three verses: the 5 partitions (B3 = 5), by the same construction
+    for scheme in ("aaa", "aab", "aba", "abb", "abc"):
+        w = np.array([[1.0 if scheme[i] == scheme[j] else -1.0 for j in range(3)] for i in range(3)])
+        assert rhyme.best_partition(w) == scheme
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "bygpt5"])
@@ -624,11 +651,11 @@ def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_pat
     base = 259 if arch == "bygpt5" else TINY["vocab_size"]
     assert len(tok) == summary["vocab_size"] == base + 21 and lm.has_style_tokens(tok)
     records = list(read_jsonl(styled_corpus[0]))
-    quatrains, styles = lm._read_split(styled_corpus[0], "train", conditioned=True)
+    quatrains, styles = lm.read_split(styled_corpus[0], "train", conditioned=True)
     assert styles[0] == ["<scheme=abab>", "<meter=iambic>"]
     texts = lm.training_texts(tok, quatrains, styles)
     assert texts[1] == tok.bos_token + "<scheme=aabb><meter=trochaic>" + "\n".join(records[1]["lines"]) + tok.eos_token
-    ids, _ = lm._encode(tok, quatrains, None, styles)
+    ids, _ = lm.encode_quatrains(tok, quatrains, None, styles)
     for seq, rec in zip(ids, records):
         # BOS, then each style tag as ONE special token, then the plain quatrain
         assert seq[1] == tok.convert_tokens_to_ids(f"<scheme={rec['scheme']}>") >= base
@@ -639,7 +666,7 @@ def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_pat
     _train(styled_corpus, tmp_path / "u", model_cfg=ARCH_CFG[arch], max_steps=2, eval_every=2)
     _, plain = lm.load(str(tmp_path / "u"))
     assert len(plain) == base and not lm.has_style_tokens(plain)
-    plain_ids, _ = lm._encode(plain, *lm._read_split(styled_corpus[0], "train")[:1], None)
+    plain_ids, _ = lm.encode_quatrains(plain, lm.read_quatrains(styled_corpus[0], "train"), None)
     assert plain.decode(plain_ids[0]) == plain.bos_token + "\n".join(records[0]["lines"]) + plain.eos_token
 
 

@@ -70,10 +70,13 @@ ARCH_DEFAULTS: dict[str, dict[str, Any]] = {"bygpt5": {"n_positions": 512}}
 # data
 
 
-def _read_split(
+def read_split(
     path: str | os.PathLike, role: str, conditioned: bool = False, name: str | None = None
 ) -> tuple[list[list[str]], list[list[str]] | None]:
-    """The quatrains of a split and, when ``conditioned``, each one's style tokens."""
+    """The quatrains of a split (each a list of verses) and, when ``conditioned``, each one's style tokens
+    (:func:`style_tokens` of its ``scheme`` and ``meter`` fields), else None. ``role`` (train, dev) and
+    ``name`` (the system) name the split and the params key in errors: a record without a ``lines`` list,
+    a missing or unknown style field, an empty split."""
     out, styles = [], []
     for i, record in enumerate(read_jsonl(path)):
         lines = record.get("lines") if isinstance(record, dict) else None
@@ -98,7 +101,7 @@ def _read_split(
 
 
 def read_quatrains(path: str | os.PathLike, role: str) -> list[list[str]]:
-    return _read_split(path, role)[0]
+    return read_split(path, role)[0]
 
 
 def quatrain_text(lines: list[str], bos: str, eos: str, style: list[str] | tuple[str, ...] = ()) -> str:
@@ -328,9 +331,11 @@ def _apply_lora(model, lora_cfg: dict, conditioned: bool):
 # training
 
 
-def _encode(
+def encode_quatrains(
     tokenizer, quatrains: list[list[str]], max_len: int | None, styles: list[list[str]] | None = None
 ) -> tuple[list[list[int]], int]:
+    """The token ids a model is trained on, one list per quatrain (:func:`training_texts` tokenized with no
+    special tokens added), each cut to ``max_len`` tokens when given, and how many were cut."""
     texts = training_texts(tokenizer, quatrains, styles)
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     truncated = 0
@@ -405,8 +410,8 @@ def train(
     tcfg = resolve_train_cfg(train_cfg)
     cfg = resolve_model_cfg(model_cfg, name)
     init, conditioned = cfg["init"], cfg["conditioned"]
-    train_q, train_styles = _read_split(train, "train", conditioned, name)
-    dev_q, dev_styles = _read_split(dev, "dev", conditioned, name)
+    train_q, train_styles = read_split(train, "train", conditioned, name)
+    dev_q, dev_styles = read_split(dev, "dev", conditioned, name)
     order = cfg["verse_order"]
     train_q, dev_q = [orient(q, order) for q in train_q], [orient(q, order) for q in dev_q]
     dev_q = dev_q[: tcfg["eval_quatrains"]]
@@ -436,8 +441,8 @@ def train(
     model.to(device.resolve())
 
     max_len = max_positions(model)
-    train_ids, n_trunc = _encode(tokenizer, train_q, max_len, train_styles)
-    dev_ids, n_trunc_dev = _encode(tokenizer, dev_q, max_len, dev_styles)
+    train_ids, n_trunc = encode_quatrains(tokenizer, train_q, max_len, train_styles)
+    dev_ids, n_trunc_dev = encode_quatrains(tokenizer, dev_q, max_len, dev_styles)
     pad_id = tokenizer.pad_token_id
 
     def loss(batch: list[int]):
@@ -558,11 +563,13 @@ def _fifth_verse(counts, start: int):
     return FifthVerse()
 
 
-def _generate(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
+def generate_batch(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
     """One batch of generations from ``prompt``; a row ends at any of ``stops`` (:func:`stop_ids`) and, with
     ``counts`` (:func:`newline_counts`), at the start of a fifth verse. Contrastive search with the argmax
     (score_temperature 0) is deterministic, so from the same BOS prompt every attempt would give the same
-    quatrain: its first token is drawn by ancestral sampling (temperature 1), and the search continues."""
+    quatrain: its first token is drawn by ancestral sampling (temperature 1), and the search continues.
+    ``gen_kwargs``: :func:`decoding_kwargs`. Returns the (B, prompt + new) ids, rows padded with ``pad`` after
+    they end; :func:`sample` runs it on each batch of attempts."""
     import torch
     from transformers import StoppingCriteriaList
 
@@ -719,7 +726,7 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     def generate(size: int) -> list[Attempt]:
         prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
         with torch.no_grad(), quiet_transformers(progress):
-            seqs = _generate(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
+            seqs = generate_batch(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
         return [_attempt(tokenizer, row, stops, styled, order) for row in seqs[:, len(prefix):].tolist()]
 
     return sample_loop(generate, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,

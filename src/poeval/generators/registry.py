@@ -77,7 +77,6 @@ def sampler(model_dir: str | Path):
     return _port_or_transformers(port_arch(model_dir))
 
 
-
 def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:
     """``(model params, training params)`` as the generator of ``model_cfg`` (params ``models.<system>``)
     receives them: the shared params ``training`` with the system's own ``training`` block over it (a

@@ -97,9 +97,7 @@ def resolve(sampling: dict) -> dict:
     """The params ``sampling`` block a generator samples with (n, batch_size, max_new_tokens, optional
     max_new_bytes, max_attempts, seed): the schema's defaults under it, checked against the schema. Each
     generator's ``sample`` resolves its block once, with this, and reads every count from it."""
-    block = {**config.defaults(NODE), **sampling}
-    config.check(block, NODE, "sampling")
-    return block
+    return config.resolve_section(sampling, NODE, "sampling")
 
 
 def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_dir: str, decoding: dict,

@@ -47,6 +47,7 @@ import numpy as np
 
 from poeval.errors import PoevalError
 from poeval.poetry.style import METERS, SCHEMES
+from poeval.text import end_word
 
 __all__ = [
     "SCHEMES_4",
@@ -144,33 +145,8 @@ def _is_latin_letter(ch: str) -> bool:
     return ch.isalpha() and "LATIN" in unicodedata.name(ch, "")
 
 
-def _word_char(ch: str) -> bool:
-    return ch.isalnum() or unicodedata.combining(ch) > 0 or ch in "ſꝛ'" or unicodedata.category(ch) == "Mn"
-
-
-def end_word(line: str) -> str:
-    """The last word of a line (letters, digits, internal apostrophes and hyphens), or ``""``.
-
-    Trailing punctuation (including ``/`` used as a comma in historical German) is ignored; an
-    apostrophe-initial form like ``'tis`` keeps its apostrophe, an elision like ``th'`` its final one.
-    """
-    if not isinstance(line, str):
-        return ""
-    text = line
-    for ch in _APOS:
-        text = text.replace(ch, "'")
-    chars = list(text)
-    k = len(chars)
-    while k > 0 and not (_word_char(chars[k - 1]) and chars[k - 1] != "'" or (
-            chars[k - 1] == "'" and k >= 2 and chars[k - 2].isalpha() and text[:k].lower().endswith(("th'", " o'")))):
-        k -= 1
-    j = k
-    while j > 0 and (_word_char(chars[j - 1]) or (chars[j - 1] in "-‐" and j >= 2 and chars[j - 2].isalnum())):
-        j -= 1
-    w = "".join(chars[j:k]).strip("-‐")
-    if w.startswith("'") and w.lower() not in ("'tis", "'twas", "'twere", "'twill", "'twould"):
-        w = w.lstrip("'")
-    return w
+# A verse's end word is :func:`poeval.text.end_word` (its last word: marginal line numbers, dash runs,
+# brackets, quotes and footnote marks after it are stripped; see :func:`poeval.text.verse_end`).
 
 
 _TILDE = "\u0303"

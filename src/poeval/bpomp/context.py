@@ -27,6 +27,7 @@ from pathlib import Path
 
 from poeval import hub
 from poeval.errors import PoevalError
+from poeval.text import verse_end
 
 PARAM = "bpomp.pairs.synonym_encoder"
 PENN_TO_WN = (("NN", "n"), ("VB", "v"), ("MD", "v"), ("JJ", "a"), ("RB", "r"))
@@ -53,8 +54,11 @@ def _after_determiner(tagged: list[tuple[str, str]]) -> bool:
 
 def end_word_pos(line: str, readings: set[str]) -> str | None:
     """WordNet part of speech of the line's last word as tagged in the line, or :data:`NO_SYNONYM` for a
-    proper noun or a function word (None: no tag). ``readings``: the word's parts of speech in WordNet."""
-    tagged = tag_line(line)
+    proper noun or a function word (None: no tag). ``readings``: the word's parts of speech in WordNet.
+    The last word is :func:`poeval.text.verse_end`'s: when a line number, a footnote mark, a dash run, a
+    bracket or a quote follows it, the line is tagged up to the word's end."""
+    end = verse_end(line)
+    tagged = tag_line(line[:end.span[1]] if end.stripped else line)
     if not tagged:
         return None
     tag = tagged[-1][1]

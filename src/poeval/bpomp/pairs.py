@@ -31,29 +31,23 @@ from poeval import io
 from poeval.bpomp import synonyms as syn
 from poeval.bpomp.context import NO_SYNONYM
 from poeval.errors import PoevalError
-from poeval.poetry.rhyme import end_word, scheme
+from poeval.poetry.rhyme import scheme
+from poeval.text import end_word, verse_end
 
 TASKS = ("word_swap", "line_swap", "synonym")
 SYNONYM_CHOICES = ("context", "first", "random", "mlm")
 SYNONYM_POS = ("context", "any")
 RHYME_PAIRS = ((0, 1), (0, 4), (1, 4), (2, 3))
 PARTNERS = {0: (1, 4), 1: (0, 4), 4: (0, 1), 2: (3,), 3: (2,)}
-_APOS = "’`´ʼ‘"
 _TAIL = re.compile(r"[\W_]*$")
 
 
 # --- line surgery --------------------------------------------------------------------------------
 
 def end_word_span(line: str) -> tuple[int, int] | None:
-    """Character span of :func:`poeval.poetry.rhyme.end_word` in ``line`` (None when there is no end word)."""
-    word = end_word(line)
-    if not word:
-        return None
-    flat = line.translate({ord(c): "'" for c in _APOS})  # end_word normalises apostrophes
-    start = flat.lower().rfind(word.lower())
-    if start < 0 or any(ch.isalnum() for ch in line[start + len(word):]):
-        return None
-    return start, start + len(word)
+    """Character span of the line's end word (:func:`poeval.text.verse_end`) in ``line`` (None when there
+    is no end word); what follows the word (punctuation, quotes, a footnote mark, a line number) stays."""
+    return verse_end(line).span
 
 
 def replace_end_word(line: str, new: str) -> str:

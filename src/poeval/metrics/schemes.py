@@ -14,25 +14,23 @@ quatrain with a scheme other than abcd whose rhyming lines repeat an end word, a
 share(abcd) - repetitions``. ``repetition`` chooses what repeating means: ``rhyme_pair`` (default, the
 paper's text: two lines sharing a scheme letter end in the same word after spelling normalisation) or
 ``end_word`` (the paper's code, ``get_fake_rhymes``: any two of the four end words are the same string
-after punctuation is stripped, whether or not the scheme pairs them). The pair-level counts stay as
+after punctuation is stripped (:func:`end_words`), whether or not the scheme pairs them). The pair-level counts stay as
 ``rhyme_pairs_per_poem``, ``pair_real_rhymes`` and ``pair_repetitions`` (shares of all rhyme pairs)."""
 
 from __future__ import annotations
-
-import string
 
 import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
 from poeval.poetry.rhyme import SCHEMES_4, is_repetition
+from poeval.text import end_word
 
 _PARAMS = config.defaults("#/properties/metrics/properties/rhyme")   # the params schema holds the defaults
 DEFAULT_SMOOTHING, DEFAULT_REPETITION = _PARAMS["smoothing"], _PARAMS["repetition"]
 REPETITION_MODES = ("rhyme_pair", "end_word")
 UNRHYMED = "abcd"
 _INDEX = {s: i for i, s in enumerate(SCHEMES_4)}
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def scheme_index(labels: list[str]) -> np.ndarray:
@@ -90,10 +88,13 @@ def rhyme_pairs(lines: list[str], label: str, lang: str) -> tuple[int, int]:
 
 
 def end_words(lines: list[str]) -> list[str]:
-    """Last whitespace token of each verse with ASCII punctuation removed, as the paper's code
-    (``get_last_word``) takes them: case kept, verses left empty by the stripping skipped."""
-    words = [line.translate(_PUNCTUATION).split() for line in lines]
-    return [w[-1] for w in words if w]
+    """The end word of each verse (:func:`poeval.text.end_word`: its last word, with a marginal line number,
+    a dash run, a bracket, a quote or a footnote mark after it stripped), case kept as the paper's code
+    (``get_last_word``) keeps it; verses without a word are skipped, as that code skips verses left empty by
+    its punctuation stripping. (That code took the last whitespace token after deleting ASCII punctuation,
+    so a line number or a ``—`` was its end word.)"""
+    words = [end_word(line) for line in lines]
+    return [w for w in words if w]
 
 
 def is_repeating_quatrain(lines: list[str], label: str, lang: str, mode: str = DEFAULT_REPETITION,

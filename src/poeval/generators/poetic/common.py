@@ -21,6 +21,7 @@ from poeval import config
 from poeval.errors import PoevalError
 from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
 from poeval.io import read_json, read_jsonl, write_json
+from poeval.text import verse_end
 
 WEIGHTS = "weights.pt"
 
@@ -65,11 +66,13 @@ def is_word(token: str) -> bool:
 
 
 def end_word(tokens: list[str]) -> str | None:
-    """The line-final word (trailing punctuation skipped), the one rhyme is judged on."""
-    for tok in reversed(tokens):
-        if is_word(tok):
-            return tok
-    return None
+    """The end word of a tokenised verse, the one rhyme is judged on: :func:`poeval.text.verse_end` of the
+    verse as :func:`detokenize` writes it (its last word; a line number, a dash run, a bracket, a quote or a
+    footnote mark after it skipped), spelled as written (apostrophes kept as they are, so that it is the
+    verse's own token), None when the verse has no word."""
+    verse = detokenize(tokens)
+    span = verse_end(verse).span
+    return verse[span[0]:span[1]].replace("[", "").replace("]", "") if span else None
 
 
 # --------------------------------------------------------------------------------------------------

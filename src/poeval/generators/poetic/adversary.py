@@ -738,16 +738,18 @@ def sequence_logprobs(lm, bos: int, rows: list[list[int]], positions: list[list[
 
 
 def ending_positions(vocab: Vocab, row: list[int], n_style: int = 0) -> list[int]:
-    """Indices in ``row`` of each verse's line-ending word (the last word token before <eol>/<eos>)."""
-    out, last_word = [], None
+    """Indices in ``row`` of each verse's line-ending word (:func:`.common.end_token_index` of the verse's
+    tokens before <eol>/<eos>: its last word, a number or a mark after it skipped)."""
+    out, verse = [], []
     for i in range(n_style, len(row)):
         tok = row[i]
         if tok in (vocab.eol, vocab.eos):
-            if last_word is not None:
-                out.append(last_word)
-            last_word = None
-        elif common.is_word(vocab[tok]):
-            last_word = i
+            k = common.end_token_index([vocab[row[j]] for j in verse])
+            if k is not None:
+                out.append(verse[k])
+            verse = []
+        else:
+            verse.append(i)
     return out
 
 

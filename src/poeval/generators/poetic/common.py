@@ -53,12 +53,18 @@ def tokenize(line: str) -> list[str]:
 
 def detokenize(tokens: Iterable[str]) -> str:
     """Join tokens into a verse: no space before closing punctuation or after opening punctuation."""
-    out = ""
+    return _detokenize(tokens)[0]
+
+
+def _detokenize(tokens: Iterable[str]) -> tuple[str, list[int]]:
+    """:func:`detokenize`'s verse and the offset at which each token starts in it."""
+    out, starts = "", []
     for tok in tokens:
         if out and tok not in _NO_SPACE_BEFORE and out[-1] not in _NO_SPACE_AFTER:
             out += " "
+        starts.append(len(out))
         out += tok
-    return out
+    return out, starts
 
 
 def is_word(token: str) -> bool:
@@ -73,6 +79,15 @@ def end_word(tokens: list[str]) -> str | None:
     verse = detokenize(tokens)
     span = verse_end(verse).span
     return verse[span[0]:span[1]].replace("[", "").replace("]", "") if span else None
+
+
+def end_token_index(tokens: list[str]) -> int | None:
+    """Index in ``tokens`` of the token that ends the verse's end word (:func:`end_word`), None without one."""
+    verse, starts = _detokenize(tokens)
+    span = verse_end(verse).span
+    if span is None:
+        return None
+    return max(i for i, start in enumerate(starts) if start < span[1])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Tasks (each pair records what changed in ``changed``):
 
 * ``word_swap``: the line-final words of two rhyming lines trade places; everything else, trailing
   punctuation included, stays. ``changed = {"lines": [i, j], "words": [word_i, word_j]}``.
-* ``line_swap``: two rhyming lines trade places. Each line's trailing punctuation stays at its
+* ``line_swap``: two rhyming lines trade places. Each line's trailing punctuation (all that follows its end
+  word, :func:`poeval.text.verse_end`: a line number or footnote mark too) stays at its
   position, so a moved line does not carry a sentence-final full stop into the middle of the
   limerick (a cue unrelated to rhyme). ``changed = {"lines": [i, j], "texts": [body_i, body_j]}``.
 * ``synonym``: one line-final word becomes a WordNet synonym that neither rhymes with nor repeats the
@@ -56,7 +57,12 @@ def replace_end_word(line: str, new: str) -> str:
 
 
 def split_tail(line: str) -> tuple[str, str]:
-    """``(body, trailing punctuation and spaces)``."""
+    """``(body, tail)``: the body ends with the end word (:func:`poeval.text.verse_end`), the tail is what
+    follows it (punctuation, spaces, and a line number, footnote mark, dash run, bracket or quote); a line
+    without an end word is ``(text before its trailing punctuation and spaces, those)``."""
+    span = verse_end(line).span
+    if span is not None:
+        return line[:span[1]], line[span[1]:]
     m = _TAIL.search(line)
     return line[: m.start()], line[m.start():]
 

@@ -387,3 +387,19 @@ def test_period_and_poet_out_folds():
     assert de == {"Georg Trakl": 20, "Friedrich von Logau": 17}
     est, lo, hi = bench.poet_spread(rows * 2, ["abab", "abab", "abcb"] * 2, reps=200)
     assert abs(est - 2 / 3) < 1e-9 and 0 <= lo <= est <= hi <= 1
+
+
+def test_gold_audit_fixture(shared_data):
+    from pathlib import Path
+
+    audit = [json.loads(x) for x in (Path(__file__).parent / "fixtures" / "rhyme_gold_audit.jsonl").open()]
+    assert len(audit) == 100 and len({a["id"] for a in audit}) == 100
+    assert {a["verdict"] for a in audit} <= {"gold", "detector", "ambiguous"} and all(a["note"] for a in audit)
+    for lang in ("en", "de"):
+        path = shared_data / "gold" / f"rhyme_{lang}_dev.jsonl"
+        if not path.exists():
+            pytest.skip(f"{path} not available")
+        gold = {r["id"]: r for r in map(json.loads, path.open(encoding="utf-8"))}
+        for a in (a for a in audit if a["lang"] == lang):
+            assert normalise_scheme(gold[a["id"]]["scheme"]) == a["gold"] != a["detector"]
+            assert len(a["detector"]) == len(gold[a["id"]]["lines"])

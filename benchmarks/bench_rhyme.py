@@ -10,7 +10,14 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   English 17th-18th-century poets spread over the folds): everything fitted (level ratios, scheme prior,
   distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
   hand-written knowledge in ``poeval.poetry.rhyme`` (historical vowels, spellings) is general, not read off this
-  gold. ``--by-poet`` prints the cross-validated 4-line accuracy of each poet.
+  gold. The stanza context (``rhyme.CONTEXT``: how much less a loose pair counts beside exact ones) is
+  fixed in every setup; ``--context STRONG,BOTH,ONE`` or ``--context off`` scores other values.
+* ``--by-poet`` adds ``loo-poet`` (leave-one-poet-out) and ``loo-period`` (leave-one-period-out: each
+  century's poets scored with everything fitted on the other centuries' poets, as held-out poets of a
+  period dev barely has would be), figures per period (``POET_PERIOD``, ``POET_PERIOD_DE``: the poets'
+  centuries, public knowledge, used only to group and report, never as detector input), the spread of
+  the CV 4-line estimate when the poets are resampled, and the leave-one-poet-out 4-line accuracy of each
+  poet.
 * ``rhymetagger`` (only with ``--rhymetagger PYTHON``): the peer tool rhymetagger (PyPI, Plecháč 2018) with
   its shipped pretrained ``en``/``de`` model and default settings, run on the same stanzas (one stanza = one
   poem) in a subprocess of PYTHON, an interpreter of a separate venv that has it installed (it is not a
@@ -18,7 +25,7 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
     .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit] [--fit-out tables.json] [--limit N]
-        [--folds 5] [--by-poet]
+        [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off]
         [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
 (set-up of that venv, outside the project's: ``python3 -m venv /tmp/rt-venv && /tmp/rt-venv/bin/pip install

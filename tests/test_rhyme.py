@@ -281,7 +281,7 @@ def test_long_stanza_label_length():
 
 # ---------------------------------------------------------------- regression on the dev gold
 
-REACHED = {"en": 0.916, "de": 0.94}  # exact 4-line accuracy measured on the fixed subset below (~300 stanzas)
+REACHED = {"en": 0.94, "de": 0.94}  # exact 4-line accuracy measured on the fixed subset below (~300 stanzas)
 
 
 def _subset(shared_data, lang, k=300):

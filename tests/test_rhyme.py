@@ -172,6 +172,54 @@ def test_scheme_historical_rhymes():
     assert scheme(couplets, "en") == "aabb"
 
 
+@needs_espeak
+def test_scheme_loose_rimes_across_exact_couplets(monkeypatch):
+    # two exact couplets whose rimes are only loosely alike (historical vowels: vow/go, moon/run) stay two
+    # couplets; without the stanza context the loose cross pairs outweigh them and join all four lines
+    couplets = ["He made a solemn vow", "To wipe his weary brow", "And then he had to go", "For he was tired so"]
+    moon = ["We walk beneath the moon", "the summer ends too soon", "and when the rivers run",
+            "we sleep beneath the sun"]
+    assert scheme(couplets, "en") == "aabb" and scheme(moon, "en") == "aabb"
+    # a poet who rhymes loosely throughout (no exact pair beside the loose ones) is not held to exactness
+    assert scheme(["Come live with me and be my love,", "And all the joys of earth we'll join,",
+                   "That valleys, groves, and hills may prove,", "Where every rose and lily line."], "en") == "abab"
+    monkeypatch.setitem(rhyme.CONTEXT, "en", None)
+    assert scheme(couplets, "en") == "aaaa" and scheme(moon, "en") == "aaaa"
+
+
+def test_context_penalty():
+    llr = {"x": 5.0, "l": 1.5, "n": -3.0}
+    # aabb by exact rhymes (x), every cross pair loose (l)
+    lev = [["identical", "x", "l", "l"], ["x", "identical", "l", "l"], ["l", "l", "identical", "x"],
+           ["l", "l", "x", "identical"]]
+    pen = rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0)
+    assert pen[0, 1] == pen[2, 3] == 0.0 and pen[0, 2] == pen[1, 3] == pen[0, 3] == 3.0
+    w = rhyme.level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
+    assert rhyme.best_partition(w) == "aabb"
+    assert rhyme.best_partition(rhyme.level_weights(lev, llr, 0.0, None)) == "aaaa"
+    # a loose third line beside one exact pair loses `one`; a repetition and a non-rhyme are never lowered
+    lev = [["identical", "x", "l", "identical"], ["x", "identical", "n", "n"], ["l", "n", "identical", "n"],
+           ["identical", "n", "n", "identical"]]
+    pen = rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0)
+    assert pen[0, 2] == 1.0 and pen[0, 3] == 0.0
+    w = rhyme.level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
+    assert w[1, 2] == -3.0 and w[0, 3] == 0.0  # unchanged
+    # no strong pair at all: nothing changes
+    lev = [["identical", "l", "n"], ["l", "identical", "l"], ["n", "l", "identical"]]
+    assert not rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0).any()
+
+
+@needs_espeak
+def test_repeated_end_word_is_linked():
+    # the dev gold links a repeated end word (EN quatrains 38 of 42 repetitions, DE 57 of 59): so does the
+    # scheme, and the repetition flag still tells it apart from a rhyme
+    st = ["I saw the light", "upon the hill", "I saw the light", "and all was still"]
+    assert scheme(st, "en") == "abab"
+    assert rhyme.is_repetition(st[0], st[2], "en") and not rhyme.is_repetition(st[1], st[3], "en")
+    de = ["Ich geh zur Nacht", "und sing ein Lied", "ich geh zur Nacht", "das niemand sieht"]
+    assert scheme(de, "de") == "abab" and rhyme.is_repetition(de[0], de[2], "de")
+
+
 def test_levels_defined():
     assert rhyme.rhyme_level("day", "way", "en") in rhyme.LEVELS
     assert set(rhyme.LLR["en"]) == set(rhyme.LEVELS)
@@ -233,7 +281,7 @@ def test_long_stanza_label_length():
 
 # ---------------------------------------------------------------- regression on the dev gold
 
-REACHED = {"en": 0.916, "de": 0.94}  # exact 4-line accuracy measured on the fixed subset below (~300 stanzas)
+REACHED = {"en": 0.94, "de": 0.94}  # exact 4-line accuracy measured on the fixed subset below (~300 stanzas)
 
 
 def _subset(shared_data, lang, k=300):
@@ -326,3 +374,32 @@ def test_cv_folds_by_poet(monkeypatch):
         for kind in fitted:
             assert not fitted[kind][k] & test and fitted[kind][k] | test == set(period)
     assert sorted(a for t in scored for a in t) == sorted(period)
+
+
+def test_period_and_poet_out_folds():
+    bench = _bench()
+    rows = [{"author": a, "scheme": "abab"} for a in ("Richard Lovelace", "A. E. Housman", "Rupert Brooke")]
+    lopo = bench.poet_out_folds(rows)
+    assert sorted(lopo.values()) == [0, 1, 2]
+    per = bench.period_folds(rows, "en")
+    assert per["A. E. Housman"] == per["Rupert Brooke"] == 20 and per["Richard Lovelace"] == 17
+    de = bench.period_folds([{"author": "Georg Trakl"}, {"author": "Friedrich von Logau"}], "de")
+    assert de == {"Georg Trakl": 20, "Friedrich von Logau": 17}
+    est, lo, hi = bench.poet_spread(rows * 2, ["abab", "abab", "abcb"] * 2, reps=200)
+    assert abs(est - 2 / 3) < 1e-9 and 0 <= lo <= est <= hi <= 1
+
+
+def test_gold_audit_fixture(shared_data):
+    from pathlib import Path
+
+    audit = [json.loads(x) for x in (Path(__file__).parent / "fixtures" / "rhyme_gold_audit.jsonl").open()]
+    assert len(audit) == 100 and len({a["id"] for a in audit}) == 100
+    assert {a["verdict"] for a in audit} <= {"gold", "detector", "ambiguous"} and all(a["note"] for a in audit)
+    for lang in ("en", "de"):
+        path = shared_data / "gold" / f"rhyme_{lang}_dev.jsonl"
+        if not path.exists():
+            pytest.skip(f"{path} not available")
+        gold = {r["id"]: r for r in map(json.loads, path.open(encoding="utf-8"))}
+        for a in (a for a in audit if a["lang"] == lang):
+            assert normalise_scheme(gold[a["id"]]["scheme"]) == a["gold"] != a["detector"]
+            assert len(a["detector"]) == len(gold[a["id"]]["lines"])

@@ -25,8 +25,11 @@ Design
   partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas
   use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak smoothed log prior
   over the 15 schemes (``scheme_prior``: every scheme keeps mass, it only breaks near-ties); stanzas of 5+
-  lines add a log-odds shift by line distance (``DIST_BIAS``). The partition is written as a
-  first-appearance label (``abab``, ``aabb``, ...).
+  lines add a log-odds shift by line distance (``DIST_BIAS``). A loose pair counts for less beside the
+  stanza's exact pairs (``context_penalty``, ``CONTEXT``): two exact couplets are not joined through a loose
+  or historical vowel. The strictness is read from the stanza itself, never from a period. The partition
+  is written as a first-appearance label (``abab``, ``aabb``, ...). A repeated end word is linked, as the
+  gold links it (``is_repetition`` still tells it apart from a rhyme).
 """
 
 from __future__ import annotations
@@ -797,6 +800,11 @@ SCHEME_COUNTS_4: dict[str, dict[str, int]] = {
 PRIOR_SMOOTHING = 20.0
 PRIOR_WEIGHT: dict[str, float] = {"en": 0.5, "de": 0.5}
 
+# stanza context (``context_penalty``): (ratio at which a pair is strong, penalty of a loose pair whose two
+# lines both have strong partners elsewhere, penalty when one has). Chosen by 5-fold CV by poet on the dev
+# gold (benchmarks/bench_rhyme.py --context STRONG,BOTH,ONE scores others); (0, 0, 0) switches it off.
+CONTEXT: dict[str, tuple[float, float, float]] = {"en": (3.0, 3.0, 1.0), "de": (3.0, 3.0, 1.0)}
+
 
 def pair_levels(lines: Sequence[str], lang: str) -> list[list[str]]:
     """Matrix of levels between the end words of all line pairs (diagonal: ``"identical"``)."""
@@ -814,12 +822,15 @@ def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | No
     llr = LLR[lang] if llr is None else llr
     bias = LINK_BIAS[lang] if bias is None else bias
     lev = pair_levels(lines, lang)
-    return level_weights(lev, llr, bias, DIST_BIAS[lang])
+    return level_weights(lev, llr, bias, DIST_BIAS[lang], CONTEXT[lang])
 
 
-def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Sequence[float] | None) -> np.ndarray:
+def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Sequence[float] | None,
+                  context: Sequence[float] | None = None) -> np.ndarray:
     """Pair weights from a level matrix; stanzas of 5+ lines add a log-odds shift by line distance (in long
-    couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter)."""
+    couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter). ``context``
+    (``(strong, both, one)``, see :data:`CONTEXT`) lowers loose pairs beside strong ones
+    (:func:`context_penalty`)."""
     n = len(lev)
     w = np.zeros((n, n))
     for i in range(n):
@@ -828,7 +839,36 @@ def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Seque
             if dist_bias and n >= 5:
                 d = dist_bias[min(j - i, len(dist_bias)) - 1]
             w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias + d
+    if context is not None and n >= 3:
+        w = np.where(w > 0, w - context_penalty(lev, llr, *context), w)  # only pairs that would link
     return w
+
+
+def context_penalty(lev: list[list[str]], llr: dict, strong: float, both: float, one: float) -> np.ndarray:
+    """How much less each loose pair counts beside the stanza's strong pairs (a strictness read from the
+    stanza itself, so generated text needs no period).
+
+    A pair is *strong* when its level's ratio is at least ``strong`` (exact rhymes; a repetition is never
+    strong). A pair that is neither strong nor a repetition loses ``both`` when each of its two lines has a
+    strong partner elsewhere in the stanza (two exact couplets joined only through a loose or historical
+    vowel: aabb read as aaaa, abab as aaaa) and ``one`` when just one of them has (a loose third member
+    of an exact pair). Poets who rhyme loosely throughout have no strong pairs, so nothing changes for them.
+    """
+    n = len(lev)
+    st = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if lev[i][j] != "identical" and llr.get(lev[i][j], 0.0) >= strong:
+                st[i, j] = st[j, i] = True
+    deg = st.sum(axis=1)
+    pen = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if st[i, j] or lev[i][j] == "identical":
+                continue
+            hi, hj = deg[i] > 0, deg[j] > 0  # (i, j) is not strong, so these partners lie elsewhere
+            pen[i, j] = pen[j, i] = both if hi and hj else one if hi or hj else 0.0
+    return pen
 
 
 def best_partition(w: np.ndarray, prior: dict[str, float] | None = None) -> str:

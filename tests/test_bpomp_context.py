@@ -131,7 +131,9 @@ def test_hand_checked_sample_matches_the_code(shared_data):
     assert len(lims) == len(ids) >= 50
     share = {}
     for method, opts in (("before", {"synonym_choice": "first", "synonym_pos": "any"}), ("after", {})):
-        made = {p["id"]: p for p in bpomp.make_pairs(lims, "synonym", **opts)[0]}
+        # check_scheme off: the verdicts are about the synonyms; every fixture limerick was read as AABBA when
+        # the sample was checked (the reading of one, Toulouse/prepuce/loose, moved with the stanza context)
+        made = {p["id"]: p for p in bpomp.make_pairs(lims, "synonym", check_scheme=False, **opts)[0]}
         checked = [r for r in rows if r["method"] == method]
         for r in checked:
             assert made[r["id"]]["corrupted"][r["line"]] == r["corrupted"], (method, r["id"])

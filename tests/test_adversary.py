@@ -158,9 +158,26 @@ def test_draw_never_picks_zero_probability_tokens():
     probs = torch.zeros(500, 10)
     probs[:, 3] = 0.2
     probs[:, 7] = 0.8
-    tok = sa.draw(probs).squeeze(1)
+    tok = common.draw(probs).squeeze(1)
     assert set(tok.tolist()) == {3, 7}
     assert 0.7 < float((tok == 7).float().mean()) < 0.9
+
+
+def test_draw_takes_the_last_positive_token_when_the_uniform_rounds_up(monkeypatch):
+    """A uniform of exactly 1.0 times the row total makes ``searchsorted`` overflow; clamping would pick the
+    last column, of probability zero (the old DeepSpeare sampler did). Every one of ``k`` draws is checked."""
+    probs = torch.tensor([[0.0, 0.5, 0.5, 0.0, 0.0], [0.3, 0.0, 0.0, 0.7, 0.0]])
+    monkeypatch.setattr(torch, "rand", lambda *shape, **kw: torch.ones(*shape, **kw))
+    assert common.draw(probs, k=3).tolist() == [[2, 2, 2], [3, 3, 3]]
+
+
+def test_draw_k_follows_the_distribution():
+    torch.manual_seed(1)
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3]])
+    tok = common.draw(probs, k=20000)[0]
+    freq = torch.bincount(tok, minlength=4).double() / 20000
+    assert freq[1] == 0
+    assert torch.allclose(freq, probs[0].double(), atol=0.015)
 
 
 # --------------------------------------------------------------------------------------------------

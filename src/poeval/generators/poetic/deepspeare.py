@@ -113,7 +113,7 @@ from poeval import config
 from poeval.errors import PoevalError
 from poeval.generators import engine
 from poeval.generators.poetic import common
-from poeval.generators.poetic.common import (Vocab, ancestral_params, detokenize, end_word, filtered_probs,
+from poeval.generators.poetic.common import (Vocab, ancestral_params, detokenize, draw, end_word, filtered_probs,
                                              init_embedding, is_word, load_checkpoint, save_checkpoint, tokenize,
                                              verse_ok)
 from poeval.generators.sampling import Attempt, sample_loop
@@ -846,15 +846,6 @@ AVOID_SYMBOLS = frozenset("()[]“‘”’")
 NON_RHYME_THRESHOLD = 0.7
 # the original's reset(): each quatrain's scheme uniformly from these three
 ORIGINAL_SCHEMES = ("aabb", "abab", "abba")
-
-
-def draw(probs, k: int = 1):
-    """``k`` independent draws (with replacement) from each row of ``probs`` (rows sum to > 0): inverse-CDF
-    sampling with ``torch.rand``, many times faster than ``torch.multinomial`` on CPU for large vocabularies;
-    zero-probability entries are never drawn."""
-    cdf = probs.cumsum(dim=-1)
-    u = torch.rand(probs.shape[0], k) * cdf[:, -1:]
-    return torch.searchsorted(cdf, u, right=True).clamp(max=probs.shape[-1] - 1)
 
 
 def constrained_draw(probs, allowed, attempts: int):

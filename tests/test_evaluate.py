@@ -84,3 +84,20 @@ def test_paper_switches_reach_their_metrics(tmp_path):
     assert switched["memorization"]["quatrain"] == memorization.compute(sample, reference, autojunk=True)["quatrain"]
     assert (default["memorization"]["quatrain"], switched["memorization"]["quatrain"]) == (0.5, 0.0)
     assert "ci" in switched["lexical"]
+
+
+def test_length_tokens_and_mtld_rule_switches_reach_their_metrics(tmp_path):
+    """metrics.length.tokens: split and metrics.lexical.mtld_rule: lexical_diversity pass through evaluate."""
+    from poeval.metrics import length, lexical
+
+    sample = [["a a b c d e", "f g h i j k", "- the -- end", "l m / n"], ["o p & q", "r s", "t u", "v w x"]]
+    reference = [["a b", "c d", "e f", "g h"]]
+    samples, ref = _write_jsonl(tmp_path / "s.jsonl", sample), _write_jsonl(tmp_path / "r.jsonl", reference)
+    switches = {"length": {"tokens": "split"}, "lexical": {"mtld_rule": "lexical_diversity"}}
+    default, switched = (evaluate(samples, ref, "en", ["length", "lexical"], opts) for opts in ({}, switches))
+    # by hand: split counts 6 + 6 + 4 + 4 = 20 and 4 + 2 + 2 + 3 = 11; punctuation removed, 17 and 10
+    assert switched["length"]["per_poem"] == [20, 11] and default["length"]["per_poem"] == [17, 10]
+    assert switched["length"]["wasserstein"] == length.compute(sample, reference, tokens="split")["wasserstein"]
+    flat = [t for q in sample for t in lexical.quatrain_tokens(q)]
+    assert switched["lexical"]["mtld"] == lexical.mtld(flat, rule="lexical_diversity") != default["lexical"]["mtld"]
+    assert default["lexical"]["mtld"] == lexical.mtld(flat)

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
+from poeval.errors import PoevalError
 from poeval.metrics import length
 from poeval.text import tokens
 
@@ -14,6 +15,23 @@ def test_tokens_remove_punctuation_and_pure_punctuation_tokens():
 
 def test_quatrain_length_counts_all_four_verses():
     assert length.quatrain_length(["a b, c", "d", "e f", "-- g --"]) == 7
+
+
+def test_split_tokens_count_punctuation_alone_as_the_papers_get_len():
+    # the paper's helper_functions.get_len: sum of len(line.split()) over the verses
+    quatrain = ["Love / hate -- and \"fear\" & hope", "  \" ", "O, world — don't weep!", "a\tb  c"]
+    # by hand: 8 (Love / hate -- and "fear" & hope), 1 ("), 5 (O, world — don't weep!), 3 (a b c)
+    assert length.quatrain_length(quatrain, "split") == 8 + 1 + 5 + 3 == sum(len(v.split()) for v in quatrain)
+    # poeval drops the tokens that are punctuation alone: /, --, &, ", —
+    assert length.quatrain_length(quatrain) == length.quatrain_length(quatrain, "poeval") == 5 + 0 + 4 + 3
+    a = length.lengths([quatrain, ["a b"] * 4], "split")
+    assert a.tolist() == [17, 8]
+    assert length.compute([quatrain], [quatrain], tokens="split")["mean"] == 17.0
+
+
+def test_length_tokens_must_be_known():
+    with pytest.raises(PoevalError, match="metrics.length.tokens must be one of poeval, split"):
+        length.quatrain_length(["a"] * 4, "words")
 
 
 def test_histogram_intersection_hand_computed():

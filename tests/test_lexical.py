@@ -217,3 +217,70 @@ def test_flemmatize_mode_lemmatises_and_lowers_attr_against_the_default(paper_fl
                                                                  "mouse"]
     assert default["attr"] == 1.0 and paper["attr"] == 0.5 == paper_flemmatize.ttr(["cat", "cat", "run", "run",
                                                                                      "be", "be", "mouse", "mouse"])
+
+
+# --- the paper's MTLD rule: lexical_diversity.mtld (metrics.lexical.mtld_rule: lexical_diversity) --------
+
+PACKAGE = "lexical_diversity"
+
+
+def _both(seq):
+    """(poeval's published rule, poeval's package rule) on one token list."""
+    return lexical.mtld(seq), lexical.mtld(seq, rule=PACKAGE)
+
+
+def test_package_rule_segment_shorter_than_ten_tokens_does_not_end_a_factor(paper_flemmatize):
+    # a a b c d e f g h i j k (12 tokens, 11 types).
+    # published, forward : "a a" has TTR .5 <= .72: a factor; remainder b..k all distinct, partial 0 -> 12 / 1
+    # package, forward   : "a a" has 2 < 10 tokens: no factor; no later segment falls below .72, so the
+    #                      whole text is the partial factor (1 - 11/12) / .28 -> 12 / ((1/12) / .28) = 40.32
+    # backward (both)    : k j ... b a a never falls to .72 -> the same partial factor, 40.32
+    seq = list("aabcdefghijk")
+    partial = 12 / ((1 / 12) / 0.28)
+    assert _both(seq) == pytest.approx(((12 + partial) / 2, partial))
+    assert lexical.mtld(seq, rule=PACKAGE) == pytest.approx(paper_flemmatize.mtld(seq), rel=1e-12)
+
+
+def test_package_rule_ttr_exactly_at_the_threshold_does_not_end_a_factor(paper_flemmatize):
+    # u0..u17, then u0 seven times (TTR 18/25 = .72 exactly at token 25), then v0..v9 (35 tokens, 28 types)
+    # published, forward: the factor ends at token 25 (.72 <= .72); remainder v0..v9 distinct -> 35 / 1
+    # package, forward  : .72 is not < .72 and TTR rises after it: one partial factor (1 - 28/35) / .28 -> 49
+    # backward (both)   : v9..v0 u0 x6 reaches 11/16 = .6875 at token 16 (>= 10 tokens): a factor; remainder
+    #                     u0 u17 ... u1 u0 (19 tokens, 18 types): partial (1/19) / .28
+    seq = [f"u{i}" for i in range(18)] + ["u0"] * 7 + [f"v{i}" for i in range(10)]
+    backward = 35 / (1 + (1 / 19) / 0.28)
+    assert 18 / 25 == 0.72   # the tie is exact in floating point
+    assert _both(seq) == pytest.approx(((35 + backward) / 2, (49 + backward) / 2))
+    assert lexical.mtld(seq, rule=PACKAGE) == pytest.approx(paper_flemmatize.mtld(seq), rel=1e-12)
+
+
+def test_package_rule_last_token_always_goes_to_the_partial_factor(paper_flemmatize):
+    # a..h then a a a a (12 tokens, 8 types): TTR first falls below .72 at the last token (8/12)
+    # published, forward: a factor at token 12 -> 12 / 1; backward a a | a a | h..a distinct -> 12 / 2
+    # package, forward  : the last token's segment is a partial factor (1 - 8/12) / .28 = 1.19 -> 10.08
+    #          backward : "a a a a h g f e d c" (10 tokens, TTR .7): a factor; remainder "b a" partial 0 -> 12
+    seq = list("abcdefgh") + ["a"] * 4
+    assert _both(seq) == pytest.approx(((12 + 6) / 2, (12 / ((1 - 8 / 12) / 0.28) + 12) / 2))
+    assert lexical.mtld(seq, rule=PACKAGE) == pytest.approx(paper_flemmatize.mtld(seq), rel=1e-12)
+
+
+@pytest.mark.parametrize("n, vocab", [(30, 12), (200, 60), (1500, 400), (3000, 800)])
+def test_package_rule_equals_the_packages_mtld(paper_flemmatize, n, vocab):
+    for seed in range(4):
+        seq = _zipf_tokens(n, vocab, seed)
+        published, package = _both(seq)
+        assert package == pytest.approx(paper_flemmatize.mtld(seq), rel=1e-12)
+        assert published != pytest.approx(package, rel=1e-6)   # the rules differ on these texts
+
+
+def test_package_rule_keeps_the_token_count_where_the_package_gives_zero(paper_flemmatize):
+    # no factor and an all-distinct text: the package's safe_divide gives 0; poeval keeps n (module doc)
+    seq = [f"t{i}" for i in range(40)]
+    assert lexical.mtld(seq, rule=PACKAGE) == 40.0 and paper_flemmatize.mtld(seq) == 0
+
+
+def test_mtld_rule_must_be_known():
+    with pytest.raises(PoevalError, match="mtld_rule must be one of mccarthy_jarvis, lexical_diversity"):
+        lexical.mtld(["a"], rule="strict")
+    assert lexical.compute([["a a b", "c", "d", "e"]], mtld_rule=PACKAGE)["mtld"] == lexical.mtld(
+        list("aabcde"), rule=PACKAGE)

@@ -136,7 +136,8 @@ def test_stamp_records_hashes_params_code_and_time(run):
     assert st["params"] == {"x": {"y": 1}} and st["code"] and st["created"].endswith("Z")
     cell = json.loads((run / CELL).read_text())["provenance"]
     # runtime settings (workers) are not params; only the evaluated family is recorded
-    assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_threshold": 0.72, "tokens": "poeval"}}
+    assert cell["params"]["metrics"] == {"lexical": {"mattr_window": 35, "mtld_rule": "mccarthy_jarvis",
+                                                   "mtld_threshold": 0.72, "tokens": "poeval"}}
     with pytest.raises(PoevalError, match="input not found"):
         stamps.stamp({"a": "missing.jsonl"}, {})
 

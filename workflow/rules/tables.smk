@@ -62,6 +62,7 @@ for _table in FAMILY_OF_TABLE:
         params:
             table=_table,
             encoders=semantic_encoders(),  # for the semantic tables' captions
+            metrics=P["metrics"],  # for the captions that name a metric's switches (Tables 2 and 5)
         threads: 1
         shell:
             "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q} > {log:q} 2>&1"

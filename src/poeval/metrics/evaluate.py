@@ -44,7 +44,7 @@ class Reference:
 # function as the point estimate, so bootstrap intervals need no second scan of the data.
 
 def _length(poems, ref, opts):
-    a, b = length.lengths(_lines(poems)), length.lengths(_lines(ref.poems))
+    a, b = (length.lengths(_lines(x), opts["tokens"]) for x in (poems, ref.poems))
     # per-poem lengths feed the length histograms (Figure 1)
     bins = opts["bins"]
     return (length.from_lengths(a, b, bins) | {"per_poem": a.tolist()},
@@ -53,7 +53,7 @@ def _length(poems, ref, opts):
 
 def _lexical(poems, ref, opts):
     per_poem = [lexical.TOKENIZERS[opts["tokens"]](lines) for lines in _lines(poems)]
-    kw = {"mattr_window": opts["mattr_window"], "mtld_threshold": opts["mtld_threshold"]}
+    kw = {key: opts[key] for key in ("mattr_window", "mtld_threshold", "mtld_rule")}
     return lexical.from_tokens(per_poem, **kw), lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw)
 
 

@@ -1,6 +1,9 @@
 """Length of quatrains in tokens, compared with the training distribution (the paper's Table 5).
 
-A quatrain's length is the number of whitespace tokens of its four verses after removing punctuation.
+A quatrain's length is the number of whitespace tokens of its four verses after removing punctuation
+(``tokens: poeval``, the paper's text). ``tokens: split`` (params ``metrics.length.tokens``) counts
+``line.split()`` tokens of each verse instead, as the paper's code does (``helper_functions.get_len``), so
+that punctuation standing alone (``/``, ``"``, ``--``, ``&``) is a token too.
 std is the population standard deviation (ddof=0). Histogram intersection is sum_k min(p_k, q_k) of the
 normalised histograms, with bins of one token by default; ``bins`` k (params ``metrics.length.bins``) uses
 k equal-width bins over the joint range of both samples instead, as the paper's code does with 30
@@ -12,11 +15,22 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import wasserstein_distance
 
-from poeval.text import tokens
+from poeval import config
+from poeval.errors import PoevalError
+from poeval.text import tokens as _tokens
+
+DEFAULT_TOKENS = config.defaults("#/properties/metrics/properties/length")["tokens"]   # the schema holds it
+COUNTERS = {
+    "poeval": lambda lines: len(_tokens(" ".join(lines))),
+    "split": lambda lines: sum(len(line.split()) for line in lines),   # the paper's get_len
+}
 
 
-def quatrain_length(lines: list[str]) -> int:
-    return len(tokens(" ".join(lines)))
+def quatrain_length(lines: list[str], tokens: str = DEFAULT_TOKENS) -> int:
+    """The number of tokens of one quatrain's verses, counted the ``tokens`` way (module doc)."""
+    if tokens not in COUNTERS:
+        raise PoevalError(f"metrics.length.tokens must be one of {', '.join(COUNTERS)}, got {tokens!r}")
+    return COUNTERS[tokens](lines)
 
 
 def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | None = None) -> float:
@@ -31,13 +45,14 @@ def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | None = None
     return float(np.minimum(p / a.size, q / b.size).sum())
 
 
-def lengths(quatrains: list[list[str]]) -> np.ndarray:
-    return np.fromiter((quatrain_length(q) for q in quatrains), dtype=np.int64, count=len(quatrains))
+def lengths(quatrains: list[list[str]], tokens: str = DEFAULT_TOKENS) -> np.ndarray:
+    return np.fromiter((quatrain_length(q, tokens) for q in quatrains), dtype=np.int64, count=len(quatrains))
 
 
-def compute(samples: list[list[str]], reference: list[list[str]], bins: int | None = None) -> dict:
+def compute(samples: list[list[str]], reference: list[list[str]], bins: int | None = None,
+            tokens: str = DEFAULT_TOKENS) -> dict:
     """Length statistics of ``samples`` and their distance to ``reference`` (the training quatrains)."""
-    return from_lengths(lengths(samples), lengths(reference), bins)
+    return from_lengths(lengths(samples, tokens), lengths(reference, tokens), bins)
 
 
 def from_lengths(a: np.ndarray, b: np.ndarray, bins: int | None = None) -> dict:

@@ -33,10 +33,20 @@ package's own list, read from the installed ``lexical-diversity`` package (its m
   word in n unique-ish tokens can give far more than n (n = 100 with one repeat: 100 / (0.01 / 0.28) =
   2800). It only arises for texts of a few dozen tokens; a sample of 1000 quatrains always repeats.
 
-  Differences from ``lexical_diversity.mtld`` (the paper's code): that package completes a factor only
-  when TTR < 0.72 (strictly) and the segment has at least 10 tokens, and always turns the last segment
-  into a partial factor even when its TTR has just dropped below the threshold. We follow the published
-  rule (and ``lexicalrichness``) instead; on samples of ~30k tokens the difference is small.
+  This is the rule McCarthy & Jarvis (2010, Behavior Research Methods 42(2), 381-392) define: each word is
+  evaluated sequentially for its TTR and "when the default TTR factor size value (here, .720) is reached,
+  the factor count increases by a value of 1, and the TTR evaluations are reset"; the remainder adds a
+  partial factor; no minimum factor length is part of the definition.
+
+  ``mtld_rule: lexical_diversity`` (params ``metrics.lexical.mtld_rule``) is the rule of
+  ``lexical_diversity.lex_div.mtld`` (PyPI ``lexical-diversity`` 0.1.1), which the paper's code calls
+  (``analysis/lexical_div.py``, ``ld.mtld(tokens)``): a factor ends only when the segment's TTR is *strictly
+  below* the threshold and it holds at least :data:`PACKAGE_MIN_FACTOR` (10, the package's ``min``) tokens,
+  and the segment that holds the last token always becomes the partial factor, even when its TTR has just
+  dropped below the threshold (its partial factor is then above 1). The package's threshold is a fixed .72;
+  poeval's rule reads ``mtld_threshold`` for both. One difference stays: a pass without any factor is the
+  token count n here (above), where the package's ``safe_divide`` gives 0 (only texts of a few dozen tokens
+  without a repeated word).
 
 ATTR and MATTR are fractions in [0, 1]; the paper's tables show them in percent (x 100)."""
 
@@ -55,6 +65,9 @@ from poeval.text import tokens as _tokens
 
 _PARAMS = config.defaults("#/properties/metrics/properties/lexical")   # the params schema holds the defaults
 DEFAULT_WINDOW, DEFAULT_THRESHOLD = _PARAMS["mattr_window"], _PARAMS["mtld_threshold"]
+DEFAULT_RULE = _PARAMS["mtld_rule"]
+MTLD_RULES = tuple(config.schema()["properties"]["metrics"]["properties"]["lexical"]["properties"]["mtld_rule"]["enum"])
+PACKAGE_MIN_FACTOR = 10   # lexical_diversity.lex_div.mtld's ``min``: the fewest tokens of a complete factor
 
 
 def quatrain_tokens(lines: Sequence[str]) -> list[str]:
@@ -136,14 +149,20 @@ def mattr(seq: Sequence[str], window: int = DEFAULT_WINDOW) -> float | None:
     return total / (window * n_windows)
 
 
-def _mtld_pass(seq: Iterable[str], n: int, threshold: float) -> float:
+def _mtld_pass(seq: Iterable[str], n: int, threshold: float, rule: str) -> float:
+    package = rule == "lexical_diversity"
     factors = 0.0
     types: set[str] = set()
     count = 0
-    for tok in seq:
+    for i, tok in enumerate(seq, 1):
         count += 1
         types.add(tok)
-        if len(types) / count <= threshold:   # the factor is complete when TTR reaches the threshold
+        ttr = len(types) / count
+        if package:   # strictly below, 10 tokens at least, and never at the last token (module doc)
+            complete = ttr < threshold and count >= PACKAGE_MIN_FACTOR and i < n
+        else:         # the factor is complete when TTR reaches the threshold
+            complete = ttr <= threshold
+        if complete:
             factors += 1.0
             types = set()
             count = 0
@@ -155,35 +174,38 @@ def _mtld_pass(seq: Iterable[str], n: int, threshold: float) -> float:
     return n / factors
 
 
-def mtld(seq: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> float | None:
-    """MTLD: mean of the forward and backward passes; None for an empty sequence (module doc)."""
+def mtld(seq: Sequence[str], threshold: float = DEFAULT_THRESHOLD, rule: str = DEFAULT_RULE) -> float | None:
+    """MTLD: mean of the forward and backward passes; None for an empty sequence. ``rule``: when a factor
+    ends, ``mccarthy_jarvis`` (TTR <= threshold) or ``lexical_diversity`` (the package's; module doc)."""
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0.0 < threshold < 1.0:
         raise PoevalError(f"metrics.lexical.mtld_threshold must be a number in (0, 1), got {threshold!r}")
+    if rule not in MTLD_RULES:
+        raise PoevalError(f"metrics.lexical.mtld_rule must be one of {', '.join(MTLD_RULES)}, got {rule!r}")
     n = len(seq)
     if n == 0:
         return None
-    forward = _mtld_pass(seq, n, threshold)
-    backward = _mtld_pass(reversed(seq), n, threshold)
+    forward = _mtld_pass(seq, n, threshold, rule)
+    backward = _mtld_pass(reversed(seq), n, threshold, rule)
     return (forward + backward) / 2.0
 
 
 def compute(samples: list[list[str]], reference=None, *, mattr_window: int = DEFAULT_WINDOW,
-            mtld_threshold: float = DEFAULT_THRESHOLD, tokens: str = "poeval") -> dict:
+            mtld_threshold: float = DEFAULT_THRESHOLD, mtld_rule: str = DEFAULT_RULE, tokens: str = "poeval") -> dict:
     """ATTR, MATTR and MTLD of a sample of quatrains (lists of verses). ``reference`` is unused.
 
     MATTR and MTLD are computed on the concatenation of all quatrains' tokens in sample order. Rates are
     fractions; values are None when the sample has no tokens."""
     return from_tokens([TOKENIZERS[tokens](lines) for lines in samples], mattr_window=mattr_window,
-                       mtld_threshold=mtld_threshold)
+                       mtld_threshold=mtld_threshold, mtld_rule=mtld_rule)
 
 
 def from_tokens(per_poem: list[list[str]], *, mattr_window: int = DEFAULT_WINDOW,
-                mtld_threshold: float = DEFAULT_THRESHOLD) -> dict:
+                mtld_threshold: float = DEFAULT_THRESHOLD, mtld_rule: str = DEFAULT_RULE) -> dict:
     """ATTR, MATTR and MTLD from each poem's tokens, in sample order (bootstrap reuses this)."""
     flat = [tok for toks in per_poem for tok in toks]
     return {
         "attr": attr(per_poem),
         "mattr": mattr(flat, mattr_window),
-        "mtld": mtld(flat, mtld_threshold),
+        "mtld": mtld(flat, mtld_threshold, mtld_rule),
         "n_tokens": len(flat),
     }

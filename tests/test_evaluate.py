@@ -31,7 +31,31 @@ def test_bad_poems_are_counted_skips(tmp_path):
     text.write_text("a b\nc d\ne f\ng h\n\nonly\nthree\nlines\n\nw x\n!!!\ny z\nu v\n")
     poems, skipped = read_poems(text)
     assert len(poems) == 1
-    assert skipped == {"not_4_lines": 1, "punctuation_only_verse": 1}
+    assert skipped == {"not_4_lines": 1, "verse_without_word": 1}
+
+
+# verses the samplers and evaluate must judge alike: punctuation, digits or symbols alone are no verse
+VERSES = ['"', "--", " / ", "&", "1914", "~~", "…", "", "   ", "a", "O!", "'tis", "x 1914", "Ühr", "« la »", "42 -- b"]
+
+
+def test_the_samplers_validity_rule_is_evaluates_filter(tmp_path):
+    """A quatrain the shared sampling loop (and the ports' verse test) counts as valid is one evaluate keeps,
+    and a rejected one is counted under its reason in the cell: one rule, poeval.text.verse_problem."""
+    from poeval.generators.poetic.common import tokenize, verse_ok
+    from poeval.generators.sampling import check_quatrain
+
+    base = ["one fine day", "we sang", "and then", "we rested"]
+    quatrains = [base[:3] + [verse] for verse in VERSES]
+    sampled = [check_quatrain(q, True)[0] is not None for q in quatrains]
+    poems, skipped = read_poems(_write_jsonl(tmp_path / "s.jsonl", quatrains))
+    kept = {p["id"] for p in poems}
+    assert sampled == [str(i) in kept for i in range(len(VERSES))]
+    assert sampled == [verse_ok(tokenize(verse)) for verse in VERSES]
+    # by hand: the first eight verses have no letter ("" and "   " are empty), the rest have a word
+    assert sampled == [False] * 9 + [True] * 7
+    assert skipped == {"empty_verse": 2, "verse_without_word": 7}
+    result = evaluate(tmp_path / "s.jsonl", _write_jsonl(tmp_path / "r.jsonl", REF), "en", ["length"])
+    assert result["n_poems"] == 7 and result["skipped"] == {"empty_verse": 2, "verse_without_word": 7}
 
 
 def test_cli_writes_json_and_reports_bad_input_without_traceback(tmp_path, capsys):

@@ -96,6 +96,16 @@ def _percent(shares: dict[str, float]) -> list[float]:
     return [round(100 * shares.get(s, 0.0), 9) for s in SCHEMES_4]
 
 
+def test_a_human_sample_short_of_its_size_shows_in_the_panel_title(tmp_path, captured):
+    # HUMAN samples of 1000 and 999 quatrains: the title gives their range, not a mean rounded to 1000
+    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", lang="de", n=1000),
+             _rhyme_cell(tmp_path, "HUMAN", "human1", lang="de", n=999),
+             _rhyme_cell(tmp_path, "a", lang="de", ce=2.0, n=999)]
+    figures.make("figure2", paths, str(tmp_path / "f2.png"))
+    titles = list(_panel_bars(captured[0]))
+    assert titles[0] == "(a) HUMAN (n=999-1000)" and titles[1].endswith("n=999")
+
+
 def test_figure2_is_german_and_figure3_english_with_human_best_worst_average_panels(tmp_path, captured):
     human0, human1 = {"abab": 0.5, "abcd": 0.5}, {"abab": 0.3, "aabb": 0.7}
     a, b, c = {"aaaa": 0.25, "abcd": 0.75}, {"abcb": 1.0}, {"abba": 0.5, "abab": 0.5}

@@ -25,6 +25,7 @@ Q = ["a", "b", "c", "d"]
         ([], True, (None, "wrong_line_count:0")),
         (["a", " ", "c", "d"], True, (None, "empty_line")),
         (["a", " --", "c", "d"], True, (None, "empty_line")),   # punctuation only: no verse (io.read_poems agrees)
+        (["a", "1914", "c", "d"], True, (None, "empty_line")),  # no letter, no word: no verse either
     ],
 )
 def test_validity_rule(verses, finished, expected):
@@ -103,7 +104,7 @@ def test_loop_extra_sees_which_attempts_were_valid(tmp_path):
 
 def test_loop_seeds_the_global_rng(tmp_path):
     def generate(size):
-        return [Attempt([str(torch.randint(0, 10**6, ()).item()), "b", "c", "d"], True) for _ in range(size)]
+        return [Attempt([f"w{torch.randint(0, 10**6, ()).item()}", "b", "c", "d"], True) for _ in range(size)]
 
     model = tmp_path / "m"
     model.mkdir()
@@ -136,13 +137,13 @@ def test_a_sampling_block_needs_every_key_but_max_new_bytes(key):
 
 def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):
     """The validity rule and the metrics' reader (io.read_poems) agree: what sampling writes is never
-    skipped when a cell reads it (a verse of punctuation only is neither)."""
+    skipped when a cell reads it (a verse of punctuation or digits only is neither)."""
     from poeval.io import read_poems
 
     verses = [["a", "b", "c", "d"], ["a", "--", "c", "d"], ["a", "b", " ...!", "d"], ["a", "b", "c", "'Tis"],
               ["é", "b", "c", "d"], ["a", " ", "c", "d"], ["1", "b", "c", "d"]]
     valid = [lines for lines, reason in (check_quatrain(v, True) for v in verses) if reason is None]
-    assert len(valid) == 4
+    assert len(valid) == 3   # "--", " ...!", " " and "1" have no word (poeval.text.verse_problem)
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps({"id": str(i), "lines": v}) + "\n" for i, v in enumerate(verses)))
     kept, skipped = read_poems(path)

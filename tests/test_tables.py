@@ -29,6 +29,16 @@ def test_table5_averages_human_cells_and_keeps_model_rows(tmp_path):
     assert again.read_bytes() == out.read_bytes()
 
 
+def test_n_shows_a_sample_short_of_its_size_even_in_a_mean_row(tmp_path):
+    # nine HUMAN samples of 1000 and one of 999 (a dropped quatrain): a rounded mean would print 1000
+    cells = [_cell(tmp_path / f"h{i}.json", "en", "HUMAN", f"human{i}", 1000 - (i == 3), 20.0) for i in range(10)]
+    cells.append(_cell(tmp_path / "m.json", "en", "gpt2-s", "vanilla", 999, 18.5))
+    out = tmp_path / "t5.tsv"
+    tables.family_table(cells, "length", str(out))
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert [r[3] for r in rows[1:]] == ["999-1000", "999"]
+
+
 def test_zero_valid_samples_show_na_not_nan(tmp_path):
     path = tmp_path / "z.json"
     path.write_text(json.dumps({"cell": {"lang": "en", "system": "m", "decoding": "v"}, "n_poems": 0,

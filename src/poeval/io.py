@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from poeval.errors import PoevalError
-from poeval.text import strip_punctuation
+from poeval.text import verses_problem
 
 
 @contextlib.contextmanager
@@ -151,11 +151,7 @@ def _check_quatrain(lines) -> str | None:
         return "malformed"
     if len(lines) != 4:
         return "not_4_lines"
-    if any(not v.strip() for v in lines):
-        return "empty_verse"
-    if any(not strip_punctuation(v).strip() for v in lines):
-        return "punctuation_only_verse"
-    return None
+    return verses_problem(lines)   # the samplers' rule too
 
 
 def _is_jsonl(path: Path) -> bool:

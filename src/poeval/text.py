@@ -21,6 +21,33 @@ def has_letter(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------
+# the one validity rule for a verse
+
+#: Why a verse is no verse, in the order :func:`verses_problem` reports them.
+VERSE_PROBLEMS = ("empty_verse", "verse_without_word")
+
+
+def verse_problem(verse: str) -> str | None:
+    """Why ``verse`` is no verse, or None: the one rule that every sampler (``check_quatrain`` of
+    :mod:`poeval.generators.sampling`, the ports' ``verse_ok``) and evaluate's reader (:func:`poeval.io.read_poems`)
+    apply, so that a sample's valid quatrain is never dropped by the metrics (the corpus's line filter
+    keeps only verses with a letter too). ``empty_verse``: nothing but whitespace; ``verse_without_word``:
+    no letter, so no word and no end word to rhyme (punctuation, digits or symbols alone: ``"``, ``--``,
+    ``1914``, ``~~``)."""
+    if not verse.strip():
+        return "empty_verse"
+    if not has_letter(verse):
+        return "verse_without_word"
+    return None
+
+
+def verses_problem(verses) -> str | None:
+    """The first of :data:`VERSE_PROBLEMS` that some verse of ``verses`` has, or None."""
+    found = {verse_problem(v) for v in verses}
+    return next((problem for problem in VERSE_PROBLEMS if problem in found), None)
+
+
+# --------------------------------------------------------------------------------------------------
 # the last word of a verse
 
 #: What :func:`verse_end` strips after a verse's last word, in the order the corpus report lists them.

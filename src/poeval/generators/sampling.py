@@ -5,15 +5,16 @@ counts, applies the validity rule, shows the progress bar and writes the samples
 the provenance stamp), so every architecture reports the same numbers under the same names.
 
 Validity rule: an attempt gives a quatrain iff it ended (EOS, or the fourth verse's end marker) within
-its token budget and has exactly four verses, each non-empty after stripping. Failure reasons, the keys
+its token budget and has exactly four verses, each with a word. Failure reasons, the keys
 of ``reasons`` in the stats:
 
 * ``extra_verse``: a fifth verse began (the transformers stop such a row there: it cannot become a
   quatrain, and running it to the budget would hold up its whole batch);
 * ``truncated``: the budget ran out before the end (the text is never written, never repaired);
 * ``wrong_line_count:<k>``: it ended with k < 4 verses (an early EOS);
-* ``empty_line``: a verse is empty or punctuation only (a verse of "--" is no verse: the metrics would skip
-  such a quatrain, so it is not counted as valid either);
+* ``empty_line``: a verse is empty or has no word (no letter: a verse of ``"``, ``--`` or ``1914`` is no
+  verse). :func:`poeval.text.verse_problem` is the rule, the one evaluate's reader applies too, so that the
+  metrics never drop a quatrain the sampler counted as valid;
 * ``special_token``: a transformer emitted a special token other than its EOS (e.g. ``<|endoftext|>``
   where ``<|im_end|>`` ends a text); the row stops there.
 
@@ -32,7 +33,7 @@ from typing import Callable
 from poeval import config
 from poeval.io import write_json, write_jsonl
 from poeval.stamps import sample_stamp
-from poeval.text import strip_punctuation
+from poeval.text import verses_problem
 
 N_VERSES = 4
 REASONS = ("extra_verse", "truncated", "wrong_line_count:<k>", "empty_line", "special_token")
@@ -60,7 +61,7 @@ def check_quatrain(verses: list[str], finished: bool) -> tuple[list[str] | None,
     lines = [verse.strip() for verse in verses]
     if len(lines) != N_VERSES:
         return None, f"wrong_line_count:{len(lines)}"
-    if not all(strip_punctuation(line).strip() for line in lines):
+    if verses_problem(lines):
         return None, "empty_line"
     return lines, None
 

@@ -31,7 +31,7 @@ from poeval.generators import registry
 from poeval.io import read_json
 from poeval.poetry.rhyme import SCHEMES_4
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
-from poeval.report.tables import HUMAN
+from poeval.report.tables import HUMAN, n_range
 
 
 def _load_per_poem(paths: list[str], family: str):
@@ -211,6 +211,7 @@ class SchemeSeries:
     shares: np.ndarray     # over SCHEMES_4, fractions
     cross_entropy: float | None
     n: float               # valid quatrains (mean over the HUMAN samples)
+    n_range: str           # how titles show n: tables.n_range (the HUMAN samples' range when they differ)
 
     @property
     def label(self) -> str:
@@ -244,8 +245,8 @@ def scheme_series(paths: list[str]) -> list[SchemeSeries]:
     for (lang, system, decoding), cells in groups.items():
         shares = np.mean([[cell["rhyme"]["distribution"].get(s, 0.0) for s in SCHEMES_4] for cell in cells], axis=0)
         ce = _mean_or_none([cell["rhyme"].get("cross_entropy") for cell in cells])
-        n = float(np.mean([cell.get("n_poems", 0) for cell in cells]))
-        out.append(SchemeSeries(lang, system, decoding, shares, ce, n))
+        ns = [cell.get("n_poems", 0) for cell in cells]
+        out.append(SchemeSeries(lang, system, decoding, shares, ce, float(np.mean(ns)), n_range(ns)))
     return out
 
 
@@ -308,9 +309,9 @@ def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", models=Non
     _check_lang(series, spec.lang)
     human = _humans(series).get(spec.lang)
     picks = extremes(series)
-    panels: list[SchemePanel] = [(f"HUMAN (n={human.n:.0f})", human, None, None)] if human else []
+    panels: list[SchemePanel] = [(f"HUMAN (n={human.n_range})", human, None, None)] if human else []
     for role, s in picks.items():
-        panels.append((f"{role}: {s.label}\nCE {s.cross_entropy:.3f} bits, n={s.n:.0f}", s, human, None))
+        panels.append((f"{role}: {s.label}\nCE {s.cross_entropy:.3f} bits, n={s.n_range}", s, human, None))
     if not series:
         panels.append(("", None, None, f"language '{spec.lang}' not in this run"))
     elif not picks:
@@ -339,7 +340,7 @@ def rhyme_kind_figure(paths: list[str], out: str, spec: "Figure", models=None, s
     order = list(dict.fromkeys(s.system for s in systems))
     systems.sort(key=lambda s: order.index(s.system))       # stable: languages stay in input order
     one_lang = spec.lang is not None
-    panels: list[SchemePanel] = [(f"{s.system}, n={s.n:.0f}" if one_lang else f"{s.system} ({s.lang}), n={s.n:.0f}",
+    panels: list[SchemePanel] = [(f"{s.system}, n={s.n_range}" if one_lang else f"{s.system} ({s.lang}), n={s.n_range}",
                                   s, humans.get(s.lang), None) for s in systems]
     if not panels:
         missing = f"language '{spec.lang}'" if one_lang and not humans else KINDS[spec.kind]
@@ -357,7 +358,7 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
     human = _humans(series).get(sel.lang)
     by_decoding = {s.decoding: s for s in series if s.system != HUMAN}
     panels: list[SchemePanel] = [
-        (f"{decoding}, n={by_decoding[decoding].n:.0f}" if note is None else decoding,
+        (f"{decoding}, n={by_decoding[decoding].n_range}" if note is None else decoding,
          by_decoding.get(decoding), human, note)
         for decoding, note in _decoding_panels(sel, list(by_decoding), human is not None)]
     return _scheme_figure(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), panels, out)

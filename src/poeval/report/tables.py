@@ -168,6 +168,13 @@ def row_number(values: list, digits: int) -> str:
     return fmt(_mean(values), digits)
 
 
+def n_range(values: list[int]) -> str:
+    """The n column: a cell's valid quatrains; for several samples (HUMAN) their range when they differ
+    ("999-1000"), so that a sample short of the sample size is never hidden by a rounded mean."""
+    low, high = min(values), max(values)
+    return str(low) if low == high else f"{low}-{high}"
+
+
 def _load_cells(paths: list[str], families: list[str]) -> list[dict]:
     """Cell documents in input order; the cells of one sample (same lang, system, decoding) from
     different families are merged into one document."""
@@ -215,7 +222,7 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
     rows, long_rows = [], []
     for (lang, system, decoding), cells in groups.items():
         label = f"{system} (mean of {len(cells)})" if system == HUMAN and len(cells) > 1 else system
-        row = [lang, label, decoding, row_number(column_values(cells, family, "n_poems"), 0)]
+        row = [lang, label, decoding, n_range(column_values(cells, family, "n_poems"))]
         for key, name, digits, scale in columns:
             values = column_values(cells, family, key, scale)
             row.append(row_number(values, digits))

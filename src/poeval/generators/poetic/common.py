@@ -21,7 +21,7 @@ from poeval import config
 from poeval.errors import PoevalError
 from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
 from poeval.io import read_json, read_jsonl, write_json
-from poeval.text import verse_end
+from poeval.text import verse_end, verse_problem
 
 WEIGHTS = "weights.pt"
 
@@ -333,5 +333,6 @@ def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, 
 
 
 def verse_ok(tokens: list[str]) -> bool:
-    """A generated verse counts only if it has at least one word (not just punctuation)."""
-    return any(is_word(t) for t in tokens)
+    """A generated verse counts only if it has at least one word (not just punctuation): the rule of
+    :func:`poeval.text.verse_problem`, which the shared sampling loop and evaluate's reader apply too."""
+    return verse_problem(" ".join(tokens)) is None

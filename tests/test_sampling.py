@@ -219,7 +219,7 @@ def test_paper_loop_draws_every_generation_and_applies_the_rule_per_batch(tmp_pa
     q = "a\nb\nc\nd"
     gap = "\nx\ny\nz"                                  # four lines, the first empty
     texts = [(q + "\n\n" + q, True), (gap, True),      # batch 1: two quatrains, then a removed chunk
-             ("\n" + gap[1:], False), ("e\nf", True),  # batch 2: the removed chunk's follower is in the next batch: checked, removed too
+             ("\n" + gap[1:], False), ("e\nf", True),  # batch 2: a new list, so its first chunk is checked
              (gap + "\n\n" + gap, False)]              # batch 3: removed, the second skipped and kept
     records, stats, sizes = _paper_run(tmp_path, texts, generations=5, batch_size=2)
     assert sizes == [2, 2, 1]

@@ -730,8 +730,9 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     prefix = style_prompt(tokenizer, style)
     max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
     if sampling["procedure"] == "paper":
-        return _sample_paper(model, tokenizer, prefix, gen_kwargs, max_new_tokens, out, stats, model_dir=model_dir,
-                             decoding=decoding, sampling=sampling, id_prefix=id_prefix, progress=progress)
+        return _sample_paper(model, tokenizer, prefix, gen_kwargs, max_new_tokens, out, stats, style,
+                             model_dir=model_dir, decoding=decoding, sampling=sampling, id_prefix=id_prefix,
+                             progress=progress)
     stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
     counts = newline_counts(tokenizer, model.get_output_embeddings().weight.shape[0])
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
@@ -762,7 +763,7 @@ def paper_text(tokenizer, row: list[int], eos: int, order: str = "forward") -> t
 
 
 def _sample_paper(model, tokenizer, prefix: list[int], gen_kwargs: dict, max_new_tokens: int, out: str, stats: str,
-                  **loop) -> dict:
+                  style: str | None, **loop) -> dict:
     """``sampling.procedure: paper`` (:func:`poeval.generators.sampling.paper_loop`): generations from BOS
     (the paper's ``<|endoftext|>`` prefix) that only the EOS ends, not before
     :data:`~poeval.generators.sampling.PAPER_MIN_NEW_TOKENS` new tokens, and that run on past a fourth verse
@@ -781,4 +782,5 @@ def _sample_paper(model, tokenizer, prefix: list[int], gen_kwargs: dict, max_new
         return [paper_text(tokenizer, row, eos, order) for row in seqs[:, len(prefix):].tolist()]
 
     return paper_loop(generate, out, stats, **loop,
-                      extra={"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer)})
+                      extra={"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
+                             **({"style": style} if style is not None else {})})

@@ -237,7 +237,8 @@ def test_write_sonnets_fills_the_sonnet_defaults(tmp_path):
     sonnets.write_sonnets(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "s.jsonl"),
                           str(tmp_path / "d.jsonl"), str(tmp_path / "r.json"), {})
     provenance = read_json(tmp_path / "r.json")["provenance"]
-    assert provenance["params"]["sonnets"] == {"n": None, "seed": 1, "allow_reuse": False}
+    assert provenance["params"]["sonnets"] == {"n": None, "seed": 1, "allow_reuse": False,
+                                                    "recipe": "poeval"}
 
 
 def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
@@ -329,3 +330,15 @@ def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["scorers"][2]["model"] = "gpt2-s"              # a causal generator as a masked scorer
     with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.2\.model: 'gpt2-s' is a causal generator"):
         poeval_params.resolve(params)
+
+
+def test_paper_overlay_sets_the_papers_sampling_sonnets_and_word2vec(root):
+    """config/paper.yaml: the paper's sampling code (500 x 10 generations of 20..150 tokens, 500 per port
+    cell) and its sonnet recipe with its word2vec settings (parse_sonnets.py)."""
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "paper.yaml",))
+    assert {k: cfg["sampling"][k] for k in ("procedure", "n", "batch_size", "max_attempts", "max_new_tokens")} == {
+        "procedure": "paper", "n": 500, "batch_size": 10, "max_attempts": 5000, "max_new_tokens": 150}
+    assert cfg["poetic"]["sonnets"]["recipe"] == "paper"
+    w2v = config.resolve_section(cfg["poetic"]["word2vec"], "#/properties/poetic/properties/word2vec", "w2v")
+    assert {k: w2v[k] for k in ("dim", "window", "min_count", "sg", "epochs", "sample")} == {
+        "dim": 100, "window": 5, "min_count": 3, "sg": True, "epochs": 200, "sample": 0.00001}

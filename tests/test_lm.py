@@ -890,3 +890,70 @@ def test_a_checkpoint_without_a_recorded_order_can_be_finetuned_reversed(corpus,
 def test_forward_models_are_unchanged(trained):
     assert "poeval_verse_order" not in read_json(trained / "config.json")
     assert lm.orient(["ab", "c"], "forward") == ["ab", "c"] and lm.orient(["ab", "c"], "reversed") == ["ba", "c"]
+
+
+# ------------------------------------------------------------------ the paper's procedure (sampling.procedure: paper)
+
+
+def test_min_new_tokens_draws_what_transformers_generate_draws(trained):
+    """The EOS barred for the first k tokens is transformers' own min-new-tokens rule: the same tokens from
+    the same seed as ``generate(min_new_tokens=k)``, and rows that would have ended sooner run on."""
+    model, tok = lm.load(str(trained))
+    model.eval()
+    prompt = torch.full((1, 1), tok.bos_token_id)
+    kw, k, eos = lm.decoding_kwargs(VANILLA), 30, tok.eos_token_id
+    early = 0
+    for seed in range(6):
+        torch.manual_seed(seed)
+        free = lm.generate_batch(model, prompt, kw, 60, [eos], tok.pad_token_id)[0, 1:].tolist()
+        early += eos in free[:k]
+        torch.manual_seed(seed)
+        ours = lm.generate_batch(model, prompt, kw, 60, [eos], tok.pad_token_id, min_new_tokens=k)[0].tolist()
+        torch.manual_seed(seed)
+        theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
+                                min_new_tokens=k, eos_token_id=eos, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
+        assert ours[:len(theirs)] == theirs and set(ours[len(theirs):]) <= {tok.pad_token_id}
+        assert eos not in ours[1:k + 1]
+    assert early   # without the bar some rows end within k tokens: the bar is tested
+
+
+def _paper_reference(rows: list[list[int]], tok, batch_size: int) -> list[list[str]]:
+    """The paper's code on generated rows: decoded without special tokens and with the clean-up of
+    transformers 4's pipeline, cut on blank lines, and its loop per batch (removal while iterating)."""
+    kept = []
+    for b in range(0, len(rows), batch_size):
+        quatrains = []
+        for row in rows[b:b + batch_size]:
+            text = tok.clean_up_tokenization(tok.decode(row, skip_special_tokens=True))
+            quatrains += [chunk.split("\n") for chunk in text.split("\n\n")]
+        quatrains = [q for q in quatrains if len(q) == 4]
+        for quatrain in quatrains:
+            for line in quatrain:
+                if len(line) == 0:
+                    quatrains.remove(quatrain)
+                    break
+        kept += quatrains
+    return kept
+
+
+def test_paper_procedure_keeps_what_the_papers_code_keeps(trained, tmp_path, monkeypatch):
+    """procedure paper: max_attempts generations in batches, EOS barred for 20 tokens and nothing else
+    stopping a row (no fifth-verse cut), every four-line chunk kept as the paper's code keeps it."""
+    rows, calls, generate = [], [], lm.generate_batch
+
+    def spy(model, prompt, kw, budget, stops, pad, counts=None, min_new_tokens=0):
+        calls.append((budget, stops, counts, min_new_tokens))
+        seqs = generate(model, prompt, kw, budget, stops, pad, counts, min_new_tokens)
+        rows.extend(seqs[:, prompt.shape[1]:].tolist())
+        return seqs
+
+    monkeypatch.setattr(lm, "generate_batch", spy)
+    records, stats, _ = _sample(trained, tmp_path, procedure="paper", n=1, batch_size=10, max_attempts=30,
+                                max_new_tokens=70)
+    _, tok = lm.load(str(trained))
+    assert len(rows) == stats["attempts"] == 30 and len(calls) == 3
+    assert all(c == (70, [tok.eos_token_id], None, 20) for c in calls)
+    assert [r["lines"] for r in records] == _paper_reference(rows, tok, 10)
+    assert stats["valid"] == len(records) > 1 and stats["procedure"] == "paper"
+    assert stats["ended_with_eos"] == sum(tok.eos_token_id in row for row in rows) < 30   # some ran to the budget
+    assert all(tok.eos_token_id not in row[:20] for row in rows)

@@ -2,12 +2,14 @@
 reasons, resampling until n valid or max_attempts, distinct share, seeding and the provenance stamp."""
 
 import json
+import random
 
 import pytest
 import torch
 
 from poeval.errors import PoevalError
-from poeval.generators.sampling import Attempt, check_quatrain, distinct_share, resolve, sample_loop
+from poeval.generators.sampling import (Attempt, check_quatrain, distinct_share, paper_chunks, paper_keep, paper_loop,
+                                       resolve, sample_loop)
 from poeval.io import read_json, read_jsonl
 
 Q = ["a", "b", "c", "d"]
@@ -79,7 +81,7 @@ def test_loop_resamples_until_n_valid_and_counts_reasons(tmp_path):
     assert stats["distinct_share"] == 2 / 3
     assert read_json(tmp_path / "s.json") == stats
     assert stats["provenance"]["params"] == {"decoding": {"temperature": 1.0}, "sampling": {
-        "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1}}
+        "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, "procedure": "poeval"}}
     assert stats["provenance"]["inputs"]["model"]["sha256"]
 
 
@@ -130,7 +132,7 @@ def test_a_sampling_block_needs_every_key_but_max_new_bytes(key):
     """the schema's top-level block: a library call without params.yaml has no defaults to fall back on
     (there were literal ones in each sample() signature: max_attempts 3000 against params.yaml's 4000)"""
     block = {"n": 1, "batch_size": 1, "max_new_tokens": 1, "max_attempts": 1, "seed": 1}
-    assert resolve(block) == block
+    assert resolve(block) == {**block, "procedure": "poeval"}   # the one key with a default
     with pytest.raises(PoevalError, match=f"missing key in sampling: '{key}'"):
         resolve({k: v for k, v in block.items() if k != key})
 
@@ -148,3 +150,85 @@ def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):
     path.write_text("".join(json.dumps({"id": str(i), "lines": v}) + "\n" for i, v in enumerate(verses)))
     kept, skipped = read_poems(path)
     assert [r["lines"] for r in kept] == valid and sum(skipped.values()) == len(verses) - len(valid)
+
+
+# --- the paper's procedure (sampling.procedure: paper): its chunk rule, quirk included
+
+
+def _paper_reference(chunks):
+    """The paper's loop itself (sample_generation_llm.py, generate_quatrains), run on a list: the
+    independent reference of paper_keep, removal while iterating included."""
+    quatrains = [chunk for chunk in chunks if len(chunk) == 4]
+    for quatrain in quatrains:
+        for line in quatrain:
+            if len(line) == 0:
+                quatrains.remove(quatrain)
+                break
+    return quatrains
+
+
+A, B, C, D = (["a", "b", "c", "d"], ["", "b", "c", "d"], ["a", "", "c", "d"], ["e", "f", "g", "h"])
+
+
+def test_paper_chunks_cut_on_blank_lines_and_keep_everything_as_written():
+    text = "a\nb\n\nc\n\n\nd \ne"
+    assert paper_chunks(text) == [["a", "b"], ["c"], ["", "d ", "e"]]
+    assert paper_chunks("") == [[""]]
+
+
+@pytest.mark.parametrize(("chunks", "kept"), [
+    ([A, D], [A, D]),
+    ([B, D], [D]),
+    ([B, C, D], [C, D]),          # the chunk after a removed one is never checked: C stays, empty line and all
+    ([B, C, C, D], [C, D]),       # B removed, first C skipped; the second C removes the first equal one (the skipped C)
+    ([A, B, B, B], [A, B]),       # B removed, B skipped, B removes the first B: one B stays
+    ([A + ["x"], ["a"], C], []),  # only four-line chunks count
+    ([C, A[:3], C], [C]),         # the three-line chunk goes first, so the second C is the one skipped
+])
+def test_paper_keep_reproduces_the_removal_while_iterating(chunks, kept):
+    assert paper_keep([list(c) for c in chunks]) == kept
+    assert paper_keep([list(c) for c in chunks]) == _paper_reference([list(c) for c in chunks])
+
+
+def test_paper_keep_agrees_with_the_papers_loop_on_random_batches():
+    rng = random.Random(3)
+    pool = [A, B, C, D, A[:3], A + ["x"], ["", "", "c", "d"]]
+    for _ in range(500):
+        chunks = [list(rng.choice(pool)) for _ in range(rng.randrange(12))]
+        assert paper_keep([list(c) for c in chunks]) == _paper_reference([list(c) for c in chunks])
+
+
+def _paper_run(tmp_path, texts, generations, batch_size):
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    (model / "w.bin").write_bytes(b"w")
+    queue, sizes = list(texts), []
+
+    def generate(size):
+        sizes.append(size)
+        batch, queue[:] = queue[:size], queue[size:]
+        return batch
+
+    block = resolve({"n": 1, "batch_size": batch_size, "max_new_tokens": 10, "max_attempts": generations, "seed": 1,
+                     "procedure": "paper"})
+    stats = paper_loop(generate, tmp_path / "p.jsonl", tmp_path / "p.json", model_dir=str(model),
+                       decoding={"temperature": 1.0}, sampling=block, progress=False, id_prefix="p-")
+    return list(read_jsonl(tmp_path / "p.jsonl")), stats, sizes
+
+
+def test_paper_loop_draws_every_generation_and_applies_the_rule_per_batch(tmp_path):
+    q = "a\nb\nc\nd"
+    gap = "\nx\ny\nz"                                  # four lines, the first empty
+    texts = [(q + "\n\n" + q, True), (gap, True),      # batch 1: two quatrains, then a removed chunk
+             ("\n" + gap[1:], False), ("e\nf", True),  # batch 2: a new list, so its first chunk is checked
+             (gap + "\n\n" + gap, False)]              # batch 3: removed, the second skipped and kept
+    records, stats, sizes = _paper_run(tmp_path, texts, generations=5, batch_size=2)
+    assert sizes == [2, 2, 1]
+    assert [r["lines"] for r in records] == [["a", "b", "c", "d"]] * 2 + [["", "x", "y", "z"]]
+    assert [r["id"] for r in records] == ["p-00000", "p-00001", "p-00002"]
+    assert (stats["attempts"], stats["valid"], stats["requested"]) == (5, 3, None)
+    assert stats["validity_rate"] == 3 / 5
+    assert stats["reasons"] == {"chunk_lines:2": 1, "empty_line": 3}
+    assert (stats["chunks"], stats["kept_with_empty_line"], stats["ended_with_eos"]) == (7, 1, 3)
+    assert stats["procedure"] == "paper" and stats["min_new_tokens"] == 20
+    assert json.loads((tmp_path / "p.json").read_text())["valid"] == 3

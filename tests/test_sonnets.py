@@ -112,3 +112,68 @@ def test_cli_builds_sonnets_and_refuses_a_poetic_train_without_them(tmp_path, ca
     assert main(["train", "--train", str(train), "--dev", str(train), "--out", str(tmp_path / "m"),
                  "--model", model, "--training", "{}"]) != 0
     assert "give --sonnets and --lang" in capsys.readouterr().err
+
+
+# --- recipe paper (parse_sonnets.py)
+
+
+def _numbered(n, word="verse"):
+    return [{"id": f"q{i}", "lines": [f"{word} {i} {j}," for j in range(4)]} for i in range(n)]
+
+
+@pytest.mark.parametrize(("n", "sonnets_made"), [(3, 0), (4, 0), (7, 1), (8, 1), (9, 2), (12, 2), (13, 3)])
+def test_paper_sonnets_are_groups_of_four_with_the_last_group_dropped(n, sonnets_made):
+    """[quatrains[i:i+4] ...][:-1]: the last group goes, whether it is whole (4, 8, 12) or not."""
+    assert len(sonnets.paper_sonnets(_numbered(n))) == sonnets_made
+
+
+def test_paper_sonnet_is_three_quatrains_and_the_fourths_first_couplet_with_end_punctuation_stripped():
+    quatrains = _numbered(9)
+    quatrains[1]["lines"] = ["far , !", "wood.", "O!", "--"]
+    quatrains[3]["lines"] = ["one: ", "two ...", "three;", "four?"]
+    quatrains[2]["lines"][0] = "\u201cquoted\u201d"     # not ASCII punctuation: kept
+    first, second = sonnets.paper_sonnets(quatrains)
+    assert first["lines"] == (["verse 0 0", "verse 0 1", "verse 0 2", "verse 0 3"] + ["far ,", "wood", "O", ""]
+                              + ["\u201cquoted\u201d", "verse 2 1", "verse 2 2", "verse 2 3"] + ["one:", "two"])
+    # "one: ": the punctuation strip stops at the trailing space, the space strip comes after it
+    assert first["couplet"] == ["one:", "two"] and first["half"] == 0
+    assert first["sources"] == ["q0", "q1", "q2", "q3"] and second["sources"] == ["q4", "q5", "q6", "q7"]
+    assert first["quatrains"][1] == ["far ,", "wood", "O", ""]
+    assert quatrains[1]["lines"][0] == "far , !"   # the input is not changed
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 10, 11, 20, 100, 253])
+def test_paper_split_is_70_then_80_10_10_as_numpy_splits_it(n):
+    np = pytest.importorskip("numpy")
+    items = list(range(n))
+    background, rest = np.split(np.array(items), [int(n * 0.7)])
+    train, dev, test = np.split(rest, [int(len(rest) * 0.8), int(len(rest) * 0.9)])
+    assert sonnets.paper_split(items) == tuple(list(map(int, part)) for part in (background, train, dev, test))
+
+
+def test_paper_split_by_hand():
+    parts = sonnets.paper_split(list(range(100)))
+    assert [len(p) for p in parts] == [70, 24, 3, 3] and parts[1][0] == 70 and parts[3][-1] == 99
+    assert [len(p) for p in sonnets.paper_split(list(range(20)))] == [14, 4, 1, 1]
+
+
+def test_write_sonnets_and_word2vec_under_the_papers_recipe(tmp_path):
+    """84 quatrains -> 21 groups, the last dropped -> 20 sonnets: 14 background (quatrains 0-55), 4 train
+    (56-71), 1 dev, 1 test; the dev quatrain split is not read; word2vec sees the background only."""
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    write_jsonl(train, _numbered(56, "old") + _numbered(28, "new"))
+    out, dev_out, rep = tmp_path / "s.jsonl", tmp_path / "d.jsonl", tmp_path / "r.json"
+    summary = sonnets.write_sonnets(str(train), str(dev), str(out), str(dev_out), str(rep), {"recipe": "paper"})
+    assert {k: summary[k]["sonnets"] for k in ("background", "train", "dev", "test")} == {
+        "background": 14, "train": 4, "dev": 1, "test": 1}
+    assert summary["quatrains"] == 84 and read_json(rep)["recipe"] == "paper"
+    records = list(read_jsonl(out))
+    assert [r["id"] for r in records] == [f"sonnet{k:06d}" for k in range(14, 18)]
+    assert records[0]["lines"][0] == "new 0 0" and records[-1]["sources"][-1] == "q15"
+    assert [r["id"] for r in read_jsonl(dev_out)] == ["sonnet000018"]
+    cfg = {"dim": 8, "epochs": 2, "min_count": 1, "seed": 1}
+    sonnets.write_word2vec(str(train), tmp_path / "w.txt", cfg, {"recipe": "paper"})
+    words = set(read_word2vec(tmp_path / "w.txt"))
+    assert {"old", "<eos>", "55"} <= words and not {"new", "56", ","} & words
+    with pytest.raises(PoevalError, match="recipe poeval"):
+        sonnets.write_sonnets(str(train), str(dev), str(out), str(dev_out), str(rep), {"recipe": "paper", "n": 3})

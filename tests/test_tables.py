@@ -146,6 +146,9 @@ def test_sampling_table_shows_validity_distinct_share_and_reasons(tmp_path):
         ("en", "sa-s", "vanilla", stats("z", attempts=4, valid=0, validity_rate=0.0, distinct_share=None,
                                         reasons={"truncated": 4})),
         ("en", "old", "vanilla", stats("o", attempts=0, valid=0, validity_rate=0.0)),   # no distinct_share yet
+        # the paper's procedure: nothing requested, 12 chunks kept of 10 generations
+        ("en", "gpt2-l", "vanilla", stats("p", requested=None, attempts=10, valid=12, validity_rate=1.2,
+                                          distinct_share=1.0, reasons={"chunk_lines:3": 2})),
     ]
     out = tmp_path / "sampling.tsv"
     tables.sampling_table(samples, str(out))
@@ -155,6 +158,7 @@ def test_sampling_table_shows_validity_distinct_share_and_reasons(tmp_path):
         ["en", "gpt2-s", "contrastive-k6-a0.7", "8", "8", "8", "100.00", "37.50", "-"],
         ["en", "sa-s", "vanilla", "8", "4", "0", "0.00", "NA", "truncated=4"],
         ["en", "old", "vanilla", "8", "0", "0", "NA", "NA", "-"],
+        ["en", "gpt2-l", "vanilla", "NA", "10", "12", "120.00", "100.00", "chunk_lines:3=2"],
     ]
     first = out.read_bytes()
     tables.sampling_table(samples, str(out))

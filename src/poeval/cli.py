@@ -237,13 +237,15 @@ def _parser_sonnets(sub) -> None:
 def cmd_word2vec(args) -> None:
     from poeval.generators.poetic import sonnets
 
-    print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec), indent=2))
+    print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec, args.sonnets), indent=2))
 
 
 def _parser_word2vec(sub) -> None:
     p = sub.add_parser("word2vec", help="(workflow) word2vec vectors of the train split, for deepspeare/sa")
     p.add_argument("--train", required=True)
     p.add_argument("--word2vec", type=_json, required=True, help="params poetic.word2vec as JSON")
+    p.add_argument("--sonnets", type=_json, default={},
+                   help="params poetic.sonnets as JSON (its recipe: paper trains on the paper's background sonnets)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_word2vec)
 

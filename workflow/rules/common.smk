@@ -158,13 +158,18 @@ def semantic_encoders():
     return encoder_caption(P["metrics"]["semantic"]["encoder"], LANGS)
 
 
+# Table 1's label of the pseudo-sonnet rows: the paper's recipe counts other sonnets (24 % and 3 % of
+# groups of four train quatrains, README "poeval vs the paper's code")
+SONNETS = "sonnets-paper" if P["poetic"]["sonnets"].get("recipe") == "paper" else "sonnets"
+
+
 def table1_args():
     """LANG:SPLIT:PATH items for `poeval table table1`."""
     items = []
     for lang in LANGS:
         items += [f"{lang}:train:{paths.train(lang)}", f"{lang}:dev:{paths.dev(lang)}"]
         items += [f"{lang}:human:{path}" for path in human_files(lang)]
-        items += [f"{lang}:sonnets-train:{paths.sonnets(lang)}", f"{lang}:sonnets-dev:{paths.dev_sonnets(lang)}"]
+        items += [f"{lang}:{SONNETS}-train:{paths.sonnets(lang)}", f"{lang}:{SONNETS}-dev:{paths.dev_sonnets(lang)}"]
     return items
 
 

@@ -40,7 +40,8 @@ from poeval.generators import engine, registry
 from poeval.generators.checkpoint import (VERSE_ORDER, load, max_positions, orient, param_key,  # noqa: F401
                                          sync_special_ids, text_bounds, verse_order)
 from poeval.generators.engine import quiet_transformers, resume_dir  # noqa: F401 - resume_dir: where an interrupted run's state waits
-from poeval.generators.sampling import N_VERSES, Attempt, check_quatrain, sample_loop
+from poeval.generators.sampling import (N_VERSES, PAPER_MIN_NEW_TOKENS, Attempt, check_quatrain, paper_loop,
+                                       sample_loop)
 from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.io import read_jsonl
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: F401 - re-exported
@@ -563,31 +564,36 @@ def _fifth_verse(counts, start: int):
     return FifthVerse()
 
 
-def generate_batch(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
+def generate_batch(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None,
+                   min_new_tokens: int = 0):
     """One batch of generations from ``prompt``; a row ends at any of ``stops`` (:func:`stop_ids`) and, with
     ``counts`` (:func:`newline_counts`), at the start of a fifth verse. Contrastive search with the argmax
     (score_temperature 0) is deterministic, so from the same BOS prompt every attempt would give the same
     quatrain: its first token is drawn by ancestral sampling (temperature 1), and the search continues.
     ``gen_kwargs``: :func:`decoding_kwargs`. Returns the (B, prompt + new) ids, rows padded with ``pad`` after
-    they end; :func:`sample` runs it on each batch of attempts."""
+    they end; :func:`sample` runs it on each batch of attempts. ``min_new_tokens``: the EOS (``stops[0]``) is
+    barred for that many first tokens (the paper's procedure, as transformers' min-length processor)."""
     import torch
     from transformers import StoppingCriteriaList
 
     if gen_kwargs.get("score_temperature") == 0.0:
         with torch.no_grad():
-            probs = torch.softmax(model(input_ids=prompt).logits[:, -1].float(), dim=-1)
-        prompt = torch.cat([prompt, torch.multinomial(probs, 1)], dim=1)
-        max_new_tokens -= 1
+            logits = model(input_ids=prompt).logits[:, -1].float()
+        if min_new_tokens > 0:
+            logits[:, stops[0]] = -math.inf
+        prompt = torch.cat([prompt, torch.multinomial(torch.softmax(logits, dim=-1), 1)], dim=1)
+        max_new_tokens, min_new_tokens = max_new_tokens - 1, max(min_new_tokens - 1, 0)
         if max_new_tokens < 1:
             return prompt
         done = torch.isin(prompt[:, -1], torch.tensor(stops, device=prompt.device))   # nothing to continue
         if bool(done.all()):
             return prompt
     if "custom_generate" not in gen_kwargs:
-        return _ancestral(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts)
+        return _ancestral(model, prompt, gen_kwargs, max_new_tokens, stops, pad, counts, min_new_tokens)
     criteria = StoppingCriteriaList([_fifth_verse(counts, prompt.shape[1])] if counts is not None else [])
+    minimum = {"min_new_tokens": min_new_tokens} if min_new_tokens > 0 else {}
     return model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=max_new_tokens,
-                          eos_token_id=stops, pad_token_id=pad, stopping_criteria=criteria, **gen_kwargs)
+                          eos_token_id=stops, pad_token_id=pad, stopping_criteria=criteria, **minimum, **gen_kwargs)
 
 
 def _warpers(gen_kwargs: dict):
@@ -604,13 +610,15 @@ def _warpers(gen_kwargs: dict):
     return warpers
 
 
-def _ancestral(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None):
+def _ancestral(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list[int], pad: int, counts=None,
+               min_new_tokens: int = 0):
     """Ancestral sampling as transformers' ``generate`` does it (the same warpers, then a multinomial draw
     from the softmax), except that a row that has ended (one of ``stops``, or with ``counts`` a fifth
     verse begun) leaves the batch and its key/value cache: the batch shrinks as rows end, instead of
     every row running until the longest has ended. Rows leave in groups (a tenth of the batch or more),
     so that the cache is not copied at every step. Returns ``prompt`` with the generated tokens, each row
-    padded with ``pad`` after its end, as ``generate`` returns it."""
+    padded with ``pad`` after its end, as ``generate`` returns it. The EOS (``stops[0]``) gets no probability
+    in the first ``min_new_tokens`` steps, set before the warpers as ``generate``'s min-length processor does."""
     import torch
 
     warpers, dev = _warpers(gen_kwargs), prompt.device
@@ -624,7 +632,10 @@ def _ancestral(model, prompt, gen_kwargs: dict, max_new_tokens: int, stops: list
     for step in range(max_new_tokens):
         output = model(input_ids=step_input, cache=cache, use_cache=True)
         cache = output.cache
-        probs = torch.softmax(warpers(None, output.logits[:, -1].float()), dim=-1)
+        logits = output.logits[:, -1].float()
+        if step < min_new_tokens:
+            logits[:, stops[0]] = -math.inf
+        probs = torch.softmax(warpers(None, logits), dim=-1)
         token = torch.multinomial(probs, num_samples=1).squeeze(1)
         live = ~ended
         out[rows[live], step] = token[live]
@@ -703,7 +714,7 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     goes on (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting
     stops at the one that yields the n-th valid quatrain, so ``valid`` equals the number of records
     written. The stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed,
-    batch_size and threads.
+    batch_size and threads. ``procedure: paper`` samples as the paper's code instead (:func:`_sample_paper`).
     """
     import torch
 
@@ -718,6 +729,10 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     model.eval()
     prefix = style_prompt(tokenizer, style)
     max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
+    if sampling["procedure"] == "paper":
+        return _sample_paper(model, tokenizer, prefix, gen_kwargs, max_new_tokens, out, stats, style,
+                             model_dir=model_dir, decoding=decoding, sampling=sampling, id_prefix=id_prefix,
+                             progress=progress)
     stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
     counts = newline_counts(tokenizer, model.get_output_embeddings().weight.shape[0])
     styled = has_style_tokens(tokenizer)  # a style-conditioned model: style tokens are stripped from its output
@@ -733,3 +748,39 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
                        id_prefix=id_prefix, progress=progress,
                        extra=lambda _: {"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
                                         **({"style": style} if style is not None else {})})
+
+
+def paper_text(tokenizer, row: list[int], eos: int, order: str = "forward") -> tuple[str, bool]:
+    """A generated row (after the prompt) as the paper's pipeline returned it, and whether the EOS ended it:
+    decoded up to the EOS with every special token skipped (style tokens too), then transformers 4's
+    tokenization-space clean-up (`` ,`` -> ``,``, `` 's`` -> ``'s``...), which its text-generation pipeline
+    applied by default and transformers 5 no longer applies to a BPE tokenizer. A reversed model's verses
+    are turned back."""
+    end = row.index(eos) if eos in row else None
+    text = tokenizer.decode(row[:end], skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    text = tokenizer.clean_up_tokenization(text)
+    return "\n".join(orient(text.split("\n"), order)), end is not None
+
+
+def _sample_paper(model, tokenizer, prefix: list[int], gen_kwargs: dict, max_new_tokens: int, out: str, stats: str,
+                  style: str | None, **loop) -> dict:
+    """``sampling.procedure: paper`` (:func:`poeval.generators.sampling.paper_loop`): generations from BOS
+    (the paper's ``<|endoftext|>`` prefix) that only the EOS ends, not before
+    :data:`~poeval.generators.sampling.PAPER_MIN_NEW_TOKENS` new tokens, and that run on past a fourth verse
+    to the budget (the paper's ``max_length``: params ``max_new_tokens``, or ``max_new_bytes`` for a
+    byte-level model); other special tokens neither end a generation nor appear in its text."""
+    import torch
+
+    eos = tokenizer.convert_tokens_to_ids(text_bounds(tokenizer)[1])
+    order = verse_order(model)
+
+    def generate(size: int) -> list[tuple[str, bool]]:
+        prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
+        with torch.no_grad(), quiet_transformers(loop["progress"]):
+            seqs = generate_batch(model, prompt, gen_kwargs, max_new_tokens, [eos], tokenizer.pad_token_id,
+                                  min_new_tokens=PAPER_MIN_NEW_TOKENS)
+        return [paper_text(tokenizer, row, eos, order) for row in seqs[:, len(prefix):].tolist()]
+
+    return paper_loop(generate, out, stats, **loop,
+                      extra={"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
+                             **({"style": style} if style is not None else {})})

@@ -21,6 +21,14 @@ of ``reasons`` in the stats:
 Invalid attempts are dropped and generation goes on until ``n`` valid quatrains or ``max_attempts``
 attempts; attempts are counted in order, up to the one that gives the n-th valid quatrain, so
 ``validity_rate = valid / attempts``.
+
+The paper's procedure (params ``sampling.procedure: paper``; hgroener/diversity_in_poetry_generation,
+``sampling/sample_generation_llm.py``, ``generate_quatrains``) is the other rule, for the transformer LMs:
+``max_attempts`` generations are drawn in batches of ``batch_size`` (the paper: 500 batches of 10), each is
+cut on blank lines into chunks, and every chunk of exactly four lines is kept, whatever ended the
+generation (:func:`paper_keep`; :func:`paper_loop`). ``n`` plays no part there; ``validity_rate`` is then
+kept chunks per generation and can exceed 1. The poetry ports keep this module's rule under either
+procedure: the paper took the first 500 quatrains their scripts wrote, so ``config/paper.yaml`` sets ``n``.
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ from poeval.stamps import sample_stamp
 from poeval.text import verses_problem
 
 N_VERSES = 4
+# The paper's pipeline call: min_length=20 and max_length=150, each raised by the one-token prefix (transformers'
+# TextGenerationPipeline adds the prefix's length to both), so EOS is barred for the first 20 new tokens.
+PAPER_MIN_NEW_TOKENS = 20
 REASONS = ("extra_verse", "truncated", "wrong_line_count:<k>", "empty_line", "special_token")
 
 
@@ -73,7 +84,7 @@ def distinct_share(records: list[dict]) -> float | None:
     return len({"\n".join(r["lines"]) for r in records}) / len(records)
 
 
-def write_samples(records: list[dict], reasons: dict, attempts: int, n: int, out, stats, extra: dict) -> dict:
+def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | None, out, stats, extra: dict) -> dict:
     """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``)."""
     write_jsonl(out, records)
     result = {
@@ -137,4 +148,76 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
     return write_samples(records, reasons, len(counted), n, out, stats, {
         "decoding": decoding, "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
+        "provenance": sample_stamp(model_dir, decoding, sampling)})
+
+
+# --------------------------------------------------------------------------------------------------
+# the paper's procedure (params sampling.procedure: paper)
+
+
+def paper_chunks(text: str) -> list[list[str]]:
+    """The chunks of one generation as the paper's code cut them: split on blank lines (``"\\n\\n"``), each
+    chunk split on newlines; nothing stripped, so a chunk may begin with an empty line."""
+    return [chunk.split("\n") for chunk in text.split("\n\n")]
+
+
+def _has_empty_line(chunk: list[str]) -> bool:
+    return any(len(line) == 0 for line in chunk)   # the paper's test: a zero-length line, not a blank one
+
+
+def paper_keep(chunks: list[list[str]]) -> list[list[str]]:
+    """The chunks of one batch that the paper's code kept: those of exactly four lines, then a walk over them
+    that removes a chunk with a zero-length line. Its loop removed from the list it was iterating over
+    (``list.remove``, the first equal chunk), so the chunk that moved into the removed one's place was never
+    looked at: after every removal the next chunk is kept unchecked, empty line or not. The walk below
+    keeps that: index ``i`` advances after a removal as a list iterator's does."""
+    kept = [chunk for chunk in chunks if len(chunk) == N_VERSES]
+    i = 0
+    while i < len(kept):
+        if _has_empty_line(kept[i]):
+            del kept[kept.index(kept[i])]   # list.remove: the first equal chunk, which may lie before i
+        i += 1
+    return kept
+
+
+def _paper_tally(chunks: list[list[str]], kept: list[list[str]], reasons: collections.Counter) -> int:
+    """Count one batch's dropped chunks under ``reasons``; return how many kept chunks have an empty line
+    (the ones the removal loop skipped)."""
+    for chunk in chunks:
+        if len(chunk) != N_VERSES:
+            reasons[f"chunk_lines:{len(chunk)}"] += 1
+    reasons["empty_line"] += sum(len(chunk) == N_VERSES for chunk in chunks) - len(kept)
+    return sum(_has_empty_line(chunk) for chunk in kept)
+
+
+def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *, model_dir: str, decoding: dict,
+               sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
+               extra: dict | None = None) -> dict:
+    """The paper's procedure: call ``generate(size)`` (one batch: each generation's text and whether it
+    ended with EOS) until ``max_attempts`` generations, keep every chunk :func:`paper_keep` keeps, batch by
+    batch as the paper's loop did, and write JSONL + stats JSON as :func:`sample_loop` does. The records'
+    lines are the chunk's lines as written (not stripped)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    batch_size, generations, seed = (sampling[k] for k in ("batch_size", "max_attempts", "seed"))
+    torch.manual_seed(seed)
+    records: list[dict] = []
+    reasons: collections.Counter = collections.Counter()
+    tally = collections.Counter()
+    t0 = time.perf_counter()
+    with tqdm(total=generations, desc=desc, unit="generation", disable=not progress, leave=False) as bar:
+        for start in range(0, generations, batch_size):
+            batch = generate(min(batch_size, generations - start))
+            chunks = [chunk for text, _ in batch for chunk in paper_chunks(text)]
+            kept = paper_keep(chunks)
+            tally["chunks"] += len(chunks)
+            tally["kept_with_empty_line"] += _paper_tally(chunks, kept, reasons)
+            tally["ended_with_eos"] += sum(ended for _, ended in batch)
+            records += [{"id": f"{id_prefix}{len(records) + k:05d}", "lines": chunk} for k, chunk in enumerate(kept)]
+            bar.update(len(batch))
+    return write_samples(records, {k: v for k, v in reasons.items() if v}, generations, None, out, stats, {
+        "procedure": "paper", **dict(sorted(tally.items())), "decoding": decoding, "seed": seed,
+        "batch_size": batch_size, "min_new_tokens": PAPER_MIN_NEW_TOKENS,
+        "elapsed_s": time.perf_counter() - t0, **(extra or {}),
         "provenance": sample_stamp(model_dir, decoding, sampling)})

@@ -88,12 +88,13 @@ def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:
     :func:`poeval.generators.sampling.sample_loop` writes: quatrains requested, generations attempted,
     valid quatrains, the validity rate and the share of distinct quatrains among the valid ones (both in
     percent; a contrastive config that repeats itself shows here below 100), then the failure reasons
-    (``reason=count``, space-separated; ``-`` for none)."""
+    (``reason=count``, space-separated; ``-`` for none). A sample drawn by the paper's procedure requests no
+    count (``NA``), and its validity is kept chunks per generation (``sampling.procedure``)."""
     rows = []
     for lang, system, decoding, path in samples:
         st = read_json(path)
         reasons = " ".join(f"{reason}={count}" for reason, count in sorted(st["reasons"].items())) or "-"
-        rows.append([lang, system, decoding, str(st["requested"]), str(st["attempts"]), str(st["valid"]),
+        rows.append([lang, system, decoding, fmt(st["requested"], 0), str(st["attempts"]), str(st["valid"]),
                      fmt(_scaled(st["validity_rate"] if st["attempts"] else None, 100), 2),
                      fmt(_scaled(st.get("distinct_share"), 100), 2), reasons])
     write_tsv(out, ["lang", "system", "decoding", "requested", "attempts", "valid", "validity_pct", "distinct_pct",

@@ -203,7 +203,8 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, cfg: dict) -> di
         raise PoevalError("word2vec needs at least one tokenised verse")
     model = Word2Vec(
         sentences=sentences, vector_size=cfg["dim"], window=cfg["window"], min_count=cfg["min_count"],
-        sg=int(cfg["sg"]), epochs=cfg["epochs"], seed=cfg["seed"], workers=1, hashfxn=_stable_hash,
+        sg=int(cfg["sg"]), sample=cfg["sample"], epochs=cfg["epochs"], seed=cfg["seed"], workers=1,
+        hashfxn=_stable_hash,
     )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

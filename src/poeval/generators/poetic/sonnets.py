@@ -8,6 +8,15 @@ couplets, one per sonnet. We pack a seeded permutation of the split in blocks of
 four to six quatrains gives one more sonnet (half of its couplet quatrain stays unused). Verses are reused
 only when ``allow_reuse`` asks for more sonnets than that: each further pass packs a fresh permutation.
 
+``recipe: paper`` (params ``poetic.sonnets.recipe``) builds them as the paper's code did instead
+(hgroener/diversity_in_poetry_generation, ``training_data/parse_sonnets.py``; :func:`paper_sonnets`,
+:func:`paper_split`): consecutive groups of four quatrains of the train split in its order (corpus order:
+the split draws dev out and keeps the rest in place), the last group always dropped, each group one sonnet
+of its first three quatrains and the first two verses of the fourth, every verse's line-final punctuation
+stripped; the first 70 % of them train word2vec only (:func:`write_word2vec`) and the other 30 % are cut
+80/10/10: train (the ports' training sonnets, 24 % of all), dev (Table 1's dev sonnets) and test (counted
+in the report, unused, as in the paper). The dev quatrain split plays no part.
+
 Records: ``{"id", "lines": [14], "quatrains": [[4] x3], "couplet": [2], "half": 0|1, "schemes": [3],
 "meters": [3], "sources": [4 quatrain ids]}``; ``half`` says which couplet of the fourth quatrain it is;
 scheme and metre are null when the split was not labelled.
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import random
+import string
 from pathlib import Path
 
 from poeval import config
@@ -25,6 +35,9 @@ from poeval.generators.poetic.common import tokenize, train_word2vec
 from poeval.io import read_jsonl, write_json, write_jsonl
 
 SONNET_DEFAULTS = config.defaults("#/properties/poetic/properties/sonnets")   # the params schema's
+RECIPE = "paper"   # the paper's recipe; the other, "poeval", is the schema's default
+PAPER_CUTS = (0.7, 0.8, 0.9)   # background share of all sonnets; train and dev cut points of the rest
+EOS = "<eos>"   # the paper's verse separator, a word of its word2vec sentences
 BLOCK = 7   # quatrains that give two sonnets: 2 x (3 quatrains + 1 couplet) = 28 verses = 7 quatrains
 PARTS = 4   # quatrains one sonnet draws on
 
@@ -105,13 +118,68 @@ def _quatrain_records(path: str | Path) -> list[dict]:
     return records
 
 
-def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg: dict) -> dict:
-    """Pseudo-sonnets of the train and dev splits (Table 1 counts both; the ports train on the train
-    ones) and one report with the counts of each."""
+def _strip_end(line: str) -> str:
+    """A verse without its line-final ASCII punctuation and the spaces before it (parse_sonnets.py: one
+    rstrip of ``string.punctuation``, then of whitespace; "far , !" -> "far ,")."""
+    return line.rstrip(string.punctuation).rstrip()
+
+
+def paper_sonnets(quatrains: list[dict]) -> list[dict]:
+    """The paper's sonnets of quatrain records in their order (parse_sonnets.py, ``get_sonnets``): groups
+    of four consecutive quatrains, the last group dropped (whole or not), each group three quatrains and
+    the first two verses of the fourth (``half`` 0), verses stripped by :func:`_strip_end`."""
+    groups = [quatrains[i : i + PARTS] for i in range(0, len(quatrains), PARTS)][:-1]
+    stripped = [[{**q, "lines": [_strip_end(line) for line in q["lines"]]} for q in group] for group in groups]
+    return [_sonnet(k, group[:3], group[3], 0) for k, group in enumerate(stripped)]
+
+
+def paper_split(sonnets: list) -> tuple[list, list, list, list]:
+    """(background, train, dev, test) as parse_sonnets.py's ``split_sonnets``: the first int(0.7 n) are the
+    background (word2vec only); of the other m, the first int(0.8 m) train, up to int(0.9 m) dev, the rest test."""
+    cut = int(len(sonnets) * PAPER_CUTS[0])
+    rest = sonnets[cut:]
+    train_end, dev_end = (int(len(rest) * share) for share in PAPER_CUTS[1:])
+    return sonnets[:cut], rest[:train_end], rest[train_end:dev_end], rest[dev_end:]
+
+
+def _resolve(cfg: dict) -> dict:
     cfg = {**SONNET_DEFAULTS, **cfg}
     config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
+    if cfg["recipe"] == RECIPE and (cfg["n"] is not None or cfg["allow_reuse"]):
+        raise PoevalError("poetic.sonnets.n and allow_reuse belong to recipe poeval; recipe paper takes every "
+                          "group of four train quatrains (README \"poeval vs the paper's code\")")
+    return cfg
+
+
+def _paper_parts(quatrains: list[dict], train: str) -> dict[str, list[dict]]:
+    parts = paper_split(paper_sonnets(quatrains))
+    if not parts[1]:
+        raise PoevalError(f"{train}: {len(quatrains)} quatrains are too few for the paper's sonnet recipe "
+                          "(no training sonnet)")
+    return dict(zip(("background", "train", "dev", "test"), parts))
+
+
+def _write_paper(train: str, out: str, dev_out: str) -> dict:
+    quatrains = _quatrain_records(train)
+    parts = _paper_parts(quatrains, train)
+    write_jsonl(out, parts["train"])
+    write_jsonl(dev_out, parts["dev"])
+    return {"recipe": RECIPE, "quatrains": len(quatrains),
+            **{name: {"sonnets": len(records)} for name, records in parts.items()},
+            "uses": "background: word2vec only; train: the ports' training sonnets; dev: Table 1; test: unused"}
+
+
+def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg: dict) -> dict:
+    """Pseudo-sonnets of the train and dev splits (Table 1 counts both; the ports train on the train
+    ones) and one report with the counts of each; under ``recipe: paper`` the paper's train and dev
+    sonnets, all from the train split (module docstring)."""
+    cfg = _resolve(cfg)
     from poeval.stamps import stamp
 
+    if cfg["recipe"] == RECIPE:
+        summary = _write_paper(train, out, dev_out)
+        write_json(report, {**summary, "provenance": stamp({"train": train}, {"sonnets": cfg})})
+        return summary
     # n caps the training sonnets; dev always takes its floor(2/7) share, the paper's dev SonNet
     train_records, train_summary = build(_quatrain_records(train), cfg["n"], int(cfg["seed"]), bool(cfg["allow_reuse"]))
     dev_records, dev_summary = build(_quatrain_records(dev), None, int(cfg["seed"]))
@@ -122,7 +190,15 @@ def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg
     return summary
 
 
-def write_word2vec(train: str, out: str, cfg: dict) -> dict:
-    """word2vec vectors of the training split's verses (the models' tokenisation), for embedding init."""
-    verses = [tokenize(line) for r in _quatrain_records(train) for line in r["lines"]]
-    return train_word2vec([v for v in verses if v], out, cfg)
+def write_word2vec(train: str, out: str, cfg: dict, sonnets: dict | None = None) -> dict:
+    """word2vec vectors of the training split's verses (the models' tokenisation), for embedding init.
+    ``sonnets`` (params ``poetic.sonnets``) with ``recipe: paper``: of the paper's background sonnets
+    instead, one sentence per sonnet with :data:`EOS` after every verse, as its file of sonnets joined by
+    `` <eos> `` (parse_sonnets.py); words are the models' tokens, not its whitespace-split ones."""
+    if _resolve(sonnets or {})["recipe"] == RECIPE:
+        background = _paper_parts(_quatrain_records(train), train)["background"]
+        sentences = [[t for line in sonnet["lines"] for t in tokenize(line) + [EOS]] for sonnet in background]
+    else:
+        verses = [tokenize(line) for r in _quatrain_records(train) for line in r["lines"]]
+        sentences = [v for v in verses if v]
+    return train_word2vec(sentences, out, cfg)

@@ -103,6 +103,8 @@ def _model_problems(p: dict) -> list[str]:
         problems += rule_problems(node, model, f"models.{name}")
         if node != "transformer_model":
             problems += rule_problems("port_train", model.get("training", {}), f"models.{name}.training")
+        if node == "deepspeare_model":
+            problems += rule_problems("deepspeare_train", model.get("training", {}), f"models.{name}.training")
         if node == "sa_model":   # the training block `poeval train` gives the port
             training = registry.training_params(model, p["training"])[1]
             problems += rule_problems("sa_train", training, f"models.{name}.training")

@@ -100,17 +100,18 @@ from __future__ import annotations
 
 from poeval.generators.poetic.deepspeare.data import (ARCH, MODEL_DEFAULTS, SIZES, TRAIN_DEFAULTS, Tables,
                                                       is_vowel, pm_text, read_dev, read_sonnets,
-                                                      resolve_model_cfg, resolve_train_cfg)
+                                                      resolve_model_cfg, resolve_train_cfg, row_order)
 from poeval.generators.poetic.deepspeare.generation import (AVOID_SYMBOLS, NON_RHYME_THRESHOLD, ORIGINAL_SCHEMES,
                                                             RESTART_REASONS, STOPWORDS, Generator, Loaded,
                                                             constrained_draw, draw_schemes, rerank, rerank_probs,
                                                             rhyme_targets, sample)
 from poeval.generators.poetic.deepspeare.model import (Batcher, BiLSTM, DeepSpeare, LanguageModel, PentameterModel,
-                                                       RhymeModel)
-from poeval.generators.poetic.deepspeare.training import train
+                                                       RhymeModel, decoder_sequences)
+from poeval.generators.poetic.deepspeare.training import OPTIMIZERS, PartOptimizers, optimizers, train
 
 __all__ = ["ARCH", "AVOID_SYMBOLS", "Batcher", "BiLSTM", "DeepSpeare", "Generator", "LanguageModel", "Loaded",
-           "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "ORIGINAL_SCHEMES", "PentameterModel", "RESTART_REASONS",
-           "RhymeModel", "SIZES", "STOPWORDS", "TRAIN_DEFAULTS", "Tables", "constrained_draw", "draw_schemes",
-           "is_vowel", "pm_text", "read_dev", "read_sonnets", "rerank", "rerank_probs", "resolve_model_cfg",
-           "resolve_train_cfg", "rhyme_targets", "sample", "train"]
+           "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "OPTIMIZERS", "ORIGINAL_SCHEMES", "PartOptimizers",
+           "PentameterModel", "RESTART_REASONS", "RhymeModel", "SIZES", "STOPWORDS", "TRAIN_DEFAULTS", "Tables",
+           "constrained_draw", "decoder_sequences", "draw_schemes", "is_vowel", "optimizers", "pm_text", "read_dev",
+           "read_sonnets", "rerank", "rerank_probs", "resolve_model_cfg", "resolve_train_cfg", "rhyme_targets",
+           "row_order", "sample", "train"]

@@ -19,11 +19,13 @@ from poeval.poetry import style as _style
 
 ARCH = "deepspeare"
 
-# sizes: S fits the 2-core budget (about 3 minutes on 2,250 pseudo-sonnets); L has the paper's dimensions
+# sizes: S fits the 2-core budget (a few minutes on 1,800 pseudo-sonnets); L has the original's dimensions
+# (config.py). The language model reads each word's characters with the pentameter model's encoder, so
+# pm_enc_dim also sizes the word's character features (2 x pm_enc_dim).
 SIZES: dict[str, dict[str, Any]] = {
-    "S": {"char_dim": 32, "char_hidden": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64,
+    "S": {"char_dim": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64,
           "pm_enc_dim": 32, "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64},
-    "L": {"char_dim": 150, "char_hidden": 50, "enc_dim": 200, "dec_dim": 600, "attn_dim": 25,
+    "L": {"char_dim": 150, "enc_dim": 200, "dec_dim": 600, "attn_dim": 25,
           "pm_enc_dim": 50, "pm_dec_dim": 200, "pm_attn_dim": 50, "rm_dim": 100},
 }
 
@@ -57,11 +59,34 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
 
 
 def resolve_train_cfg(train_cfg: dict) -> dict:
-    """``train_cfg`` over the port's training defaults (the schema's), checked against the schema."""
-    return common.train_cfg(TRAIN_DEFAULTS, train_cfg)
+    """``train_cfg`` over the port's training defaults (the schema's), checked against the schema; ``lr``
+    is refused (each model has its own: ``lm_lr``, ``pm_lr``, ``rm_lr``)."""
+    return common.train_cfg(TRAIN_DEFAULTS, train_cfg, rules="deepspeare_train")
 
 
 # --- data
+
+
+def row_order(verse: list[bool], line_order: str) -> list[int]:
+    """The indices of a poem's rows in the order the language model reads them (``verse[i]``: row ``i`` is a
+    verse, else a style row). ``top_down``: as written. ``bottom_up``: the whole poem reversed, as the
+    original's ``load_data`` reverses a sonnet's lines (util.py), except that a style row still comes before
+    the (up to four) verses it describes: it is the quatrain's prompt."""
+    if line_order == "top_down":
+        return list(range(len(verse)))
+    blocks, i = [], 0
+    while i < len(verse):
+        if verse[i]:
+            blocks.append([i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(verse) and j <= i + 4 and verse[j]:
+            j += 1
+        blocks.append([i, *range(j - 1, i, -1)])
+        i = j
+    return [r for block in reversed(blocks) for r in block]
+
 
 
 def _fold(ch: str) -> str:
@@ -215,7 +240,8 @@ class Tables:
 
 
 def _encode_poem(poem: dict, tables: Tables, cfg: dict, add_types: bool) -> dict:
-    """Type ids per row, pentameter character ids per verse, end-word type ids per quatrain."""
+    """Type ids per row (and which rows are verses), pentameter character ids per verse, end-word type ids per
+    quatrain."""
     rows = [[tables.type_id(t, add_types) for t in row] for row in poem["rows"]]
     pm = []
     for text, is_verse in zip(poem["text"], poem["verse"]):
@@ -228,4 +254,4 @@ def _encode_poem(poem: dict, tables: Tables, cfg: dict, add_types: bool) -> dict
         words = [end_word(poem["rows"][r]) for r in q]
         if all(words):
             ends.append([tables.type_id(w, add_types) for w in words])
-    return {"rows": rows, "pm": pm, "ends": ends}
+    return {"rows": rows, "verse": list(poem["verse"]), "pm": pm, "ends": ends}

@@ -29,6 +29,9 @@ class Loaded:
         arch, config, vocab, states = load_checkpoint(model_dir)
         if arch != ARCH:
             raise PoevalError(f"{model_dir} holds a {arch!r} model, not {ARCH!r}")
+        if "line_order" not in config:   # written before the language model shared the pentameter encoder
+            raise PoevalError(f"{model_dir} holds a DeepSpeare checkpoint of an earlier poeval (its own character "
+                              f"encoder, verses top-down with a fresh state each): train it again")
         self.cfg = config
         self.style = _style.STYLE_TOKENS if config["conditioned"] else ()
         self.tables = Tables(vocab, config["chars"], config["max_word_chars"], self.style)
@@ -64,7 +67,8 @@ class Loaded:
         poems = []
         for q in quatrains:
             rows = [tokenize(x) for x in q]
-            poems.append({"rows": [[self.tables.type_id(t, add=False) for t in r] for r in rows]})
+            poems.append({"rows": [[self.tables.type_id(t, add=False) for t in r] for r in rows],
+                          "verse": [True] * len(rows)})
         loss, n = self.batcher.lm_loss(poems)
         return float(loss) / max(n, 1)
 
@@ -174,7 +178,7 @@ class Generator:
         self.free, self.never = free, never
         with torch.no_grad():
             chars, lengths = loaded.batcher.type_chars[:n], loaded.batcher.type_len[:n]
-            self.char_table = self.lm.char_encode(model.chars, chars, lengths)
+            self.char_table = model.word_chars(chars, lengths)
             self.rhyme_table = model.rhyme.embed(model.chars, chars, lengths) * self.is_word.unsqueeze(1)
         self.scheme_counts = cfg.get("scheme_counts") or {}
         uniform = cfg["scheme_draw"] == "uniform"
@@ -202,18 +206,20 @@ class Generator:
 
     def _style_rows(self, mem, vis, schemes: list[str] | None):
         """Each quatrain's style line, decoded right to left: the meter sampled, then the scheme token, which is
-        ``schemes``' when given (a uniformly drawn scheme is the prompt) and else sampled too."""
+        ``schemes``' when given (a uniformly drawn scheme is the prompt) and else sampled too. Returns the rows
+        (natural order: scheme, meter) and the decoder state after them (for ``verse_state: carried``)."""
         p = mem.shape[0]
         keys = self.lm.att_k(mem)
         tok = torch.full((p,), self.vocab.bos, dtype=torch.long)
         logp, state = self._step(tok, None, keys, mem, vis)
         meter = draw(self._only(logp, self.meter_ids)).squeeze(1)
+        logp, state = self._step(meter, state, keys, mem, vis)
         if schemes is not None:
             scheme = torch.tensor([self.vocab.stoi[f"<scheme={s}>"] for s in schemes])
         else:
-            logp, _ = self._step(meter, state, keys, mem, vis)
             scheme = draw(self._only(logp, self.scheme_tok)).squeeze(1)
-        return [[int(sc), int(me)] for sc, me in zip(scheme, meter)]     # natural order: scheme, meter
+        _, state = self._step(scheme, state, keys, mem, vis)     # the state the row's <eol> would follow
+        return [[int(sc), int(me)] for sc, me in zip(scheme, meter)], state
 
     def _only(self, logp, allowed: list[int]):
         mask = torch.ones(logp.shape[-1], dtype=torch.bool)
@@ -254,10 +260,12 @@ class Generator:
         ok[:, self.vocab.eol] = False
         return ok
 
-    def _decode(self, keys, mem, vis, budget, pos, neg, seen, ends):
-        """Sample one verse per row (right to left) under the repetition and rhyme constraints. Returns the
-        token buffer (R, T) in generation order, lengths, finished and failed flags and end-word ids; ``seen``
-        is updated in place with each row's tokens."""
+    def _decode(self, keys, mem, vis, budget, pos, neg, seen, ends, state, start):
+        """Sample one verse per row (right to left) under the repetition and rhyme constraints, from decoder
+        ``state`` ((h, c), each (1, R, D)) and first input tokens ``start``. Returns the token buffer (R, T) in
+        generation order, lengths, finished and failed flags, end-word ids and each row's final state (after
+        its last word: the state its ``<eol>`` follows, which a carried next verse starts from); ``seen`` is
+        updated in place with each row's tokens."""
         r = budget.shape[0]
         steps = int(budget.max()) if r else 0
         buf = torch.full((r, max(steps, 1)), self.vocab.pad, dtype=torch.long)
@@ -267,10 +275,8 @@ class Generator:
         alive = budget > 0
         end = torch.full((r,), -1, dtype=torch.long)
         rhymed = (pos >= 0) | (neg >= 0)
-        d = self.lm.decoder.hidden_size
-        h = torch.zeros(1, r, d)
-        c = torch.zeros(1, r, d)
-        tok = torch.full((r,), self.vocab.bos, dtype=torch.long)
+        h, c = (x.clone() for x in state)
+        tok = start.clone()
         pad_col = torch.full((r, 3), self.vocab.pad, dtype=torch.long)
         attempts = int(self.cfg["rhyme_attempts"])
         # rows per chunk: a (rows x vocabulary) float tensor stays below ~16 MB, so that the allocator reuses
@@ -302,7 +308,7 @@ class Generator:
                 tok[idx] = nxt
                 stop = eol | fail | (t + 1 >= budget[idx])
                 alive[idx[stop]] = False
-        return buf, length, finished, failed, end
+        return buf, length, finished, failed, end, (h, c)
 
     @torch.no_grad()
     def generate(self, size: int, max_tokens: int) -> list[dict]:
@@ -325,81 +331,121 @@ class Generator:
         return results
 
     def _quatrains(self, size: int, max_tokens: int) -> list[dict]:
-        """One try at ``size`` quatrains, verse by verse, ``candidates`` verses per quatrain and verse."""
+        """One try at ``size`` quatrains, verse by verse, ``candidates`` verses per quatrain and verse. With
+        ``line_order: bottom_up`` (the original's generate) the last verse is written first: slot ``g`` of
+        the generation is verse ``3 - g``, and the rhyme targets come from the scheme read backwards (for
+        aabb, abab and abba the original's ``rhyme_pttn`` lists). With ``verse_state: carried`` a verse
+        starts from the decoder state that ended the verse kept before it (input ``<eol>``), as the
+        original's; with ``fresh`` from a zero state (input ``<bos>``)."""
         cfg, vocab, lm = self.cfg, self.vocab, self.lm
         k = int(cfg["candidates"])
+        bottom_up, carried = cfg["line_order"] == "bottom_up", cfg["verse_state"] == "carried"
         mem = lm.null.view(1, 1, -1).expand(size, 1, -1)
         vis = torch.ones(size, 1, dtype=torch.bool)
+        d = lm.decoder.hidden_size
+        state = (torch.zeros(1, size, d), torch.zeros(1, size, d))
+        start = torch.full((size,), vocab.bos, dtype=torch.long)
         uniform = cfg["scheme_draw"] == "uniform"
         schemes = draw_schemes(size, cfg["scheme_draw"], self.scheme_counts) if uniform or not self.style_ids \
             else None
         if self.style_ids:
-            styles = self._style_rows(mem, vis, schemes)
+            styles, style_state = self._style_rows(mem, vis, schemes)
             enc, m = self._encode(styles)
             mem, vis = torch.cat([mem, enc], dim=1), torch.cat([vis, m], dim=1)
             schemes = [vocab[s[0]][len("<scheme="):-1] for s in styles]
+            if carried:
+                state, start = style_state, torch.full((size,), vocab.eol, dtype=torch.long)
         used = torch.zeros(size, dtype=torch.long)
         valid = [True] * size
         results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0} for s in schemes]
-        ends = torch.full((size, 4), -1, dtype=torch.long)
+        written = [s[::-1] if bottom_up else s for s in schemes]    # the scheme in generation order
+        ends = torch.full((size, 4), -1, dtype=torch.long)           # end words by generation slot
         seen = torch.zeros(size, len(self.free), dtype=torch.uint8)      # lower-cased type counts
         end_mask = torch.zeros(size, len(self.free), dtype=torch.bool)
         rep = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731
+        rep_state = lambda st: tuple(x.repeat_interleave(k, dim=1) for x in st)  # noqa: E731
         for v in range(4):
-            pos = torch.full((size,), -1, dtype=torch.long)
-            neg = torch.full((size,), -1, dtype=torch.long)
-            for p, sch in enumerate(schemes):
-                u_pos, u_neg = rhyme_targets(sch, v)
-                if valid[p] and u_pos is not None:
-                    pos[p] = ends[p, u_pos]
-                    results[p]["constrained"] += 1
-                if valid[p] and u_neg is not None:
-                    neg[p] = ends[p, u_neg]
+            pos, neg = self._targets(written, v, ends, valid, results)
             budget = (max_tokens - used).clamp(min=0)
             budget[torch.tensor([not x for x in valid])] = 0
             cand_seen = rep(seen)
-            buf, length, finished, failed, end = self._decode(
-                rep(lm.att_k(mem)), rep(mem), rep(vis), rep(budget), rep(pos), rep(neg), cand_seen, rep(end_mask))
+            buf, length, finished, failed, end, (h, c) = self._decode(
+                rep(lm.att_k(mem)), rep(mem), rep(vis), rep(budget), rep(pos), rep(neg), cand_seen, rep(end_mask),
+                rep_state(state), rep(start))
             toks = [buf[i, : length[i]].tolist()[::-1] for i in range(buf.shape[0])]
             words = [[vocab[t] for t in row] for row in toks]
             ok = [bool(finished[i]) and verse_ok(words[i]) for i in range(len(words))]
             texts = [detokenize(w) if o else "" for w, o in zip(words, ok)]
-            pm = torch.full((len(texts),), math.inf)
-            cand = [i for i, o in enumerate(ok) if o]
-            if cand:
-                lines = [self.L.tables.char_ids(pm_text(texts[i], cfg["pm_max_chars"]) or " ") for i in cand]
-                pm[cand] = self.L.batcher.pm_lines(lines)
+            pm = self._pm_losses(texts, ok)
             chosen_rows = []
             for p in range(size):
-                rows = range(p * k, (p + 1) * k)
-                reason = None
-                if not valid[p]:
-                    pass
-                elif any(bool(failed[i]) for i in rows):
-                    reason = "constraints"
-                elif any(bool(finished[i]) and not ok[i] for i in rows):
-                    reason = "empty_line"
-                elif not any(ok[i] for i in rows):
-                    reason = "truncated"
-                if not valid[p] or reason:
-                    valid[p] = False
-                    results[p]["reason"] = results[p]["reason"] or reason
+                pick = self._keep(p, k, valid, results, failed, finished, ok, pm)
+                if pick is None:
                     chosen_rows.append([])
                     continue
-                pool = [i for i in rows if ok[i]]
-                pick = pool[rerank(pm[pool], float(cfg["rerank_temperature"]), cfg["rerank"])]
                 results[p]["lines"].append(texts[pick])
                 ends[p, v] = end[pick]
                 end_mask[p, self.lower_id[end[pick]]] = True
                 seen[p] = cand_seen[pick]
                 used[p] += int(length[pick]) + 1
                 chosen_rows.append(toks[pick])
+                if carried:
+                    state[0][:, p], state[1][:, p] = h[:, pick], c[:, pick]
+            if carried:
+                start = torch.full((size,), vocab.eol, dtype=torch.long)
             enc, m = self._encode(chosen_rows)
             mem, vis = torch.cat([mem, enc], dim=1), torch.cat([vis, m], dim=1)
         for p in range(size):
             if not valid[p]:
                 results[p]["lines"] = None
+            elif bottom_up:
+                results[p]["lines"].reverse()       # written last verse first; the quatrain reads top-down
         return results
+
+    @staticmethod
+    def _targets(written: list[str], v: int, ends, valid: list[bool], results: list[dict]):
+        """Each quatrain's rhyme partner (end word id, -1 for none) and non-partner for generation slot ``v``
+        (:func:`rhyme_targets` on the scheme in generation order); counts the rhyme-constrained verses."""
+        size = len(written)
+        pos = torch.full((size,), -1, dtype=torch.long)
+        neg = torch.full((size,), -1, dtype=torch.long)
+        for p, sch in enumerate(written):
+            u_pos, u_neg = rhyme_targets(sch, v)
+            if valid[p] and u_pos is not None:
+                pos[p] = ends[p, u_pos]
+                results[p]["constrained"] += 1
+            if valid[p] and u_neg is not None:
+                neg[p] = ends[p, u_neg]
+        return pos, neg
+
+    def _pm_losses(self, texts: list[str], ok: list[bool]):
+        """The pentameter loss of each usable candidate verse (inf for the others)."""
+        pm = torch.full((len(texts),), math.inf)
+        cand = [i for i, o in enumerate(ok) if o]
+        if cand:
+            lines = [self.L.tables.char_ids(pm_text(texts[i], self.cfg["pm_max_chars"]) or " ") for i in cand]
+            pm[cand] = self.L.batcher.pm_lines(lines)
+        return pm
+
+    def _keep(self, p: int, k: int, valid: list[bool], results: list[dict], failed, finished, ok, pm) -> int | None:
+        """The candidate row kept for quatrain ``p`` (reranked by pentameter loss), or None when the quatrain
+        has failed (now or before; its reason is recorded)."""
+        rows = range(p * k, (p + 1) * k)
+        reason = None
+        if not valid[p]:
+            return None
+        if any(bool(failed[i]) for i in rows):
+            reason = "constraints"
+        elif any(bool(finished[i]) and not ok[i] for i in rows):
+            reason = "empty_line"
+        elif not any(ok[i] for i in rows):
+            reason = "truncated"
+        if reason:
+            valid[p] = False
+            results[p]["reason"] = results[p]["reason"] or reason
+            return None
+        pool = [i for i in rows if ok[i]]
+        return pool[rerank(pm[pool], float(self.cfg["rerank_temperature"]), self.cfg["rerank"])]
 
 
 def _attempt(res: dict) -> Attempt:

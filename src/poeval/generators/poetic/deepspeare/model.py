@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from poeval.errors import PoevalError
-from poeval.generators.poetic.deepspeare.data import PAD_CHAR, SPECIAL_CHAR, Tables, is_vowel
+from poeval.generators.poetic.deepspeare.data import PAD_CHAR, SPECIAL_CHAR, Tables, is_vowel, row_order
 
 N_STRESS = 10  # iambic pentameter: S- S+ x 5
 STRESS_TARGET = [0.0, 1.0] * (N_STRESS // 2)
@@ -64,15 +64,15 @@ class BiLSTM(nn.Module):
 class LanguageModel(nn.Module):
     def __init__(self, cfg: dict, n_words: int, pad: int):
         super().__init__()
-        wd, ch, e, d, a = cfg["word_dim"], cfg["char_hidden"], cfg["enc_dim"], cfg["dec_dim"], cfg["attn_dim"]
+        wd, e, d, a = cfg["word_dim"], cfg["enc_dim"], cfg["dec_dim"], cfg["attn_dim"]
         self.pad = pad
         self.embed = nn.Embedding(n_words, wd, padding_idx=pad)
-        self.word_chars = BiLSTM(cfg["char_dim"], ch)
         self.encoder = BiLSTM(wd, e)
         self.sel_h = nn.Linear(2 * e, 2 * e)
         self.sel_s = nn.Linear(2 * e, 2 * e, bias=False)
         self.null = nn.Parameter(torch.zeros(2 * e))
-        self.decoder = nn.LSTM(wd + 2 * ch, d, batch_first=True)
+        # input: the word embedding and the word's characters as the pentameter model's encoder reads them
+        self.decoder = nn.LSTM(wd + 2 * cfg["pm_enc_dim"], d, batch_first=True)
         self.att_q = nn.Linear(d, a, bias=False)
         self.att_k = nn.Linear(2 * e, a)
         self.ctx = nn.Linear(2 * e, d)
@@ -88,10 +88,6 @@ class LanguageModel(nn.Module):
         else:
             self.out = nn.Linear(wd, n_words)
         self.drop = nn.Dropout(cfg["dropout"])
-
-    # character encodings of word types
-    def char_encode(self, char_emb, chars, lengths):
-        return self.word_chars(char_emb(chars), lengths)[1]
 
     def encode_verses(self, words, lengths):
         """words (N, L) in natural order -> selected states (N, L, 2E)."""
@@ -201,6 +197,12 @@ class DeepSpeare(nn.Module):
 
     PARTS = ("chars", "lm", "pentameter", "rhyme")
 
+    def word_chars(self, chars, lengths):
+        """The language model's character features of words (N, 2 x pm_enc_dim): the final states of the
+        pentameter model's character encoder, as the original's ``init_lm`` reads ``self.char_encodings``
+        of ``init_pm`` (sonnet_model.py)."""
+        return self.pentameter.encoder(self.chars(chars), lengths)[1]
+
     def states(self) -> dict:
         return {k: {n: t.detach().clone() for n, t in getattr(self, k).state_dict().items()} for k in self.PARTS}
 
@@ -224,6 +226,26 @@ def _pad2(seqs: list[list[int]], value: int = 0, min_width: int = 1):
     return out, torch.tensor([len(s) for s in seqs], dtype=torch.long)
 
 
+def decoder_sequences(rows: list[list[list[int]]], n_rows: int, carried: bool, bos: int, eol: int):
+    """The language model's decoder sequences for poems of rows (token ids, in reading order) as (inputs,
+    targets, row of each target), poem by poem. ``carried``: one sequence per poem, ``<bos>`` and then each
+    row right to left with its ``<eol>``, so that the state flows from row to row as in the original's
+    training (its ``create_word_batch`` joins a chunk's lines the same way, and ``run_epoch`` feeds each
+    chunk's final state to the next). Else one sequence per row slot (``n_rows`` per poem; a missing row is
+    ``[<bos>]`` with no target), each from a fresh state."""
+    out = []
+    for poem in rows:
+        parts = [([*row[::-1], eol], k) for k, row in enumerate(poem)]
+        if carried:
+            targets = [t for toks, _ in parts for t in toks]
+            out.append(([bos, *targets[:-1]], targets, [k for toks, k in parts for _ in toks]))
+            continue
+        for k in range(n_rows):
+            toks = parts[k][0] if k < len(parts) else []
+            out.append(([bos, *toks[:-1]] if toks else [bos], toks, [k] * len(toks)))
+    return out
+
+
 class Batcher:
     """Turns encoded poems into tensors, and computes the joint losses of a batch."""
 
@@ -239,46 +261,53 @@ class Batcher:
     def char_vectors(self, types):
         """Character encodings of the types in ``types`` (any shape), computed once per distinct type."""
         uniq, inv = torch.unique(types, return_inverse=True)
-        enc = self.model.lm.char_encode(self.model.chars, self.type_chars[uniq], self.type_len[uniq])
+        enc = self.model.word_chars(self.type_chars[uniq], self.type_len[uniq])
         return enc[inv]
 
     def lm_loss(self, poems: list[dict]):
-        """Summed next-token cross-entropy over every row of ``poems`` (each row decoded right to left
-        given the poem's earlier rows) and the number of predicted tokens."""
-        m = self.model.lm
-        vocab = self.vocab
-        n_poems = len(poems)
-        n_rows = max(len(p["rows"]) for p in poems)
-        flat = [p["rows"][k] if k < len(p["rows"]) else [] for p in poems for k in range(n_rows)]
-        exists = torch.tensor([k < len(p["rows"]) for p in poems for k in range(n_rows)])
-        enc_types, enc_len = _pad2(flat, vocab.pad)
+        """Summed next-token cross-entropy over every row of ``poems`` and the number of predicted tokens.
+        The rows are read in ``line_order`` (:func:`.data.row_order`), each right to left and ended by
+        ``<eol>``, each attending over the poem's rows read before it; with ``verse_state: carried`` the
+        poem is one decoder sequence (the state flows from verse to verse, as the original's, which feeds
+        each chunk's final state to the next: sonnet_train.py ``run_epoch``), with ``fresh`` each row starts
+        from a zero state."""
+        m, vocab = self.model.lm, self.vocab
+        rows = [[p["rows"][i] for i in row_order(p["verse"], self.cfg["line_order"])] for p in poems]
+        n_poems, n_rows = len(rows), max(len(r) for r in rows)
+        mem, vis = self._context(rows, n_rows)                                # (P, M, 2E), (P, V, M)
+        seqs = decoder_sequences(rows, n_rows, self.cfg["verse_state"] == "carried", vocab.bos, vocab.eol)
+        dec_types, dec_len = _pad2([q[0] for q in seqs], vocab.pad)
+        width = dec_types.shape[1]
+        target_types, _ = _pad2([q[1] for q in seqs], vocab.pad, width)
+        row_of, _ = _pad2([q[2] for q in seqs], 0, width)
+        target = self.words_of(target_types).masked_fill(target_types == vocab.pad, vocab.pad)
+        x = torch.cat([m.embed(self.words_of(dec_types)), self.char_vectors(dec_types)], dim=-1)
+        s = run_lstm(m.decoder, m.drop(x), dec_len)                          # (P*G, L, D), G sequences per poem
+        s = s.reshape(n_poems, -1, s.shape[-1])                              # (P, T, D)
+        row_of = row_of.view(n_poems, -1)
+        scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, T, M)
+        vis_pos = vis[torch.arange(n_poems).unsqueeze(1), row_of]            # (P, T, M): the position's row's view
+        att = torch.softmax(scores.masked_fill(~vis_pos, -1e9), dim=-1)
+        ctx = att @ mem                                                      # (P, T, 2E)
+        sel = (target != vocab.pad).view(n_poems, -1)                        # predicted positions only
+        h = m.mix(s[sel], ctx[sel])
+        loss = m.nll_sum(m.drop(h), target.view(n_poems, -1)[sel])
+        return loss, int(sel.sum())
+
+    def _context(self, rows: list[list[list[int]]], n_rows: int):
+        """The encoded rows of each poem behind a learned null slot (P, 1 + V*Le, 2E), and which of them row
+        ``k`` may attend to (P, V, 1 + V*Le): the null slot and the tokens of rows read before it."""
+        m, n_poems = self.model.lm, len(rows)
+        flat = [r[k] if k < len(r) else [] for r in rows for k in range(n_rows)]
+        enc_types, enc_len = _pad2(flat, self.vocab.pad)
         le = enc_types.shape[1]
-        mem = m.encode_verses(self.words_of(enc_types), enc_len)            # (P*V, Le, 2E)
-        mem = mem.reshape(n_poems, n_rows * le, -1)
-        mem = torch.cat([m.null.expand(n_poems, 1, -1), mem], dim=1)        # (P, 1 + V*Le, 2E)
-        # row k sees the tokens of rows j < k (and the null slot)
+        mem = m.encode_verses(self.words_of(enc_types), enc_len).reshape(n_poems, n_rows * le, -1)
+        mem = torch.cat([m.null.expand(n_poems, 1, -1), mem], dim=1)
         tok_ok = (torch.arange(le).unsqueeze(0) < enc_len.unsqueeze(1)).view(n_poems, n_rows, le)
         earlier = torch.ones(n_rows, n_rows, dtype=torch.bool).tril(-1)      # [k, j]: j < k
         vis = (earlier.view(1, n_rows, n_rows, 1) & tok_ok.view(n_poems, 1, n_rows, le))
         vis = torch.cat([torch.ones(n_poems, n_rows, 1, dtype=torch.bool), vis.view(n_poems, n_rows, -1)], dim=-1)
-
-        dec_in = [[vocab.bos, *row[::-1]] for row in flat]
-        dec_types, _ = _pad2(dec_in, vocab.pad)
-        target_types, _ = _pad2([[*row[::-1], vocab.eol] if e else [] for row, e in zip(flat, exists.tolist())],
-                                vocab.pad, dec_types.shape[1])
-        target = self.words_of(target_types).masked_fill(target_types == vocab.pad, vocab.pad)
-        x = torch.cat([m.embed(self.words_of(dec_types)), self.char_vectors(dec_types)], dim=-1)
-        s = run_lstm(m.decoder, m.drop(x), enc_len + 1)                      # (P*V, Ld, D)
-        ld = s.shape[1]
-        s = s.reshape(n_poems, n_rows * ld, -1)
-        scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, V*Ld, M)
-        vis_rows = vis.repeat_interleave(ld, dim=1)                          # (P, V*Ld, M)
-        att = torch.softmax(scores.masked_fill(~vis_rows, -1e9), dim=-1)
-        ctx = att @ mem                                                      # (P, V*Ld, 2E)
-        sel = (target != vocab.pad).view(n_poems, n_rows * ld)               # predicted positions only
-        h = m.mix(s[sel], ctx[sel])
-        loss = m.nll_sum(m.drop(h), target.view(n_poems, n_rows * ld)[sel])
-        return loss, int(sel.sum())
+        return mem, vis
 
     def pm_loss(self, poems: list[dict]):
         lines = [x for p in poems for x in p["pm"]]

@@ -17,6 +17,61 @@ from poeval.poetry import style as _style
 from poeval.stamps import train_stamp
 
 
+# the original's optimisers (sonnet_model.py): tf.train.AdagradOptimizer, whose accumulators start at 0.1
+# (torch's at 0: a first step of lr per weight, 0.2, would wreck the word2vec embeddings), and AdamOptimizer
+OPTIMIZERS = {
+    "adagrad": lambda params, lr, wd: torch.optim.Adagrad(params, lr=lr, weight_decay=wd,
+                                                          initial_accumulator_value=0.1),
+    "adam": lambda params, lr, wd: torch.optim.Adam(params, lr=lr, weight_decay=wd),
+    "adamw": lambda params, lr, wd: torch.optim.AdamW(params, lr=lr, weight_decay=wd),
+    "sgd": lambda params, lr, wd: torch.optim.SGD(params, lr=lr, weight_decay=wd),
+}
+
+
+class PartOptimizers(torch.optim.Optimizer):
+    """One optimiser per model, stepped as the engine's one: the language model's (``lm_optimizer`` at
+    ``lm_lr``), the pentameter model's, which also owns the character embedding and so the character
+    encoder the language model shares (``pm_``), and the rhyme model's (``rm_``). The engine's schedule
+    scales each one's learning rate alike (DeepSpeare's: constant after ``warmup_steps``, none by default)."""
+
+    def __init__(self, parts: dict[str, torch.optim.Optimizer]):   # no super().__init__: the parts hold the state
+        self.parts = parts
+        self.defaults = {}
+        self.state = {}
+
+    @property
+    def param_groups(self) -> list[dict]:   # the parts' own groups, so that the schedule sets their rates
+        return [group for opt in self.parts.values() for group in opt.param_groups]
+
+    def step(self, closure=None):
+        for opt in self.parts.values():
+            opt.step()
+
+    def zero_grad(self, set_to_none: bool = True):
+        for opt in self.parts.values():
+            opt.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> dict:
+        return {name: opt.state_dict() for name, opt in self.parts.items()}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        for name, opt in self.parts.items():
+            opt.load_state_dict(state_dict[name])
+
+
+def optimizers(model: DeepSpeare, cfg: dict, tcfg: dict) -> PartOptimizers:
+    """The original's three optimisers (``<part>_optimizer`` at ``<part>_lr``; defaults: Adagrad 0.2 for the
+    language model, Adam 0.001 for the pentameter and rhyme models; config.py). Each weight has one owner,
+    which steps it with the summed gradient of the losses that use it (module docstring); ``weight_decay``
+    (0, as the original) applies to every weight."""
+    owners = {"lm": [model.lm], "pm": [model.chars, model.pentameter], "rm": [model.rhyme]}
+    wd = float(tcfg["weight_decay"])
+    return PartOptimizers({
+        part: OPTIMIZERS[cfg[f"{part}_optimizer"]]([p for mod in mods for p in mod.parameters()],
+                                                   float(cfg[f"{part}_lr"]), wd)
+        for part, mods in owners.items()})
+
+
 def _evaluate(batcher: Batcher, dev: list[dict], batch_size: int) -> dict:
     model = batcher.model
     model.eval()
@@ -88,8 +143,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     loop = engine.Loop(
         model=model, stream=engine.BatchStream([1] * len(train_enc), tcfg["batch_size"], 0, rng), loss=loss,
         evaluate=lambda: _evaluate(batcher, dev_enc, 2 * tcfg["batch_size"]), train_entry=train_entry,
-        # embeddings (words, shared characters) are not decayed either
-        no_decay=lambda n, p: p.ndim < 2 or "embed" in n or n == "chars.weight",
+        optimizer=lambda model, tcfg: optimizers(model, cfg, tcfg),
         lr_decay=False, eval_at_start=True, desc="train deepspeare",
     )
     key = engine.fingerprint({"sonnets": sonnets, "dev": dev, "word2vec": word2vec},

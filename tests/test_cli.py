@@ -101,7 +101,7 @@ def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, ro
     # by hand: the schema's $defs/<arch>_model training default with the system's patience; nothing shared
     expected = {**schema.defaults(f"#/$defs/{arch}_model")["training"], "patience": 7}
     assert seen == expected
-    assert seen["lr"] != 5e-5 and seen["max_steps"] != 20000 and "length_grouping" not in seen
+    assert seen.get("lr") != 5e-5 and seen["max_steps"] != 20000 and "length_grouping" not in seen
     assert port.resolve_train_cfg(seen) == expected
     config = {"models": {"p": model}, "training": training}
     assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": expected}

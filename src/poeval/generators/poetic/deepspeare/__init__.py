@@ -9,17 +9,26 @@ Components (arch ``deepspeare``) and how they map to the paper:
   (the "context"): word embeddings (word2vec-initialised) into a biLSTM, then the paper's *selective
   mechanism* ``h'_i = h_i * sigmoid(W h_i + U s + b)`` with ``s`` the verse's final forward and backward
   states. The *decoder* is an LSTM whose input at each step concatenates the word embedding and a
-  character encoding of the word (a biLSTM over its characters, final states); at each step it attends
+  character encoding of the word: the final states of the *pentameter model's* character biLSTM over the
+  word's characters, as the original's ``init_lm`` reads ``init_pm``'s ``char_encodings``
+  (sonnet_model.py), so the two models share that encoder and the character embedding; at each step it attends
   over the encoded context (bilinear scores ``(U s_t) . (W h'_i)`` instead of the paper's additive
   ``v . tanh(W h'_i + U s_t)``: the additive form needs a batch x steps x context x dim tensor, several
   times the cost on CPU) and mixes the attended vector ``c_t`` into its state with the paper's gate
   ``g = sigmoid(W [s_t; c_t] + b)``, ``s'_t = (1 - g) s_t + g c_t``; a softmax gives the next word. Each
   verse is decoded **right to left** (the paper's inversion trick, so that generation draws the rhyme word
-  first), ending with ``<eol>``. A learned "null" context slot lets the first verse attend to something.
-  Each previous verse is encoded on its own (one encoding serves every later verse of the sonnet) rather
-  than the whole preceding context as one sequence. The softmax is adaptive (Grave et al. 2017; a head of
-  the ``softmax_cutoffs[0]`` most frequent words) for speed. Each verse starts from a fresh decoder
-  state: the earlier verses reach it only through the attention.
+  first), ending with ``<eol>``, and the verses **bottom-up** (``line_order: bottom_up``): the original's
+  ``load_data`` reverses a sonnet's lines and words (util.py) and its ``generate`` writes a quatrain's last
+  verse first; a style row (conditioned models) stays before the quatrain it describes. The decoder
+  **state is carried** from verse to verse (``verse_state: carried``): a training sonnet is one decoder
+  sequence, its verses joined by ``<eol>`` (the original feeds each two-line chunk's final state to the
+  next: sonnet_train.py ``run_epoch``), and in generation a verse starts, from input ``<eol>``, where the
+  kept verse before it ended. ``line_order: top_down`` and ``verse_state: fresh`` keep poeval's earlier
+  port (top-down, a zero state per verse, the earlier verses reaching it only through the attention). A
+  learned "null" context slot lets the first verse attend to something. Each previous verse is encoded on
+  its own (one encoding serves every later verse of the sonnet) rather than the whole preceding context as
+  one sequence. The softmax is adaptive (Grave et al. 2017; a head of the ``softmax_cutoffs[0]`` most
+  frequent words) for speed.
 * **Pentameter model**. Character level and unsupervised: a biLSTM encodes the verse's characters;
   a decoder LSTM, fed its previous attended vector, attends over the characters once for each of the 10
   stress positions of iambic pentameter, and a sigmoid on the attended vector alone predicts the stress
@@ -36,14 +45,19 @@ Components (arch ``deepspeare``) and how they map to the paper:
   ``rm_neg`` random end words of other quatrains are computed, and the margin loss
   ``max(0, rm_delta - top1(Q) + top2(Q))`` separates the most similar (assumed rhyming) ending from the
   rest — unsupervised, on the three quatrains of every pseudo-sonnet.
-* **Joint training**. The three losses are summed (``L_lm + L_pm + L_rm``) and optimised in one loop by
-  one AdamW optimiser (the original ran one optimiser per component: SGD for the LM, Adam for the
-  others); the character embedding is shared by the three models (the paper's shared weights). Early
-  stopping on the LM's dev loss (per-token cross-entropy on dev quatrains, each quatrain its own
-  context, ``<eol>`` included). Training ends after ``max_epochs`` passes (default 3; the paper: 30) or
-  ``max_steps`` optimizer steps, whichever comes first. The loop is the generators' engine
-  (:mod:`poeval.generators.engine`: warmup, clipping, early stopping, bit-identical resume, provenance);
-  this module gives it the model, the batches of pseudo-sonnets and the joint loss.
+* **Training** (:mod:`.training`). One optimiser per model, as the original's (sonnet_model.py, config.py):
+  Adagrad at 0.2 for the language model (``lm_optimizer``, ``lm_lr``; accumulators from 0.1 as
+  TensorFlow's), Adam at 0.001 for the pentameter model with the character embedding and encoder it
+  shares (``pm_``) and for the rhyme model (``rm_``); dropout 0.3 (keep_prob 0.7) on the language model's
+  word inputs and outputs. These are keys of the model entry, not of the training block: a port never
+  gets the shared (LLM) ``training`` block, only its own (:func:`poeval.generators.registry.training_params`),
+  whose ``lr`` it refuses. Each step computes the three losses on one batch of pseudo-sonnets and
+  backpropagates their sum; each weight is stepped by its owner's optimiser. Early stopping on the LM's
+  dev loss (per-token cross-entropy on dev quatrains, each quatrain its own context, ``<eol>`` included).
+  Training ends after ``max_epochs`` passes (params.yaml 3; ``config/paper.yaml`` 30, the original's
+  ``epoch_size``, at batch 128 with patience 5 as the reproduced paper) or ``max_steps`` optimizer
+  steps, whichever comes first. The loop is the generators' engine (:mod:`poeval.generators.engine`:
+  clipping, early stopping, bit-identical resume, provenance).
 * **Generation**, as the original's ``sonnet_model.py`` (``SonnetModel.generate``, ``sample_sent``,
   ``sample_word``, ``eval_pm_loss``) and ``sonnet_gen.py`` (jhlau/deepspeare):
 
@@ -52,12 +66,14 @@ Components (arch ``deepspeare``) and how they map to the paper:
     the rhyme distribution towards the human data by construction (``scheme_draw: training`` keeps that
     earlier poeval draw). A verse whose letter occurred before must rhyme with the last such verse (rhyme
     model cosine >= ``rhyme_threshold``, 0.9); the first verse of the second letter must not rhyme with
-    the verse before it (cosine <= 0.7): the original's ``rhyme_pttn`` pos/neg lists. A style-conditioned
+    the verse before it (cosine <= 0.7): the original's ``rhyme_pttn`` pos/neg lists, which are in writing
+    order (bottom-up: the scheme read backwards, :func:`rhyme_targets` of ``scheme[::-1]``). A style-conditioned
     model is *prompted* with the drawn scheme: its style line's scheme token is the drawn one, its meter
     token is sampled (the style line is decoded right to left, meter first); under ``scheme_draw:
     training`` it samples its scheme token too and that scheme is enforced.
   - *Verses*. ``candidates`` (10, the original's ``sent_sample``) verses are sampled per verse slot, word by
-    word, right to left, conditioned on the verses already chosen. The constraints of ``sample_sent``
+    word, right to left, the last verse first (``line_order``), each from the state the verse kept before
+    it ended in (``verse_state``), attending over the verses already chosen. The constraints of ``sample_sent``
     hold at every step: no word of the quatrain so far (this verse included) again unless it is a
     stopword or punctuation, nothing that already occurs twice (stopwords and punctuation included), none
     of the verse's last three tokens, no earlier verse's end word, never ``<unk>`` or the original's
@@ -88,7 +104,24 @@ Components (arch ``deepspeare``) and how they map to the paper:
   bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
   joins the next parallel try.
 
-Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions.
+Differences from the original's training, each with a reason: the three losses are summed and stepped
+together on one batch of pseudo-sonnets (the original alternates LM, pentameter and rhyme batches, each
+with its own optimiser and gradient); so a weight two models share (the character embedding and encoder)
+is stepped once, by the pentameter model's Adam, with the summed gradient (the original's LM Adagrad
+steps it with the LM gradient too): one backward pass instead of three. Gradients are clipped at
+``max_grad_norm`` (5, the original's) over all weights together, not per optimiser. A sonnet is
+backpropagated whole (the original truncates backpropagation every two verses, ``bptt_truncate``; its
+state still flows on), and a verse attends over every verse read before it (the original's second verse
+of a two-line chunk does not see the first, which generation does see). The LM's attention is bilinear,
+the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost). Early
+stopping keeps the best dev weights after ``patience`` evaluations without improvement (the reproduced
+paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
+A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
+``line_order``) is refused with a request to retrain it.
+
+Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
+(``config/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three
+models and their losses), :mod:`.training`, :mod:`.generation`.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
 
 CPU note: with ``threads`` > 1 on a machine where other processes hold the cores, OpenMP's spin-waiting

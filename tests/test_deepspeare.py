@@ -191,6 +191,7 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     assert sum(st["target_schemes"].values()) == 30   # the schemes of the valid quatrains only
     assert st["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
     assert st["arch"] == "deepspeare" and st["attempts"] >= 30
+    assert (st["line_order"], st["verse_state"]) == ("bottom_up", "carried")
     # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme
     assert st["rhyme_constrained_verses"] >= 2 * 30
     # the enforced rhymes rhyme: most sampled quatrains end their verses in the planned families

@@ -116,7 +116,8 @@ of a two-line chunk does not see the first, which generation does see). The LM's
 the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost). Early
 stopping keeps the best dev weights after ``patience`` evaluations without improvement (the reproduced
 paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
-A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
+Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
+wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
 ``line_order``) is refused with a request to retrain it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions

@@ -79,12 +79,14 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
 
 
 @pytest.mark.parametrize("arch", ["deepspeare", "sa"])
-def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch, root, monkeypatch):
-    """params training, as the workflow passes it, reaches a poetry port without length_grouping (an LM
-    batching knob); the system's own overrides win; the port accepts the result and rejects length_grouping.
-    provenance expects the same training params in the port's stamp."""
+def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, root, monkeypatch):
+    """params training, as the workflow passes it, does not reach a poetry port: the port gets its arch's
+    own training defaults (the schema's default of models.<system>.training) with the system's own block
+    over it, so config/paper.yaml's LLM fine-tuning lr cannot retrain it. provenance expects the same
+    training params in the port's stamp."""
     import yaml
 
+    from poeval import config as schema
     from poeval.errors import PoevalError
     from poeval.generators import registry
     from poeval.report import provenance
@@ -92,17 +94,15 @@ def test_train_gives_a_port_the_shared_training_block_without_lm_only_keys(arch,
     port = registry.module(arch)
     seen = {}
     monkeypatch.setattr(port, "train", lambda sonnets, dev, out, model, training, **kw: seen.update(training))
-    training = yaml.safe_load((root / "params.yaml").read_text())["training"]
-    assert training["length_grouping"] == 50 and training["lr"] != 0.5
-    model = {"arch": arch, "training": {"lr": 0.5}}
+    training = {**yaml.safe_load((root / "params.yaml").read_text())["training"], "lr": 5e-5, "max_steps": 20000}
+    model = {"arch": arch, "training": {"patience": 7}}
     assert main(["train", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "m", "--model", json.dumps(model),
                  "--training", json.dumps(training), "--sonnets", "s.jsonl", "--lang", "en"]) == 0
-    # by hand: the shared block less length_grouping, with the system's lr
-    expected = {k: v for k, v in training.items() if k != "length_grouping"} | {"lr": 0.5}
+    # by hand: the schema's $defs/<arch>_model training default with the system's patience; nothing shared
+    expected = {**schema.defaults(f"#/$defs/{arch}_model")["training"], "patience": 7}
     assert seen == expected
-    # the port accepts it and adds only its own keys' defaults (DeepSpeare clips at 5, sa at 1 and runs one thread)
-    own = {"deepspeare": {"max_grad_norm": 5.0}, "sa": {"max_grad_norm": 1.0, "max_threads": 1}}[arch]
-    assert port.resolve_train_cfg(seen) == {**own, **expected}
+    assert seen.get("lr") != 5e-5 and seen["max_steps"] != 20000 and "length_grouping" not in seen
+    assert port.resolve_train_cfg(seen) == expected
     config = {"models": {"p": model}, "training": training}
     assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": expected}
     with pytest.raises(PoevalError, match="length_grouping"):

@@ -186,15 +186,18 @@ MLM = {"vocab_size": 4000, "n_layer": 2, "n_embd": 128, "n_head": 4, "intermedia
        "dropout": 0.1, "mask_prob": 0.15, "seed": 1, "batch_size": 32, "max_steps": 800, "lr": 0.001,
        "warmup_steps": 50, "weight_decay": 0.01, "eval_every": 100, "eval_quatrains": 500, "patience": 3,
        "max_grad_norm": 1.0, "max_epochs": None}
-DS_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1000, "max_epochs": 3, "lr": 0.001, "warmup_steps": 0,
+DS_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1000, "max_epochs": 3, "warmup_steps": 0,
             "weight_decay": 0.0, "max_grad_norm": 5.0, "eval_every": 50, "eval_quatrains": 300, "patience": 5}
 DS_MODEL = {"arch": "deepspeare", "size": "S", "init": "scratch", "name_or_path": None, "conditioned": False,
-            "min_count": 3, "max_vocab": None, "max_word_chars": 20, "word_dim": 100, "dropout": 0.1,
+            "min_count": 3, "max_vocab": None, "max_word_chars": 20, "word_dim": 100, "dropout": 0.3,
+            "lm_optimizer": "adagrad", "lm_lr": 0.2, "pm_optimizer": "adam", "pm_lr": 0.001, "rm_optimizer": "adam",
+            "rm_lr": 0.001,
             "softmax_cutoffs": [1000, 4000], "tie_embeddings": True, "pm_max_chars": 80, "pm_sigma": 1.0,
             "pm_repeat_scale": 1.0, "pm_cov_scale": 1.0, "pm_cov_threshold": 0.7, "rm_neg": 5, "rm_delta": 0.5,
             "candidates": 10, "rhyme_threshold": 0.9, "rhyme_attempts": 1000, "restarts": 100, "rerank": "sample",
-            "rerank_temperature": 0.1, "scheme_draw": "uniform", "word_temperature": None}
-DS_WIDTHS_S = {"char_dim": 32, "char_hidden": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64, "pm_enc_dim": 32,
+            "rerank_temperature": 0.1, "scheme_draw": "uniform", "word_temperature": None, "line_order": "bottom_up",
+            "verse_state": "carried"}
+DS_WIDTHS_S = {"char_dim": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64, "pm_enc_dim": 32,
                "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64}   # size S: the one size-dependent default
 SA_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 500, "max_epochs": 10, "lr": 0.004, "warmup_steps": 50,
             "weight_decay": 0.0, "eval_every": 100, "eval_quatrains": 500, "patience": 5, "max_grad_norm": 1.0,

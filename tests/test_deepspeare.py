@@ -46,11 +46,13 @@ PREP = "in by on through under over into above".split()
 
 TINY = {
     "arch": "deepspeare", "size": "S", "conditioned": False, "min_count": 1, "word_dim": 16,
-    "char_dim": 12, "char_hidden": 12, "enc_dim": 16, "dec_dim": 48, "attn_dim": 16,
+    "char_dim": 12, "enc_dim": 16, "dec_dim": 48, "attn_dim": 16,
     "pm_enc_dim": 12, "pm_dec_dim": 16, "pm_attn_dim": 12, "rm_dim": 24, "dropout": 0.0,
     "softmax_cutoffs": [], "candidates": 4, "rhyme_threshold": 0.5,
+    # faster than the original's optimisers (Adagrad 0.2, Adam 0.001), which need more than 80 steps here
+    "lm_optimizer": "adam", "lm_lr": 0.01, "pm_lr": 0.01, "rm_lr": 0.01,
 }
-TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "max_epochs": 100, "lr": 0.01, "eval_every": 40,
+TRAIN = {"seed": 1, "batch_size": 8, "max_steps": 80, "max_epochs": 100, "eval_every": 40,
          "eval_quatrains": 20, "patience": 5}
 VANILLA = {"temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
@@ -189,6 +191,7 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     assert sum(st["target_schemes"].values()) == 30   # the schemes of the valid quatrains only
     assert st["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
     assert st["arch"] == "deepspeare" and st["attempts"] >= 30
+    assert (st["line_order"], st["verse_state"]) == ("bottom_up", "carried")
     # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme
     assert st["rhyme_constrained_verses"] >= 2 * 30
     # the enforced rhymes rhyme: most sampled quatrains end their verses in the planned families
@@ -277,7 +280,7 @@ def test_conditioned_model_has_style_tokens_and_samples_none(data, tmp_path):
     gen = ds.Generator(loaded, 1.0, 1.0, 0)
     mem = loaded.model.lm.null.view(1, 1, -1).expand(6, 1, -1)
     schemes = ["aabb", "abab", "abba", "abba", "abab", "aabb"]
-    rows = gen._style_rows(mem, torch.ones(6, 1, dtype=torch.bool), schemes)
+    rows, _ = gen._style_rows(mem, torch.ones(6, 1, dtype=torch.bool), schemes)
     assert [vocab.itos[r[0]] for r in rows] == [f"<scheme={x}>" for x in schemes]
     assert all(vocab.itos[r[1]].startswith("<meter=") for r in rows)
     # scheme_draw: training lets the conditioned model sample its own scheme token
@@ -456,3 +459,131 @@ def test_word_temperature_is_drawn_per_word(trained):
         ds.resolve_model_cfg({**TINY, "scheme_draw": "human"})
     with pytest.raises(PoevalError, match="rerank_temperature"):
         ds.resolve_model_cfg({**TINY, "rerank_temperature": 0})
+
+
+# --- issue 25: verse order and state, the shared character encoder, the original's optimisers
+
+
+def test_rows_are_read_bottom_up_with_each_style_row_first():
+    # a conditioned sonnet as read_sonnets lays it out: style row (S) before each quatrain, the couplet last
+    verse = [False, True, True, True, True, False, True, True, True, True, True, True]
+    assert ds.row_order(verse, "top_down") == list(range(12))
+    # by hand: couplet (11, 10) first, then quatrain 2's style row and its verses from the last, then quatrain 1
+    assert ds.row_order(verse, "bottom_up") == [11, 10, 5, 9, 8, 7, 6, 0, 4, 3, 2, 1]
+    assert ds.row_order([True] * 4, "bottom_up") == [3, 2, 1, 0]
+
+
+def test_decoder_sequences_carry_the_state_across_rows():
+    bos, eol = 90, 99
+    rows = [[[1, 2], [3]]]                             # one poem: two rows, read in this order
+    # carried: one sequence, each row right to left and ended by <eol>, the next row's input starting at <eol>
+    assert ds.decoder_sequences(rows, 2, True, bos, eol) == [([bos, 2, 1, eol, 3], [2, 1, eol, 3, eol], [0, 0, 0, 1, 1])]
+    # fresh: one sequence per row slot, each from <bos>; a missing slot has no target
+    assert ds.decoder_sequences(rows, 3, False, bos, eol) == [([bos, 2, 1], [2, 1, eol], [0, 0, 0]),
+                                                              ([bos, 3], [3, eol], [1, 1]), ([bos], [], [])]
+
+
+def _recording(gen):
+    """Wrap ``gen._decode``: each call's start tokens, input state, texts of its rows and final state."""
+    calls = []
+    decode = gen._decode
+
+    def wrapped(*args):
+        out = decode(*args)
+        buf, length, state, start = out[0], out[1], args[8], args[9]
+        texts = [common.detokenize([gen.vocab[t] for t in buf[i, : length[i]].tolist()[::-1]])
+                 for i in range(buf.shape[0])]
+        calls.append({"start": start.clone(), "state": tuple(x.clone() for x in state), "texts": texts,
+                      "final": tuple(x.clone() for x in out[5])})
+        return out
+
+    gen._decode = wrapped
+    return calls
+
+
+@pytest.mark.parametrize("order", ["bottom_up", "top_down"])
+def test_the_last_verse_is_generated_first_and_the_state_carried(trained, order):
+    loaded = ds.Loaded(trained["dir"])
+    assert loaded.cfg["line_order"] == "bottom_up" and loaded.cfg["verse_state"] == "carried"   # the defaults
+    loaded.cfg = {**loaded.cfg, "line_order": order, "restarts": 0}
+    gen = ds.Generator(loaded, 1.0, 1.0, 0)
+    calls = _recording(gen)
+    torch.manual_seed(1)
+    res = gen._quatrains(6, 100)
+    k = int(loaded.cfg["candidates"])
+    done = [p for p, r in enumerate(res) if r["lines"] is not None]
+    assert done and len(calls) == 4
+    first, last = (3, 0) if order == "bottom_up" else (0, 3)
+    for p in done:
+        rows = slice(p * k, (p + 1) * k)
+        assert res[p]["lines"][first] in calls[0]["texts"][rows]      # the first slot wrote this verse
+        assert res[p]["lines"][last] in calls[3]["texts"][rows]
+    eol, bos = loaded.vocab.eol, loaded.vocab.bos
+    assert (calls[0]["start"] == bos).all() and all((c["start"] == eol).all() for c in calls[1:])
+    assert all(float(x.abs().max()) == 0 for x in calls[0]["state"])
+    for p in done:   # the next slot starts from the final state of one of this quatrain's candidates: the kept one
+        h_next = calls[1]["state"][0][0, p * k]
+        assert any(torch.equal(h_next, calls[0]["final"][0][0, i]) for i in range(p * k, (p + 1) * k))
+
+
+def test_the_rhyme_targets_follow_the_written_order():
+    # bottom-up, slot g writes verse 3 - g: the scheme is read backwards. aaba: verse 4 (a), then verse 3 (b, not
+    # rhyming with verse 4), verse 2 (a, rhyming with verse 4), verse 1 (a, rhyming with verse 2)
+    assert [ds.rhyme_targets("aaba"[::-1], g) for g in range(4)] == [(None, None), (None, 0), (0, None), (2, None)]
+
+
+def test_the_language_model_reads_characters_with_the_pentameter_encoder(trained):
+    loaded = ds.Loaded(trained["dir"])
+    states = common.load_checkpoint(trained["dir"])[3]
+    assert not any("char" in key for key in states["lm"])             # no character encoder of its own
+    assert loaded.model.lm.decoder.input_size == TINY["word_dim"] + 2 * TINY["pm_enc_dim"]
+    quatrains = [q["lines"] for q in _dev(4, 2)]
+    before = loaded.lm_loss(quatrains)
+    with torch.no_grad():
+        for weight in loaded.model.pentameter.encoder.parameters():
+            weight.add_(0.5)
+    assert loaded.lm_loss(quatrains) != pytest.approx(before, rel=1e-4)   # the LM's loss moves with that encoder
+
+
+def test_the_original_optimisers_own_every_weight_once():
+    cfg = ds.resolve_model_cfg({k: v for k, v in TINY.items() if not k.endswith(("_lr", "_optimizer", "dropout"))})
+    assert (cfg["lm_optimizer"], cfg["lm_lr"], cfg["pm_optimizer"], cfg["pm_lr"], cfg["rm_optimizer"], cfg["rm_lr"],
+            cfg["dropout"]) == ("adagrad", 0.2, "adam", 0.001, "adam", 0.001, 0.3)   # config.py: keep_prob 0.7
+    model = ds.DeepSpeare(cfg, 50, 20, 0)
+    opt = ds.optimizers(model, cfg, ds.resolve_train_cfg({}))
+    lm_opt, pm_opt, rm_opt = opt.parts["lm"], opt.parts["pm"], opt.parts["rm"]
+    assert isinstance(lm_opt, torch.optim.Adagrad) and lm_opt.defaults["lr"] == 0.2
+    assert lm_opt.defaults["initial_accumulator_value"] == 0.1        # tf.train.AdagradOptimizer's
+    assert type(pm_opt) is torch.optim.Adam and type(rm_opt) is torch.optim.Adam and pm_opt.defaults["lr"] == 0.001
+    owned = [id(p) for o in opt.parts.values() for g in o.param_groups for p in g["params"]]
+    assert sorted(owned) == sorted(id(p) for p in model.parameters())   # each weight once
+    assert id(model.chars.weight) in {id(p) for g in pm_opt.param_groups for p in g["params"]}
+    with pytest.raises(PoevalError, match="lm_lr"):
+        ds.resolve_train_cfg({"lr": 0.01})                            # one optimiser per model: no shared lr
+
+
+def test_paper_yaml_trains_deepspeare_as_the_original(root):
+    from poeval import config as schema, params
+    from poeval.generators import registry
+
+    cfg = params.resolve(schema.read(root / "params.yaml", (root / "config" / "paper.yaml",)))
+    assert cfg["training"]["lr"] == 5e-5                              # the LLMs' fine-tuning rate...
+    for system in ("deepspeare-s", "deepspeare-s-cond"):
+        model, training = registry.training_params(cfg["models"][system], cfg["training"])
+        assert "lr" not in training and training["max_steps"] != cfg["training"]["max_steps"]   # ...stays theirs
+        tcfg, mcfg = ds.resolve_train_cfg(training), ds.resolve_model_cfg(model)
+        assert (tcfg["batch_size"], tcfg["max_epochs"], tcfg["patience"]) == (128, 30, 5)
+        assert mcfg["size"] == "L" and mcfg["dec_dim"] == 600 and mcfg["pm_enc_dim"] == 50
+        assert (mcfg["lm_optimizer"], mcfg["lm_lr"], mcfg["pm_lr"], mcfg["dropout"]) == ("adagrad", 0.2, 0.001, 0.3)
+
+
+def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(trained["dir"], old)
+    manifest = read_json(old / "poeval_model.json")
+    del manifest["config"]["line_order"]
+    (old / "poeval_model.json").write_text(json.dumps(manifest))
+    with pytest.raises(PoevalError, match="earlier poeval.*train it again"):
+        ds.Loaded(old)

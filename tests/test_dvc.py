@@ -81,7 +81,7 @@ def test_every_params_key_is_read_by_some_stage(dvc):
 
 def test_every_code_file_is_a_dependency_of_some_stage(dvc):
     files = code_files(ROOT)
-    assert "src/poeval/generators/poetic/deepspeare.py" in files and "workflow/rules/common.smk" in files
+    assert "src/poeval/generators/poetic/deepspeare/model.py" in files and "workflow/rules/common.smk" in files
     assert uncovered_files(dvc, files) == []
 
 
@@ -106,7 +106,7 @@ def test_the_checks_catch_an_incomplete_dvc_yaml(dvc):
     for stage in ("data", "train", "metrics", "tables"):
         stages[stage]["deps"] = [d for d in stages[stage]["deps"] if d not in CODE]
     missing = uncovered_files(broken, files)
-    assert "src/poeval/generators/poetic/deepspeare.py" in missing and "workflow/rules/common.smk" in missing
+    assert "src/poeval/generators/poetic/deepspeare/model.py" in missing and "workflow/rules/common.smk" in missing
     assert "src/poeval/generators/lm.py" not in missing and "workflow/rules/sample.smk" not in missing
     assert chain_breaks(broken) == ["metrics depends on results/tables of tables (not before it)"]
     stages["train"]["deps"].remove("data")

@@ -227,13 +227,20 @@ def _port_train_rules(cfg: dict):
         yield key, "only the transformer LMs take it (a poetry port batches whole poems)"
 
 
+def _deepspeare_train_rules(cfg: dict):
+    """DeepSpeare's own training block: its three models have their own optimisers and learning rates."""
+    if "lr" in cfg:
+        yield "lr", "DeepSpeare gives each model its own optimiser: set models.<system>.lm_lr, pm_lr or rm_lr"
+
+
 def _mlm_rules(cfg: dict):
     if cfg["n_embd"] % cfg["n_head"]:
         yield "n_head", f"n_embd ({cfg['n_embd']}) must be divisible by n_head ({cfg['n_head']})"
 
 
 RULES = {"transformer_model": _transformer_rules, "deepspeare_model": _deepspeare_rules, "sa_model": _sa_rules,
-         "sa_train": _sa_train_rules, "port_train": _port_train_rules, "mlm": _mlm_rules}
+         "sa_train": _sa_train_rules, "deepspeare_train": _deepspeare_train_rules,
+         "port_train": _port_train_rules, "mlm": _mlm_rules}
 
 
 def rule_problems(rules: str, cfg: dict, where: str) -> list[str]:

@@ -86,9 +86,7 @@ def _corpus_problems(p: dict) -> list[str]:
     return problems
 
 
-def model_node(arch: str) -> str:
-    """The schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    return "transformer_model" if registry.get(arch).family == "llm" else f"{arch}_model"
+model_node = registry.schema_node   # the schema's ``$defs`` entry of a ``models`` entry of ``arch``
 
 
 def _model_problems(p: dict) -> list[str]:
@@ -105,9 +103,10 @@ def _model_problems(p: dict) -> list[str]:
         problems += rule_problems(node, model, f"models.{name}")
         if node != "transformer_model":
             problems += rule_problems("port_train", model.get("training", {}), f"models.{name}.training")
+        if node == "deepspeare_model":
+            problems += rule_problems("deepspeare_train", model.get("training", {}), f"models.{name}.training")
         if node == "sa_model":   # the training block `poeval train` gives the port
-            training = {**schema_layer.defaults("#/$defs/sa_model")["training"],
-                        **registry.training_params(model, p["training"])[1]}
+            training = registry.training_params(model, p["training"])[1]
             problems += rule_problems("sa_train", training, f"models.{name}.training")
     for name, mlm in (p["bpomp"]["mlm"] if "bpomp" in p else {}).items():   # no bpomp section: BPoMP is off
         problems += rule_problems("mlm", mlm, f"bpomp.mlm.{name}")

@@ -24,7 +24,8 @@ rule train:
     priority: 1
     params:
         model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
-        training=as_json(config["training"]),
+        # a poetry port never takes the shared (LLM) training block: `{}`, so that changing it reruns no port
+        training=lambda wc: as_json({} if is_poetic(wc.system) else config["training"]),
         poetic=train_poetic_options,
     threads: P["threads"]
     shell:

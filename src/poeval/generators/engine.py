@@ -3,7 +3,8 @@ Structured Adversary's generator).
 
 An architecture builds its model after :func:`seed` and hands the engine a :class:`Loop`: the model, a
 :class:`BatchStream` over its training units, its loss step and its dev evaluation. :func:`run` does the
-rest the same way for all: AdamW with weight decay only on matrices (biases and norms excluded), linear
+rest the same way for all: AdamW with weight decay only on matrices (biases and norms excluded; an
+architecture may bring its own optimiser instead, ``Loop.optimizer``: DeepSpeare's one per model), linear
 warmup (then linear decay or a constant rate), gradient clipping (``max_grad_norm``), an evaluation every
 ``eval_every`` steps, early stopping after ``patience`` evaluations without a lower dev loss (the best
 weights are kept), a budget of ``max_steps`` optimizer steps or ``max_epochs`` passes over the data
@@ -145,6 +146,8 @@ class Loop:
     rngs: dict[str, Any] = field(default_factory=dict)
     no_decay: Callable[[str, Any], bool] = default_no_decay
     lr_decay: bool = True          # linear decay to 0 at the budget's end after warmup; False: constant
+    # the architecture's own optimiser(s) (model, tcfg) -> torch Optimizer; None: AdamW at tcfg["lr"]
+    optimizer: Callable[[Any, dict], Any] | None = None
     eval_at_start: bool = False    # evaluate the untrained model too (the baseline to beat)
     desc: str = "train"
 
@@ -196,7 +199,7 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
 
     model, stream = loop.model, loop.stream
     max_steps = budget(tcfg, stream.per_epoch)
-    opt = optimizer(model, tcfg, loop.no_decay)
+    opt = loop.optimizer(model, tcfg) if loop.optimizer else optimizer(model, tcfg, loop.no_decay)
     sched = schedule(opt, int(tcfg["warmup_steps"]), max_steps, loop.lr_decay)
     patience = int(tcfg["patience"])
     s: dict[str, Any] = {"step": 0, "best_loss": math.inf, "best_step": 0, "best_state": None, "bad_evals": 0,

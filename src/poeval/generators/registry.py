@@ -9,7 +9,7 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from poeval.config import LLM_ONLY_TRAINING   # training keys only the transformer LMs take
+from poeval import config
 from poeval.generators.checkpoint import port_arch
 
 
@@ -77,16 +77,28 @@ def sampler(model_dir: str | Path):
     return _port_or_transformers(port_arch(model_dir))
 
 
+def schema_node(arch: str) -> str:
+    """The params schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
+    return "transformer_model" if get(arch).family == "llm" else f"{arch}_model"
+
+
+def port_training_defaults(arch: str) -> dict:
+    """A poetry port's own training block: the schema's default of ``models.<system>.training`` for
+    ``arch`` (``$defs/deepspeare_model``, ``$defs/sa_model``)."""
+    return config.defaults(f"#/$defs/{schema_node(arch)}")["training"]
+
+
 def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:
     """``(model params, training params)`` as the generator of ``model_cfg`` (params ``models.<system>``)
-    receives them: the shared params ``training`` with the system's own ``training`` block over it (a
-    poetry port gets the shared block without the LM-only keys). The system's ``sampling`` block is not
-    the generator's: :func:`sampling_params` reads it."""
+    receives them: a transformer LM gets the shared params ``training`` with the system's own ``training``
+    block over it; a poetry port gets its arch's own training defaults (:func:`port_training_defaults`)
+    with the system's own block over it, never the shared block, whose settings (a fine-tuning lr, an
+    LLM's step budget) are an LLM's and would silently retrain the port. The system's ``sampling`` block
+    is not the generator's: :func:`sampling_params` reads it."""
     model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling")}
     own = model_cfg.get("training") or {}
-    if is_poetic(model):
-        shared = {key: value for key, value in shared.items() if key not in LLM_ONLY_TRAINING}
-    return model, {**shared, **own}
+    base = port_training_defaults(model["arch"]) if is_poetic(model) else shared
+    return model, {**base, **own}
 
 
 def sampling_params(model_cfg: dict, shared: dict) -> dict:

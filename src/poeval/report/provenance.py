@@ -499,9 +499,10 @@ def corpus_params(config: dict, lang: str) -> dict:
 
 
 def training_params(config: dict, system: str, lang: str) -> dict:
-    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them: per-language
-    keys resolved, and a system's own ``training`` block (the poetry-specific ports) overriding the shared
-    one, as `poeval train` does."""
+    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them, as `poeval
+    train` does (:func:`poeval.generators.registry.training_params`): per-language keys resolved, a system's
+    own ``training`` block over the shared one (a transformer LM) or over its arch's own training defaults
+    (a poetry-specific port, which never gets the shared block)."""
     from poeval.config import model_for_lang
     from poeval.generators.registry import training_params
 

@@ -1,0 +1,151 @@
+"""DeepSpeare (Lau et al. 2018, "Deep-speare: A joint neural model of poetic language, meter and rhyme",
+ACL) ported to PyTorch from the paper's description: three models trained in one loop on pseudo-sonnets,
+and a generator that samples quatrains verse by verse, reranked by the pentameter model and with rhyme
+enforced by the rhyme model.
+
+Components (arch ``deepspeare``) and how they map to the paper:
+
+* **Language model**. An encoder–decoder LSTM. The *encoder* reads the sonnet's previous verses
+  (the "context"): word embeddings (word2vec-initialised) into a biLSTM, then the paper's *selective
+  mechanism* ``h'_i = h_i * sigmoid(W h_i + U s + b)`` with ``s`` the verse's final forward and backward
+  states. The *decoder* is an LSTM whose input at each step concatenates the word embedding and a
+  character encoding of the word: the final states of the *pentameter model's* character biLSTM over the
+  word's characters, as the original's ``init_lm`` reads ``init_pm``'s ``char_encodings``
+  (sonnet_model.py), so the two models share that encoder and the character embedding; at each step it attends
+  over the encoded context (bilinear scores ``(U s_t) . (W h'_i)`` instead of the paper's additive
+  ``v . tanh(W h'_i + U s_t)``: the additive form needs a batch x steps x context x dim tensor, several
+  times the cost on CPU) and mixes the attended vector ``c_t`` into its state with the paper's gate
+  ``g = sigmoid(W [s_t; c_t] + b)``, ``s'_t = (1 - g) s_t + g c_t``; a softmax gives the next word. Each
+  verse is decoded **right to left** (the paper's inversion trick, so that generation draws the rhyme word
+  first), ending with ``<eol>``, and the verses **bottom-up** (``line_order: bottom_up``): the original's
+  ``load_data`` reverses a sonnet's lines and words (util.py) and its ``generate`` writes a quatrain's last
+  verse first; a style row (conditioned models) stays before the quatrain it describes. The decoder
+  **state is carried** from verse to verse (``verse_state: carried``): a training sonnet is one decoder
+  sequence, its verses joined by ``<eol>`` (the original feeds each two-line chunk's final state to the
+  next: sonnet_train.py ``run_epoch``), and in generation a verse starts, from input ``<eol>``, where the
+  kept verse before it ended. ``line_order: top_down`` and ``verse_state: fresh`` keep poeval's earlier
+  port (top-down, a zero state per verse, the earlier verses reaching it only through the attention). A
+  learned "null" context slot lets the first verse attend to something. Each previous verse is encoded on
+  its own (one encoding serves every later verse of the sonnet) rather than the whole preceding context as
+  one sequence. The softmax is adaptive (Grave et al. 2017; a head of the ``softmax_cutoffs[0]`` most
+  frequent words) for speed.
+* **Pentameter model**. Character level and unsupervised: a biLSTM encodes the verse's characters;
+  a decoder LSTM, fed its previous attended vector, attends over the characters once for each of the 10
+  stress positions of iambic pentameter, and a sigmoid on the attended vector alone predicts the stress
+  (unstressed/stressed alternating, ``S- S+`` x 5) — so the model must find characters that carry the
+  pattern. Attention is moved forward monotonically (our formulation of the paper's location-based,
+  sigma-windowed attention): the window centre ``mu_t`` is the expected position of the content
+  attention, never left of ``mu_{t-1}``, and a Gaussian of width ``pm_sigma`` around it sharpens it.
+  Loss per verse: the 10 binary cross-entropies + ``pm_repeat_scale`` x the repeat penalty
+  ``sum_t sum_j min(a_tj, sum_{t'<t} a_t'j)`` (no character attended twice) + ``pm_cov_scale`` x the
+  coverage penalty ``sum_{j vowel} relu(pm_cov_threshold - sum_t a_tj)`` (every vowel of the verse gets
+  attention).
+* **Rhyme model**. A character biLSTM encodes each line-final word; for each verse of a quatrain
+  (the target) the cosine similarities ``Q`` to the end words of the other three verses and of
+  ``rm_neg`` random end words of other quatrains are computed, and the margin loss
+  ``max(0, rm_delta - top1(Q) + top2(Q))`` separates the most similar (assumed rhyming) ending from the
+  rest — unsupervised, on the three quatrains of every pseudo-sonnet.
+* **Training** (:mod:`.training`). One optimiser per model, as the original's (sonnet_model.py, config.py):
+  Adagrad at 0.2 for the language model (``lm_optimizer``, ``lm_lr``; accumulators from 0.1 as
+  TensorFlow's), Adam at 0.001 for the pentameter model with the character embedding and encoder it
+  shares (``pm_``) and for the rhyme model (``rm_``); dropout 0.3 (keep_prob 0.7) on the language model's
+  word inputs and outputs. These are keys of the model entry, not of the training block: a port never
+  gets the shared (LLM) ``training`` block, only its own (:func:`poeval.generators.registry.training_params`),
+  whose ``lr`` it refuses. Each step computes the three losses on one batch of pseudo-sonnets and
+  backpropagates their sum; each weight is stepped by its owner's optimiser. Early stopping on the LM's
+  dev loss (per-token cross-entropy on dev quatrains, each quatrain its own context, ``<eol>`` included).
+  Training ends after ``max_epochs`` passes (params.yaml 3; ``config/paper.yaml`` 30, the original's
+  ``epoch_size``, at batch 128 with patience 5 as the reproduced paper) or ``max_steps`` optimizer
+  steps, whichever comes first. The loop is the generators' engine (:mod:`poeval.generators.engine`:
+  clipping, early stopping, bit-identical resume, provenance).
+* **Generation**, as the original's ``sonnet_model.py`` (``SonnetModel.generate``, ``sample_sent``,
+  ``sample_word``, ``eval_pm_loss``) and ``sonnet_gen.py`` (jhlau/deepspeare):
+
+  - *Scheme*. Each quatrain's rhyme scheme is drawn uniformly from aabb / abab / abba (``reset()``'s
+    ``random.choice``; ``scheme_draw: uniform``), not from the training sonnets' schemes, which would pull
+    the rhyme distribution towards the human data by construction (``scheme_draw: training`` keeps that
+    earlier poeval draw). A verse whose letter occurred before must rhyme with the last such verse (rhyme
+    model cosine >= ``rhyme_threshold``, 0.9); the first verse of the second letter must not rhyme with
+    the verse before it (cosine <= 0.7): the original's ``rhyme_pttn`` pos/neg lists, which are in writing
+    order (bottom-up: the scheme read backwards, :func:`rhyme_targets` of ``scheme[::-1]``). A style-conditioned
+    model is *prompted* with the drawn scheme: its style line's scheme token is the drawn one, its meter
+    token is sampled (the style line is decoded right to left, meter first); under ``scheme_draw:
+    training`` it samples its scheme token too and that scheme is enforced.
+  - *Verses*. ``candidates`` (10, the original's ``sent_sample``) verses are sampled per verse slot, word by
+    word, right to left, the last verse first (``line_order``), each from the state the verse kept before
+    it ended in (``verse_state``), attending over the verses already chosen. The constraints of ``sample_sent``
+    hold at every step: no word of the quatrain so far (this verse included) again unless it is a
+    stopword or punctuation, nothing that already occurs twice (stopwords and punctuation included), none
+    of the verse's last three tokens, no earlier verse's end word, never ``<unk>`` or the original's
+    avoided brackets and quotes. Words are compared lower-cased. Stopwords: NLTK's English list plus the
+    original's ``custom_stopwords`` (thee, thou, thy, must, shall, ...), embedded in :data:`STOPWORDS`;
+    German, which the original lacks, gets poeval's own short list of function words.
+  - *Rejection*. The original draws a word up to 1000 times until one passes the constraints (and, for
+    the end word, the rhyme tests). :func:`constrained_draw` does the same in one step: it samples from
+    the distribution restricted to the allowed words and fails with probability ``(1 - q) **
+    rhyme_attempts`` (``q`` the allowed mass), the chance that all of the original's draws are rejected.
+  - *Restart*. When a candidate verse fails (a rejected word, or a verse without a word), the whole
+    quatrain is started over with a new scheme (the original's ``reset()``), up to ``restarts`` times
+    (the original: without bound); a quatrain still failing then counts as failed (``constraints`` or
+    ``empty_line``). ``quatrain_restarts`` in the stats counts the restarts.
+  - *Reranking*. Among the candidates, one is kept with probability ``softmax(-pentameter loss /
+    rerank_temperature)``, 0.1 as the original's ``sent_temp`` (``rerank: best`` keeps the lowest loss).
+
+  - *Temperature*. With ``word_temperature: [0.6, 0.8]`` each word is drawn at a temperature drawn
+    uniformly from that range (the original's ``temp_min`` / ``temp_max`` defaults); the default (null)
+    uses the decoding config's temperature, so that the port runs poeval's decoding grid like every
+    system. Top-p / top-k, which the original lacks, apply in both cases.
+
+  Differences that remain: the decoding config's temperature unless ``word_temperature`` is set; the
+  original's corpus had no verse-final punctuation, so its first generated token is the end word, while
+  here punctuation drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>``
+  cannot come before it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words);
+  candidates that run out of that budget are dropped (the original has no such case); restarts are
+  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
+  joins the next parallel try.
+
+Differences from the original's training, each with a reason: the three losses are summed and stepped
+together on one batch of pseudo-sonnets (the original alternates LM, pentameter and rhyme batches, each
+with its own optimiser and gradient); so a weight two models share (the character embedding and encoder)
+is stepped once, by the pentameter model's Adam, with the summed gradient (the original's LM Adagrad
+steps it with the LM gradient too): one backward pass instead of three. Gradients are clipped at
+``max_grad_norm`` (5, the original's) over all weights together, not per optimiser. A sonnet is
+backpropagated whole (the original truncates backpropagation every two verses, ``bptt_truncate``; its
+state still flows on), and a verse attends over every verse read before it (the original's second verse
+of a two-line chunk does not see the first, which generation does see). The LM's attention is bilinear,
+the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost). Early
+stopping keeps the best dev weights after ``patience`` evaluations without improvement (the reproduced
+paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
+Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
+wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
+``line_order``) is refused with a request to retrain it.
+
+Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
+(``config/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three
+models and their losses), :mod:`.training`, :mod:`.generation`.
+Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
+
+CPU note: with ``threads`` > 1 on a machine where other processes hold the cores, OpenMP's spin-waiting
+makes these many small LSTM operations up to 10x slower than one thread; ``OMP_WAIT_POLICY=PASSIVE`` in
+the environment avoids it.
+"""
+
+from __future__ import annotations
+
+from poeval.generators.poetic.deepspeare.data import (ARCH, MODEL_DEFAULTS, SIZES, TRAIN_DEFAULTS, Tables,
+                                                      is_vowel, pm_text, read_dev, read_sonnets,
+                                                      resolve_model_cfg, resolve_train_cfg, row_order)
+from poeval.generators.poetic.deepspeare.generation import (AVOID_SYMBOLS, NON_RHYME_THRESHOLD, ORIGINAL_SCHEMES,
+                                                            RESTART_REASONS, STOPWORDS, Generator, Loaded,
+                                                            constrained_draw, draw_schemes, rerank, rerank_probs,
+                                                            rhyme_targets, sample)
+from poeval.generators.poetic.deepspeare.model import (Batcher, BiLSTM, DeepSpeare, LanguageModel, PentameterModel,
+                                                       RhymeModel, decoder_sequences)
+from poeval.generators.poetic.deepspeare.training import OPTIMIZERS, PartOptimizers, optimizers, train
+
+__all__ = ["ARCH", "AVOID_SYMBOLS", "Batcher", "BiLSTM", "DeepSpeare", "Generator", "LanguageModel", "Loaded",
+           "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "OPTIMIZERS", "ORIGINAL_SCHEMES", "PartOptimizers",
+           "PentameterModel", "RESTART_REASONS", "RhymeModel", "SIZES", "STOPWORDS", "TRAIN_DEFAULTS", "Tables",
+           "constrained_draw", "decoder_sequences", "draw_schemes", "is_vowel", "optimizers", "pm_text", "read_dev",
+           "read_sonnets", "rerank", "rerank_probs", "resolve_model_cfg", "resolve_train_cfg", "rhyme_targets",
+           "row_order", "sample", "train"]

@@ -1,0 +1,359 @@
+"""DeepSpeare's three models and their losses (package docstring: :mod:`poeval.generators.poetic.deepspeare`):
+the language model, the pentameter model and the rhyme model, and the :class:`Batcher` that turns encoded
+poems into tensors and computes the joint losses of a batch."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from poeval.errors import PoevalError
+from poeval.generators.poetic.deepspeare.data import PAD_CHAR, SPECIAL_CHAR, Tables, is_vowel, row_order
+
+N_STRESS = 10  # iambic pentameter: S- S+ x 5
+STRESS_TARGET = [0.0, 1.0] * (N_STRESS // 2)
+
+
+def run_lstm(lstm: nn.LSTM, x, lengths, rows_per_bucket: int = 128, max_buckets: int = 4):
+    """``lstm(x)`` (batch first, one direction) over right-padded rows, run in up to ``max_buckets`` groups
+    of rows of similar length (at least ``rows_per_bucket`` rows each), each cut to its own longest row:
+    far less padding is computed. Outputs past a row's length are undefined."""
+    n, width, _ = x.shape
+    buckets = min(max_buckets, n // rows_per_bucket)
+    if buckets <= 1:
+        return lstm(x)[0]
+    order = torch.argsort(lengths, stable=True)
+    out = x.new_zeros(n, width, lstm.hidden_size)
+    for part in torch.tensor_split(order, buckets):
+        if part.numel() == 0:
+            continue
+        w = int(lengths[part].max().clamp(min=1, max=width))
+        out[part, :w] = lstm(x[part, :w])[0]
+    return out
+
+
+class BiLSTM(nn.Module):
+    """A one-layer bidirectional LSTM over right-padded sequences. The backward direction runs a second
+    LSTM over each sequence reversed within its length, so no packing is needed (packed sequences are
+    several times slower to train on CPU)."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.fwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.bwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    def forward(self, x, lengths):
+        """x (N, L, D), lengths (N,) >= 1 -> outputs (N, L, 2H) (undefined at padding: mask them), final states (N, 2H):
+        the forward state after the last token and the backward state after the first."""
+        n, width, _ = x.shape
+        lengths = lengths.clamp(min=1, max=width)
+        t = torch.arange(width).unsqueeze(0)
+        valid = t < lengths.unsqueeze(1)
+        rev = torch.where(valid, lengths.unsqueeze(1) - 1 - t, t)            # reverse the valid part
+        of = run_lstm(self.fwd, x, lengths)
+        ob = run_lstm(self.bwd, x.gather(1, rev.unsqueeze(-1).expand_as(x)), lengths)
+        ob = ob.gather(1, rev.unsqueeze(-1).expand_as(ob))
+        out = torch.cat([of, ob], dim=-1)
+        last = of[torch.arange(n), lengths - 1]
+        return out, torch.cat([last, ob[:, 0]], dim=-1)
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, cfg: dict, n_words: int, pad: int):
+        super().__init__()
+        wd, e, d, a = cfg["word_dim"], cfg["enc_dim"], cfg["dec_dim"], cfg["attn_dim"]
+        self.pad = pad
+        self.embed = nn.Embedding(n_words, wd, padding_idx=pad)
+        self.encoder = BiLSTM(wd, e)
+        self.sel_h = nn.Linear(2 * e, 2 * e)
+        self.sel_s = nn.Linear(2 * e, 2 * e, bias=False)
+        self.null = nn.Parameter(torch.zeros(2 * e))
+        # input: the word embedding and the word's characters as the pentameter model's encoder reads them
+        self.decoder = nn.LSTM(wd + 2 * cfg["pm_enc_dim"], d, batch_first=True)
+        self.att_q = nn.Linear(d, a, bias=False)
+        self.att_k = nn.Linear(2 * e, a)
+        self.ctx = nn.Linear(2 * e, d)
+        self.gate = nn.Linear(2 * d, d)
+        cutoffs = [c for c in cfg["softmax_cutoffs"] if 0 < c < n_words - 1]
+        self.adaptive = None
+        self.tied = bool(cfg["tie_embeddings"]) and not cutoffs
+        self.out_proj = nn.Linear(d, wd)        # decoder state -> word space, then the softmax
+        if cutoffs:   # adaptive softmax (Grave et al. 2017): frequent words in the head, rare ones in clusters
+            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(wd, n_words, sorted(set(cutoffs)), div_value=4.0)
+        elif self.tied:
+            self.out_bias = nn.Parameter(torch.zeros(n_words))
+        else:
+            self.out = nn.Linear(wd, n_words)
+        self.drop = nn.Dropout(cfg["dropout"])
+
+    def encode_verses(self, words, lengths):
+        """words (N, L) in natural order -> selected states (N, L, 2E)."""
+        x = self.drop(self.embed(words))
+        out, s = self.encoder(x, lengths)
+        return out * torch.sigmoid(self.sel_h(out) + self.sel_s(s).unsqueeze(1))
+
+    def log_probs(self, h):
+        """Next-word log-probabilities (usable as logits) for decoder outputs ``h`` (N, D)."""
+        if self.adaptive is not None:
+            return self.adaptive.log_prob(self.out_proj(h))
+        return torch.log_softmax(self.logits(h), dim=-1)
+
+    def nll_sum(self, h, target):
+        if self.adaptive is not None:
+            return self.adaptive(self.out_proj(h), target).loss * target.numel()
+        return F.cross_entropy(self.logits(h), target, reduction="sum")
+
+    def logits(self, h):
+        if self.tied:
+            return self.out_proj(h) @ self.embed.weight.t() + self.out_bias
+        return self.out(self.out_proj(h))
+
+    def mix(self, s, ctx):
+        c = torch.tanh(self.ctx(ctx))
+        g = torch.sigmoid(self.gate(torch.cat([s, c], dim=-1)))
+        return (1 - g) * s + g * c
+
+
+class PentameterModel(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        e, d, a = cfg["pm_enc_dim"], cfg["pm_dec_dim"], cfg["pm_attn_dim"]
+        self.encoder = BiLSTM(cfg["char_dim"], e)
+        self.decoder = nn.LSTMCell(2 * e, d)
+        self.att_h = nn.Linear(2 * e, a, bias=False)
+        self.att_s = nn.Linear(d, a)
+        self.att_v = nn.Linear(a, 1, bias=False)
+        self.out = nn.Linear(2 * e, 1)
+        self.sigma = float(cfg["pm_sigma"])
+        self.rep_scale, self.cov_scale = float(cfg["pm_repeat_scale"]), float(cfg["pm_cov_scale"])
+        self.cov_threshold = float(cfg["pm_cov_threshold"])
+
+    def forward(self, char_emb, chars, lengths, vowels):
+        """Per-verse losses (N,) and their parts: chars (N, L) with lengths, vowels (N, L) bool."""
+        h, _ = self.encoder(char_emb(chars), lengths)
+        n, width, _ = h.shape
+        mask = torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+        pos = torch.arange(width, dtype=h.dtype).unsqueeze(0)
+        keys = self.att_h(h)
+        state = (h.new_zeros(n, self.decoder.hidden_size), h.new_zeros(n, self.decoder.hidden_size))
+        prev = h.new_zeros(n, h.shape[-1])
+        cum = h.new_zeros(n, width)
+        rep = h.new_zeros(n)
+        mu = None
+        logits = []
+        for _ in range(N_STRESS):
+            state = self.decoder(prev, state)
+            e = self.att_v(torch.tanh(keys + self.att_s(state[0]).unsqueeze(1))).squeeze(-1)
+            a = torch.softmax(e.masked_fill(~mask, -1e9), dim=-1)
+            p = (a * pos).sum(-1)
+            mu = p if mu is None else torch.maximum(mu, p)      # the window never moves back
+            w = a * torch.exp(-((pos - mu.unsqueeze(1)) ** 2) / (2 * self.sigma ** 2)) * mask
+            f = w / w.sum(-1, keepdim=True).clamp_min(1e-8)
+            rep = rep + torch.minimum(f, cum).sum(-1)
+            cum = cum + f
+            prev = torch.bmm(f.unsqueeze(1), h).squeeze(1)
+            logits.append(self.out(prev).squeeze(-1))
+        logits = torch.stack(logits, dim=1)
+        target = logits.new_tensor(STRESS_TARGET).expand_as(logits)
+        ce = F.binary_cross_entropy_with_logits(logits, target, reduction="none").sum(-1)
+        cov = F.relu(self.cov_threshold * vowels.to(h.dtype) - cum).sum(-1)
+        loss = ce + self.rep_scale * rep + self.cov_scale * cov
+        return loss, {"ce": ce, "repeat": rep, "coverage": cov}
+
+
+class RhymeModel(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.encoder = BiLSTM(cfg["char_dim"], cfg["rm_dim"])
+        self.delta = float(cfg["rm_delta"])
+
+    def embed(self, char_emb, chars, lengths):
+        return F.normalize(self.encoder(char_emb(chars), lengths)[1], dim=-1)
+
+    def loss(self, u, quatrains, negatives):
+        """u (W, H) normalised encodings; quatrains (Q, 4) and negatives (Q, K) index u. Mean margin loss
+        over the 4 targets of every quatrain."""
+        uq = u[quatrains]                                   # (Q, 4, H)
+        sim = uq @ uq.transpose(1, 2)                       # (Q, 4, 4)
+        others = sim.masked_fill(torch.eye(4, dtype=torch.bool), -2.0)
+        parts = [others]
+        if negatives.shape[1]:
+            parts.append(uq @ u[negatives].transpose(1, 2))  # (Q, 4, K)
+        q = torch.cat(parts, dim=-1)
+        top = q.topk(2, dim=-1).values
+        return F.relu(self.delta - top[..., 0] + top[..., 1]).mean()
+
+
+class DeepSpeare(nn.Module):
+    def __init__(self, cfg: dict, n_words: int, n_chars: int, pad: int):
+        super().__init__()
+        self.chars = nn.Embedding(n_chars, cfg["char_dim"], padding_idx=PAD_CHAR)
+        self.lm = LanguageModel(cfg, n_words, pad)
+        self.pentameter = PentameterModel(cfg)
+        self.rhyme = RhymeModel(cfg)
+
+    PARTS = ("chars", "lm", "pentameter", "rhyme")
+
+    def word_chars(self, chars, lengths):
+        """The language model's character features of words (N, 2 x pm_enc_dim): the final states of the
+        pentameter model's character encoder, as the original's ``init_lm`` reads ``self.char_encodings``
+        of ``init_pm`` (sonnet_model.py)."""
+        return self.pentameter.encoder(self.chars(chars), lengths)[1]
+
+    def states(self) -> dict:
+        return {k: {n: t.detach().clone() for n, t in getattr(self, k).state_dict().items()} for k in self.PARTS}
+
+    def load_states(self, states: dict) -> None:
+        missing = [k for k in self.PARTS if k not in states]
+        if missing:
+            raise PoevalError(f"checkpoint lacks the weights of {missing}")
+        for k in self.PARTS:
+            getattr(self, k).load_state_dict(states[k])
+
+
+# --- batches and losses
+
+
+def _pad2(seqs: list[list[int]], value: int = 0, min_width: int = 1):
+    width = max([min_width, *map(len, seqs)])
+    out = torch.full((len(seqs), width), value, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if s:
+            out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out, torch.tensor([len(s) for s in seqs], dtype=torch.long)
+
+
+def decoder_sequences(rows: list[list[list[int]]], n_rows: int, carried: bool, bos: int, eol: int):
+    """The language model's decoder sequences for poems of rows (token ids, in reading order) as (inputs,
+    targets, row of each target), poem by poem. ``carried``: one sequence per poem, ``<bos>`` and then each
+    row right to left with its ``<eol>``, so that the state flows from row to row as in the original's
+    training (its ``create_word_batch`` joins a chunk's lines the same way, and ``run_epoch`` feeds each
+    chunk's final state to the next). Else one sequence per row slot (``n_rows`` per poem; a missing row is
+    ``[<bos>]`` with no target), each from a fresh state."""
+    out = []
+    for poem in rows:
+        parts = [([*row[::-1], eol], k) for k, row in enumerate(poem)]
+        if carried:
+            targets = [t for toks, _ in parts for t in toks]
+            out.append(([bos, *targets[:-1]], targets, [k for toks, k in parts for _ in toks]))
+            continue
+        for k in range(n_rows):
+            toks = parts[k][0] if k < len(parts) else []
+            out.append(([bos, *toks[:-1]] if toks else [bos], toks, [k] * len(toks)))
+    return out
+
+
+class Batcher:
+    """Turns encoded poems into tensors, and computes the joint losses of a batch."""
+
+    def __init__(self, model: DeepSpeare, tables: Tables, cfg: dict):
+        self.model, self.tables, self.cfg = model, tables, cfg
+        self.vocab = tables.vocab
+        self.n_words = len(tables.vocab)
+        self.type_chars, self.type_len = tables.type_tensors()
+
+    def words_of(self, types):
+        return torch.where(types < self.n_words, types, torch.full_like(types, self.vocab.unk))
+
+    def char_vectors(self, types):
+        """Character encodings of the types in ``types`` (any shape), computed once per distinct type."""
+        uniq, inv = torch.unique(types, return_inverse=True)
+        enc = self.model.word_chars(self.type_chars[uniq], self.type_len[uniq])
+        return enc[inv]
+
+    def lm_loss(self, poems: list[dict]):
+        """Summed next-token cross-entropy over every row of ``poems`` and the number of predicted tokens.
+        The rows are read in ``line_order`` (:func:`.data.row_order`), each right to left and ended by
+        ``<eol>``, each attending over the poem's rows read before it; with ``verse_state: carried`` the
+        poem is one decoder sequence (the state flows from verse to verse, as the original's, which feeds
+        each chunk's final state to the next: sonnet_train.py ``run_epoch``), with ``fresh`` each row starts
+        from a zero state."""
+        m, vocab = self.model.lm, self.vocab
+        rows = [[p["rows"][i] for i in row_order(p["verse"], self.cfg["line_order"])] for p in poems]
+        n_poems, n_rows = len(rows), max(len(r) for r in rows)
+        mem, vis = self._context(rows, n_rows)                                # (P, M, 2E), (P, V, M)
+        seqs = decoder_sequences(rows, n_rows, self.cfg["verse_state"] == "carried", vocab.bos, vocab.eol)
+        dec_types, dec_len = _pad2([q[0] for q in seqs], vocab.pad)
+        width = dec_types.shape[1]
+        target_types, _ = _pad2([q[1] for q in seqs], vocab.pad, width)
+        row_of, _ = _pad2([q[2] for q in seqs], 0, width)
+        target = self.words_of(target_types).masked_fill(target_types == vocab.pad, vocab.pad)
+        x = torch.cat([m.embed(self.words_of(dec_types)), self.char_vectors(dec_types)], dim=-1)
+        s = run_lstm(m.decoder, m.drop(x), dec_len)                          # (P*G, L, D), G sequences per poem
+        s = s.reshape(n_poems, -1, s.shape[-1])                              # (P, T, D)
+        row_of = row_of.view(n_poems, -1)
+        scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, T, M)
+        vis_pos = vis[torch.arange(n_poems).unsqueeze(1), row_of]            # (P, T, M): the position's row's view
+        att = torch.softmax(scores.masked_fill(~vis_pos, -1e9), dim=-1)
+        ctx = att @ mem                                                      # (P, T, 2E)
+        sel = (target != vocab.pad).view(n_poems, -1)                        # predicted positions only
+        h = m.mix(s[sel], ctx[sel])
+        loss = m.nll_sum(m.drop(h), target.view(n_poems, -1)[sel])
+        return loss, int(sel.sum())
+
+    def _context(self, rows: list[list[list[int]]], n_rows: int):
+        """The encoded rows of each poem behind a learned null slot (P, 1 + V*Le, 2E), and which of them row
+        ``k`` may attend to (P, V, 1 + V*Le): the null slot and the tokens of rows read before it."""
+        m, n_poems = self.model.lm, len(rows)
+        flat = [r[k] if k < len(r) else [] for r in rows for k in range(n_rows)]
+        enc_types, enc_len = _pad2(flat, self.vocab.pad)
+        le = enc_types.shape[1]
+        mem = m.encode_verses(self.words_of(enc_types), enc_len).reshape(n_poems, n_rows * le, -1)
+        mem = torch.cat([m.null.expand(n_poems, 1, -1), mem], dim=1)
+        tok_ok = (torch.arange(le).unsqueeze(0) < enc_len.unsqueeze(1)).view(n_poems, n_rows, le)
+        earlier = torch.ones(n_rows, n_rows, dtype=torch.bool).tril(-1)      # [k, j]: j < k
+        vis = (earlier.view(1, n_rows, n_rows, 1) & tok_ok.view(n_poems, 1, n_rows, le))
+        vis = torch.cat([torch.ones(n_poems, n_rows, 1, dtype=torch.bool), vis.view(n_poems, n_rows, -1)], dim=-1)
+        return mem, vis
+
+    def pm_loss(self, poems: list[dict]):
+        lines = [x for p in poems for x in p["pm"]]
+        if not lines:
+            return torch.zeros(())
+        return self.pm_lines(lines).mean()
+
+    def pm_lines(self, lines: list[list[int]]):
+        chars, lengths = _pad2(lines, PAD_CHAR)
+        vowels = self._vowel_ids()[chars]
+        loss, _ = self.model.pentameter(self.model.chars, chars, lengths, vowels)
+        return loss
+
+    def _vowel_ids(self):
+        if not hasattr(self, "_vowel_table"):
+            self._vowel_table = torch.tensor([i > SPECIAL_CHAR and is_vowel(c)
+                                              for i, c in enumerate(self.tables.chars)])
+        return self._vowel_table
+
+    def rhyme_embed(self, type_ids):
+        ids = torch.as_tensor(type_ids, dtype=torch.long)
+        return self.model.rhyme.embed(self.model.chars, self.type_chars[ids], self.type_len[ids])
+
+    def rm_loss(self, poems: list[dict], rng: random.Random | None):
+        """Margin loss over the quatrains of ``poems``; negatives: ``rm_neg`` end words of other poems'
+        quatrains (random with ``rng``, else the following quatrains', for a fixed dev score)."""
+        quats = [(i, q) for i, p in enumerate(poems) for q in p["ends"]]
+        if not quats:
+            return torch.zeros(())
+        words = sorted({w for _, q in quats for w in q})
+        index = {w: j for j, w in enumerate(words)}
+        k = self.cfg["rm_neg"]
+        negs = []
+        for qi, (pi, q) in enumerate(quats):
+            pool = [j for j, (pj, _) in enumerate(quats) if pj != pi]
+            if not pool:
+                negs.append([])
+                continue
+            if rng is not None:
+                picks = [(pool[rng.randrange(len(pool))], rng.randrange(4)) for _ in range(k)]
+            else:
+                picks = [(pool[(qi + t) % len(pool)], (qi + t) % 4) for t in range(k)]
+            negs.append([index[quats[j][1][v]] for j, v in picks])
+        if any(len(n) != len(negs[0]) for n in negs):
+            negs = [[] for _ in negs]
+        u = self.rhyme_embed(words)
+        qt = torch.tensor([[index[w] for w in q] for _, q in quats], dtype=torch.long)
+        nt = torch.tensor(negs, dtype=torch.long).view(len(quats), -1)
+        return self.model.rhyme.loss(u, qt, nt)

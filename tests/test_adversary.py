@@ -698,3 +698,25 @@ def test_pretrain_switch_is_validated(pretrain, ok):
             poeval_params.resolve(params)
         with pytest.raises(PoevalError, match="pretrain"):
             sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})
+
+
+@pytest.mark.parametrize("overlay, want_model, want_train", [
+    (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4},
+     {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
+    ("config/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 128,
+                           "endings_lr": 1e-4, "disc_lr": 1e-4, "reinforce_weight": 0.1},
+     {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
+])
+def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):
+    """params.yaml (2 CPU cores) and config/paper.yaml (the original's line LM and budgets) over it: the
+    port's training is its own block over the schema's defaults, never the LLMs' shared one (whose lr,
+    warmup and step budget are a fine-tuning's)."""
+    from poeval.generators import registry
+
+    root = Path(__file__).resolve().parents[1]
+    params = poeval_params.load(root / "params.yaml", (root / overlay,) if overlay else ())
+    for system in ("sa-s", "sa-s-cond"):
+        model, training = registry.training_params(params["models"][system], params["training"])
+        cfg, tcfg = sa.resolve_model_cfg(model), sa.resolve_train_cfg(training)
+        assert {k: cfg[k] for k in want_model} == want_model
+        assert {k: tcfg[k] for k in want_train} == want_train

@@ -596,6 +596,14 @@ def test_sample_bad_input(trained, tmp_path):
         sa.sample(str(out), {"temperature": 0}, sampling(1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
                   progress=False)
     assert list(tmp_path.iterdir()) == []
+    # a checkpoint of the earlier flat port (an LM and a discriminator, no endings model) is refused clearly
+    _, config, vocab, states = common.load_checkpoint(out)
+    old = tmp_path / "old"
+    common.save_checkpoint(old, "sa", config, vocab, {"lm": states["lm"], "disc": states["disc"]}, {})
+    with pytest.raises(PoevalError, match="earlier flat port"):
+        sa.sample(str(old), VANILLA, sampling(1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
+                  progress=False)
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 # --------------------------------------------------------------------------------------------------

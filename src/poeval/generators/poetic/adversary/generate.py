@@ -31,6 +31,9 @@ def load(model_dir: str | Path):
     arch, config, vocab, states = common.load_checkpoint(model_dir)
     if arch != ARCH:
         raise PoevalError(f"{model_dir} holds a {arch!r} model, not {ARCH!r}")
+    if "endings" not in states:
+        raise PoevalError(f"{model_dir} holds a Structured Adversary checkpoint of the earlier flat port (no "
+                          "endings model); retrain it (poeval train) to sample the original's generator")
     cfg = config["model"]
     lm, ends = linelm.build(cfg, len(vocab)), endings.build(cfg, len(vocab))
     lm.load_state_dict(states["lm"])

@@ -111,7 +111,8 @@ def test_defaults_are_the_originals():
     (Adam 0.0025, batch 32, 30 epochs, best kept, no clipping); GeneratorModel(--H 128, --emsize 128) at Adam
     1e-4; the discriminator at 1e-4; --reinforce_weight 0.1, --epochs 80; no vocabulary cap."""
     cfg = sa.resolve_model_cfg({})
-    assert (cfg["hidden"], cfg["emb_dim"], cfg["dropout"], cfg["softmax"], cfg["tie_weights"]) == (600, 100, 0.3, "full", True)
+    line_lm = (cfg["hidden"], cfg["emb_dim"], cfg["dropout"], cfg["softmax"], cfg["tie_weights"])
+    assert line_lm == (600, 100, 0.3, "full", True)
     assert (cfg["endings_hidden"], cfg["endings_emb"], cfg["endings_lr"]) == (128, 128, 1e-4)
     assert (cfg["disc_lr"], cfg["reinforce_weight"], cfg["adv_epochs"], cfg["adv_batch_size"]) == (1e-4, 0.1, 80, 96)
     assert cfg["vocab_min_count"] == 1 and cfg["vocab_max_size"] is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from poeval.errors import PoevalError
 from poeval.generators import engine
@@ -49,6 +50,27 @@ def _phase(resume: engine.Resume, part: str, run, models: dict, rng) -> dict:
     return result
 
 
+def prepare(sonnets: str, dev: str, cfg: dict, tcfg: dict, name: str | None) -> SimpleNamespace:
+    """The run's data: vocabulary (every training word, style tokens when conditioned), the line LM's and
+    the endings model's sequences of the training and dev quatrains, the real end words, and the words
+    and characters of the rhyme encoder."""
+    conditioned = cfg["conditioned"]
+    train_q, train_s, n_sonnets, n_skipped = _units(sonnets, "sonnets", conditioned, name)
+    dev_q, dev_s, _, _ = _units(dev, "dev", conditioned, name, tcfg["eval_quatrains"])
+    vocab = Vocab.build((v for q in train_q for v in q), min_count=cfg["vocab_min_count"],
+                        max_size=cfg["vocab_max_size"], extra=STYLE_TOKENS if conditioned else ())
+    real_endings = [data.endings_of(q) for q in train_q]
+    pron_words = sorted({data.clean_word(w) for w in vocab.itos if common.is_word(w) and not w.startswith("<")}
+                        - {""} | {w for e in real_endings for w in e})
+    return SimpleNamespace(
+        vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, real_endings=real_endings, pron_words=pron_words,
+        chars=discriminator.CharVocab.from_words(pron_words, cfg["max_word_chars"]),
+        lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(train_q, train_s)],
+        dev_lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(dev_q, dev_s)],
+        end_ids=[data.endings_ids(vocab, q, s) for q, s in zip(train_q, train_s)],
+        dev_end_ids=[data.endings_ids(vocab, q, s) for q, s in zip(dev_q, dev_s)])
+
+
 def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict, *, lang: str,
           word2vec: str | None = None, threads: int = 1, name: str | None = None, progress: bool = True) -> dict:
     """Train the Structured Adversary generator and write ``out_dir`` (common.save_checkpoint); returns
@@ -60,23 +82,11 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         raise PoevalError(f"unsupported language {lang!r} for {ARCH}; use en or de")
     if word2vec is not None and not Path(word2vec).is_file():
         raise PoevalError(f"word2vec file not found: {word2vec}")
-    conditioned = cfg["conditioned"]
-    train_q, train_s, n_sonnets, n_skipped = _units(sonnets, "sonnets", conditioned, name)
-    dev_q, dev_s, _, _ = _units(dev, "dev", conditioned, name, tcfg["eval_quatrains"])
-
+    d = prepare(sonnets, dev, cfg, tcfg, name)
+    vocab, lm_ids, dev_lm_ids, chars = d.vocab, d.lm_ids, d.dev_lm_ids, d.chars
     t_start = time.perf_counter()
     threads_used = int(threads) if tcfg["max_threads"] is None else min(int(threads), tcfg["max_threads"])
     rng = engine.seed(tcfg["seed"], threads_used)
-    vocab = Vocab.build((v for q in train_q for v in q), min_count=cfg["vocab_min_count"],
-                        max_size=cfg["vocab_max_size"], extra=STYLE_TOKENS if conditioned else ())
-    lm_ids = [data.line_lm_ids(vocab, q, s) for q, s in zip(train_q, train_s)]
-    dev_lm_ids = [data.line_lm_ids(vocab, q, s) for q, s in zip(dev_q, dev_s)]
-    end_ids = [data.endings_ids(vocab, q, s) for q, s in zip(train_q, train_s)]
-    dev_end_ids = [data.endings_ids(vocab, q, s) for q, s in zip(dev_q, dev_s)]
-    real_endings = [data.endings_of(q) for q in train_q]
-    pron_words = sorted({data.clean_word(w) for w in vocab.itos if common.is_word(w) and not w.startswith("<")}
-                        - {""} | {w for e in real_endings for w in e})
-    chars = discriminator.CharVocab.from_words(pron_words, cfg["max_word_chars"])
 
     lm, ends, disc = linelm.build(cfg, len(vocab)), endings.build(cfg, len(vocab)), discriminator.build(cfg, len(chars))
     w2v = common.init_embedding(lm.emb, vocab, word2vec)
@@ -108,7 +118,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     def pron_phase() -> dict:
         t0 = time.perf_counter()
         with torch_threads(SERIAL_THREADS):
-            pron = discriminator.pretrain_encoder(disc.encoder, chars, pron_words, lang, steps=cfg["pron_steps"],
+            pron = discriminator.pretrain_encoder(disc.encoder, chars, d.pron_words, lang, steps=cfg["pron_steps"],
                                                   pairs=cfg["pron_pairs"], lr=float(cfg["pron_lr"]), rng=rng,
                                                   progress=progress)
         return {**pron, "pron_time_s": time.perf_counter() - t0}
@@ -117,18 +127,19 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     # ---- 3. the adversarial phase: the endings model and the discriminator
     with torch_threads(SERIAL_THREADS):
-        adv = adversarial.run(ends, disc, chars, vocab, cfg, end_ids, real_endings, dev_end_ids,
-                              adv_batches(cfg, len(end_ids)), rng, resume, progress)
+        adv = adversarial.run(ends, disc, chars, vocab, cfg, d.end_ids, d.real_endings, d.dev_end_ids,
+                              adv_batches(cfg, len(d.end_ids)), rng, resume, progress)
     gutenberg.clear()
 
     step = mle["summary"]["steps"]
     evals = [*mle["evals"], *({**e, "step": step + e["adv_batch"]} for e in adv["evals"])]
     summary = {
-        "mle_step_budget": mle_steps(tcfg, len(lm_ids)), "pretrain": pre, "line_lm_dev_loss": linelm.dev_loss(lm, dev_lm_ids),
+        "mle_step_budget": mle_steps(tcfg, len(lm_ids)), "pretrain": pre,
+        "line_lm_dev_loss": linelm.dev_loss(lm, dev_lm_ids),
         **adv["summary"], "elapsed_s": time.perf_counter() - t_start, "mle_time_s": mle["mle_time_s"],
         "n_params_line_lm": _count(lm), "n_params_endings": _count(ends), "n_params_discriminator": _count(disc),
         "n_params": _count(lm) + _count(ends) + _count(disc), "n_train": len(lm_ids),
-        "n_train_skipped_no_word": n_skipped, "n_sonnets": n_sonnets, "n_dev_eval": len(dev_lm_ids),
+        "n_train_skipped_no_word": d.n_skipped, "n_sonnets": d.n_sonnets, "n_dev_eval": len(dev_lm_ids),
         "vocab_size": len(vocab), "char_vocab_size": len(chars), "threads": int(threads),
         "threads_used": torch.get_num_threads(), **w2v, **pron,
     }

@@ -21,7 +21,7 @@ The generator is hierarchical, as the original's:
   the order the original writes them (verse 4 first), as the paper's samples have them.
 
 :mod:`.settings` holds the defaults (the params schema's ``$defs/sa_model``: the original's sizes and
-optimisers) and the budgets; :mod:`.train` runs the phases.
+optimisers) and the budgets; :mod:`.training` runs the phases.
 
 Defaults and the released code
 ------------------------------
@@ -67,7 +67,7 @@ from poeval.generators.poetic.adversary.generate import load, quatrain_texts, sa
 from poeval.generators.poetic.adversary.settings import (ARCH, MODEL_DEFAULTS, N_LINES, TRAIN_DEFAULTS, adv_batches,
                                                         mle_steps, resolve_model_cfg, resolve_train_cfg,
                                                         steps_for_epochs)
-from poeval.generators.poetic.adversary.train import train
+from poeval.generators.poetic.adversary.training import train
 
 __all__ = ["ARCH", "MODEL_DEFAULTS", "N_LINES", "TRAIN_DEFAULTS", "CharVocab", "adv_batches", "clean_word",
            "endings_of", "load", "mle_steps", "pronunciations", "quatrain_texts", "read_units", "resolve_model_cfg",

@@ -25,7 +25,7 @@ from poeval.generators.sampling import resolve as resolve_sampling
 
 
 def load(model_dir: str | Path):
-    """(line LM, endings model, vocab, config) of a checkpoint written by :func:`.train.train`."""
+    """(line LM, endings model, vocab, config) of a checkpoint written by :func:`.training.train`."""
     if not Path(model_dir).is_dir():
         raise PoevalError(f"model directory not found: {model_dir}")
     arch, config, vocab, states = common.load_checkpoint(model_dir)

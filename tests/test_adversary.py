@@ -1,5 +1,7 @@
-"""Structured Adversary (poeval.generators.poetic.adversary): the rhyme discriminator, pronouncing-dictionary
-pretraining, REINFORCE, MLE, and train()/sample() end to end on tiny data."""
+"""Structured Adversary (poeval.generators.poetic.adversary): its data as the original builds it, the
+structured discriminator and its pronouncing-dictionary pretraining, the endings model's MLE and REINFORCE,
+the line LM (temperature 1 whatever the decoding config), the paper's verse order, and train()/sample()
+end to end on tiny data."""
 
 import json
 import random
@@ -12,6 +14,8 @@ from conftest import Interrupted, assert_stamped, sampling
 from poeval import params as poeval_params
 from poeval.errors import PoevalError
 from poeval.generators.poetic import adversary as sa, common
+from poeval.generators.poetic.adversary import adversarial, data as sadata, discriminator, endings, generate, linelm
+from poeval.generators.poetic.adversary import pretraining
 from poeval.io import read_json
 from poeval.poetry.style import STYLE_TOKENS
 
@@ -30,9 +34,9 @@ OPENINGS = ["I saw the", "and all the", "she sang of", "we walked the", "upon th
             "beneath the", "he dreamt of", "they fled the", "behold the"]
 
 SMALL = {  # tiny sizes for the tests
-    "emb_dim": 16, "hidden": 32, "char_emb": 8, "char_hidden": 24, "rhyme_dim": 16, "disc_channels": 4,
-    "disc_hidden": 8, "pron_steps": 20, "pron_pairs": 16, "adv_steps": 3, "adv_batch_size": 8,
-    "disc_pre_steps": 2, "adv_max_tokens": 40, "vocab_min_count": 1, "dropout": 0.0,
+    "emb_dim": 16, "hidden": 32, "char_emb": 8, "char_hidden": 24, "rhyme_dim": 16, "endings_emb": 16,
+    "endings_hidden": 24, "pron_steps": 20, "pron_pairs": 16, "adv_steps": 3, "adv_batch_size": 8,
+    "endings_lr": 0.01, "dropout": 0.0,
 }
 TRAIN = {"seed": 3, "batch_size": 8, "max_steps": 80, "max_epochs": 30, "lr": 0.02, "eval_every": 20, "eval_quatrains": 6,
          "patience": 5, "warmup_steps": 0}
@@ -99,7 +103,65 @@ def trained(data):
 
 
 # --------------------------------------------------------------------------------------------------
+# defaults: the original's
+
+
+def test_defaults_are_the_originals():
+    """harsh19/Structured-Adversary: VanillaLM(600 hidden, emb 100, tied, dropout 0.3) trained by train_lm
+    (Adam 0.0025, batch 32, 30 epochs, best kept, no clipping); GeneratorModel(--H 128, --emsize 128) at Adam
+    1e-4; the discriminator at 1e-4; --reinforce_weight 0.1, --epochs 80; no vocabulary cap."""
+    cfg = sa.resolve_model_cfg({})
+    line_lm = (cfg["hidden"], cfg["emb_dim"], cfg["dropout"], cfg["softmax"], cfg["tie_weights"])
+    assert line_lm == (600, 100, 0.3, "full", True)
+    assert (cfg["endings_hidden"], cfg["endings_emb"], cfg["endings_lr"]) == (128, 128, 1e-4)
+    assert (cfg["disc_lr"], cfg["reinforce_weight"], cfg["adv_epochs"], cfg["adv_batch_size"]) == (1e-4, 0.1, 80, 96)
+    assert cfg["vocab_min_count"] == 1 and cfg["vocab_max_size"] is None
+    t = sa.TRAIN_DEFAULTS
+    assert (t["lr"], t["batch_size"], t["max_epochs"], t["patience"], t["max_grad_norm"], t["warmup_steps"]) == (
+        0.0025, 32, 30, 0, 0, 0)
+    for gone in ("pg_tokens", "mle_weight", "baseline_decay", "disc_pre_steps", "adv_max_tokens"):
+        with pytest.raises(PoevalError, match=gone):
+            sa.resolve_model_cfg({gone: 1})
+
+
+# --------------------------------------------------------------------------------------------------
+# data as the original builds it
+
+
+def test_sequences_are_the_originals():
+    q = [["the", "night", ","], ["a", "day", "."], ["my", "light"], ["o", "way", "!"]]
+    cut = sadata.usable(q)
+    assert cut == [["the", "night"], ["a", "day"], ["my", "light"], ["o", "way"]]   # marks after the end word go
+    assert sadata.usable([["the", "night"], ["..."], ["a"], ["b"]]) is None           # a verse without a word
+    vocab = common.Vocab.build(cut, min_count=1, extra=STYLE_TOKENS)
+    style = ["<scheme=abab>", "<meter=iambic>"]
+    ids = sadata.line_lm_ids(vocab, cut, style)
+    # <bos> style <eol>, then verse 4 right to left, verse 3, ... each closed by <eol>
+    assert [vocab[i] for i in ids] == ["<bos>", *style, "<eol>", "way", "o", "<eol>", "light", "my", "<eol>",
+                                       "day", "a", "<eol>", "night", "the", "<eol>"]
+    assert [vocab[i] for i in sadata.endings_ids(vocab, cut, style)] == ["<bos>", *style, "night", "day", "light",
+                                                                         "way", "<eos>"]
+
+
+# --------------------------------------------------------------------------------------------------
 # discriminator and its rhyme encoder
+
+
+def test_discriminator_is_the_originals_cnn():
+    cfg = sa.resolve_model_cfg(SMALL)
+    disc = discriminator.build(cfg, 30)
+    assert tuple(disc.conv1.weight.shape) == (4, 1, 2, 2) and tuple(disc.conv2.weight.shape) == (8, 4, 2, 2)
+    assert tuple(disc.scorer.weight.shape) == (1, 8 * 2 * 2)
+    # one (real, generated) pair per step, loss -log D(real) - log(1 - D(generated)); the reward is D(generated)
+    chars = sa.CharVocab.from_words(["night", "light", "day", "way"], 16)
+    disc = discriminator.build(cfg, len(chars))
+    real, fake = ("night", "day", "light", "way"), ("day", "day", "way", "night")
+    with torch.no_grad():
+        logits = disc(*chars.encode([*real, *fake]))
+    want_loss = float(-torch.log(torch.sigmoid(logits[0])) - torch.log(1 - torch.sigmoid(logits[1])))
+    out = discriminator.update(disc, torch.optim.SGD(disc.parameters(), lr=0.0), chars, [real], [fake])
+    assert out["disc_loss"] == pytest.approx(want_loss, rel=1e-5)
+    assert out["reward"] == pytest.approx([float(torch.sigmoid(logits[1]))], rel=1e-5)
 
 
 def test_pronouncing_pretraining_counts_and_skips_missing_words():
@@ -111,8 +173,8 @@ def test_pronouncing_pretraining_counts_and_skips_missing_words():
 
     torch.manual_seed(0)
     chars = sa.CharVocab.from_words(words, 16)
-    enc = sa.build_disc(sa.resolve_model_cfg(SMALL), len(chars)).encoder
-    summary = sa.pretrain_encoder(enc, chars, words, "en", steps=60, pairs=8, lr=0.01, rng=random.Random(0))
+    enc = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars)).encoder
+    summary = discriminator.pretrain_encoder(enc, chars, words, "en", steps=60, pairs=8, lr=0.01, rng=random.Random(0))
     assert summary["pron_words"] == 9 and summary["pron_covered"] == 8 and summary["pron_missing"] == 1
     assert summary["pron_missing_examples"] == ["blorptak"]
     assert summary["pron_rhyme_groups"] == 3            # AY T, EY, AA R T (all with >= 2 words)
@@ -138,16 +200,18 @@ def test_discriminator_separates_real_from_shuffled_endings():
     train_fake, test_fake = shuffled(train_real, rng), shuffled(test_real, rng)
     words = sorted({w for g in GROUPS for w in g})
     torch.manual_seed(0)
-    cfg = sa.resolve_model_cfg(SMALL)
     chars = sa.CharVocab.from_words(words, 16)
-    disc = sa.build_disc(cfg, len(chars))
-    sa.pretrain_encoder(disc.encoder, chars, words, "en", steps=100, pairs=16, lr=0.01, rng=random.Random(0))
+    disc = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars))
+    discriminator.pretrain_encoder(disc.encoder, chars, words, "en", steps=100, pairs=16, lr=0.01,
+                                   rng=random.Random(0))
     opt = torch.optim.Adam(disc.parameters(), lr=0.01)
     for step in range(150):
         i = (step * 16) % 120
-        sa.disc_step(disc, opt, chars, train_real[i:i + 16], train_fake[i:i + 16])
-    p_real = sa.disc_prob_real(disc, chars, test_real)
-    p_fake = sa.disc_prob_real(disc, chars, test_fake)
+        discriminator.update(disc, opt, chars, train_real[i:i + 16], train_fake[i:i + 16])
+    disc.eval()
+    with torch.no_grad():
+        p_real = torch.sigmoid(disc(*chars.encode([w for p in test_real for w in p])))
+        p_fake = torch.sigmoid(disc(*chars.encode([w for p in test_fake for w in p])))
     acc = (float((p_real > 0.5).float().sum()) + float((p_fake <= 0.5).float().sum())) / (len(p_real) + len(p_fake))
     assert acc >= 0.85, acc
     assert float(p_real.mean()) > float(p_fake.mean()) + 0.4
@@ -181,23 +245,27 @@ def test_draw_k_follows_the_distribution():
 
 
 # --------------------------------------------------------------------------------------------------
-# generator: MLE and REINFORCE
+# the line LM and the endings model
 
 
-def _toy_lm(seed=0, **cfg):
+def _toy(seed=0, **cfg):
     sonnets = toy_sonnets(6, seed=seed)
-    units = [q for s in sonnets for q in s["quatrains"]]
-    toks = [sa.unit_tokens(q) for q in units]
-    vocab = common.Vocab.build((t for q in toks for t in q), min_count=1)
-    ids = [sa.encode_unit(vocab, q, []) for q in toks]
+    units = [sadata.usable(sadata.unit_tokens(q)) for s in sonnets for q in s["quatrains"]]
+    vocab = common.Vocab.build((v for q in units for v in q), min_count=1)
     torch.manual_seed(seed)
-    lm = sa.build_lm(sa.resolve_model_cfg({**SMALL, **cfg}), len(vocab))
-    return lm, vocab, ids
+    c = sa.resolve_model_cfg({**SMALL, **cfg})
+    return (linelm.build(c, len(vocab)), endings.build(c, len(vocab)), vocab,
+            [sadata.line_lm_ids(vocab, q, []) for q in units], [sadata.endings_ids(vocab, q, []) for q in units])
+
+
+def _rhymes(vocab, n):
+    """``n`` end words of the toy data that are in ``vocab``."""
+    return [w for w in vocab.itos if any(w in g for g in GROUPS)][:n]
 
 
 @pytest.mark.parametrize("softmax", ["full", "adaptive"])
 def test_output_distribution_is_normalised(softmax):
-    lm, vocab, ids = _toy_lm(softmax=softmax, cutoffs=[20, 50])
+    lm, _, vocab, ids, _ = _toy(softmax=softmax, cutoffs=[20, 50])
     assert (lm.ada is not None) == (softmax == "adaptive") and len(vocab) > 60
     h, _ = lm(torch.tensor([ids[0][:-1]]))
     h = h[0]
@@ -208,59 +276,112 @@ def test_output_distribution_is_normalised(softmax):
     assert torch.allclose(lm.target_log_probs(h, targets), logp.gather(-1, targets[:, None])[:, 0], atol=1e-5)
 
 
-@pytest.mark.parametrize("softmax", ["full", "adaptive"])
-def test_lm_loss_decreases(softmax):
-    lm, _, ids = _toy_lm(softmax=softmax, cutoffs=[20, 50])
+def test_line_lm_forces_the_end_words_and_samples_at_temperature_one():
+    lm, _, vocab, _, _ = _toy()
+    words = _rhymes(vocab, 4)
+    ends = torch.tensor([vocab.ids(words)] * 3000)
+    prefix = torch.full((3000, 1), vocab.bos)
+    torch.manual_seed(0)
+    verses, _ = linelm.write(lm, vocab, prefix, ends, 3)
+    # verse 4 first, from its end word; the token after it drawn from the LM's own softmax (T = 1)
+    assert all(v[0][0] == vocab.stoi[words[3]] for v in verses)
+    with torch.no_grad():
+        h, _ = lm(torch.tensor([[vocab.bos, vocab.eol, vocab.stoi[words[3]]]]))
+        p = lm.log_probs(h[0, -1:])[0].exp()
+    p[linelm.banned_ids(vocab)] = 0
+    p = p / p.sum()
+    second = [v[0][1] if len(v[0]) > 1 else vocab.eol for v in verses]
+    freq = torch.bincount(torch.tensor(second), minlength=len(vocab)).double() / len(second)
+    assert torch.allclose(freq, p.double(), atol=0.03)
+    sharpened = torch.softmax(torch.log(p.clamp(min=1e-12)) / 0.5, -1)      # what T = 0.5 would give
+    assert (freq - sharpened.double()).abs().max() > 0.05
+
+
+def test_decoding_config_reaches_the_endings_model_only(monkeypatch):
+    """The decoding config's temperature, top-k and top-p shape the endings model's draws; the line LM's
+    every draw is at T = 1, unfiltered (the original's VanillaLM._sample)."""
+    lm, ends, vocab, _, _ = _toy()
+    calls = {"endings": [], "line": []}
+    real = common.filtered_probs
+
+    def spy(where):
+        def f(logits, temperature=1.0, top_p=1.0, top_k=0, banned=()):
+            calls[where].append((temperature, top_p, top_k))
+            return real(logits, temperature, top_p, top_k, banned)
+        return f
+
+    monkeypatch.setattr(common, "filtered_probs", spy("endings"))
+    monkeypatch.setattr(linelm, "filtered_probs", spy("line"))
+    generate.generate(lm, ends, vocab, 5, 30, conditioned=False, temperature=0.7, top_p=0.9, top_k=5)
+    assert calls["endings"] and set(calls["endings"]) == {(0.7, 0.9, 5)}
+    assert calls["line"] and set(calls["line"]) == {(1.0, 1.0, 0)}
+
+
+def test_endings_model_draws_words_only():
+    _, ends, vocab, _, _ = _toy()
+    torch.manual_seed(0)
+    ids = endings.sample(ends, vocab, 200, slots=[], temperature=3.0)
+    assert ids.shape == (200, 4)
+    assert all(common.is_word(vocab[i]) and not vocab[i].startswith("<") for i in ids.flatten().tolist())
+
+
+def test_lm_loss_decreases():
+    lm, _, _, ids, _ = _toy()
     opt = torch.optim.Adam(lm.parameters(), lr=0.02)
-    before = sa.dev_loss(lm, ids)
+    before = linelm.dev_loss(lm, ids)
     for step in range(40):
         lm.train()
-        loss, n = sa.nll(lm, ids[(step * 6) % 18: (step * 6) % 18 + 6])
+        loss, n = linelm.nll(lm, ids[(step * 6) % 18: (step * 6) % 18 + 6])
         opt.zero_grad()
         (loss / n).backward()
         opt.step()
-    after = sa.dev_loss(lm, ids)
-    assert after < before - 1.0, (before, after)
+    assert linelm.dev_loss(lm, ids) < before - 1.0
 
 
-def test_reinforce_moves_the_generator_towards_the_reward():
-    lm, vocab, _ = _toy_lm()
-    target = vocab.stoi["she"]
-    bos = torch.tensor([[vocab.bos]])
+# --------------------------------------------------------------------------------------------------
+# REINFORCE on the endings model
+
+
+def test_advantages_are_the_batch_standardised_rewards():
+    # mean 0.5, population std 0.25 (numpy's std, as the original)
+    assert adversarial.advantages([0.25, 0.75, 0.25, 0.75]) == [-1.0, 1.0, -1.0, 1.0]
+    assert adversarial.advantages([0.2, 0.2]) == [0.0, 0.0] and adversarial.advantages([0.9]) == [0.0]
+
+
+def test_reinforce_moves_the_endings_model_towards_the_reward():
+    _, ends, vocab, _, _ = _toy()
+    target = vocab.stoi[_rhymes(vocab, 1)[0]]
 
     def p_target():
-        lm.eval()
         with torch.no_grad():
-            return float(lm.log_probs(lm(bos)[0][:, -1])[0, target].exp())
+            return float(torch.softmax(ends(torch.tensor([[vocab.bos]]))[0][0, -1], -1)[target])
 
     p0 = p_target()
-    before = {k: v.clone() for k, v in lm.state_dict().items()}
-    opt = torch.optim.Adam(lm.parameters(), lr=0.02)
-    baseline = None
+    opt = torch.optim.Adam(ends.parameters(), lr=0.01)
     torch.manual_seed(1)
-    for step in range(25):
-        g = sa.generate(lm, vocab, 16, 12, banned=[vocab.pad, vocab.unk, vocab.bos])
-        rewards = [1.0 if row and row[0] == target else 0.0 for row in g.rows]
-        mean = sum(rewards) / len(rewards)
-        baseline = mean if baseline is None else 0.8 * baseline + 0.2 * mean
-        stats = sa.reinforce_step(lm, opt, vocab.bos, g.rows, rewards, baseline)
-        assert stats["mle_loss"] is None
-    changed = [k for k, v in lm.state_dict().items() if not torch.equal(v, before[k])]
-    assert "emb.weight" in changed and "lstm.weight_hh_l0" in changed
-    p1 = p_target()
-    assert p1 > p0 + 0.2, (p0, p1)
+    for _ in range(20):
+        rows = endings.sample(ends, vocab, 16, slots=[]).tolist()
+        rewards = [1.0 if r[0] == target else 0.0 for r in rows]
+        adversarial.reinforce(ends, opt, vocab.bos, rows, 0, adversarial.advantages(rewards), 0.1)
+    assert p_target() > p0 + 0.2, (p0, p_target())
 
 
-def test_reinforce_with_zero_advantage_and_no_mle_term_changes_nothing():
-    lm, vocab, ids = _toy_lm()
-    before = {k: v.clone() for k, v in lm.state_dict().items()}
-    opt = torch.optim.SGD(lm.parameters(), lr=0.1)
-    g = sa.generate(lm, vocab, 4, 10, banned=[vocab.pad, vocab.unk, vocab.bos])
-    sa.reinforce_step(lm, opt, vocab.bos, g.rows, [0.5] * 4, 0.5)
-    assert all(torch.equal(v, before[k]) for k, v in lm.state_dict().items())
-    # ... while the MLE term alone does move it
-    sa.reinforce_step(lm, opt, vocab.bos, g.rows, [0.5] * 4, 0.5, mle_seqs=ids[:4], mle_weight=1.0)
-    assert not all(torch.equal(v, before[k]) for k, v in lm.state_dict().items())
+def test_reinforce_takes_every_gradient_at_the_drawing_parameters():
+    """One step per sample, each gradient at the parameters that drew the batch (the original's graphs are
+    built before the first step): with SGD the result is theta0 - lr * sum of those gradients."""
+    _, ends, vocab, _, _ = _toy()
+    words = _rhymes(vocab, 8)
+    rows = [vocab.ids(words[:4]), vocab.ids(words[4:])]
+    adv, lr = [1.5, -0.5], 0.1
+    theta0 = {k: v.clone() for k, v in ends.named_parameters()}
+    ends.zero_grad()
+    sum(-0.1 * a * endings.endings_logprob(ends, vocab.bos, r, 0) for r, a in zip(rows, adv)).backward()
+    want = {k: theta0[k] - lr * p.grad for k, p in ends.named_parameters()}
+    adversarial.reinforce(ends, torch.optim.SGD(ends.parameters(), lr=lr), vocab.bos, rows, 0, adv, 0.1)
+    assert all(torch.allclose(p, want[k], atol=1e-6) for k, p in ends.named_parameters())
+    before = {k: v.clone() for k, v in ends.state_dict().items()}
+    adversarial.reinforce(ends, torch.optim.SGD(ends.parameters(), lr=lr), vocab.bos, rows, 0, [0.0, 0.0], 0.1)
+    assert all(torch.equal(v, before[k]) for k, v in ends.state_dict().items())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -271,24 +392,30 @@ def test_train_writes_a_loadable_checkpoint_with_its_log(trained, data):
     out, summary = trained
     assert common.is_checkpoint(out)
     arch, config, vocab, states = common.load_checkpoint(out)
-    assert arch == "sa" and set(states) == {"lm", "disc"}
+    assert arch == "sa" and set(states) == {"lm", "endings", "disc"}
     assert config["lang"] == "en" and config["model"]["conditioned"] is False
     log = json.loads((out / "training_log.json").read_text())
     assert set(log) == {"evals", "summary", "model_cfg", "train_cfg", "provenance"}
-    for key in ("best_step", "best_dev_loss", "stopped_early", "steps", "elapsed_s", "n_params", "n_train",
-                "n_dev_eval", "vocab_size", "threads", "pron_covered", "pron_missing", "adv_steps",
-                "final_dev_loss", "word2vec_covered"):
-        assert key in log["summary"], key
     s = log["summary"]
     assert s == json.loads(json.dumps(summary))
-    assert s["n_train"] == 36 and s["n_sonnets"] == 12 and s["n_dev_eval"] == 6 and s["adv_steps"] == 3
+    assert s["n_train"] == 36 and s["n_sonnets"] == 12 and s["n_dev_eval"] == 6 and s["adv_batches"] == 3
     assert s["word2vec_covered"] > 20 and s["pron_missing"] == 0 and s["pron_covered"] > 40
-    mle = [e for e in log["evals"] if e["phase"] == "mle"]
+    mle = [e for e in log["evals"] if e["phase"] == "quatrains"]
     assert [e["step"] for e in mle] == [20, 40, 60, 80]
-    assert all({"step", "epoch", "dev_loss", "train_loss"} <= set(e) for e in log["evals"])
     assert mle[-1]["dev_loss"] < mle[0]["dev_loss"]
     assert log["evals"][-1]["phase"] == "adv" and "reward" in log["evals"][-1]
     assert not list(data["dir"].glob(".model*"))      # no temporary directory left behind
+
+
+def test_the_adversarial_phase_leaves_the_line_lm_alone(data, tmp_path):
+    states = []
+    for k in (1, 4):
+        out = tmp_path / f"m{k}"
+        sa.train(data["sonnets"], data["dev"], str(out), {"arch": "sa", **SMALL, "adv_steps": k},
+                 {**TRAIN, "max_steps": 20}, lang="en", progress=False)
+        states.append(common.load_checkpoint(out)[3])
+    assert all(torch.equal(states[0]["lm"][k], states[1]["lm"][k]) for k in states[0]["lm"])
+    assert not all(torch.equal(states[0]["endings"][k], states[1]["endings"][k]) for k in states[0]["endings"])
 
 
 def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
@@ -302,26 +429,36 @@ def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
         assert len(r["lines"]) == 4 and all(any(c.isalpha() for c in line) for line in r["lines"])
         assert not any("<" in line for line in r["lines"])
     stats = json.loads((tmp_path / "s.stats.json").read_text())
-    for key in ("attempts", "valid", "requested", "validity_rate", "reasons", "decoding", "seed", "batch_size",
-                "max_new_tokens", "max_attempts", "elapsed_s", "arch", "distinct_share", "provenance"):
-        assert key in stats, key
     assert stats["arch"] == "sa" and stats["requested"] == 12 and stats["decoding"] == VANILLA
     assert stats["attempts"] == 12 + sum(stats["reasons"].values())
-    # one set of failure reasons (poeval.generators.sampling): an early <eos> is a wrong line count
-    assert all(r in ("truncated", "empty_line") or r.startswith("wrong_line_count:") for r in stats["reasons"])
-    assert stats["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / 12
-    assert stats["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
-    # the toy poems' words come back (a trained model, not noise)
+    assert stats["verse_order"] == "verse 1 first" and "endings model" in stats["decoding_applies_to"]
     text = " ".join(line for r in records for line in r["lines"])
     assert sum(text.count(o) for o in ("the", "of")) >= 12
 
 
+def test_paper_procedure_keeps_the_verses_as_written(trained, tmp_path):
+    """The original joins the verses in the order written (verse 4 first) and the paper's wrapper splits
+    that string as it is: the same draws, the verses in reverse order."""
+    out, _ = trained
+    vocab = common.load_checkpoint(out)[2]
+    a, b, c, d = _rhymes(vocab, 4)
+    written = [vocab.ids([d, "the"]), vocab.ids([c]), vocab.ids([b]), vocab.ids([a])]   # verse 4 first, right to left
+    assert generate.quatrain_texts(vocab, written, "poeval") == [a, b, c, f"the {d}"]
+    assert generate.quatrain_texts(vocab, written, "paper") == [f"the {d}", c, b, a]
+    got = {}
+    for proc in ("poeval", "paper"):
+        sa.sample(str(out), VANILLA, sampling(6, batch_size=6, max_attempts=60, seed=3, procedure=proc),
+                  str(tmp_path / f"{proc}.jsonl"), str(tmp_path / f"{proc}.json"), progress=False)
+        got[proc] = [json.loads(x)["lines"] for x in (tmp_path / f"{proc}.jsonl").read_text().splitlines()]
+    assert got["paper"] and got["paper"] == [q[::-1] for q in got["poeval"]]
+
+
 def test_sample_stops_at_max_attempts_and_respects_max_new_tokens(trained, tmp_path):
     out, _ = trained
-    # 4 tokens cannot hold four verses with words: every attempt is truncated or empty
+    # 4 tokens cannot hold four verses: every attempt is truncated
     res = sa.sample(str(out), VANILLA, sampling(5, batch_size=7, max_new_tokens=4, max_attempts=20),
                     str(tmp_path / "s.jsonl"), str(tmp_path / "st.json"), progress=False)
-    assert res["attempts"] == 20 and res["valid"] == 0
+    assert res["attempts"] == 20 and res["valid"] == 0 and res["reasons"] == {"truncated": 20}
     assert (tmp_path / "s.jsonl").read_text() == ""
 
 
@@ -331,7 +468,7 @@ def test_training_and_sampling_are_deterministic(trained, data, tmp_path):
     sa.train(data["sonnets"], data["dev"], str(again), {"arch": "sa", **SMALL}, TRAIN, lang="en",
              word2vec=data["w2v"], threads=1, progress=False)
     a, b = common.load_checkpoint(out)[3], common.load_checkpoint(again)[3]
-    for part in ("lm", "disc"):
+    for part in ("lm", "endings", "disc"):
         assert a[part].keys() == b[part].keys()
         assert all(torch.equal(a[part][k], b[part][k]) for k in a[part]), part
     files = []
@@ -352,9 +489,11 @@ def test_checkpoint_stamps_its_provenance(trained, data):
 
 
 def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, monkeypatch):
-    # 36 training quatrains in batches of 8: 5 steps an epoch; interrupted once in the MLE phase (step 10,
-    # resumed from the state saved at step 8) and once in the adversarial phase (rerun from the MLE's end)
-    cfg, model = {**TRAIN, "max_steps": 12, "eval_every": 4}, {"arch": "sa", **SMALL}
+    # 36 training quatrains in batches of 8: 5 steps an epoch; interrupted once in the line LM's phase (step
+    # 10, resumed from the state saved at step 8) and once in the adversarial phase (batch 3, resumed from
+    # the state saved at batch 2)
+    monkeypatch.setattr(adversarial, "SAVE_EVERY", 2)
+    cfg, model = {**TRAIN, "max_steps": 12, "eval_every": 4}, {"arch": "sa", **SMALL, "adv_steps": 5}
 
     def run(name: str) -> dict:
         return sa.train(data["sonnets"], data["dev"], str(tmp_path / name), model, cfg, lang="en",
@@ -365,20 +504,21 @@ def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, m
     with pytest.raises(Interrupted):
         run("cut")
     interrupt(None)
-    finetune = sa.adversarial_finetune
 
-    def killed(*args, **kwargs):
-        finetune(*args, **kwargs)
-        raise Interrupted("adversarial phase")
+    def kill_at(batch):
+        if batch == 3:
+            raise Interrupted(batch)
 
-    monkeypatch.setattr(sa, "adversarial_finetune", killed)
+    monkeypatch.setattr(adversarial, "_after_batch", kill_at)
     with pytest.raises(Interrupted):
         run("cut")
-    monkeypatch.setattr(sa, "adversarial_finetune", finetune)
+    resumed = []
+    monkeypatch.setattr(adversarial, "_after_batch", resumed.append)
     summary = run("cut")
-    assert summary["resumed_from_step"] == 8 and not (tmp_path / ".cut.resume").exists()
+    assert summary["resumed_from_step"] == 8 and resumed == [3, 4, 5]
+    assert not (tmp_path / ".cut.resume").exists() and not (tmp_path / ".cut.gutenberg.resume").exists()
     a, b = common.load_checkpoint(tmp_path / "full")[3], common.load_checkpoint(tmp_path / "cut")[3]
-    assert all(torch.equal(a[part][k], b[part][k]) for part in ("lm", "disc") for k in a[part])
+    assert all(torch.equal(a[part][k], b[part][k]) for part in ("lm", "endings", "disc") for k in a[part])
 
 
 def test_contrastive_decoding_is_refused(trained, tmp_path):
@@ -398,14 +538,14 @@ def test_conditioned_training_has_style_tokens_and_samples_none(data, tmp_path):
     _, config, vocab, _ = common.load_checkpoint(out)
     assert all(t in vocab.stoi for t in STYLE_TOKENS)
     assert config["model"]["conditioned"] is True
-    # the model learnt to open with its style slots: sampling draws them there, then strips them
-    lm, _, vocab, _ = sa.load(out)
-    slots, banned = sa.generation_setup(vocab, True)
-    assert len(slots) == 2 and set(slots[0]) | set(slots[1]) <= set(banned)
+    # the endings model draws the style tokens in its two slots; the line LM reads them, never writes them
+    _, ends, vocab, _ = sa.load(out)
+    slots = endings.style_slots(vocab, True)
     torch.manual_seed(0)
-    g = sa.generate(lm, vocab, 20, 40, style_slots=slots, banned=banned)
-    assert all(vocab[r[0]].startswith("<scheme=") and vocab[r[1]].startswith("<meter=") for r in g.rows)
-    assert not any(vocab[t] in STYLE_TOKENS for r in g.rows for t in r[2:])
+    ids = endings.sample(ends, vocab, 20, slots=slots).tolist()
+    assert all(vocab[r[0]].startswith("<scheme=") and vocab[r[1]].startswith("<meter=") for r in ids)
+    assert not any(vocab[t] in STYLE_TOKENS for r in ids for t in r[2:])
+    assert set(vocab.stoi[t] for t in STYLE_TOKENS) <= set(linelm.banned_ids(vocab))
     res = sa.sample(str(out), VANILLA, sampling(6, batch_size=10, max_attempts=300), str(tmp_path / "s.jsonl"),
                     str(tmp_path / "s.json"), progress=False)
     assert res["valid"] == 6 and res["conditioned"] is True
@@ -457,10 +597,18 @@ def test_sample_bad_input(trained, tmp_path):
         sa.sample(str(out), {"temperature": 0}, sampling(1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
                   progress=False)
     assert list(tmp_path.iterdir()) == []
+    # a checkpoint of the earlier flat port (an LM and a discriminator, no endings model) is refused clearly
+    _, config, vocab, states = common.load_checkpoint(out)
+    old = tmp_path / "old"
+    common.save_checkpoint(old, "sa", config, vocab, {"lm": states["lm"], "disc": states["disc"]}, {})
+    with pytest.raises(PoevalError, match="earlier flat port"):
+        sa.sample(str(old), VANILLA, sampling(1), str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"),
+                  progress=False)
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 # --------------------------------------------------------------------------------------------------
-# training budget in epochs, LM pretraining on Gutenberg verse
+# training budgets, line LM pretraining on Gutenberg verse
 
 
 def test_epoch_budget_converts_to_steps():
@@ -472,43 +620,32 @@ def test_epoch_budget_converts_to_steps():
     tcfg = sa.resolve_train_cfg({"batch_size": 8, "max_steps": 7, "max_epochs": 30})
     assert sa.mle_steps(tcfg, 36) == 7                                  # max_steps ends before 150
     assert sa.mle_steps({**tcfg, "max_steps": 100, "max_epochs": 3}, 36) == 15   # 3 epochs end first
-    cfg = sa.resolve_model_cfg({"adv_steps": 9, "adv_batch_size": 16})
-    assert sa.adv_steps(cfg, 36) == 9 and sa.adv_steps({**cfg, "adv_epochs": 2}, 36) == 6
+    cfg = sa.resolve_model_cfg({"adv_epochs": 2, "adv_batch_size": 16})
+    assert sa.adv_batches(cfg, 36) == 6 and sa.adv_batches({**cfg, "adv_steps": 4}, 36) == 4
     with pytest.raises(PoevalError, match="max_epochs"):
         sa.resolve_train_cfg({"max_epochs": 0})
 
 
 def test_pretrain_verses_skip_the_runs_verses(data):
-    exclude = sa.run_verses(data["sonnets"], data["dev"])
+    exclude = sadata.run_verses(data["sonnets"], data["dev"])
     dev_line = json.loads(open(data["dev"]).readline())["lines"][1]
     sonnet_couplet = json.loads(open(data["sonnets"]).readline())["couplet"][0]
     assert len(exclude) > 100 and dev_line.casefold() in exclude and sonnet_couplet.casefold() in exclude
     source = ["A far fresh verse of old", "  " + dev_line.upper() + " ", "...", sonnet_couplet,
               "Another verse unseen", "And a third one here"]
-    verses, skipped = sa.pretrain_verses(source, 2, exclude)
+    verses, skipped = sadata.pretrain_verses(source, 2, exclude)
     assert verses == ["A far fresh verse of old", "Another verse unseen"] and skipped == 2
-
-
-def test_lm_pretraining_changes_the_weights():
-    lm, vocab, _ = _toy_lm()
-    before = {k: v.clone() for k, v in lm.state_dict().items()}
-    verses = ["I saw the night,", "and all the day", "she sang of love above", "upon the sea"]
-    stats = sa.pretrain_lm(lm, vocab, verses, epochs=3, batch_size=3, lr=0.01, rng=random.Random(0))
-    assert stats["pretrain_steps"] == 6
-    assert stats["pretrain_loss_last_epoch"] < stats["pretrain_loss_first_epoch"]
-    changed = {k for k, v in lm.state_dict().items() if not torch.equal(v, before[k])}
-    assert {"emb.weight", "lstm.weight_ih_l0"} <= changed
 
 
 def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_path, monkeypatch):
     dev_line = json.loads(open(data["dev"]).readline())["lines"][0]
     gutenberg = ["The woods are lovely, dark and deep,", dev_line, "But I have promises to keep,",
                  "And miles to go before I sleep,", "Whose woods these are I think I know."]
-    monkeypatch.setattr(sa, "gutenberg_verses", lambda n: gutenberg[:n])
+    monkeypatch.setattr(sadata, "gutenberg_verses", lambda n: gutenberg[:n])
     seen = []
-    real_pretrain_lm = sa.pretrain_lm
-    monkeypatch.setattr(sa, "pretrain_lm", lambda lm, vocab, verses, **kw: (
-        seen.extend(verses), real_pretrain_lm(lm, vocab, verses, **kw))[1])
+    real_run = pretraining.run_mle
+    monkeypatch.setattr(pretraining, "run_mle", lambda lm, seqs, *a, **kw: (
+        seen.append((a[3] if len(a) > 3 else None, list(seqs))), real_run(lm, seqs, *a, **kw))[1])
     from poeval.cli import main
 
     model = {"arch": "sa", "size": "S", **SMALL, "adv_steps": 1, "pron_steps": 2,
@@ -517,13 +654,18 @@ def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_
     assert main(["train", "--train", data["sonnets"], "--dev", data["dev"], "--out", str(out),
                  "--model", json.dumps(model), "--training", json.dumps({**TRAIN, "max_epochs": 2}),
                  "--sonnets", data["sonnets"], "--lang", "en", "--threads", "1"]) == 0
-    assert seen == [gutenberg[0], gutenberg[2], gutenberg[3]]
+    vocab = common.load_checkpoint(out)[2]
+    # the Gutenberg phase went through the engine on the three verses that are not the run's, right to left
+    first = seen[0][1]
+    assert len(seen) == 2 and len(first) == 3
+    assert [vocab[i] for i in first[0]] == ["<bos>", "<eol>", *(vocab[vocab.id(t)] for t in reversed(
+        common.tokenize("The woods are lovely, dark and deep"))), "<eol>"]
     log = json.loads((out / "training_log.json").read_text())
     summary, pre = log["summary"], log["summary"]["pretrain"]
     assert pre["done"] and pre["n_verses"] == 3 and pre["excluded_run_verses"] == 1 and pre["verses_sha256"]
     assert pre["pretrain_steps"] == 2                                    # 3 verses in batches of 8, twice
     assert summary["steps"] == summary["mle_step_budget"] == 10          # 2 epochs of 36 quatrains in 8s
-    assert [e["step"] for e in log["evals"] if e["phase"] == "mle"] == [5, 10]    # validated once per epoch
+    assert [e["step"] for e in log["evals"] if e["phase"] == "quatrains"] == [5, 10]   # once per epoch
     _, config, _, _ = common.load_checkpoint(out)
     assert config["model"]["pretrain"] == log["provenance"]["params"]["model"]["pretrain"] == {"lines": 3,
                                                                                               "epochs": 2}
@@ -533,19 +675,19 @@ def test_repeated_run_verses_in_the_source_do_not_shorten_the_pretraining_data(t
     run = write_jsonl(tmp_path / "dev.jsonl", [{"lines": ["one verse", "two verse", "red verse", "blue verse"]}])
     source = ["One  verse"] * 10 + ["a fresh line", "another fresh line", "a third fresh line", "and a fourth"]
     reads = []
-    monkeypatch.setattr(sa, "gutenberg_verses", lambda k: reads.append(k) or source[:k])
-    lm, vocab, _ = _toy_lm()
-    record = sa.run_pretraining(lm, vocab, {"lines": 3, "epochs": 1}, "en", (run,), sa.TRAIN_DEFAULTS,
-                                random.Random(0), False)
+    monkeypatch.setattr(sadata, "gutenberg_verses", lambda k: reads.append(k) or source[:k])
+    lm, _, vocab, ids, _ = _toy()
+    record = pretraining.run_pretraining(lm, vocab, {"lines": 3, "epochs": 1}, "en", (run,), sa.TRAIN_DEFAULTS,
+                                         ids[:2], random.Random(0), None, False)
     assert reads == [7, 14]       # 3 + 4 run verses first, then twice as many
     assert record["n_verses"] == 3 and record["excluded_run_verses"] == 10
 
 
 def test_german_runs_skip_pretraining_with_a_note(capsys):
-    lm, vocab, _ = _toy_lm()
+    lm, _, vocab, ids, _ = _toy()
     before = {k: v.clone() for k, v in lm.state_dict().items()}
-    record = sa.run_pretraining(lm, vocab, {"lines": 5, "epochs": 1}, "de", (), sa.TRAIN_DEFAULTS,
-                                random.Random(0), False)
+    record = pretraining.run_pretraining(lm, vocab, {"lines": 5, "epochs": 1}, "de", (), sa.TRAIN_DEFAULTS,
+                                         ids[:2], random.Random(0), None, False)
     assert record["done"] is False and "skipped" in record["note"]
     assert "skipped" in capsys.readouterr().err
     assert all(torch.equal(v, before[k]) for k, v in lm.state_dict().items())
@@ -555,8 +697,6 @@ def test_german_runs_skip_pretraining_with_a_note(capsys):
                                           ({"lines": 0, "epochs": 1}, False), ({"lines": 10}, False),
                                           ({"lines": 10, "epochs": 1, "seed": 2}, False), (5, False)])
 def test_pretrain_switch_is_validated(pretrain, ok):
-    from poeval import config
-
     params = poeval_params.load(Path(__file__).resolve().parents[1] / "params.yaml")
     params["models"]["sa-s"]["pretrain"] = pretrain
     if ok:
@@ -567,3 +707,25 @@ def test_pretrain_switch_is_validated(pretrain, ok):
             poeval_params.resolve(params)
         with pytest.raises(PoevalError, match="pretrain"):
             sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})
+
+
+@pytest.mark.parametrize("overlay, want_model, want_train", [
+    (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4},
+     {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
+    ("config/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 128,
+                           "endings_lr": 1e-4, "disc_lr": 1e-4, "reinforce_weight": 0.1},
+     {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
+])
+def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):
+    """params.yaml (2 CPU cores) and config/paper.yaml (the original's line LM and budgets) over it: the
+    port's training is its own block over the schema's defaults, never the LLMs' shared one (whose lr,
+    warmup and step budget are a fine-tuning's)."""
+    from poeval.generators import registry
+
+    root = Path(__file__).resolve().parents[1]
+    params = poeval_params.load(root / "params.yaml", (root / overlay,) if overlay else ())
+    for system in ("sa-s", "sa-s-cond"):
+        model, training = registry.training_params(params["models"][system], params["training"])
+        cfg, tcfg = sa.resolve_model_cfg(model), sa.resolve_train_cfg(training)
+        assert {k: cfg[k] for k in want_model} == want_model
+        assert {k: tcfg[k] for k in want_train} == want_train

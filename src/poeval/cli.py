@@ -138,6 +138,9 @@ def cmd_train(args) -> None:
         return
     if not args.sonnets or not args.lang:
         raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
+    if args.training:   # said, not silently dropped: the params' shared block never reaches a port
+        print(f"poeval train: arch {args.model['arch']} ignores --training (the transformers' shared block); its "
+              "training block is --model's `training` over the arch's own defaults", file=sys.stderr)
     registry.trainer(model).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
                                   word2vec=args.word2vec, threads=args.threads, name=args.name)
 

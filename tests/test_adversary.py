@@ -521,28 +521,6 @@ def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, m
     assert all(torch.equal(a[part][k], b[part][k]) for part in ("lm", "endings", "disc") for k in a[part])
 
 
-def test_endings_warmup_is_off_by_default_and_lowers_the_endings_dev_loss(data, tmp_path):
-    """The warm-up (not in the original) trains the endings model by MLE alone before the adversarial phase:
-    off by default (no record, the original's from-scratch endings model), and when on its dev loss falls
-    below that of the untrained model and is recorded; its own resume folder is gone afterwards."""
-    assert sa.MODEL_DEFAULTS["endings_warmup"] is None
-    base = {"arch": "sa", **SMALL, "adv_steps": 1, "pron_steps": 5}
-    cfg = {**TRAIN, "max_steps": 10}
-
-    def run(name: str, **extra) -> dict:
-        return sa.train(data["sonnets"], data["dev"], str(tmp_path / name), {**base, **extra}, cfg, lang="en",
-                        word2vec=data["w2v"], threads=1, progress=False)
-
-    off = run("off")
-    on = run("on", endings_warmup={"epochs": 8, "lr": 0.01, "batch_size": 8})
-    assert off["endings_warmup"] is None
-    warm = on["endings_warmup"]
-    assert warm["epochs"] == 8 and warm["steps"] == 8 * 5    # 36 quatrains in batches of 8: 5 steps an epoch
-    assert warm["dev_loss"] < off["endings_dev_loss"] - 0.5
-    assert on["endings_dev_loss"] < off["endings_dev_loss"]
-    assert not (tmp_path / ".on.endings.resume").exists()
-
-
 def test_contrastive_decoding_is_refused(trained, tmp_path):
     out, _ = trained
     with pytest.raises(PoevalError, match="contrastive"):

@@ -21,58 +21,31 @@ from poeval.generators.poetic.common import Vocab
 
 def run_mle(lm, seqs: list[list[int]], dev_seqs: list[list[int]], tcfg: dict, rng: random.Random,
             resume: engine.Resume | None, desc: str, progress: bool) -> dict:
-    """Train the line LM ``lm`` on ``seqs`` by maximum likelihood with the engine (constant learning rate,
-    as the original's Adam); when the epoch budget is the one that ends training it validates once per
-    epoch, so ``patience`` counts epochs. The best dev weights stay in ``lm``. Returns the engine's result."""
-    def loss(batch: list[int]):
-        loss_sum, n_tok = linelm.nll(lm, [seqs[i] for i in batch])
-        return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": n_tok}
-
-    return _engine_mle(lm, seqs, loss, lambda: linelm.dev_loss(lm, dev_seqs), tcfg, rng, resume,
-                       f"sa: line LM ({desc})", desc, progress)
-
-
-def run_endings_warmup(model, seqs: list[list[int]], dev_seqs: list[list[int]], warmup: dict, rng: random.Random, resume: engine.Resume | None,
-                       progress: bool) -> dict:
-    """``models.<system>.endings_warmup`` (not in the original): the endings model trained by maximum
-    likelihood alone on the training quatrains' end words (the original's MLE term, ``get_loss``, without
-    the adversarial phase's REINFORCE and discriminator steps), ``warmup["epochs"]`` passes at Adam
-    ``warmup["lr"]``, the best dev epoch kept. Returns the engine's result."""
-    from poeval.generators.poetic.adversary import adversarial, endings
-
-    def loss(batch: list[int]):
-        loss_sum, _ = endings.mle_loss(model, [seqs[i] for i in batch])
-        return loss_sum / len(batch), {"loss": loss_sum.item(), "targets": len(batch), "tokens": len(batch)}
-
-    tcfg = {"batch_size": warmup["batch_size"], "lr": warmup["lr"], "max_epochs": warmup["epochs"],
-            "max_steps": steps_for_epochs(len(seqs), warmup["batch_size"], warmup["epochs"]), "patience": 0,
-            "warmup_steps": 0, "weight_decay": 0.0, "max_grad_norm": 0.0, "eval_every": 1}
-    return _engine_mle(model, seqs, loss, lambda: adversarial.dev_loss(model, dev_seqs), tcfg, rng, resume,
-                       "sa: endings model (MLE warm-up)", "endings warm-up", progress)
-
-
-def _engine_mle(model, seqs, loss, dev, tcfg: dict, rng: random.Random, resume: engine.Resume | None, bar: str,
-                phase: str, progress: bool) -> dict:
-    """One maximum-likelihood loop through the engine over ``seqs`` with the batch ``loss``; validated
-    once per epoch when the epoch budget is the one that ends it."""
+    """Train ``lm`` on ``seqs`` by maximum likelihood with the engine (constant learning rate, as the
+    original's Adam); when the epoch budget is the one that ends training it validates once per epoch,
+    so ``patience`` counts epochs. The best dev weights stay in ``lm``. Returns the engine's result."""
     per_epoch = steps_for_epochs(len(seqs), tcfg["batch_size"], 1)
     run_cfg = dict(tcfg)
     if tcfg["max_epochs"] is not None and tcfg["max_epochs"] * per_epoch <= tcfg["max_steps"]:
         run_cfg["eval_every"] = per_epoch
+
+    def loss(batch: list[int]):
+        loss_sum, n_tok = linelm.nll(lm, [seqs[i] for i in batch])
+        return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": n_tok}
+
     loop = engine.Loop(
-        model=model, stream=engine.BatchStream([len(x) for x in seqs], tcfg["batch_size"], 0, rng), loss=loss,
-        evaluate=lambda: {"phase": phase, "dev_loss": dev()},
+        model=lm, stream=engine.BatchStream([len(x) for x in seqs], tcfg["batch_size"], 0, rng), loss=loss,
+        evaluate=lambda: {"phase": desc, "dev_loss": linelm.dev_loss(lm, dev_seqs)},
         train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
-        lr_decay=False, desc=bar,
+        lr_decay=False, desc=f"sa: line LM ({desc})",
     )
     return engine.run(loop, run_cfg, resume, progress)
 
 
-def phase_resume(out_dir: str | Path, fingerprint: str, phase: str) -> engine.Resume:
-    """A phase's own engine resume state beside ``out_dir`` (the engine keeps one loop per directory):
-    ``gutenberg`` (the line LM's pretraining) and ``endings`` (the endings model's warm-up)."""
+def pretrain_resume(out_dir: str | Path, fingerprint: str) -> engine.Resume:
+    """The Gutenberg phase's own resume state (the engine keeps one loop per directory)."""
     out = Path(out_dir)
-    return engine.Resume(out.parent / f"{out.name}.{phase}", fingerprint)
+    return engine.Resume(out.parent / f"{out.name}.gutenberg", fingerprint)
 
 
 def run_pretraining(lm, vocab: Vocab, pre: dict, lang: str, exclude_files: tuple[str, ...], tcfg: dict,

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from poeval.config import fill
 from poeval.errors import PoevalError
 from poeval.generators import engine
 from poeval.generators.poetic import common
@@ -94,8 +93,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     fp = engine.fingerprint({"sonnets": sonnets, "dev": dev, "word2vec": word2vec},
                             {"model_cfg": cfg, "train_cfg": tcfg, "lang": lang, "threads": threads_used})
     resume = engine.Resume(out_dir, fp)
-    gutenberg = pretraining.phase_resume(out_dir, fp, "gutenberg")
-    warmup_resume = pretraining.phase_resume(out_dir, fp, "endings")
+    gutenberg = pretraining.pretrain_resume(out_dir, fp)
 
     # ---- 0. optional pretraining of the line LM on Gutenberg verse (its own engine loop and resume dir)
     def pretrain() -> dict:
@@ -127,28 +125,16 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
 
     pron = _phase(resume, "pron", pron_phase, {"disc": disc}, rng)
 
-    # ---- 3. optional (not in the original): the endings model by MLE alone, before the adversarial phase
-    def warmup_phase() -> dict:
-        t0 = time.perf_counter()
-        with torch_threads(SERIAL_THREADS):
-            res = pretraining.run_endings_warmup(ends, d.end_ids, d.dev_end_ids, warmup, rng, warmup_resume, progress)
-        return {"epochs": warmup["epochs"], "steps": res["summary"]["steps"],
-                "dev_loss": res["summary"]["best_dev_loss"], "time_s": time.perf_counter() - t0}
-
-    warmup = fill(cfg["endings_warmup"], "#/$defs/sa_model/properties/endings_warmup")
-    warm = _phase(resume, "endings", warmup_phase, {"endings": ends}, rng) if warmup is not None else None
-
-    # ---- 4. the adversarial phase: the endings model and the discriminator
+    # ---- 3. the adversarial phase: the endings model and the discriminator
     with torch_threads(SERIAL_THREADS):
         adv = adversarial.run(ends, disc, chars, vocab, cfg, d.end_ids, d.real_endings, d.dev_end_ids,
                               adv_batches(cfg, len(d.end_ids)), rng, resume, progress)
     gutenberg.clear()
-    warmup_resume.clear()
 
     step = mle["summary"]["steps"]
     evals = [*mle["evals"], *({**e, "step": step + e["adv_batch"]} for e in adv["evals"])]
     summary = {
-        "mle_step_budget": mle_steps(tcfg, len(lm_ids)), "pretrain": pre, "endings_warmup": warm,
+        "mle_step_budget": mle_steps(tcfg, len(lm_ids)), "pretrain": pre,
         "line_lm_dev_loss": linelm.dev_loss(lm, dev_lm_ids),
         **adv["summary"], "elapsed_s": time.perf_counter() - t_start, "mle_time_s": mle["mle_time_s"],
         "n_params_line_lm": _count(lm), "n_params_endings": _count(ends), "n_params_discriminator": _count(disc),

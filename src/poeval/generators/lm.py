@@ -659,7 +659,7 @@ def is_byte_level(tokenizer) -> bool:
 def parse_quatrain(text: str, finished: bool = True) -> tuple[list[str] | None, str | None]:
     """Return ``(lines, None)`` for a valid quatrain, else ``(None, reason)``: the text's lines (split on
     newlines) under :func:`poeval.generators.sampling.check_quatrain` (ended with EOS, exactly four lines,
-    none empty after stripping; reasons ``extra_verse``, ``truncated``, ``wrong_line_count:<k>``, ``empty_line``)."""
+    each with a word, :func:`poeval.text.verse_problem`; reasons ``extra_verse``, ``truncated``, ``wrong_line_count:<k>``, ``empty_line``)."""
     return check_quatrain(text.split("\n"), finished)
 
 
@@ -709,7 +709,7 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     generation starts from BOS, followed with ``style`` (a rhyme scheme such as ``"abab"``) by a
     style-conditioned model's scheme token (:func:`style_prompt`). It is a valid quatrain iff it ends with
     EOS within its budget (:func:`_budget`) and its text splits on newlines into exactly four lines, each
-    non-empty after stripping; anything else is counted under its reason (``truncated``: no EOS within
+    with a word (:func:`poeval.text.verse_problem`, the rule evaluate's reader applies too); anything else is counted under its reason (``truncated``: no EOS within
     the budget; ``wrong_line_count:<k>``; ``empty_line``), never written and never repaired, and sampling
     goes on (:func:`poeval.generators.sampling.sample_loop`). Generations are parsed in order; counting
     stops at the one that yields the n-th valid quatrain, so ``valid`` equals the number of records

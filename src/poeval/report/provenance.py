@@ -480,12 +480,15 @@ def metric_params(config: dict, system: str, decoding: str, family: str) -> dict
 
 
 def sample_params(config: dict, system: str, decoding: str) -> dict:
-    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample)."""
+    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample): the sampling
+    block as the generator resolved it (:func:`poeval.generators.sampling.resolve`, the schema's defaults
+    filled in, e.g. ``procedure``)."""
+    from poeval.generators import sampling
     from poeval.generators.registry import sampling_params
 
     model_cfg = config.get("models", {}).get(system) or {}
     return {"decoding": config.get("decoding", {}).get(decoding),
-            "sampling": sampling_params(model_cfg, config.get("sampling") or {})}
+            "sampling": sampling.resolve(sampling_params(model_cfg, config.get("sampling") or {}))}
 
 
 def split_params(config: dict) -> dict:

@@ -156,3 +156,39 @@ def test_sample_refuses_a_style_for_a_port_and_an_unknown_arch(tmp_path, capsys)
     assert "--style prompts only the transformer generators" in capsys.readouterr().err
     assert main(_sample_args(_port_checkpoint(tmp_path / "x", "lstm"))) == 2
     assert "model arch 'lstm' is not supported" in capsys.readouterr().err
+
+
+def test_evaluate_with_the_cached_memorization_index_equals_the_search_without(tmp_path, capsys):
+    """`poeval index` once, then memorization cells read it: a HUMAN sample drawn from the reference is
+    compared with the rest of it (its own quatrains excluded from the index), a model sample with all of it."""
+    train = [{"id": f"t{i}", "lines": [f"the wind number {i % 7} blows", f"over hill {i % 5} and dale",
+                                       f"the sea {i} is grey tonight", f"and the ships {i % 3} sail"]}
+             for i in range(40)]
+    train.append({"id": "dup", "lines": train[3]["lines"]})           # a copy survives excluding t3
+    ref = tmp_path / "train.jsonl"
+    ref.write_text("".join(json.dumps(q) + "\n" for q in train))
+    human = tmp_path / "human.jsonl"
+    human.write_text("".join(json.dumps(q) + "\n" for q in train[:6]))
+    model = tmp_path / "model.jsonl"
+    model.write_text("".join(json.dumps({"id": f"s{i}", "lines": q["lines"][:3] + ["a verse of its own"]}) + "\n"
+                             for i, q in enumerate(train[10:16])))
+    assert main(["index", str(ref), "--out", str(tmp_path / "index")]) == 0
+    assert "verse: " in capsys.readouterr().out
+    cells = {}
+    for samples, human_flag in ((human, ["--exclude-sample-from-reference"]), (model, [])):
+        results = []
+        for cached in ([], ["--memorization-index", str(tmp_path / "index")]):
+            out = tmp_path / "cell.json"
+            assert main(["evaluate", str(samples), "--reference", str(ref), "--lang", "en", "--metrics",
+                         "memorization", "--out", str(out), "--quiet", *human_flag, *cached]) == 0
+            results.append(json.loads(out.read_text())["memorization"])
+        assert results[0] == results[1]
+        cells[samples.stem] = results[1]
+    # the HUMAN sample's own quatrains t0..t5 are never its matches; t3's copy "dup" is
+    human_hits = {h["sample"]: h["train"] for h in cells["human"]["hits"]["quatrain"]}
+    assert human_hits["t3"] == "dup" and not set(human_hits.values()) & {f"t{i}" for i in range(6)}
+    assert (cells["model"]["quatrain"], cells["model"]["couplet"], cells["model"]["verse"]) == (1.0, 0.5, 0.75)
+    ref.write_text(ref.read_text() + json.dumps({"id": "new", "lines": ["a", "b", "c", "d"]}) + "\n")
+    assert main(["evaluate", str(model), "--reference", str(ref), "--lang", "en", "--metrics", "memorization",
+                 "--out", str(tmp_path / "stale.json"), "--memorization-index", str(tmp_path / "index")]) == 2
+    assert "rebuild it" in capsys.readouterr().err

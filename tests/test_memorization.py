@@ -289,3 +289,143 @@ def test_autojunk_mode_decides_as_get_close_matches_on_random_long_units():
         expected = [i for i, s in enumerate(samples) if difflib.get_close_matches(s, training, n=1, cutoff=threshold)]
         assert [i for i, _, _ in fast] == expected
         assert fast != mem.best_matches(samples, training, threshold)
+
+
+# --- the class bound, the index and its cache (module doc, filters 3-4) ------------------------------------
+
+def lcs(a: str, b: str) -> int:
+    """Longest common subsequence by the textbook dynamic programme (an independent reference)."""
+    row = [0] * (len(b) + 1)
+    for ch in a:
+        prev_diag = 0
+        for j, other in enumerate(b, 1):
+            prev_diag, row[j] = row[j], prev_diag + 1 if ch == other else max(row[j], row[j - 1])
+    return row[-1]
+
+
+def test_the_class_bound_is_never_below_the_lcs_and_equals_it_with_one_class():
+    rng = random.Random(5)
+    alphabet = "etaoin shrdluäö"
+    for _ in range(300):
+        a, b = rand_str(rng, rng.randint(0, 40), alphabet), rand_str(rng, rng.randint(0, 40), alphabet)
+        counts = {ch: rng.randint(1, 9) for ch in alphabet}
+        true = lcs(a, b)
+        for k in (1, 2, 3, 5, len(alphabet)):
+            classes = mem.partition(counts, k)
+            assert sorted("".join(classes)) == sorted(alphabet)           # a partition of the alphabet
+            index = mem.build_index([b], classes=k)
+            bound = sum(lcs(pa[0], pb[0]) for pa, pb in zip(index.project([a]), index.projections))
+            assert bound >= true
+            if k == 1:
+                assert bound == true
+            if k == len(alphabet):  # one character per class: the multiset bound
+                assert bound == sum(min(a.count(c), b.count(c)) for c in set(a) & set(b))
+
+
+def test_the_partition_balances_counts_deterministically():
+    counts = {" ": 18, "e": 10, "t": 7, "a": 6, "o": 6, "n": 5, "i": 5, "s": 5}
+    # most frequent first, each to the lightest class (ties: the lower), equal counts in code point order:
+    # k=2: " " e t a -> loads 18 | 23; o -> 24 | 23; i -> 24 | 28; n -> 29 | 28; s -> 29 | 33
+    assert mem.partition(counts, 2) == (" no", "aeist")
+    # k=3: " " e t -> 18 | 10 | 7; a -> 18 | 10 | 13; o -> 18 | 16 | 13; i -> 18 | 16 | 18; n -> c1 (21); s -> c0
+    assert mem.partition(counts, 3) == (" s", "eno", "ait")
+    assert mem.partition(dict(reversed(list(counts.items()))), 3) == mem.partition(counts, 3)
+    assert mem.partition({"a": 1}, 3) == ("a", "", "")
+
+
+@pytest.mark.parametrize("classes", [1, 2, 3, 4, 7])
+def test_any_number_of_classes_gives_the_brute_force_result(classes):
+    rng = random.Random(classes)
+    alphabet = "abcdefghijklmnopqrstuvwxyz ,."
+    bases = [rand_str(rng, rng.randint(20, 90), alphabet) for _ in range(5)]
+    training = [mutate(rng, rng.choice(bases), rng.randint(0, 10), alphabet) for _ in range(40)]
+    samples = [mutate(rng, rng.choice(bases), rng.randint(0, 10), alphabet) for _ in range(15)]
+    index = mem.build_index(training, classes=classes)
+    assert len(index.classes) == classes
+    for threshold in (0.7, 0.8, 0.9):
+        brute = mem.best_matches_bruteforce(samples, training, threshold)
+        assert mem.best_matches(samples, index, threshold) == brute
+    assert brute  # not vacuous
+
+
+def test_adversarial_units_equal_brute_force():
+    rng = random.Random(13)
+    training = ["", "a", "aa", "a" * 63, "a" * 64, "a" * 65, "ab" * 40, "a" * 253, "a" * 254 + "b", "a" * 300,
+                "b" * 300, " " * 10, "xyz", "ÄÖÜ äöü ß", "🙂" * 5, "a\nb", "tab\there"]
+    samples = ["", "a", "b", "a" * 64, "a" * 70, "ab" * 39 + "b", "a" * 255, "a" * 280 + "b" * 20, " " * 9,
+               "äöü", "🙂" * 4 + "x", "a\nb", "unknown ∑ chars ∑", "q" * 400]
+    samples += [mutate(rng, rng.choice(training), 2, "ab") for _ in range(20) if training]
+    for threshold in (0.5, 0.7, 0.8, 0.9, 1.0):
+        hits = check_equal(samples, training, threshold)
+        assert hits
+    # a sample longer than 255 characters against long training units: the wider accumulator
+    long_train = [rand_str(rng, 400, "ab ") for _ in range(5)]
+    long_samples = [mutate(rng, t, 30, "ab ") for t in long_train]
+    assert check_equal(long_samples, long_train, 0.8)
+
+
+def test_the_index_cache_round_trips_and_refuses_a_stale_or_partial_one(tmp_path):
+    rng = random.Random(2)
+    alphabet = "abcdefghij klmnop\n"
+    train = [[rand_str(rng, rng.randint(5, 40), alphabet) for _ in range(4)] for _ in range(30)]
+    train += [train[3], train[7]]                          # duplicate quatrains
+    samples = [[mutate(rng, v, 2, alphabet) for v in q] for q in train[:10]]
+    source = tmp_path / "train.jsonl"
+    source.write_text("the training split\n")
+    levels = ("quatrain", "couplet", "verse")
+    built = {lv: mem.build_index(mem.units(train, lv)) for lv in levels}
+    mem.save_index(built, tmp_path / "index", source)
+    loaded = mem.load_index(tmp_path / "index", levels, input_path=source)
+    for lv in levels:
+        assert loaded[lv].text == built[lv].text and loaded[lv].classes == built[lv].classes
+        assert loaded[lv].projections == built[lv].projections
+        assert (loaded[lv].first == built[lv].first).all() and (loaded[lv].inverse == built[lv].inverse).all()
+    assert mem.compute(samples, train, index=loaded) == mem.compute(samples, train)
+    mem.save_index(built, tmp_path / "index", source)      # replaced in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "train.jsonl"]
+    source.write_text("another training split\n")
+    with pytest.raises(PoevalError, match="different version"):
+        mem.load_index(tmp_path / "index", levels, input_path=source)
+    with pytest.raises(PoevalError, match="no 'verse' level"):
+        mem.save_index({"quatrain": built["quatrain"]}, tmp_path / "q", source)
+        mem.load_index(tmp_path / "q", ("verse",))
+    with pytest.raises(PoevalError, match="not found"):
+        mem.load_index(tmp_path / "nothing", levels)
+    with pytest.raises(PoevalError, match="another reference"):
+        mem.compute(samples, train[:-1], index=loaded)
+
+
+def test_a_failed_save_leaves_the_earlier_index(tmp_path, monkeypatch):
+    source = tmp_path / "train.jsonl"
+    source.write_text("x\n")
+    first = {"verse": mem.build_index(["one verse", "two verse"])}
+    mem.save_index(first, tmp_path / "index", source)
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(mem.np, "savez", boom)
+    with pytest.raises(OSError):
+        mem.save_index({"verse": mem.build_index(["three"])}, tmp_path / "index", source)
+    assert mem.load_index(tmp_path / "index", ("verse",))["verse"].text == first["verse"].text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "train.jsonl"]
+
+
+def test_exclude_equals_the_reference_without_those_quatrains():
+    rng = random.Random(4)
+    alphabet = "abcdefgh ij"
+    train = [[rand_str(rng, rng.randint(4, 30), alphabet) for _ in range(4)] for _ in range(25)]
+    train[10] = train[2]                                   # a duplicate: excluding one copy keeps the other
+    train[11] = list(train[5])
+    samples = [train[2], train[5], [mutate(rng, v, 1, alphabet) for v in train[8]], train[20]]
+    exclude = [2, 8, 11, 20, 5]
+    kept = [q for i, q in enumerate(train) if i not in exclude]
+    kept_ids = [i for i in range(len(train)) if i not in exclude]
+    index = {lv: mem.build_index(mem.units(train, lv)) for lv in ("quatrain", "couplet", "verse")}
+    got = mem.compute(samples, train, index=index, exclude=exclude)
+    want = mem.compute(samples, kept, reference_ids=kept_ids)
+    assert got == want
+    assert {h["train"] for h in got["hits"]["quatrain"]} >= {10}    # train[2]'s copy at index 10
+    assert not any(h["train"] in exclude for h in got["hits"]["quatrain"])
+    with pytest.raises(PoevalError, match="training indices"):
+        mem.compute(samples, train, index=index, exclude=[len(train)])

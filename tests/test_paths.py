@@ -13,10 +13,10 @@ def test_the_layout_is_the_documented_one():
         "data/en/dev_sonnets.jsonl", "data/en/sonnets_report.json", "data/en/word2vec.txt"]
     assert [paths.model_dir("de", "gpt2-s"), paths.training_log("de", "gpt2-s"), paths.samples("de", "gpt2-s", "v"),
             paths.stats("de", "gpt2-s", "v"), paths.embeddings("de"), paths.embeddings_meta("de"),
-            paths.cell("de", "gpt2-s", "v", "rhyme"), paths.curve("de", "gpt2-s")] == [
+            paths.memorization_index("de"), paths.cell("de", "gpt2-s", "v", "rhyme"), paths.curve("de", "gpt2-s")] == [
         "models/de/gpt2-s", "models/de/gpt2-s/training_log.json", "results/samples/de/gpt2-s/v.jsonl",
         "results/samples/de/gpt2-s/v.stats.json", "results/embeddings/de/train.npy",
-        "results/embeddings/de/train.npy.json", "results/metrics/de/gpt2-s/v/rhyme.json",
+        "results/embeddings/de/train.npy.json", "results/index/de/train", "results/metrics/de/gpt2-s/v/rhyme.json",
         "results/curves/de/gpt2-s.tsv"]
     assert [paths.table("table2"), paths.table_ci("table2"), paths.figure("figure3")] == [
         "results/tables/table2.tsv", "results/tables/table2.ci.tsv", "results/figures/figure3.png"]

@@ -268,6 +268,8 @@ def cmd_evaluate(args) -> None:
     options = dict(args.options or {})
     if args.reference_embeddings:
         options["semantic"] = options.get("semantic", {}) | {"reference_embeddings": args.reference_embeddings}
+    if args.memorization_index:
+        options["memorization"] = options.get("memorization", {}) | {"index": args.memorization_index}
     if args.threads:
         if "semantic" in families:   # torch takes seconds to import; only the encoder needs it
             import torch
@@ -293,6 +295,7 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
+    p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
     p.add_argument("--bootstrap-reps", type=int, default=0, help="bootstrap resamples for 95%% intervals")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
@@ -320,6 +323,21 @@ def _parser_embed(sub) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--threads", type=int)
     p.set_defaults(func=cmd_embed)
+
+
+def cmd_index(args) -> None:
+    from poeval.metrics import memorization
+
+    meta = memorization.index_file(args.quatrains, args.out)
+    for level, info in meta["levels"].items():
+        print(f"{level}: {info['n_unique']} unique of {info['n_training']} units, {len(info['classes'])} classes")
+
+
+def _parser_index(sub) -> None:
+    p = sub.add_parser("index", help="index the reference quatrains once for memorization (cache)")
+    p.add_argument("quatrains")
+    p.add_argument("--out", required=True, help="directory; its index.json records the input hash")
+    p.set_defaults(func=cmd_index)
 
 
 def cmd_table(args) -> None:
@@ -695,7 +713,7 @@ def _parser_bpomp(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_adherence, _parser_evaluate,
-               _parser_embed, _parser_table, _parser_figure, _parser_curve, _parser_provenance, _parser_stale,
+               _parser_embed, _parser_index, _parser_table, _parser_figure, _parser_curve, _parser_provenance, _parser_stale,
                _parser_repro, _parser_validate, _parser_bpomp)
 
 

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import zlib
 from collections import Counter
@@ -35,6 +36,30 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike):
+    """A temp directory next to ``path`` to fill; it takes the place of ``path`` (replacing an earlier one)
+    only if the block succeeds."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PoevalError(f"{path}: is a file; expected a directory to write")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())
+        yield tmp
+        old = None
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old / path.name)
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

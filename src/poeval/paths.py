@@ -18,6 +18,7 @@ TRAIN = "train"          # decoding label of the HUMAN cell of the whole trainin
 # Top-level artifact directories (dvc.yaml's outputs).
 DATA, MODELS, RESULTS, LOGS = "data", "models", "results", "logs"
 SAMPLES, METRICS, EMBEDDINGS = f"{RESULTS}/samples", f"{RESULTS}/metrics", f"{RESULTS}/embeddings"
+INDEX = f"{RESULTS}/index"
 TABLES, FIGURES, CURVES = f"{RESULTS}/tables", f"{RESULTS}/figures", f"{RESULTS}/curves"
 ADHERENCE, BPOMP = f"{RESULTS}/adherence", f"{RESULTS}/bpomp"
 
@@ -119,6 +120,11 @@ def embeddings(lang: str) -> str:
 
 def embeddings_meta(lang: str) -> str:
     return f"{embeddings(lang)}.json"
+
+
+def memorization_index(lang: str) -> str:
+    """Memorization index of the training split (memorization cells): a directory, one per language."""
+    return f"{INDEX}/{lang}/train"
 
 
 def cell(lang: str, system: str, decoding: str, family: str) -> str:

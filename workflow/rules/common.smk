@@ -62,6 +62,8 @@ def cell_inputs(wildcards):
     inputs = {"samples": paths.cell_samples(w.lang, w.system, w.decoding), "reference": paths.train(w.lang)}
     if w.family == "semantic":
         inputs["embeddings"] = paths.embeddings(w.lang)
+    if w.family == "memorization":
+        inputs["index"] = paths.memorization_index(w.lang)
     return inputs
 
 

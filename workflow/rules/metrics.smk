@@ -16,6 +16,19 @@ rule embed_reference:
         " --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
 
 
+# Memorization index: the training split's units, deduplicated, sorted and projected once per language
+# (poeval.metrics.memorization), reused by every memorization cell.
+rule memorization_index:
+    input:
+        paths.pattern(paths.train),
+    output:
+        directory(paths.pattern(paths.memorization_index)),
+    log:
+        paths.log("index", "{lang}"),
+    shell:
+        "poeval index {input:q} --out {output:q} > {log:q} 2>&1"
+
+
 # One file per table cell: a metric family of one sample (lang x system x decoding config).
 rule metric_cell:
     input:
@@ -31,10 +44,11 @@ rule metric_cell:
         # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
         human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN and wc.decoding != TRAIN else "",
         embeddings=lambda wc, input: shlex.join(["--reference-embeddings", input.embeddings]) if "embeddings" in input.keys() else "",
+        index=lambda wc, input: shlex.join(["--memorization-index", input.index]) if "index" in input.keys() else "",
     threads: lambda wc: P["threads"] if wc.family in ("memorization", "semantic") else 1
     shell:
         "poeval evaluate {input.samples:q} --reference {input.reference:q} --lang {wildcards.lang:q}"
-        " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings}"
+        " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings} {params.index}"
         " --bootstrap-reps {params.reps:q} --seed {params.seed:q} --threads {threads} {params.human}"
         # --allow-empty: a model that wrote no valid quatrain under a decoding config is a result (an empty
         # cell beside its sampling stats), not a failure of the run

@@ -59,10 +59,16 @@ def _lexical(poems, ref, opts):
 
 def _memorization(poems, ref, opts):
     ids = [p["id"] for p in poems]
-    result = memorization.compute(_lines(poems), _lines(ref.poems), sample_ids=ids,
-                                  reference_ids=[p["id"] for p in ref.poems],
-                                  thresholds=opts, workers=opts.get("workers", -1), progress=opts.get("progress", False),
-                                  autojunk=opts["autojunk"])
+    levels = tuple(memorization.LEVELS)
+    # with the cached index of the whole reference file, the quatrains a HUMAN sample took from it are excluded
+    cached = opts.get("index")
+    reference = ref.usable if cached else ref.poems
+    index = memorization.load_index(cached, levels, input_path=ref.path) if cached else None
+    exclude = np.setdiff1d(np.arange(len(ref.usable)), ref.rows).tolist() if cached else ()
+    result = memorization.compute(_lines(poems), _lines(reference), sample_ids=ids,
+                                  reference_ids=[p["id"] for p in reference], index=index, exclude=exclude,
+                                  thresholds=opts, levels=levels, workers=opts.get("workers", -1),
+                                  progress=opts.get("progress", False), autojunk=opts["autojunk"])
     position = {pid: i for i, pid in enumerate(ids)}
     per_poem = {}  # level -> memorized units per poem
     for level, hits in result["hits"].items():
@@ -170,8 +176,9 @@ def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset())
                      dict(sorted(skipped.items())))
 
 
-# Option keys the CLI sets besides params metrics.<family> (its --threads and --reference-embeddings).
-RUNTIME_OPTIONS = {"memorization": {"workers"}, "semantic": {"reference_embeddings"}}
+# Option keys the CLI sets besides params metrics.<family> (its --threads, --reference-embeddings and
+# --memorization-index).
+RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"}}
 
 
 def family_options(family: str, given: dict) -> dict:

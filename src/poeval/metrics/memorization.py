@@ -23,30 +23,45 @@ reaches the threshold. The rate of a level is memorized units / sample units.
 
 Exactness and speed
 -------------------
-The brute-force scan calls difflib for every (sample, training) pair, which is far too slow
-(about 0.5-0.7 ms per pair of 160-character quatrains). :func:`best_matches` gives *exactly* the brute-force result
-(decisions, best training unit and score) but calls difflib only on few pairs:
+The brute-force scan calls difflib for every (sample, training) pair: about 0.5-0.7 ms per pair of
+160-character quatrains, days for one full-scale cell. :func:`best_matches` gives *exactly* its result
+(decisions, best training unit and score) but calls difflib on few pairs. Every filter below is an upper
+bound of difflib's ratio, so no hit can be lost (T = la + lb, the two units' lengths):
 
-1. The matching blocks of difflib are a common subsequence of the two strings, so
-   ``matches <= LCS`` and ``ratio = 2*matches/(la+lb) <= 2*LCS/(la+lb)``, which is rapidfuzz's
-   normalised Indel similarity. It is also ``<= 2*min(la, lb)/(la+lb)`` (length bound).
-2. Identical training units and identical sample units are deduplicated (a training unit is
-   represented by its lowest index).
-3. Training units are sorted by length; a sample unit is only compared with the window of
-   lengths that the length bound allows (loosened by one character on each side).
-4. The window is pruned with ``rapidfuzz.process.cdist`` (multithreaded) on the *integer* Indel
-   distance d = la + lb - 2*LCS, with an integer ``score_cutoff`` that is loose for the whole
-   block (the largest (1 - threshold)*(la + lb) of the block, plus one). rapidfuzz's integer
-   cutoff semantics are exact; its normalised-similarity cutoff is not (measured: with
-   rapidfuzz 3.14, ``Indel.normalized_similarity(a, b, score_cutoff=0.8 - 1e-8)`` returns 0
-   for pairs whose similarity is exactly 0.8), so no float cutoff is used. For every survivor
-   the bound ``(T - d)/T`` is computed in float64; difflib computes ``2.0*matches/T`` and
-   correctly rounded division is monotone, so ``bound < threshold`` implies
-   ``ratio < threshold`` with no rounding caveat. Those survivors are dropped.
-5. The remaining candidates of a sample unit are checked with difflib in decreasing order of
-   their bound (branch and bound): the scan stops as soon as the bound falls strictly below the
-   best score found so far. So the best score is exact, not merely the first one above the
-   threshold.
+1. **Indel bound.** The matching blocks of difflib are a common subsequence of the two strings, so
+   ``matches <= LCS`` and ``ratio = 2*matches/T <= 2*LCS/T``, rapidfuzz's normalised Indel similarity.
+   autojunk only removes matches, so the bound holds in both modes.
+2. **Length window.** ``LCS <= min(la, lb)``, so ``ratio <= 2*min(la, lb)/T``: a sample unit is only compared
+   with the training units whose lengths this allows (loosened by one character on each side).
+3. **Class bound** (what makes a full-scale cell cheap). Partition the training alphabet into classes
+   C_1..C_k and let p_i(s) keep only the characters of s in C_i. A common subsequence w of a and b projects
+   to a common subsequence p_i(w) of p_i(a) and p_i(b), and |w| = sum_i |p_i(w)|, so::
+
+       LCS(a, b) <= B(a, b) = sum_i LCS(p_i(a), p_i(b))
+
+   (k = 1 is the Indel bound itself; one class per character is the character-multiset bound
+   sum_c min(count_a(c), count_b(c)).) A sample's characters outside the training alphabet match no
+   training character and are dropped before projecting. k is 2-4, chosen so that the projections are
+   about 32 characters or fewer (:func:`class_count`): rapidfuzz then compares many of them at once with
+   its multi-string SIMD path (strings of <= 64 characters), a projection costs a fraction of the whole
+   string, and the bound stays tight (random English quatrain pairs: B/T about 0.51 against an Indel
+   similarity of 0.39 and the threshold 0.7). The classes balance character frequencies (greedy, most
+   frequent first), which keeps the k projections of similar length.
+4. A pair is dropped when ``B < ceil(t*(la_min + lb)/2) - 1`` with la_min the shortest sample unit of
+   its block: then ``2*B/T < t - 2/T``, far enough below the threshold for no float rounding to matter.
+   The survivors get their exact Indel distance d (``rapidfuzz.process.cpdist``) and the bound
+   ``(T - d)/T`` in float64; difflib computes ``2.0*matches/T`` and correctly rounded division is
+   monotone, so ``bound < threshold`` implies ``ratio < threshold``. Those are dropped too.
+5. The remaining candidates of a sample unit are checked with difflib in decreasing order of their
+   bound (branch and bound): the scan stops as soon as the bound falls strictly below the best score
+   found so far. So the best score is exact, not merely the first one above the threshold.
+
+Identical training units and identical sample units are compared once (a training unit is
+represented by its lowest index). The training side of all this (deduplicated units sorted by length, the
+classes and the projections) depends on the training split only: :func:`build_index` makes it once, and
+:func:`save_index` / :func:`load_index` cache it (the workflow's ``memorization_index`` rule, one per
+language), so a metric cell only projects its own sample. ``exclude`` leaves reference quatrains out
+of an index (a HUMAN sample is compared with the rest of train).
 
 Ties: among training units with the same best score the lowest training index wins, which is
 what a brute-force scan in index order that only replaces on a strictly better score returns.
@@ -56,20 +71,21 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import time
+from collections import Counter
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
+from poeval.io import atomic_dir, file_sha256, read_json, write_json
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
           for level in ("quatrain", "couplet", "verse")}
-
-# Cells of one cdist block (int32): bounds the memory of a block to about 64 MB.
-_MAX_CELLS = 1 << 24
-_MAX_ROWS = 512
 
 
 def units(quatrains: Sequence[Sequence[str]], level: str) -> list[str]:
@@ -128,6 +144,13 @@ def best_matches_bruteforce(samples: Sequence[str], training: Sequence[str], thr
     return hits
 
 
+
+def _check_strings(name: str, seq) -> Sequence[str]:
+    if isinstance(seq, str) or not all(isinstance(s, str) for s in seq):
+        raise PoevalError(f"memorization {name} must be a list of strings")
+    return seq
+
+
 def _dedupe(strings: Sequence[str]) -> tuple[list[str], list[list[int]]]:
     """Unique strings in order of first occurrence, and the indices of each one's occurrences."""
     index: dict[str, int] = {}
@@ -151,111 +174,319 @@ def _length_window(lb: int, t: float) -> tuple[int, int]:
     return lo, hi
 
 
-def best_matches(samples: Sequence[str], training: Sequence[str], threshold: float, workers: int = -1,
-                 progress: bool = False, autojunk: bool = False) -> list[tuple[int, int, float]]:
+# --- the training index (filters 2 and 3 of the module doc, training side) ------------------------------
+
+INDEX_FORMAT = 1
+INDEX_META = "index.json"
+# One cdist call holds at most this many pairs (k class matrices, their sum and a mask: bytes each).
+_MAX_CELLS = 1 << 24
+# Sample units per block: rows of similar length keep the block's integer cutoff (filter 4) tight.
+_MAX_ROWS = 128
+
+
+def class_count(mean_length: float) -> int:
+    """Classes of the class bound: projections of about 32 characters or fewer, 2 to 4 classes
+    (benchmarks/README.md: fewer classes give longer projections, more a looser bound)."""
+    return min(4, max(2, math.ceil(mean_length / 32)))
+
+
+def partition(counts: Mapping[str, int], k: int) -> tuple[str, ...]:
+    """k classes of characters with balanced total counts: the most frequent character first, each to the
+    lightest class (ties: the lower class; equal counts in code point order), so the result is deterministic."""
+    classes: list[list[str]] = [[] for _ in range(k)]
+    load = [0] * k
+    for ch, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        lightest = min(range(k), key=lambda c: (load[c], c))
+        classes[lightest].append(ch)
+        load[lightest] += n
+    return tuple("".join(sorted(c)) for c in classes)
+
+
+def _char_counts(text: str) -> dict[str, int]:
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    counts = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
+    return {chr(c): int(counts[c]) for c in np.flatnonzero(counts)}
+
+
+def _separator(cls: str) -> str:
+    """A character that no projection onto ``cls`` contains (the smallest code point outside the class), so
+    the projections of an index are stored joined by it and read back with one ``str.split``."""
+    return next(chr(c) for c in range(len(cls) + 1) if chr(c) not in cls)
+
+
+class Index:
+    """The training side of :func:`best_matches` for one level: the unique training units sorted by length
+    (then by lowest index), each one's lowest training index, and their class projections.
+
+    ``text`` holds the units concatenated; a unit is sliced from it only when it is a candidate."""
+
+    def __init__(self, classes: Sequence[str], text: str, lengths: np.ndarray, first: np.ndarray,
+                 inverse: np.ndarray, projections: list[list[str]]):
+        self.classes = tuple(classes)
+        self.text = text
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.lengths)))
+        self.first = np.asarray(first, dtype=np.int64)
+        self.inverse = np.asarray(inverse, dtype=np.int64)
+        self.projections = projections
+        self.alphabet = frozenset("".join(self.classes))
+        if self.starts[-1] != len(text) or len(projections) != len(self.classes) or \
+                any(len(p) != len(self.lengths) for p in projections) or len(self.first) != len(self.lengths):
+            raise PoevalError("memorization index: its parts do not fit together; rebuild it")
+
+    @property
+    def n_training(self) -> int:
+        """Training units it was built from (duplicates included)."""
+        return len(self.inverse)
+
+    def unit(self, u: int) -> str:
+        return self.text[self.starts[u]:self.starts[u + 1]]
+
+    def project(self, strings: Sequence[str]) -> list[list[str]]:
+        """The class projections of other strings (sample units); characters outside the training alphabet
+        match nothing and are dropped."""
+        alphabet = self.alphabet
+        known = [s if set(s) <= alphabet else "".join(ch for ch in s if ch in alphabet) for s in strings]
+        return [[s.translate(table) for s in known] for table in _tables(self.classes)]
+
+
+def _tables(classes: Sequence[str]) -> list[dict]:
+    """str.translate tables that keep one class each (deleting the rest of the alphabet)."""
+    every = "".join(classes)
+
+    def dropping_all_but(keep: str) -> dict:
+        keep_set = set(keep)
+        return str.maketrans("", "", "".join(ch for ch in every if ch not in keep_set))
+
+    return [dropping_all_but(keep) for keep in classes]
+
+
+def build_index(training: Sequence[str], classes: int | None = None) -> Index:
+    """The :class:`Index` of training units (one level); ``classes``: k of the class bound (default
+    :func:`class_count` of the mean unit length)."""
+    _check_strings("training", training)
+    position: dict[str, int] = {}
+    inverse = np.fromiter((position.setdefault(s, len(position)) for s in training), dtype=np.int64,
+                          count=len(training))
+    uniq = list(position)                       # in order of first occurrence
+    # a first occurrence raises the running maximum of the unique ids (assigned in that order) by one
+    running = np.maximum.accumulate(inverse) if inverse.size else inverse
+    first_seen = np.flatnonzero(np.diff(running, prepend=-1) > 0)
+    lengths = np.fromiter(map(len, uniq), dtype=np.int64, count=len(uniq))
+    order = np.argsort(lengths, kind="stable")  # by length, then by lowest index
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    units_sorted = [uniq[k] for k in order.tolist()]
+    text = "".join(units_sorted)
+    cls = partition(_char_counts(text), classes or class_count(lengths.mean() if lengths.size else 0))
+    projections = [[s.translate(table) for s in units_sorted] for table in _tables(cls)]
+    return Index(cls, text, lengths[order], first_seen[order], rank[inverse], projections)
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as handle:   # newline="": no "\n" translation
+        handle.write(text)
+
+
+def _read_text(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike) -> None:
+    """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically), with
+    ``index.json`` naming the file's sha256, so a cell refuses an index of another training split."""
+    meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {}}
+    with atomic_dir(out_dir) as tmp:
+        for level, index in indexes.items():
+            _write_text(tmp / f"{level}.units.txt", index.text)
+            for k, (cls, projection) in enumerate(zip(index.classes, index.projections)):
+                _write_text(tmp / f"{level}.class{k}.txt", _separator(cls).join(projection))
+            np.savez(tmp / f"{level}.npz", lengths=index.lengths, first=index.first, inverse=index.inverse)
+            meta["levels"][level] = {"classes": list(index.classes), "n_training": index.n_training,
+                                     "n_unique": len(index.lengths)}
+        write_json(tmp / INDEX_META, meta)
+
+
+def load_index(index_dir: str | os.PathLike, levels: Sequence[str],
+               input_path: str | os.PathLike | None = None) -> dict[str, Index]:
+    """The indexes of ``levels`` saved by :func:`save_index`; ``input_path``: fail unless the index was
+    built from this file's current bytes (a stale index)."""
+    index_dir = Path(index_dir)
+    meta_path = index_dir / INDEX_META
+    if not meta_path.is_file():
+        raise PoevalError(f"memorization index not found: {meta_path}; build it with `poeval index`")
+    meta = read_json(meta_path)
+    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
+        raise PoevalError(f"{index_dir}: not a memorization index of format {INDEX_FORMAT}; rebuild it")
+    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
+        raise PoevalError(f"{index_dir} was built from a different version of {input_path}; rebuild it")
+    out = {}
+    for level in levels:
+        info = meta["levels"].get(level)
+        if info is None:
+            raise PoevalError(f"{index_dir} has no {level!r} level (it has {sorted(meta['levels'])}); rebuild it")
+        with np.load(index_dir / f"{level}.npz", allow_pickle=False) as arrays:
+            parts = {key: arrays[key] for key in arrays.files}
+        projections = [_read_text(index_dir / f"{level}.class{k}.txt").split(_separator(cls)) if len(parts["lengths"])
+                       else [] for k, cls in enumerate(info["classes"])]
+        out[level] = Index(info["classes"], _read_text(index_dir / f"{level}.units.txt"), parts["lengths"],
+                           parts["first"], parts["inverse"], projections)
+    return out
+
+
+# --- search ----------------------------------------------------------------------------------------------
+
+def _first_kept(index: Index, exclude: Sequence[int]) -> np.ndarray:
+    """Per unique unit, its lowest training index not in ``exclude`` (-1 when every occurrence is)."""
+    if len(exclude) == 0:
+        return index.first
+    gone = np.asarray(exclude, dtype=np.int64)
+    if gone.min() < 0 or gone.max() >= index.n_training:
+        raise PoevalError(f"memorization exclude: training indices must lie in [0, {index.n_training})")
+    kept = np.ones(index.n_training, dtype=bool)
+    kept[gone] = False
+    kept = np.flatnonzero(kept)
+    first = np.full(len(index.lengths), index.n_training, dtype=np.int64)
+    np.minimum.at(first, index.inverse[kept], kept)
+    first[first == index.n_training] = -1
+    return first
+
+
+def _blocks(lengths: np.ndarray, index: Index, threshold: float):
+    """(start, stop, lo, hi): at most _MAX_ROWS consecutive sample units (sorted by length) and the
+    sorted training units [lo, hi) their length windows allow."""
+    for start in range(0, len(lengths), _MAX_ROWS):
+        stop = min(start + _MAX_ROWS, len(lengths))
+        lo = _length_window(int(lengths[start]), threshold)[0]
+        hi = _length_window(int(lengths[stop - 1]), threshold)[1]
+        yield (start, stop, int(np.searchsorted(index.lengths, lo, "left")),
+               int(np.searchsorted(index.lengths, hi, "right")))
+
+
+def _class_survivors(rows: list[list[str]], row_lengths: np.ndarray, index: Index, lo: int, hi: int,
+                     threshold: float, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, training unit) of the pairs of sample units x training units [lo, hi) that the class bound keeps
+    (filters 3-4). ``rows``: the class projections of sample units of lengths ``row_lengths`` (ascending)."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import LCSseq
+
+    shortest, longest = int(row_lengths[0]), int(row_lengths[-1])
+    # B <= the sample unit's length <= longest, and `need` is clipped to longest + 1: both fit the dtype
+    dtype = np.uint8 if longest < 254 else np.uint16 if longest < 65534 else np.uint32
+    out_r, out_c = [], []
+    step = max(1, _MAX_CELLS // max(1, len(rows[0])))
+    for c0 in range(lo, hi, step):
+        c1 = min(c0 + step, hi)
+        bound = None
+        for row_part, column_part in zip(rows, index.projections):
+            lcs = process.cdist(row_part, column_part[c0:c1], scorer=LCSseq.similarity, dtype=dtype, workers=workers)
+            bound = lcs if bound is None else np.add(bound, lcs, out=bound)
+        # B < ceil(t*(la + lb)/2) - 1 means 2B/T < t - 2/T (module doc, filter 4): first with the block's
+        # shortest sample unit for la (a loose cutoff per column), then for the survivors' own la
+        need = np.clip(np.ceil(threshold * (shortest + index.lengths[c0:c1]) / 2.0) - 1, 0, longest + 1)
+        keep = bound >= need.astype(dtype)
+        columns = np.flatnonzero(keep.any(axis=0))
+        r, c = np.nonzero(keep[:, columns])
+        c = columns[c]
+        own = np.ceil(threshold * (row_lengths[r] + index.lengths[c0 + c]) / 2.0) - 1
+        tight = bound[r, c] >= own
+        out_r.append(r[tight])
+        out_c.append(c[tight] + c0)
+    return np.concatenate(out_r or [np.zeros(0, np.int64)]), np.concatenate(out_c or [np.zeros(0, np.int64)])
+
+
+def best_matches(samples: Sequence[str], training: Sequence[str] | Index, threshold: float, workers: int = -1,
+                 progress: bool = False, autojunk: bool = False, exclude: Sequence[int] = (),
+                 profile: dict | None = None) -> list[tuple[int, int, float]]:
     """(sample index, training index, score) for every sample unit whose best ratio >= threshold.
 
     Exactly the result of :func:`best_matches_bruteforce`: score is the best difflib ratio over all
-    training units, training index the lowest index reaching it. Sorted by sample index."""
+    training units, training index the lowest index reaching it. Sorted by sample index. ``training``:
+    the training units or their :class:`Index`; ``exclude``: training indices to leave out. ``profile``:
+    a dict that receives where the time went (pairs and seconds per filter; benchmarks/README.md)."""
     from rapidfuzz import process
     from rapidfuzz.distance import Indel
 
     threshold = _check_threshold(threshold)
-    for name, seq in (("samples", samples), ("training", training)):
-        if isinstance(seq, str) or not all(isinstance(s, str) for s in seq):
-            raise PoevalError(f"memorization {name} must be a list of strings")
-    if not samples or not training:
+    _check_strings("samples", samples)
+    index = training if isinstance(training, Index) else build_index(training)
+    first = _first_kept(index, exclude)
+    if not samples or not len(index.lengths):
         return []
-
-    train_u, train_where = _dedupe(training)
     sample_u, sample_where = _dedupe(samples)
-    train_first = [w[0] for w in train_where]  # lowest original index of each unique training unit
-
-    # Training units sorted by length (then by index, so ties keep the lowest index first).
-    t_order = sorted(range(len(train_u)), key=lambda k: (len(train_u[k]), train_first[k]))
-    t_sorted = [train_u[k] for k in t_order]
-    t_len = np.fromiter((len(s) for s in t_sorted), dtype=np.int64, count=len(t_sorted))
     s_order = sorted(range(len(sample_u)), key=lambda k: len(sample_u[k]))
+    s_sorted = [sample_u[k] for k in s_order]
+    s_len = np.fromiter(map(len, s_sorted), dtype=np.int64, count=len(s_sorted))
+    s_proj = index.project(s_sorted)
 
-    windows = []
-    for k in s_order:
-        lo, hi = _length_window(len(sample_u[k]), threshold)
-        windows.append((int(np.searchsorted(t_len, lo, "left")), int(np.searchsorted(t_len, hi, "right"))))
-
-    # Blocks of consecutive (by length) samples whose joint window is small enough.
-    blocks = []
-    start = 0
-    n = len(s_order)
-    while start < n:
-        lo, hi = windows[start]
-        stop = start + 1
-        while stop < n and stop - start < _MAX_ROWS:
-            nhi = max(hi, windows[stop][1])
-            if (stop + 1 - start) * (nhi - lo) > _MAX_CELLS:
-                break
-            hi = nhi
-            stop += 1
-        blocks.append((start, stop, lo, hi))
-        start = stop
-
-    s_len_sorted = np.fromiter((len(sample_u[k]) for k in s_order), dtype=np.int64, count=len(s_order))
     candidates: dict[int, list[tuple[float, int, int]]] = {}
-    iterator: Iterable = blocks
+    prof = Counter()
+    blocks: Iterable = list(_blocks(s_len, index, threshold))
     if progress:
         from tqdm import tqdm
-        iterator = tqdm(blocks, desc=f"memorization >= {threshold}", unit="block")
-    for start, stop, lo, hi in iterator:
+        blocks = tqdm(blocks, desc=f"memorization >= {threshold}", unit="block")
+    for start, stop, lo, hi in blocks:
         if hi <= lo:
             continue
-        rows = [sample_u[k] for k in s_order[start:stop]]
-        # Integer Indel distance cutoff, loose for the block: 2*LCS/T >= t  <=>  d <= (1 - t)*T.
-        max_dist = math.floor((1.0 - threshold) * (int(s_len_sorted[stop - 1]) + int(t_len[hi - 1]))) + 1
-        dist = process.cdist(rows, t_sorted[lo:hi], scorer=Indel.distance, score_cutoff=max_dist,
-                             workers=workers, dtype=np.int32)
-        r_idx, c_idx = np.nonzero(dist <= max_dist)
-        if r_idx.size == 0:
+        clock = time.perf_counter()
+        r, u = _class_survivors([p[start:stop] for p in s_proj], s_len[start:stop], index, lo, hi, threshold,
+                                workers)
+        prof.update(window_pairs=(stop - start) * (hi - lo), class_survivors=r.size,
+                    class_s=time.perf_counter() - clock)
+        if r.size == 0:
             continue
-        d = dist[r_idx, c_idx].astype(np.int64)
-        total = s_len_sorted[start + r_idx] + t_len[lo + c_idx]
-        # Exact bound 2*LCS/T = (T - d)/T in float64: correctly rounded like difflib's 2.0*M/T.
+        clock = time.perf_counter()
+        d = process.cpdist([s_sorted[start + i] for i in r.tolist()], [index.unit(j) for j in u.tolist()],
+                           scorer=Indel.distance, workers=workers, dtype=np.int64)
+        total = s_len[start + r] + index.lengths[u]
+        # Exact Indel bound 2*LCS/T = (T - d)/T in float64: correctly rounded like difflib's 2.0*M/T.
         bound = np.divide(total - d, total, out=np.ones(total.shape, dtype=np.float64), where=total > 0)
-        keep = bound >= threshold  # ratio <= bound, so bound < threshold implies ratio < threshold
-        for r, c, b in zip(r_idx[keep].tolist(), c_idx[keep].tolist(), bound[keep].tolist()):
-            k = s_order[start + r]
-            tk = t_order[lo + c]
-            candidates.setdefault(k, []).append((b, train_first[tk], tk))
+        for i, unit, b in zip((start + r).tolist(), u.tolist(), bound.tolist()):
+            if b >= threshold and first[unit] >= 0:   # ratio <= bound: below the threshold is no hit
+                candidates.setdefault(s_order[i], []).append((b, int(first[unit]), unit))
+        prof["indel_s"] += time.perf_counter() - clock
 
+    clock = time.perf_counter()
     hits: list[tuple[int, int, float]] = []
     sm = difflib.SequenceMatcher(None, "", "", autojunk=autojunk)
     for k, cands in candidates.items():
         sm.set_seq2(sample_u[k])
         cands.sort(key=lambda c: (-c[0], c[1]))
         best, best_j = -1.0, -1
-        for bound, j, tk in cands:
+        for bound, j, u in cands:
             if bound < best:
                 break  # no remaining candidate can reach (let alone beat) the best score
-            sm.set_seq1(train_u[tk])
+            sm.set_seq1(index.unit(u))
             r = sm.ratio()
+            prof["difflib_calls"] += 1
             if r > best or (r == best and j < best_j):
                 best, best_j = r, j
         if best >= threshold:
             hits.extend((i, best_j, best) for i in sample_where[k])
     hits.sort()
+    if profile is not None:
+        prof.update(indel_candidates=sum(map(len, candidates.values())), difflib_s=time.perf_counter() - clock)
+        profile.update(prof)
     return hits
 
 
 def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]], *,
             sample_ids: Sequence | None = None, reference_ids: Sequence | None = None,
+            index: Mapping[str, Index] | None = None, exclude: Sequence[int] = (),
             thresholds: Mapping[str, float] = LEVELS,
             levels: Sequence[str] = ("quatrain", "couplet", "verse"),
-            workers: int = -1, progress: bool = False, autojunk: bool = False) -> dict:
+            workers: int = -1, progress: bool = False, autojunk: bool = False, profile: dict | None = None) -> dict:
     """Memorization rates of ``samples`` against the training quatrains ``reference``.
 
     Returns ``{level: rate, ..., "hits": {level: [{"sample": id, "train": id, "score": s}, ...]},
     "n_units": {level: number of sample units}}``. Quatrain hits use the quatrain ids (default:
     list positions); couplet and verse hits use ``f"{quatrain_id}#{k}"`` with k the 0-based
     couplet (0, 1) or verse (0..3) index. With no samples the rates are None; with no reference
-    they are 0.0."""
+    they are 0.0. ``index``: {level: :class:`Index`} of ``reference`` (:func:`build_index` of its
+    :func:`units`, or :func:`load_index`), so the training side is not built again; ``exclude``:
+    positions of reference quatrains to leave out (a HUMAN sample drawn from ``reference``). ``profile``:
+    receives {level: the profile of :func:`best_matches`}."""
     if isinstance(levels, str):
         levels = (levels,)
     for level in levels:
@@ -274,11 +505,17 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     for level in levels:
         threshold = _check_threshold(thresholds.get(level, LEVELS[level]) if thresholds is not None
                                      else LEVELS[level])
+        per = _PER[level]
+        level_index = index[level] if index is not None and level in index else build_index(units(reference, level))
+        if level_index.n_training != per * len(reference):
+            raise PoevalError(f"the memorization index has {level_index.n_training} {level} units, the reference "
+                              f"{per * len(reference)}: it was built from another reference; rebuild it")
         s_units = units(samples, level)
-        r_units = units(reference, level)
         s_ids = _unit_ids(sample_ids, level)
         r_ids = _unit_ids(reference_ids, level)
-        found = best_matches(s_units, r_units, threshold, workers=workers, progress=progress, autojunk=autojunk)
+        found = best_matches(s_units, level_index, threshold, workers=workers, progress=progress, autojunk=autojunk,
+                             exclude=[q * per + k for q in exclude for k in range(per)],
+                             profile=None if profile is None else profile.setdefault(level, {}))
         n_units[level] = len(s_units)
         out[level] = (len(found) / len(s_units)) if s_units else None
         hits[level] = [{"sample": s_ids[i], "train": r_ids[j], "score": score} for i, j, score in found]
@@ -287,8 +524,27 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     return out
 
 
+_PER = {"quatrain": 1, "couplet": 2, "verse": 4}
+
+
 def _unit_ids(ids: list, level: str) -> list:
     if level == "quatrain":
         return list(ids)
-    per = 2 if level == "couplet" else 4
-    return [f"{q}#{k}" for q in ids for k in range(per)]
+    return [f"{q}#{k}" for q in ids for k in range(_PER[level])]
+
+
+def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
+               levels: Sequence[str] = tuple(LEVELS), progress: bool = True) -> dict:
+    """Build and save (:func:`save_index`) the index of every level of a training file, read as ``poeval
+    evaluate`` reads its reference, so its training indices are the rows a metric cell sees. Returns the
+    saved ``index.json``."""
+    from tqdm.auto import tqdm
+
+    from poeval.io import read_poems
+
+    poems, _ = read_poems(quatrains_path)
+    quatrains = [p["lines"] for p in poems]
+    indexes = {level: build_index(units(quatrains, level))
+               for level in tqdm(levels, desc="memorization index", unit="level", disable=not progress)}
+    save_index(indexes, out_dir, quatrains_path)
+    return read_json(Path(out_dir) / INDEX_META)

@@ -429,3 +429,25 @@ def test_exclude_equals_the_reference_without_those_quatrains():
     assert not any(h["train"] in exclude for h in got["hits"]["quatrain"])
     with pytest.raises(PoevalError, match="training indices"):
         mem.compute(samples, train, index=index, exclude=[len(train)])
+
+
+def test_real_model_samples_equal_brute_force(root):
+    """Samples of the main job's fine-tuned GPT-2 S and SmolLM2 against the training quatrains nearest to
+    them and random ones (tests/fixtures/memorization_real.jsonl, from scripts/make_memorization_fixture.py).
+    The models copy nothing at the paper's thresholds, so lower ones are searched too: then every sample unit
+    has candidates, and the branch and bound decides among several."""
+    import json
+
+    records = [json.loads(line) for line in (root / "tests/fixtures/memorization_real.jsonl").open(encoding="utf-8")]
+    samples = [r["lines"] for r in records if r["role"] == "sample"]
+    train = [r["lines"] for r in records if r["role"] == "train"]
+    assert len(samples) == 24 and len(train) == 240
+    n_hits = 0
+    for level, low in (("quatrain", 0.4), ("couplet", 0.45), ("verse", 0.5)):
+        s_units, t_units = mem.units(samples, level), mem.units(train, level)
+        # one brute-force scan: the best match does not depend on the threshold, only whether it counts
+        brute = mem.best_matches_bruteforce(s_units, t_units, low)
+        for threshold in (low, mem.LEVELS[level]):
+            assert mem.best_matches(s_units, t_units, threshold) == [h for h in brute if h[2] >= threshold]
+        n_hits += len(brute)
+    assert n_hits > 50

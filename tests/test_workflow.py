@@ -359,7 +359,7 @@ def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
     (work / "config" / "de.yaml").write_text(
         f"languages: [en, de]\ncorpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n"
         "models: {gpt2-s: {init: pretrained, name_or_path: {en: org/english-gpt2, de: org/german-gpt2}}}\n"
-        "metrics: {semantic: {encoder: {en: default, de: org/multilingual-encoder}}}\n")
+        "metrics: {semantic: {encoder: {en: default, de: org/multilingual-encoder}, backend: torch-bf16}}\n")
     proc = snakemake(work, "-n", "-p", "--forceall", paths.model_dir("en", "gpt2-s"),
                      paths.model_dir("de", "gpt2-s"), paths.embeddings("en"), paths.embeddings("de"),
                      configs=("config/tiny.yaml", "config/de.yaml"))
@@ -371,6 +371,7 @@ def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
     assert "org/german-gpt2" in train["de"] and "english" not in train["de"]
     embed = {lang: next(c for c in commands if paths.embeddings(lang) in c) for lang in ("en", "de")}
     assert "--encoder default" in embed["en"] and "--encoder org/multilingual-encoder" in embed["de"]
+    assert all("--backend torch-bf16" in c for c in embed.values())   # metrics.semantic.backend reaches the rule
 
 
 def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):

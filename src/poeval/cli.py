@@ -312,15 +312,23 @@ def _parser_evaluate(sub) -> None:
 def cmd_embed(args) -> None:
     from poeval.metrics import semantic
 
-    semantic.embed_file(args.quatrains, args.encoder, args.out, batch_size=args.batch_size, threads=args.threads)
+    semantic.embed_file(args.quatrains, args.encoder, args.out, batch_size=args.batch_size, threads=args.threads,
+                        backend=args.backend)
 
 
 def _parser_embed(sub) -> None:
+    from poeval.metrics.semantic import BACKENDS
+
     p = sub.add_parser("embed", help="embed reference quatrains once with a sentence encoder (cache)")
     p.add_argument("quatrains")
     p.add_argument("--encoder", default="default")
-    p.add_argument("--out", required=True, help=".npy file; a .npy.json sidecar records encoder and input hash")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--out", required=True,
+                   help=".npy file; a .npy.json sidecar records encoder, backend and input hash")
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
+                        "so it changes padding only")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
+                   help="how the encoder runs (params metrics.semantic.backend): torch is the float32 reference")
     p.add_argument("--threads", type=int)
     p.set_defaults(func=cmd_embed)
 

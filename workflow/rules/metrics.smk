@@ -10,9 +10,10 @@ rule embed_reference:
     params:
         encoder=lambda wc: poeval_config.for_lang(P["metrics"]["semantic"]["encoder"], wc.lang),
         batch_size=P["metrics"]["semantic"]["batch_size"],
+        backend=P["metrics"]["semantic"]["backend"],
     threads: P["threads"]
     shell:
-        "poeval embed {input:q} --encoder {params.encoder:q} --batch-size {params.batch_size:q}"
+        "poeval embed {input:q} --encoder {params.encoder:q} --batch-size {params.batch_size:q} --backend {params.backend:q}"
         " --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
 
 

@@ -99,13 +99,14 @@ def _semantic(poems, ref, opts):
     cache = opts.get("reference_embeddings")
     ref_emb = sample_emb = None
     if cache:
-        cached = semantic.load_embeddings(cache, encoder=opts["encoder"], input_path=ref.path)
+        cached = semantic.load_embeddings(cache, encoder=opts["encoder"], backend=opts["backend"], input_path=ref.path)
         ref_emb = cached[ref.rows]
         rows = _cached_sample_rows(poems, ref)
         sample_emb = None if rows is None else cached[rows]   # no encoder run for HUMAN samples
     within, across = semantic.max_sims(_lines(poems), _lines(ref.poems), encoder=opts["encoder"],
                                        reference_embeddings=ref_emb, sample_embeddings=sample_emb,
-                                       batch_size=opts["batch_size"], progress=opts.get("progress", False))
+                                       batch_size=opts["batch_size"], backend=opts["backend"],
+                                       progress=opts.get("progress", False))
 
     def resample(idx):
         # within keeps each poem's max cosine in the full sample: a resampled duplicate is not a new poem
@@ -115,7 +116,8 @@ def _semantic(poems, ref, opts):
     per_poem = {k: None if v is None else [round(float(x), 6) for x in v] for k, v in (("within", within), ("across", across))}
     encoder = semantic.canonical_encoder_name(opts["encoder"])
     note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
-    return semantic.from_max_sims(within, across) | {"per_poem": per_poem, "encoder": encoder} | note, resample
+    return semantic.from_max_sims(within, across) | {"per_poem": per_poem, "encoder": encoder,
+                                                      "backend": opts["backend"]} | note, resample
 
 
 def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:

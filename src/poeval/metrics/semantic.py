@@ -23,11 +23,26 @@ language or a mapping ``{en: ..., de: ...}``. all-MiniLM-L6-v2 was trained on En
 applies it to German says so (:func:`coverage_note`, in the result of every German semantic cell and
 in the captions of Tables 3 and 8).
 
+Backend (``metrics.semantic.backend``): how the encoder runs. A sample is only compared with reference
+embeddings of its own backend (the reference cache records it and is refused otherwise).
+
+* ``torch`` – float32 PyTorch, the reference.
+* ``torch-bf16`` – the same model under ``torch.autocast(dtype=bfloat16)``: matrix products in bfloat16
+  with float32 accumulation, layer norms, softmax and pooling in float32. Fast where the CPU has
+  AMX / AVX512-BF16 (oneDNN); elsewhere the same numbers up to rounding, only slower.
+
+How far a backend moves Table 3 (max cosines on 1000 x 20,000 real quatrains) is measured in
+``benchmarks/README.md``; the default stays the reference (the rule: another backend only when every
+max cosine moves by at most 0.001, and bfloat16 moves them by a few thousandths). int8 dynamic
+quantisation of the ``nn.Linear`` layers was measured too and is not offered: it moves single cosines by
+up to 0.3.
+
 Stored std is the population standard deviation (ddof=0, ``np.std``), as in the paper's code. Cosines
 are clipped to [-1, 1] (float32 rounding can give 1.0000001 for identical texts)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -41,6 +56,8 @@ from poeval.errors import PoevalError
 from poeval.io import atomic_write, file_sha256, read_poems, write_json
 
 PARAM = "metrics.semantic.encoder"
+BACKEND_PARAM = "metrics.semantic.backend"
+BACKENDS = ("torch", "torch-bf16")   # the first is the reference (module doc)
 DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 JOIN = " "
@@ -105,21 +122,35 @@ def resolve_encoder(name_or_path: str) -> str:
     return hub.resolve(name_or_path, PARAM, "sentence encoder")
 
 
-@functools.lru_cache(maxsize=2)
-def _load(resolved: str, device: str | None):
+def check_backend(backend) -> str:
+    if backend not in BACKENDS:
+        raise PoevalError(f"{BACKEND_PARAM} must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+def backend_of(model) -> str:
+    """The backend a loaded encoder runs with (:func:`load_encoder` marks it; anything else is ``torch``)."""
+    return getattr(model, "poeval_backend", BACKENDS[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _load(resolved: str, device: str | None, backend: str):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(resolved, device=device, local_files_only=hub.local_files_only())
+    model = SentenceTransformer(resolved, device=device, local_files_only=hub.local_files_only())
+    model.poeval_backend = backend   # a separate object per backend: embed reads the mark
+    return model
 
 
-def load_encoder(name_or_path: str = "default", *, device: str | None = None):
-    """A ``SentenceTransformer`` for ``name_or_path`` (cached per process), offline unless the user allows
-    downloads (:mod:`poeval.hub`).
+def load_encoder(name_or_path: str = "default", *, device: str | None = None, backend: str = BACKENDS[0]):
+    """A ``SentenceTransformer`` for ``name_or_path`` prepared for ``backend`` (cached per process), offline
+    unless the user allows downloads (:mod:`poeval.hub`).
 
     Any loading failure becomes a PoevalError naming ``metrics.semantic.encoder``."""
     resolved = resolve_encoder(name_or_path)
+    check_backend(backend)
     try:
-        return _load(resolved, device)
+        return _load(resolved, device, backend)
     except PoevalError:
         raise
     except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
@@ -129,17 +160,38 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None):
             f"folder, a hub id in the Hugging Face cache, or \"default\"): {first}") from None
 
 
-def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,
-          desc: str = "embedding") -> np.ndarray:
+def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 64, progress: bool = True,
+          desc: str = "embedding", backend: str | None = None) -> np.ndarray:
     """L2-normalised float32 embeddings (n x dim) of ``texts`` in input order.
 
-    ``encoder`` is a name/path or an already loaded ``SentenceTransformer``. Texts are sorted by length
-    (longest first) so that batches need little padding; rows are put back in input order."""
-    from tqdm.auto import tqdm
-
+    ``encoder`` is a name/path (loaded for ``backend``, default the reference) or an already loaded
+    ``SentenceTransformer`` (then ``backend``, if given, must be the one it was loaded for). Texts are
+    sorted by length (longest first) so that batches need little padding; rows are put back in input
+    order."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise PoevalError(f"metrics.semantic.batch_size must be a positive integer, got {batch_size!r}")
-    model = load_encoder(encoder) if isinstance(encoder, str) else encoder
+    if isinstance(encoder, str):
+        model = load_encoder(encoder, backend=BACKENDS[0] if backend is None else backend)
+    else:
+        model = encoder
+        if backend is not None and check_backend(backend) != backend_of(model):
+            raise PoevalError(f"the encoder was loaded for {BACKEND_PARAM}={backend_of(model)}, not {backend}")
+    with _precision(model):
+        return _embed_sorted(texts, model, batch_size, progress, desc)
+
+
+def _precision(model):
+    """bfloat16 autocast for ``torch-bf16`` (module doc); nothing to change for the other backends."""
+    if backend_of(model) != "torch-bf16":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(model.device.type, dtype=torch.bfloat16)
+
+
+def _embed_sorted(texts, model, batch_size, progress, desc) -> np.ndarray:
+    from tqdm.auto import tqdm
+
     dim = _dimension(model)
     n = len(texts)
     out = np.empty((n, dim), dtype=np.float32)
@@ -164,9 +216,10 @@ def _dimension(model) -> int:
     return int(dim)
 
 
-def embed_quatrains(quatrains: Sequence[Sequence[str]], encoder="default", *, batch_size: int = 16,
-                    progress: bool = True) -> np.ndarray:
-    return embed([quatrain_text(q) for q in quatrains], encoder, batch_size=batch_size, progress=progress)
+def embed_quatrains(quatrains: Sequence[Sequence[str]], encoder="default", *, batch_size: int = 64,
+                    progress: bool = True, backend: str | None = None) -> np.ndarray:
+    return embed([quatrain_text(q) for q in quatrains], encoder, batch_size=batch_size, progress=progress,
+                 backend=backend)
 
 
 # --- reference embedding cache --------------------------------------------------------------------------
@@ -176,14 +229,15 @@ def sidecar_path(out_npy: str | os.PathLike) -> Path:
     return Path(f"{out_npy}.json")
 
 
-def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 16,
-               threads: int | None = None) -> None:
+def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 64,
+               threads: int | None = None, backend: str = BACKENDS[0]) -> None:
     """Embed the usable quatrains of a file once and cache them: ``out_npy`` (float32, n x dim, rows in
-    file order) and the sidecar ``<out_npy>.json`` {encoder, n, dim, sha256 of the input, ...}.
+    file order) and the sidecar ``<out_npy>.json`` {encoder, backend, n, dim, sha256 of the input, ...}.
 
     Quatrains are read and filtered exactly as ``poeval evaluate`` reads its reference, so row i is the
     i-th reference quatrain that ``compute`` would see. Both files are written atomically."""
 
+    check_backend(backend)
     src = Path(quatrains_jsonl)
     poems, skipped = read_poems(src)   # nothing usable is an error there
     if threads is not None:
@@ -192,11 +246,13 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
         import torch
 
         torch.set_num_threads(threads)
-    emb = embed_quatrains([p["lines"] for p in poems], encoder, batch_size=batch_size)
+    model = load_encoder(encoder, backend=backend)
+    emb = embed_quatrains([p["lines"] for p in poems], model, batch_size=batch_size)
     with atomic_write(out_npy, "wb", encoding=None) as handle:
         np.save(handle, emb, allow_pickle=False)
     write_json(sidecar_path(out_npy), {
         "encoder": canonical_encoder_name(encoder),
+        "backend": backend,
         "n": int(emb.shape[0]),
         "dim": int(emb.shape[1]),
         "dtype": "float32",
@@ -207,12 +263,13 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
     })
 
 
-def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None,
+def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backend: str | None = None,
                     input_path: str | os.PathLike | None = None) -> np.ndarray:
     """Load cached embeddings, checking them against their sidecar.
 
-    ``encoder``: fail unless the sidecar names the same encoder. ``input_path``: fail unless the file's
-    sha256 is the one the embeddings were made from (stale cache)."""
+    ``encoder`` / ``backend``: fail unless the sidecar names the same encoder / backend (a sidecar from
+    before backends were recorded was made by the reference, ``torch``). ``input_path``: fail unless the
+    file's sha256 is the one the embeddings were made from (stale cache)."""
     npy = Path(npy)
     side = sidecar_path(npy)
     if not npy.exists() or not side.exists():
@@ -226,6 +283,10 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None,
     if encoder is not None and canonical_encoder_name(encoder) != meta.get("encoder"):
         raise PoevalError(f"{npy} was made with encoder {meta.get('encoder')!r}, but {PARAM} is "
                           f"{canonical_encoder_name(encoder)!r}; recreate it")
+    made_with = meta.get("backend", BACKENDS[0])
+    if backend is not None and check_backend(backend) != made_with:
+        raise PoevalError(f"{npy} was made with backend {made_with!r}, but {BACKEND_PARAM} is {backend!r} "
+                          "(the sample must be embedded the same way); recreate it")
     if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
         raise PoevalError(f"{npy} was made from a different version of {input_path}; recreate it")
     return np.asarray(emb, dtype=np.float32)
@@ -283,14 +344,17 @@ def max_similarity(queries: np.ndarray, keys: np.ndarray, *, exclude_self: bool 
 
 def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "default",
              reference_embeddings: np.ndarray | None = None, sample_embeddings: np.ndarray | None = None,
-             batch_size: int = 16, progress: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+             batch_size: int = 64, progress: bool = True,
+             backend: str = BACKENDS[0]) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Per-quatrain maximum cosines ``(within, across)`` (float32 arrays in sample order).
 
     within: to another quatrain of the sample (None with fewer than 2 quatrains). across: to the
     reference quatrains, from ``reference_embeddings`` when given (rows = reference quatrains) or by
     embedding ``reference`` (None when neither is given or the reference is empty). With
     ``sample_embeddings`` (rows = samples, e.g. from the reference cache) and ``reference_embeddings``
-    the encoder is not loaded at all."""
+    the encoder is not loaded at all. ``backend``: how the encoder runs (module doc); given embeddings
+    must come from the same one."""
+    check_backend(backend)
     if isinstance(encoder, str):
         resolve_encoder(encoder)                    # a bad parameter fails even on an empty sample
     if not samples:
@@ -301,7 +365,7 @@ def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "defaul
     if sample_embeddings is not None and (reference_embeddings is not None or not have_ref):
         model, emb = None, np.asarray(sample_embeddings, dtype=np.float32)
     else:
-        model = load_encoder(encoder)
+        model = load_encoder(encoder, backend=backend) if isinstance(encoder, str) else encoder
         emb = embed_quatrains(samples, model, batch_size=batch_size, progress=progress)
     within = max_similarity(emb, emb, exclude_self=True) if len(samples) >= 2 else None
     across = None
@@ -321,11 +385,12 @@ def _stats(values: np.ndarray | None, prefix: str) -> dict:
 
 
 def compute(samples: list[list[str]], reference=None, *, encoder: str = "default",
-            reference_embeddings: np.ndarray | None = None, batch_size: int = 16) -> dict:
+            reference_embeddings: np.ndarray | None = None, batch_size: int = 64,
+            backend: str = BACKENDS[0]) -> dict:
     """Within- and across-similarity statistics of a sample of quatrains (module doc); None, never NaN,
     where a statistic is undefined."""
     within, across = max_sims(samples, reference, encoder=encoder, reference_embeddings=reference_embeddings,
-                              batch_size=batch_size)
+                              batch_size=batch_size, backend=backend)
     return from_max_sims(within, across)
 
 

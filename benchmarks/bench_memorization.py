@@ -8,15 +8,20 @@ non-trivial at every level) and partly other real quatrains not in the training 
 
 Two parts, both on by default (--mode):
 
-* compare: brute force (difflib on every pair) and poeval on the same subsample of
-  --brute-subsample sample units against all training units of the level; checks the results
-  are identical and prints the speed ratio.
-* scale: poeval alone on all --samples sample quatrains against --train training quatrains.
+* compare: brute force and poeval on the same subsample of --brute-subsample sample units against all
+  training units of the level; checks the results are identical and prints the speed ratio.
+* scale: one metric cell at scale. The training index is built once (as the workflow's memorization_index
+  rule does), saved and read back, then compute() runs on all --samples sample quatrains against --train
+  training quatrains, with a profile of where the time goes (pairs and seconds per filter). --baseline REV
+  also runs the memorization module of git revision REV on the same data in the same run (speed-up, and a
+  check that both give the same hits).
 
 Examples::
 
     python benchmarks/bench_memorization.py                       # modest defaults, about 1-2 min
-    python benchmarks/bench_memorization.py --mode scale --train 180000 --samples 1000 --level all
+    python benchmarks/bench_memorization.py --mode compare --level all --brute-subsample 5
+    python benchmarks/bench_memorization.py --mode scale --train 475000 --samples 1000 --level all --workers 2 \
+        --baseline 748d303                                        # one full-scale English cell, and the code before
 """
 
 from __future__ import annotations

@@ -324,7 +324,7 @@ def _parser_embed(sub) -> None:
     p.add_argument("--encoder", default="default")
     p.add_argument("--out", required=True,
                    help=".npy file; a .npy.json sidecar records encoder, backend and input hash")
-    p.add_argument("--batch-size", type=int, default=64,
+    p.add_argument("--batch-size", type=int, default=16,
                    help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
                         "so it changes padding only")
     p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],

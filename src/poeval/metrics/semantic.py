@@ -160,7 +160,7 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None, ba
             f"folder, a hub id in the Hugging Face cache, or \"default\"): {first}") from None
 
 
-def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 64, progress: bool = True,
+def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,
           desc: str = "embedding", backend: str | None = None) -> np.ndarray:
     """L2-normalised float32 embeddings (n x dim) of ``texts`` in input order.
 
@@ -216,7 +216,7 @@ def _dimension(model) -> int:
     return int(dim)
 
 
-def embed_quatrains(quatrains: Sequence[Sequence[str]], encoder="default", *, batch_size: int = 64,
+def embed_quatrains(quatrains: Sequence[Sequence[str]], encoder="default", *, batch_size: int = 16,
                     progress: bool = True, backend: str | None = None) -> np.ndarray:
     return embed([quatrain_text(q) for q in quatrains], encoder, batch_size=batch_size, progress=progress,
                  backend=backend)
@@ -229,7 +229,7 @@ def sidecar_path(out_npy: str | os.PathLike) -> Path:
     return Path(f"{out_npy}.json")
 
 
-def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 64,
+def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 16,
                threads: int | None = None, backend: str = BACKENDS[0]) -> None:
     """Embed the usable quatrains of a file once and cache them: ``out_npy`` (float32, n x dim, rows in
     file order) and the sidecar ``<out_npy>.json`` {encoder, backend, n, dim, sha256 of the input, ...}.
@@ -344,7 +344,7 @@ def max_similarity(queries: np.ndarray, keys: np.ndarray, *, exclude_self: bool 
 
 def max_sims(samples: list[list[str]], reference=None, *, encoder: str = "default",
              reference_embeddings: np.ndarray | None = None, sample_embeddings: np.ndarray | None = None,
-             batch_size: int = 64, progress: bool = True,
+             batch_size: int = 16, progress: bool = True,
              backend: str = BACKENDS[0]) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Per-quatrain maximum cosines ``(within, across)`` (float32 arrays in sample order).
 
@@ -385,7 +385,7 @@ def _stats(values: np.ndarray | None, prefix: str) -> dict:
 
 
 def compute(samples: list[list[str]], reference=None, *, encoder: str = "default",
-            reference_embeddings: np.ndarray | None = None, batch_size: int = 64,
+            reference_embeddings: np.ndarray | None = None, batch_size: int = 16,
             backend: str = BACKENDS[0]) -> dict:
     """Within- and across-similarity statistics of a sample of quatrains (module doc); None, never NaN,
     where a statistic is undefined."""

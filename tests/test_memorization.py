@@ -386,8 +386,8 @@ def test_the_index_cache_round_trips_and_refuses_a_stale_or_partial_one(tmp_path
     source.write_text("another training split\n")
     with pytest.raises(PoevalError, match="different version"):
         mem.load_index(tmp_path / "index", levels, input_path=source)
+    mem.save_index({"quatrain": built["quatrain"]}, tmp_path / "q", source)
     with pytest.raises(PoevalError, match="no 'verse' level"):
-        mem.save_index({"quatrain": built["quatrain"]}, tmp_path / "q", source)
         mem.load_index(tmp_path / "q", ("verse",))
     with pytest.raises(PoevalError, match="not found"):
         mem.load_index(tmp_path / "nothing", levels)

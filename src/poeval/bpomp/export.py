@@ -1,0 +1,148 @@
+"""BPoMP as an lm-evaluation-harness task (``poeval bpomp export --format lm-eval DIR``).
+
+Written in the style of lm-eval's own BLiMP tasks (``lm_eval/tasks/blimp``): one task YAML per BPoMP task
+(``<group>_<task>``), a group YAML over them, and the pairs as JSON lines next to them, read by the
+``json`` dataset builder from absolute ``data_files``. Each pair is a ``multiple_choice`` document with an
+empty context (``doc_to_text: ""``), the original text as choice 0 and the corrupted one as choice 1
+(``doc_to_target: 0``) and ``target_delimiter: ""``, so no space is put before a choice; metric ``acc``.
+
+What lm-eval computes, and how it matches poeval's causal scorer (:mod:`poeval.bpomp.scoring`):
+
+* An empty context becomes the model's prefix token, the tokenizer's BOS, else its EOS (lm-eval's
+  ``HFLM.prefix_token_id``), and the choice is tokenized without special tokens; its log-probability is
+  the sum over all its tokens given that prefix. poeval frames a text with the same BOS (else EOS)
+  (:func:`poeval.generators.checkpoint.text_bounds`) and sums every token after it.
+* poeval also scores the EOS after the text (the chance that the limerick ends there). lm-eval has no
+  such token unless the choice holds it: each pair carries ``end``, appended to both choices; with
+  ``model`` it is that tokenizer's EOS, and the two scores are the same sums (the tokenizers split special
+  tokens out of the text, so ``BOS + text + EOS`` gives the same ids in one string as in two). Without
+  ``model``, ``end`` is empty: one export for any model, scored without the final EOS, so accuracies
+  may differ from poeval's.
+* Ties: lm-eval takes ``argmax`` over the two log-likelihoods, the first (original) on a tie, so a tie
+  counts 1; poeval's :func:`poeval.bpomp.accuracy` counts it 0.5 and reports ``ties``.
+* A model trained with reversed verses (``verse_order: reversed``) is scored by poeval on reversed
+  lines; lm-eval would feed it the forward text. An export for such a checkpoint is refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from poeval import hub, io, paths
+from poeval.bpomp.pairs import TASKS
+from poeval.bpomp.scoring import pair_text
+from poeval.errors import PoevalError
+
+FORMATS = ("lm-eval",)
+DEFAULT_GROUP = "bpomp"
+
+
+def default_pairs() -> list[str]:
+    """The workflow's pairs files (``results/bpomp/pairs/<task>.jsonl``) that exist, in task order."""
+    return [p for p in (paths.bpomp_pairs(t) for t in TASKS) if Path(p).is_file()]
+
+
+def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
+    """``(where lm-eval should load it from, the EOS string to end each choice)`` for a causal poeval
+    checkpoint; a reversed-verse checkpoint is refused. Reads only the config and the tokenizer."""
+    from poeval.generators import pretrained
+    from poeval.generators.checkpoint import VERSE_ORDER, text_bounds
+
+    ref = hub.resolve(pretrained.checkpoint(model), key)
+    from transformers import AutoConfig, AutoTokenizer   # after the checks: it takes seconds
+
+    try:
+        cfg = AutoConfig.from_pretrained(ref, local_files_only=hub.local_files_only())
+        tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
+    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise PoevalError(f"cannot load model {model!r} given by {key}: {first}") from None
+    if (getattr(cfg, VERSE_ORDER, None) or "forward") == "reversed":
+        raise PoevalError(f"{model!r} was trained with reversed verses (verse_order: reversed): poeval scores it on "
+                          "reversed lines, lm-eval would feed it the forward text; score it with `poeval bpomp score`")
+    _, eos = text_bounds(tok)
+    return str(Path(ref).resolve()) if Path(ref).is_dir() else ref, eos
+
+
+def _documents(pairs_file: str, end: str) -> tuple[str, list[dict]]:
+    """The task of a pairs file and its pairs as lm-eval documents."""
+    pairs = list(io.read_jsonl(pairs_file))
+    if not pairs:
+        raise io.nothing_usable(pairs_file, 0, {}, "pairs")
+    tasks = {p.get("task") for p in pairs}
+    if len(tasks) != 1 or not isinstance(next(iter(tasks)), str):
+        raise PoevalError(f"{pairs_file}: a pairs file holds one task; found {sorted(map(str, tasks))}")
+    docs = []
+    for n, p in enumerate(pairs, 1):
+        if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
+            raise PoevalError(f"{pairs_file}: record {n}: a pair needs 'original' and 'corrupted' line lists")
+        docs.append({"id": p.get("id", str(n - 1)), "task": p["task"], "good": pair_text(p["original"]),
+                     "bad": pair_text(p["corrupted"]), "end": end})
+    return next(iter(tasks)), docs
+
+
+def task_config(name: str, data_file: Path) -> dict:
+    """One task's YAML, BLiMP-style."""
+    return {
+        "task": name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"train": str(data_file)}},
+        "test_split": "train",
+        "output_type": "multiple_choice",
+        "doc_to_text": "",
+        "doc_to_choice": "{{[good + end, bad + end]}}",
+        "doc_to_target": 0,
+        "target_delimiter": "",
+        "num_fewshot": 0,
+        "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
+        "metadata": {"version": 1.0},
+    }
+
+
+def group_config(group: str, tasks: Sequence[str]) -> dict:
+    return {"group": group, "task": list(tasks),
+            "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}],
+            "metadata": {"version": 1.0}}
+
+
+def lm_eval_command(model_ref: str, out_dir: str, group: str) -> str:
+    """The ``lm_eval`` command line that runs the exported group on ``model_ref`` (float32, as poeval scores)."""
+    return (f"lm_eval --model hf --model_args pretrained={model_ref},dtype=float32 "
+            f"--include_path {out_dir} --tasks {group} --batch_size 8")
+
+
+def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group: str = DEFAULT_GROUP,
+                  model: str | None = None, model_key: str = "--model") -> dict:
+    """Write the group YAML, one task YAML and one JSONL per pairs file into ``out_dir`` (replaced as a
+    whole); return a summary, with the ``lm_eval`` command line when ``model`` is given."""
+    import yaml
+
+    if not isinstance(group, str) or not group.replace("_", "").isalnum():
+        raise PoevalError(f"--group must be letters, digits and underscores, got {group!r}")
+    files = list(pairs_files or default_pairs())
+    if not files:
+        raise PoevalError("no pairs files given and none under " + str(Path(paths.bpomp_pairs("TASK")).parent)
+                          + " (run `poeval bpomp pairs` or the workflow's BPoMP rules first)")
+    model_ref, end = model_framing(model, model_key) if model else (None, "")
+    out = Path(out_dir).resolve()   # lm-eval reads data_files relative to its own working directory
+    tasks: dict[str, int] = {}
+    with io.atomic_dir(out) as tmp:
+        for pairs_file in files:
+            task, docs = _documents(pairs_file, end)
+            name = f"{group}_{task}"
+            if name in tasks:
+                raise PoevalError(f"{pairs_file}: task {task!r} is given twice")
+            io.write_jsonl(tmp / f"{name}.jsonl", docs)
+            (tmp / f"{name}.yaml").write_text(yaml.safe_dump(task_config(name, out / f"{name}.jsonl"), sort_keys=False),
+                                              encoding="utf-8")
+            tasks[name] = len(docs)
+        (tmp / f"_{group}.yaml").write_text(yaml.safe_dump(group_config(group, list(tasks)), sort_keys=False),
+                                            encoding="utf-8")
+    summary = {"out": str(out), "group": group, "tasks": tasks, "end": end,
+               "framing": "BOS + text + EOS, as poeval scores" if model else
+               "BOS + text, no final EOS (give --model to match poeval's scores)"}
+    if model_ref:
+        summary["model"] = model_ref
+        summary["command"] = lm_eval_command(model_ref, str(out), group)
+    return summary

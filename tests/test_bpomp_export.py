@@ -4,6 +4,7 @@ offline, on CPU) scoring them with a tiny scratch GPT-2 exactly as `poeval bpomp
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,10 @@ def test_task_files_are_blimp_style(work, tmp_path):
     summary = export.write_lm_eval(str(out), pair_files(work), model=str(work / "gpt2"))
     assert summary["tasks"] == {"bpomp_word_swap": N, "bpomp_line_swap": N}
     assert summary["end"] == "<|endoftext|>"
-    assert summary["command"] == (f"lm_eval --model hf --model_args pretrained={work / 'gpt2'},dtype=float32 "
-                                  f"--include_path {out} --tasks bpomp --batch_size 8")
+    # a shell command line, quoted word by word (shlex.join)
+    assert shlex.split(summary["command"]) == ["lm_eval", "--model", "hf", "--model_args",
+                                               f"pretrained={work / 'gpt2'},dtype=float32", "--include_path",
+                                               str(out), "--tasks", "bpomp", "--batch_size", "8"]
     group = yaml.safe_load((out / "_bpomp.yaml").read_text())
     assert group["group"] == "bpomp" and group["task"] == ["bpomp_word_swap", "bpomp_line_swap"]
     task = yaml.safe_load((out / "bpomp_word_swap.yaml").read_text())

@@ -26,6 +26,7 @@ What lm-eval computes, and how it matches poeval's causal scorer (:mod:`poeval.b
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Sequence
 
@@ -108,8 +109,8 @@ def group_config(group: str, tasks: Sequence[str]) -> dict:
 
 def lm_eval_command(model_ref: str, out_dir: str, group: str) -> str:
     """The ``lm_eval`` command line that runs the exported group on ``model_ref`` (float32, as poeval scores)."""
-    return (f"lm_eval --model hf --model_args pretrained={model_ref},dtype=float32 "
-            f"--include_path {out_dir} --tasks {group} --batch_size 8")
+    return shlex.join(["lm_eval", "--model", "hf", "--model_args", f"pretrained={model_ref},dtype=float32",
+                       "--include_path", out_dir, "--tasks", group, "--batch_size", "8"])
 
 
 def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group: str = DEFAULT_GROUP,

@@ -336,6 +336,23 @@ def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path
     assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
 
 
+def test_metre_and_topics_tables_read_their_cells_and_the_topic_model(tmp_path):
+    """Not in the paper: the metre and topics tables and the metre figure are targets of the default run; the
+    topic model is trained once per language (rule topic_model) and every topics cell reads it."""
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-n", "-p", paths.table("metre"), paths.table("topics"), paths.figure("metre_figure"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    out = proc.stdout + proc.stderr
+    jobs = _dry_run_inputs(out)
+    human = [paths.cell("en", "HUMAN", h, "topics") for h in ["human0", "human1", "human2"]]
+    assert jobs["topics"][:3] == human and jobs["topic_model"] == [paths.train("en")]
+    assert jobs["metre"][0] == paths.cell("en", "HUMAN", "human0", "metre")
+    assert jobs["metre_figure"] == jobs["metre"]
+    shells = [line for line in out.splitlines() if "poeval evaluate" in line and "--metrics topics" in line]
+    assert shells and all(f"--topic-model {paths.topic_model('en')}" in line for line in shells)
+    assert f"poeval topics {paths.train('en')} --lang en" in out
+
+
 @pytest.mark.e2e
 def test_report_holds_every_table_and_figure(tiny_run):
     work = tiny_run

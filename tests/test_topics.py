@@ -104,8 +104,8 @@ def test_cell_numbers_against_scipy_and_the_cached_model(toy, tmp_path):
     sample = _write(tmp_path / "s.jsonl", _corpus(10, seed=3)[:5], prefix="s")
     assert main(["topics", str(train), "--lang", "en", "--options", json.dumps(OPTIONS), "--out",
                  str(tmp_path / "model")]) == 0
-    cached = evaluate(sample, train, "en", ["topics"], options={"topics": OPTIONS | {"topic_model": str(tmp_path / "model")}},
-                      bootstrap_reps=20)["topics"]
+    with_model = OPTIONS | {"topic_model": str(tmp_path / "model")}
+    cached = evaluate(sample, train, "en", ["topics"], options={"topics": with_model}, bootstrap_reps=20)["topics"]
     fresh = evaluate(sample, train, "en", ["topics"], options={"topics": OPTIONS}, bootstrap_reps=20)["topics"]
     assert cached == fresh
     theta = model.theta(_corpus(10, seed=3)[:5])

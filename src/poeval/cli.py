@@ -299,7 +299,8 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
     p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
-    p.add_argument("--topic-model", help="topic model of the reference (`poeval topics`); without it, topics trains one")
+    p.add_argument("--topic-model",
+                   help="topic model of the reference (`poeval topics`); without it, the topics family trains one")
     p.add_argument("--bootstrap-reps", type=int, default=0, help="bootstrap resamples for 95%% intervals")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
@@ -361,7 +362,8 @@ def cmd_topics(args) -> None:
 
 
 def _parser_topics(sub) -> None:
-    p = sub.add_parser("topics", help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
+    p = sub.add_parser("topics",
+                       help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
     p.add_argument("quatrains")
     p.add_argument("--lang", required=True)
     p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")

@@ -231,7 +231,8 @@ def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset())
 
 # Option keys the CLI sets besides params metrics.<family> (its --threads, --reference-embeddings,
 # --memorization-index and --topic-model).
-RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"}, "topics": {"topic_model"}}
+RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"},
+                   "topics": {"topic_model"}}
 
 
 def family_options(family: str, given: dict) -> dict:

@@ -53,6 +53,7 @@ import numpy as np
 from poeval import config
 from poeval.errors import PoevalError
 from poeval.io import atomic_dir, file_sha256, read_json, read_poems, write_json
+from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
 
 FORMAT = 1
@@ -93,8 +94,8 @@ def documents(quatrains: Sequence[Sequence[str]], lang: str, min_chars: int) -> 
     if lang not in STOPWORDS:
         raise PoevalError(f"topics: no stopwords for language {lang!r} (one of {', '.join(STOPWORDS)})")
     stop = STOPWORDS[lang]()
-    return [[w for w in _WORD.findall(" ".join(q).lower().replace("'", "").replace("’", "")) if len(w) > min_chars and w not in stop]
-            for q in quatrains]
+    texts = (" ".join(q).lower().replace("'", "").replace("’", "") for q in quatrains)   # o'er -> oer, as spaCy
+    return [[w for w in _WORD.findall(text) if len(w) > min_chars and w not in stop] for text in texts]
 
 
 def resolve(options: Mapping | None) -> dict:
@@ -248,8 +249,6 @@ def train_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike, la
 def numbers(theta: np.ndarray, human: np.ndarray) -> dict:
     """The family's numbers from the per-quatrain distributions ``theta`` of the non-empty quatrains and the
     human distribution ``human`` (module doc); topics are named by their index."""
-    from poeval.metrics.distribution import entropy
-
     k = len(human)
     if not len(theta):
         return {"distribution": {str(t): None for t in range(k)}, "counts": {str(t): 0 for t in range(k)},

@@ -275,7 +275,8 @@ def extremes(series: list[SchemeSeries]) -> dict[str, SchemeSeries]:
 SchemePanel = tuple[str, "SchemeSeries | None", "SchemeSeries | None", "str | None"]
 
 
-def _scheme_figure(title: str, panels: list[SchemePanel], out: str, labels: tuple[str, ...] = SCHEMES_4) -> dict:
+def _scheme_figure(title: str, panels: list[SchemePanel], out: str, labels: tuple[str, ...] = SCHEMES_4,
+                   legend: str = "upper left") -> dict:
     """One bar chart of scheme shares (%) per panel, lettered as in the paper; a panel with a note (or a
     series without valid quatrains) shows the note instead. Returns panel title -> shares (%)."""
     plt = load_pyplot()
@@ -289,7 +290,7 @@ def _scheme_figure(title: str, panels: list[SchemePanel], out: str, labels: tupl
                    label=HUMAN if is_human else series.system)
             if human is not None and not is_human:
                 ax.bar(x, 100 * human.shares, 0.8, fill=False, edgecolor="black", linewidth=0.7, label=HUMAN)
-                ax.legend(frameon=False, fontsize=6, loc="upper left")
+                ax.legend(frameon=False, fontsize=6, loc=legend)
             data[name] = 100 * series.shares
         else:
             note_panel(ax, note or "no valid quatrains")
@@ -388,7 +389,9 @@ def metre_figure(paths: list[str], out: str, spec: "Figure", models=None, select
         note = METRE_UNLABELLED if s.n and np.isnan(s.shares).any() else None
         panels.append((f"{s.label} ({s.lang}), n={s.n_range}", s, None if s.system == HUMAN else humans.get(s.lang),
                        note))
-    return _scheme_figure(spec.title, panels or [("", None, None, "no metre cell in this run")], out, labels=METERS)
+    # the legend clear of the iambic bar, usually the tallest
+    return _scheme_figure(spec.title, panels or [("", None, None, "no metre cell in this run")], out, labels=METERS,
+                          legend="upper center")
 
 
 # --- The registry -----------------------------------------------------------------------------------

@@ -194,8 +194,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)))
-    # table1, table4, sampling, style_adherence; 11 family tables with intervals; 15 figures and style_adherence
-    assert len(outputs) == 4 + 11 * 2 + 16
+    # table1, table4, sampling, style_adherence; 11 family tables and metre, topics with intervals; 15 figures,
+    # style_adherence and metre_figure
+    assert len(outputs) == 4 + 13 * 2 + 17
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -336,6 +337,23 @@ def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path
     assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
 
 
+def test_metre_and_topics_tables_read_their_cells_and_the_topic_model(tmp_path):
+    """Not in the paper: the metre and topics tables and the metre figure are targets of the default run; the
+    topic model is trained once per language (rule topic_model) and every topics cell reads it."""
+    work = _workdir(tmp_path)
+    proc = snakemake(work, "-n", "-p", paths.table("metre"), paths.table("topics"), paths.figure("metre_figure"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    out = proc.stdout + proc.stderr
+    jobs = _dry_run_inputs(out)
+    human = [paths.cell("en", "HUMAN", h, "topics") for h in ["human0", "human1", "human2"]]
+    assert jobs["topics"][:3] == human and jobs["topic_model"] == [paths.train("en")]
+    assert jobs["metre"][0] == paths.cell("en", "HUMAN", "human0", "metre")
+    assert jobs["metre_figure"] == jobs["metre"]
+    shells = [line for line in out.splitlines() if "poeval evaluate" in line and "--metrics topics" in line]
+    assert shells and all(f"--topic-model {paths.topic_model('en')}" in line for line in shells)
+    assert f"poeval topics {paths.train('en')} --lang en" in out
+
+
 @pytest.mark.e2e
 def test_report_holds_every_table_and_figure(tiny_run):
     work = tiny_run
@@ -344,8 +362,9 @@ def test_report_holds_every_table_and_figure(tiny_run):
     html = (work / "results" / "report.html").read_text()
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
-    # tables 1, 4, sampling, style adherence; 11 family tables with their .ci.tsv; figures 1-15 and style adherence
-    assert len(names) == 4 + 11 * 2 + 16
+    # tables 1, 4, sampling, style adherence; 11 family tables and metre, topics with their .ci.tsv; figures 1-15,
+    # style adherence and metre_figure
+    assert len(names) == 4 + 13 * 2 + 17
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))

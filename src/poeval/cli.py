@@ -270,6 +270,8 @@ def cmd_evaluate(args) -> None:
         options["semantic"] = options.get("semantic", {}) | {"reference_embeddings": args.reference_embeddings}
     if args.memorization_index:
         options["memorization"] = options.get("memorization", {}) | {"index": args.memorization_index}
+    if args.topic_model:
+        options["topics"] = options.get("topics", {}) | {"topic_model": args.topic_model}
     if args.threads:
         if "semantic" in families:   # torch takes seconds to import; only the encoder needs it
             import torch
@@ -290,12 +292,15 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     p.add_argument("--lang", required=True)
     p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
-                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic); "
+                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic, metre, "
+                        "topics); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
     p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
+    p.add_argument("--topic-model",
+                   help="topic model of the reference (`poeval topics`); without it, the topics family trains one")
     p.add_argument("--bootstrap-reps", type=int, default=0, help="bootstrap resamples for 95%% intervals")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
@@ -346,6 +351,24 @@ def _parser_index(sub) -> None:
     p.add_argument("quatrains")
     p.add_argument("--out", required=True, help="directory; its index.json records the input hash")
     p.set_defaults(func=cmd_index)
+
+
+def cmd_topics(args) -> None:
+    from poeval.metrics import topics
+
+    meta = topics.train_file(args.quatrains, args.out, args.lang, args.options)
+    print(f"{meta['num_topics']} topics, {meta['vocabulary_size']} words, {meta['n_train']} quatrains "
+          f"({meta['n_empty']} without a vocabulary word); top words: {Path(args.out) / topics.TOP_WORDS}")
+
+
+def _parser_topics(sub) -> None:
+    p = sub.add_parser("topics",
+                       help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
+    p.add_argument("quatrains")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")
+    p.add_argument("--options", type=_json, help="params metrics.topics as JSON (defaults: the params schema's)")
+    p.set_defaults(func=cmd_topics)
 
 
 def cmd_table(args) -> None:
@@ -762,9 +785,8 @@ def _parser_bpomp(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_adherence, _parser_evaluate,
-               _parser_embed, _parser_index, _parser_table, _parser_figure, _parser_curve, _parser_provenance, _parser_stale,
-               _parser_repro, _parser_validate, _parser_bpomp,
-               _parser_export_dataset)
+               _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve, _parser_provenance,
+               _parser_stale, _parser_repro, _parser_validate, _parser_bpomp, _parser_export_dataset)
 
 
 def build_parser() -> argparse.ArgumentParser:

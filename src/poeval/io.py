@@ -201,7 +201,14 @@ def _plain_text_poems(path: Path) -> list[list[str]]:
 
 
 def _scheme_field(record: dict) -> dict:
-    return {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+    """The labels a record carries that the metric families read: its ``scheme`` (rhyme), ``meter`` and DLK
+    ``measure`` annotations (metre)."""
+    kept = {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+    if isinstance(record.get("meter"), str):
+        kept["meter"] = record["meter"]
+    if isinstance(record.get("measure"), list):
+        kept["measure"] = record["measure"]
+    return kept
 
 
 def _record_id(record: dict, index: int, path: Path) -> str | int:

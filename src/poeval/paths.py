@@ -19,6 +19,7 @@ TRAIN = "train"          # decoding label of the HUMAN cell of the whole trainin
 DATA, MODELS, RESULTS, LOGS = "data", "models", "results", "logs"
 SAMPLES, METRICS, EMBEDDINGS = f"{RESULTS}/samples", f"{RESULTS}/metrics", f"{RESULTS}/embeddings"
 INDEX = f"{RESULTS}/index"
+TOPICS = f"{RESULTS}/topics"
 TABLES, FIGURES, CURVES = f"{RESULTS}/tables", f"{RESULTS}/figures", f"{RESULTS}/curves"
 ADHERENCE, BPOMP = f"{RESULTS}/adherence", f"{RESULTS}/bpomp"
 
@@ -125,6 +126,11 @@ def embeddings_meta(lang: str) -> str:
 def memorization_index(lang: str) -> str:
     """Memorization index of the training split (memorization cells): a directory, one per language."""
     return f"{INDEX}/{lang}/train"
+
+
+def topic_model(lang: str) -> str:
+    """LDA topic model of the training split (topics cells): a directory, one per language."""
+    return f"{TOPICS}/{lang}"
 
 
 def cell(lang: str, system: str, decoding: str, family: str) -> str:

@@ -22,9 +22,9 @@ from poeval.io import file_sha256
 # (weights, config, tokenizer) is all in the hash.
 DIR_HASH_EXCLUDE = frozenset({"training_log.json"})
 # Runtime settings passed along with a family's options that are not params: they do not change the
-# numbers (workers; the memorization index, a cache of the stamped reference that refuses any other) or are
-# recorded as inputs (the embeddings cache).
-RUNTIME_OPTIONS = frozenset({"workers", "progress", "reference_embeddings", "index"})
+# numbers (workers; the memorization index and the topic model, caches of the stamped reference that refuse
+# any other) or are recorded as inputs (the embeddings cache).
+RUNTIME_OPTIONS = frozenset({"workers", "progress", "reference_embeddings", "index", "topic_model"})
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

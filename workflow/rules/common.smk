@@ -64,6 +64,8 @@ def cell_inputs(wildcards):
         inputs["embeddings"] = paths.embeddings(w.lang)
     if w.family == "memorization":
         inputs["index"] = paths.memorization_index(w.lang)
+    if w.family == "topics":
+        inputs["topic_model"] = paths.topic_model(w.lang)
     return inputs
 
 

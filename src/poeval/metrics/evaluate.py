@@ -19,6 +19,8 @@ from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.io import read_poems, write_json
 from poeval.metrics import length, lexical, memorization, schemes, semantic
+from poeval.metrics import metre as metres
+from poeval.metrics import topics
 from poeval.poetry import rhyme as detector
 from poeval.stamps import evaluation_stamp
 
@@ -156,8 +158,57 @@ def _rhyme(poems, ref, opts):
     return result, resample
 
 
+def _flat_distribution(out: dict) -> dict:
+    """A resample's scalars, each label share flattened so that it gets its own interval."""
+    return {k: v for k, v in out.items() if k not in ("distribution", "counts")} | {
+        f"distribution.{label}": v for label, v in out["distribution"].items()}
+
+
+def _metre(poems, ref, opts):
+    """Metre families (poeval.metrics.metre): not in the paper."""
+    lang, smoothing, progress = opts["lang"], opts["smoothing"], opts.get("progress", False)
+    found = metres.labels(poems, lang, progress)
+    human = metres.labels(ref.poems, lang, progress) if found is not None else None
+    if found is None or human is None:
+        return metres.unlabelled("the sample" if found is None else "the reference"), lambda idx: {}
+    index, human_counts = metres.index(found), metres.counts(human)
+
+    def numbers(idx):
+        counts = np.bincount(index[idx], minlength=len(metres.METERS)).astype(float)
+        return metres.from_counts(counts, human_counts, smoothing)
+
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "human_n": int(human_counts.sum()),
+                                               "human_smoothed": schemes.smooths_human(human_counts, smoothing)}
+    return result, lambda idx: _flat_distribution(numbers(idx))
+
+
+def _topics(poems, ref, opts):
+    """Topics of an LDA model of the reference (poeval.metrics.topics): not in the paper."""
+    cached = opts.get("topic_model")
+    if cached:
+        model = topics.load_model(cached, input_path=ref.path, options=opts)
+    else:   # the model the workflow's topic_model rule trains: on the whole reference file
+        model = topics.train(_lines(ref.usable), opts["lang"], opts)
+    if model.lang != opts["lang"]:
+        raise PoevalError(f"topic model {cached}: trained for {model.lang!r}, not {opts['lang']!r}")
+    theta = model.theta(_lines(poems))
+    full = ~np.isnan(theta).any(axis=1)
+    reference = model.train_theta[ref.rows]
+    human = reference[~np.isnan(reference).any(axis=1)].mean(axis=0)
+    human = human / human.sum()
+
+    def resample(idx):
+        out = topics.numbers(theta[idx][full[idx]], human)
+        return {k: out[k] for k in ("entropy", "kl", "dominant_entropy")}
+
+    result = topics.numbers(theta[full], human) | {
+        "n_empty": int((~full).sum()), "num_topics": model.num_topics,
+        "human_entropy": schemes.entropy(human), "human_distribution": {str(t): float(v) for t, v in enumerate(human)}}
+    return result, resample
+
+
 FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "rhyme": _rhyme,
-            "semantic": _semantic}
+            "semantic": _semantic, "metre": _metre, "topics": _topics}
 def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:
     """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
     rng = np.random.default_rng(seed)
@@ -178,9 +229,10 @@ def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset())
                      dict(sorted(skipped.items())))
 
 
-# Option keys the CLI sets besides params metrics.<family> (its --threads, --reference-embeddings and
-# --memorization-index).
-RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"}}
+# Option keys the CLI sets besides params metrics.<family> (its --threads, --reference-embeddings,
+# --memorization-index and --topic-model).
+RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"},
+                   "topics": {"topic_model"}}
 
 
 def family_options(family: str, given: dict) -> dict:

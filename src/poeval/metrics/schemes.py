@@ -23,6 +23,8 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
+# the entropy, KL and cross-entropy of label counts, shared with the metre family (imported here by name)
+from poeval.metrics.distribution import divergence, entropy, human_distribution, label_numbers, smooths_human  # noqa: F401
 from poeval.poetry.rhyme import SCHEMES_4, is_repetition
 from poeval.text import end_word
 
@@ -44,36 +46,6 @@ def scheme_index(labels: list[str]) -> np.ndarray:
 def scheme_counts(labels: list[str]) -> np.ndarray:
     """Counts over :data:`SCHEMES_4` (in that order)."""
     return np.bincount(scheme_index(labels), minlength=len(SCHEMES_4)).astype(float)
-
-
-def entropy(counts: np.ndarray) -> float:
-    p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log2(p)).sum()) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def smooths_human(human: np.ndarray, smoothing: float) -> bool:
-    """Whether P gets pseudo-counts: some scheme has no human quatrain."""
-    return bool(smoothing > 0 and np.any(human == 0))
-
-
-def human_distribution(human: np.ndarray, smoothing: float) -> np.ndarray:
-    """P: the human scheme shares, with ``smoothing`` pseudo-counts per scheme only when some scheme
-    has no human quatrain (otherwise a sample using it would be infinitely far away)."""
-    if not smooths_human(human, smoothing):
-        return human / human.sum()
-    return (human + smoothing) / (human.sum() + smoothing * len(human))
-
-
-def divergence(sample: np.ndarray, human: np.ndarray, smoothing: float) -> dict[str, float]:
-    """``kl`` = KL(Q_sample || P_human) and ``cross_entropy`` = -sum Q_sample log P_human (module doc);
-    infinite when the sample uses a scheme P gives no mass (only possible with ``smoothing`` 0)."""
-    q, p = sample / sample.sum(), human_distribution(human, smoothing)
-    used = q > 0
-    if np.any(p[used] == 0):
-        return {"kl": float("inf"), "cross_entropy": float("inf")}
-    kl = float((q[used] * np.log2(q[used] / p[used])).sum())
-    ce = float(-(q[used] * np.log2(p[used])).sum())
-    return {"kl": kl + 0.0, "cross_entropy": ce + 0.0}
 
 
 def rhyme_pairs(lines: list[str], label: str, lang: str) -> tuple[int, int]:
@@ -116,13 +88,8 @@ def from_counts(counts: np.ndarray, human: np.ndarray, pairs: int, reps: int, re
     """The family's numbers from scheme counts, rhyme-pair totals (``pairs``, of which ``reps``
     repetitions) and the number of ``repeating`` quatrains; ``distribution`` holds shares."""
     total = counts.sum()
-    shares = counts / total if total else counts
     repetitions = float(repeating / total) if total else None
-    return {
-        "distribution": {s: float(v) for s, v in zip(SCHEMES_4, shares)},
-        "counts": {s: int(v) for s, v in zip(SCHEMES_4, counts)},
-        "entropy": entropy(counts) if total else None,
-        **(divergence(counts, human, smoothing) if total else {"kl": None, "cross_entropy": None}),
+    return label_numbers(SCHEMES_4, counts, human, smoothing) | {
         "real_rhymes": float((total - counts[_INDEX[UNRHYMED]] - repeating) / total) if total else None,
         "repetitions": repetitions,
         "rhyme_pairs_per_poem": pairs / n_poems if n_poems else None,

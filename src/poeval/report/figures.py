@@ -14,7 +14,8 @@ Figure numbers (Chen et al. 2024, main text and appendix):
   6 German and 7 English unconditioned LLMs, 8 German and 9 English style-conditioned LLMs;
 * 10-15 show one system each (params ``figures``): 10 its max similarity to train per decoding
   config; 11 its rhyme schemes at the default vs a lowered temperature; 12-15 its rhyme schemes under
-  every decoding config."""
+  every decoding config;
+* ``metre_figure`` (not in the paper): metre families of HUMAN and of each system, HUMAN outlined."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.io import read_json
 from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.style import METERS
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
 from poeval.report.tables import HUMAN, n_range
 
@@ -218,14 +220,15 @@ class SchemeSeries:
         return HUMAN if self.system == HUMAN else f"{self.system} ({self.decoding})"
 
 
-def _rhyme_cell(path: str) -> dict:
+def _rhyme_cell(path: str, family: str = "rhyme", labels: tuple[str, ...] = SCHEMES_4) -> dict:
     cell = read_json(path)
-    rhyme = cell.get("rhyme") if isinstance(cell, dict) else None
+    rhyme = cell.get(family) if isinstance(cell, dict) else None
     if "cell" not in cell or not isinstance(rhyme, dict) or not isinstance(rhyme.get("distribution"), dict):
-        raise PoevalError(f"{path}: not a 'rhyme' metric cell (no rhyme.distribution)")
-    unknown = sorted(set(rhyme["distribution"]) - set(SCHEMES_4))
+        raise PoevalError(f"{path}: not a '{family}' metric cell (no {family}.distribution)")
+    unknown = sorted(set(rhyme["distribution"]) - set(labels))
     if unknown:
-        raise PoevalError(f"{path}: unknown rhyme scheme {unknown[0]!r} in rhyme.distribution")
+        what = "rhyme scheme" if family == "rhyme" else f"{family} label"
+        raise PoevalError(f"{path}: unknown {what} {unknown[0]!r} in {family}.distribution")
     return cell
 
 
@@ -234,17 +237,22 @@ def _mean_or_none(values: list) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def scheme_series(paths: list[str]) -> list[SchemeSeries]:
-    """One series per (lang, system, decoding) in input order; a language's HUMAN cells are averaged."""
+def _share(value) -> float:
+    return np.nan if value is None else value   # a cell without labels (metre of German model samples)
+
+
+def scheme_series(paths: list[str], family: str = "rhyme", labels: tuple[str, ...] = SCHEMES_4) -> list[SchemeSeries]:
+    """One series per (lang, system, decoding) in input order; a language's HUMAN cells are averaged.
+    ``family``, ``labels``: the label distribution read (rhyme schemes, or the metre families)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for path in paths:
-        cell = _rhyme_cell(path)
+        cell = _rhyme_cell(path, family, labels)
         c = cell["cell"]
         groups[(c["lang"], c["system"], "-" if c["system"] == HUMAN else c["decoding"])].append(cell)
     out = []
     for (lang, system, decoding), cells in groups.items():
-        shares = np.mean([[cell["rhyme"]["distribution"].get(s, 0.0) for s in SCHEMES_4] for cell in cells], axis=0)
-        ce = _mean_or_none([cell["rhyme"].get("cross_entropy") for cell in cells])
+        shares = np.mean([[_share(cell[family]["distribution"].get(s, 0.0)) for s in labels] for cell in cells], axis=0)
+        ce = _mean_or_none([cell[family].get("cross_entropy") for cell in cells])
         ns = [cell.get("n_poems", 0) for cell in cells]
         out.append(SchemeSeries(lang, system, decoding, shares, ce, float(np.mean(ns)), n_range(ns)))
     return out
@@ -267,12 +275,13 @@ def extremes(series: list[SchemeSeries]) -> dict[str, SchemeSeries]:
 SchemePanel = tuple[str, "SchemeSeries | None", "SchemeSeries | None", "str | None"]
 
 
-def _scheme_figure(title: str, panels: list[SchemePanel], out: str) -> dict:
+def _scheme_figure(title: str, panels: list[SchemePanel], out: str, labels: tuple[str, ...] = SCHEMES_4,
+                   legend: str = "upper left") -> dict:
     """One bar chart of scheme shares (%) per panel, lettered as in the paper; a panel with a note (or a
     series without valid quatrains) shows the note instead. Returns panel title -> shares (%)."""
     plt = load_pyplot()
     fig, axes = _panels(plt, len(panels), title, "share of quatrains (%)")
-    x = np.arange(len(SCHEMES_4))
+    x = np.arange(len(labels))
     data = {}
     for i, (ax, (name, series, human, note)) in enumerate(zip(axes, panels)):
         if note is None and series is not None and series.n:
@@ -281,13 +290,13 @@ def _scheme_figure(title: str, panels: list[SchemePanel], out: str) -> dict:
                    label=HUMAN if is_human else series.system)
             if human is not None and not is_human:
                 ax.bar(x, 100 * human.shares, 0.8, fill=False, edgecolor="black", linewidth=0.7, label=HUMAN)
-                ax.legend(frameon=False, fontsize=6, loc="upper left")
+                ax.legend(frameon=False, fontsize=6, loc=legend)
             data[name] = 100 * series.shares
         else:
             note_panel(ax, note or "no valid quatrains")
         ax.set_title(f"{_letter(i)} {name}" if name else "", fontsize=8)
-        ax.set_xticks(x, SCHEMES_4, rotation=90, fontsize=6)
-        ax.set_xlim(-0.6, len(SCHEMES_4) - 0.4)
+        ax.set_xticks(x, labels, rotation=90, fontsize=6)
+        ax.set_xlim(-0.6, len(labels) - 0.4)
     finish_figure(plt, fig, out)
     return data
 
@@ -364,6 +373,27 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
     return _scheme_figure(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), panels, out)
 
 
+# --- Metre figure (not in the paper) ------------------------------------------------------------------
+
+METRE_UNLABELLED = "no metre labels\n(German model samples carry\nno DLK annotations)"
+
+
+def metre_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
+    """Metre families: one panel per language's HUMAN samples and per system (first decoding config), HUMAN
+    of the same language outlined behind each system, as the rhyme-scheme figures; a cell without metre
+    labels says so."""
+    series = scheme_series(paths, "metre", METERS)
+    humans = _humans(series)
+    panels: list[SchemePanel] = []
+    for s in series:
+        note = METRE_UNLABELLED if s.n and np.isnan(s.shares).any() else None
+        panels.append((f"{s.label} ({s.lang}), n={s.n_range}", s, None if s.system == HUMAN else humans.get(s.lang),
+                       note))
+    # the legend clear of the iambic bar, usually the tallest
+    return _scheme_figure(spec.title, panels or [("", None, None, "no metre cell in this run")], out, labels=METERS,
+                          legend="upper center")
+
+
 # --- The registry -----------------------------------------------------------------------------------
 
 # System kinds of the paper's appendix figures: the poetry-specific generators (5), unconditioned (6,
@@ -435,6 +465,9 @@ FIGURES: dict[str, Figure] = {
                        "{system} ({lang}): rhyme schemes at the default vs a lowered temperature", single=True),
     **{f"figure{i}": Figure("rhyme", rhyme_decoding_figure, "Decoding configs", _PER_DECODING, single=True)
        for i in (12, 13, 14, 15)},
+    # not in the paper (README "Beyond the paper")
+    "metre_figure": Figure("metre", metre_figure, "Metre (not in the paper)",
+                           "Metre families of HUMAN and of each system (not in the paper)"),
 }
 
 

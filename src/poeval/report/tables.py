@@ -12,6 +12,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_json, read_jsonl
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
 from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.style import METERS
 from poeval.render import NA, fmt, write_tsv
 from poeval.text import tokens
 
@@ -114,6 +115,12 @@ TABLES = {
                      ("verse", "verse_pct", 2, 100)],
     "rhyme": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
              + [(f"distribution.{s}", f"{s}_pct", 2, 100) for s in SCHEMES_4],
+    # not in the paper (README "Beyond the paper"): metre families as rhyme schemes; the sample's mean topic
+    # distribution under the training split's LDA model
+    "metre": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
+             + [(f"distribution.{m}", f"{m}_pct", 2, 100) for m in METERS],
+    "topics": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("dominant_entropy", "dominant_entropy", 3, 1),
+               ("n_empty", "n_empty", 1, 1)],
 }
 # Real rhymes vs repetitions (Tables 10, 11): quatrain shares as fractions, as in the paper, with the
 # abcd share that completes them to 1; then the pair-level counts.
@@ -253,7 +260,8 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 # Table file name -> metric family, as numbered in the paper.
 FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
                    "table6": "rhyme", "table10": "rhyme", "table11": "rhyme",
-                   "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical"}
+                   "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical",
+                   "metre": "metre", "topics": "topics"}
 # Tables with a row for every decoding config (the paper's appendix); the others show each system under
 # its first decoding config only. Table 10 shows the poetry-specific systems only, Table 11 one system
 # (``tables.table11.system``); the workflow picks their cells.

@@ -785,8 +785,8 @@ def _parser_bpomp(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_adherence, _parser_evaluate,
-               _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve, _parser_provenance,
-               _parser_stale, _parser_repro, _parser_validate, _parser_bpomp, _parser_export_dataset)
+               _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve,
+               _parser_provenance, _parser_stale, _parser_repro, _parser_validate, _parser_bpomp, _parser_export_dataset)
 
 
 def build_parser() -> argparse.ArgumentParser:

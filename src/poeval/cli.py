@@ -271,7 +271,7 @@ def cmd_evaluate(args) -> None:
     if args.memorization_index:
         options["memorization"] = options.get("memorization", {}) | {"index": args.memorization_index}
     if args.threads:
-        if "semantic" in families:   # torch takes seconds to import; only the encoder needs it
+        if {"semantic", "diversity"} & set(families):   # torch takes seconds to import; only the encoder needs it
             import torch
 
             torch.set_num_threads(args.threads)
@@ -290,7 +290,8 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     p.add_argument("--lang", required=True)
     p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
-                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic); "
+                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic, "
+                        "diversity: not in the paper, embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")

@@ -214,7 +214,8 @@ def _files(tmp_path, n_train=30):
     """A reference of the fixture's quatrains and shuffled variants of them, cached; a model sample (new
     ids) and a HUMAN sample (reference ids and verses)."""
     rng = np.random.default_rng(0)
-    train = [{"id": f"t{i}", "lines": [QUATRAINS[i % 12][k] for k in rng.permutation(4)]} for i in range(n_train)]
+    train = [{"id": f"t{i}", "lines": [QUATRAINS[i % 12][k] for k in rng.permutation(4)][:3] + [f"verse of t{i}"]}
+             for i in range(n_train)]   # no two alike, even to the bag-of-words encoder
     ref = tmp_path / "train.jsonl"
     ref.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in train), "utf-8")
     npy = tmp_path / "train.npy"
@@ -279,8 +280,11 @@ def test_a_human_cell_reads_its_embeddings_from_the_cache_and_draws_mauves_human
     # the HUMAN sample of MAUVE comes from the reference minus the sample's own quatrains (rows 10..29)
     import mauve
 
-    q = cached[10:][diversity.human_rows(20, 10, 1)]
-    assert cell["mauve"] == mauve.compute_mauve(p_features=cached[:10], q_features=q, num_buckets=2, seed=25).mauve
+    rows = diversity.human_rows(20, 10, 1)
+    assert cell["mauve"] == mauve.compute_mauve(p_features=cached[:10], q_features=cached[10:][rows], num_buckets=2,
+                                                seed=25).mauve
+    assert cell["mauve"] != mauve.compute_mauve(p_features=cached[:10], q_features=cached[rows], num_buckets=2,
+                                                seed=25).mauve   # the same draw among all rows differs
 
 
 def test_a_one_quatrain_sample_gives_nulls_not_errors(fake, tmp_path):

@@ -275,6 +275,10 @@ def cmd_evaluate(args) -> None:
             import torch
 
             torch.set_num_threads(args.threads)
+        if "diversity" in families:   # MAUVE's k-means
+            import faiss
+
+            faiss.omp_set_num_threads(args.threads)
         options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
     result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
                               bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,

@@ -302,8 +302,36 @@ def test_a_one_quatrain_sample_gives_nulls_not_errors(fake, tmp_path):
 def test_diversity_options_are_checked_by_the_schema():
     from poeval.metrics.evaluate import family_options
 
-    assert family_options("diversity", {})["self_bleu_references"] == 100
+    assert family_options("diversity", {})["self_bleu_references"] is None
     with pytest.raises(PoevalError, match="self_bleu_refs"):
         family_options("diversity", {"self_bleu_refs": 5})
     with pytest.raises(PoevalError):
         family_options("diversity", {"mauve_buckets": "many"})
+
+
+def test_diversity_tables_average_the_human_samples_and_list_a_model_cells_intervals(tmp_path):
+    """tables.family_table on diversity cells: the HUMAN row is the mean of the samples, a model row
+    its cell with the bootstrap interval of self-BLEU; MAUVE has none (NA)."""
+    from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, TABLES, family_table
+
+    assert FAMILY_OF_TABLE["diversity"] == FAMILY_OF_TABLE["diversity_decodings"] == "diversity"
+    assert "diversity_decodings" in DECODING_TABLES and "diversity" not in DECODING_TABLES
+    keys = [key for key, *_ in TABLES["diversity"]]
+    paths = []
+    for k, (system, decoding, value) in enumerate([("HUMAN", "human0", 1.0), ("HUMAN", "human1", 2.0),
+                                                    ("gpt2-s", "vanilla", 4.0)]):
+        section = {key: value for key in keys}
+        if system != "HUMAN":
+            section["ci"] = {"self_bleu": [3.5, 4.5], "homogenization": [3.0, 5.0]}
+        path = tmp_path / f"{k}.json"
+        path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": 10,
+                                    "diversity": section}))
+        paths.append(str(path))
+    family_table(paths, "diversity", str(tmp_path / "t.tsv"), str(tmp_path / "ci.tsv"))
+    rows = [line.split("\t") for line in (tmp_path / "t.tsv").read_text().splitlines()]
+    assert rows[0][:5] == ["lang", "system", "decoding", "n", "self_bleu"] and rows[0][-1] == "mauve"
+    assert rows[1][:5] == ["en", "HUMAN (mean of 2)", "-", "10", "1.50"] and rows[1][-1] == "1.500"
+    assert rows[2][:5] == ["en", "gpt2-s", "vanilla", "10", "4.00"]
+    ci = {(r[1], r[3]): r[4:7] for r in (line.split("\t") for line in (tmp_path / "ci.tsv").read_text().splitlines())}
+    assert ci[("gpt2-s", "self_bleu")] == ["4.00", "3.50", "4.50"]
+    assert ci[("gpt2-s", "mauve")][1:] == ["NA", "NA"]

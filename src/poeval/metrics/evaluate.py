@@ -179,10 +179,12 @@ def _diversity(poems, ref, opts):
     prep = diversity.prepare(_lines(poems), sample_emb, references=opts["self_bleu_references"],
                              partners=opts["homogenization_partners"], seed=opts["seed"],
                              compression=opts["compression"], progress=opts.get("progress", False))
+    encoder = semantic.canonical_encoder_name(sem["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
     result = diversity.scalars(prep) | {
         "mauve": diversity.mauve_score(sample_emb, human_emb, opts["mauve_buckets"], opts["mauve_seed"]),
         "mauve_human_n": len(human), "per_poem": diversity.per_poem(prep),
-        "encoder": semantic.canonical_encoder_name(sem["encoder"]), "backend": sem["backend"],
+        "encoder": encoder, "backend": sem["backend"], **note,
         **{key: opts[key] for key in ("self_bleu_references", "homogenization_partners", "seed", "compression",
                                       "mauve_buckets", "mauve_seed")}}
     # intervals for the per-poem measures only (poeval.metrics.diversity: why not the others)
@@ -194,6 +196,8 @@ FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorizatio
 # Families that also read another family's options (params metrics.<other>, runtime keys included):
 # diversity embeds with the semantic family's encoder and reuses its cached reference embeddings.
 SHARED_OPTIONS = {"diversity": ("semantic",)}
+
+
 def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:
     """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
     rng = np.random.default_rng(seed)

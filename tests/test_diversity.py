@@ -335,3 +335,24 @@ def test_diversity_tables_average_the_human_samples_and_list_a_model_cells_inter
     ci = {(r[1], r[3]): r[4:7] for r in (line.split("\t") for line in (tmp_path / "ci.tsv").read_text().splitlines())}
     assert ci[("gpt2-s", "self_bleu")] == ["4.00", "3.50", "4.50"]
     assert ci[("gpt2-s", "mauve")][1:] == ["NA", "NA"]
+
+
+def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_in_its_stamp(fake, tmp_path,
+                                                                                           monkeypatch):
+    """The cell's stamp records the semantic options it embedded with; `poeval provenance` reruns the
+    diversity family alone on them and finds the same numbers, and expects those params from the config."""
+    from poeval.cli import main
+    from poeval.report.provenance import metric_params, recompute_cell
+
+    ref, npy, model, _, _ = _files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    options = {"diversity": {"mauve_buckets": 3}, "semantic": {"encoder": "default"}}
+    assert main(["evaluate", model.name, "--reference", ref.name, "--lang", "en", "--metrics", "diversity",
+                 "--options", json.dumps(options), "--reference-embeddings", npy.name, "--bootstrap-reps", "20",
+                 "--out", "cell.json", "--quiet"]) == 0
+    stamp = json.loads((tmp_path / "cell.json").read_text())["provenance"]
+    assert stamp["params"]["metrics"] == options and stamp["inputs"]["embeddings"]["path"] == npy.name
+    diffs, recomputed = recompute_cell("cell.json", tmp_path)
+    assert diffs == [] and "semantic" not in recomputed
+    config = {"metrics": options | {"bootstrap": {"reps": 20, "seed": 1}}}
+    assert metric_params(config, "gpt2-s", "vanilla", "diversity")["metrics"] == options

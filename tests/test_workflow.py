@@ -194,8 +194,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)))
-    # table1, table4, sampling, style_adherence; 11 family tables with intervals; 15 figures and style_adherence
-    assert len(outputs) == 4 + 11 * 2 + 16
+    # table1, table4, sampling, style_adherence; 11 family tables with intervals and the 2 of the diversity
+    # family (not in the paper); 15 figures and style_adherence
+    assert len(outputs) == 4 + (11 + 2) * 2 + 16
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -344,8 +345,9 @@ def test_report_holds_every_table_and_figure(tiny_run):
     html = (work / "results" / "report.html").read_text()
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
-    # tables 1, 4, sampling, style adherence; 11 family tables with their .ci.tsv; figures 1-15 and style adherence
-    assert len(names) == 4 + 11 * 2 + 16
+    # tables 1, 4, sampling, style adherence; 11 family tables and the 2 diversity tables (not in the paper)
+    # with their .ci.tsv; figures 1-15 and style adherence
+    assert len(names) == 4 + (11 + 2) * 2 + 16
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))

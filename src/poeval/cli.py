@@ -273,10 +273,14 @@ def cmd_evaluate(args) -> None:
     if args.topic_model:
         options["topics"] = options.get("topics", {}) | {"topic_model": args.topic_model}
     if args.threads:
-        if "semantic" in families:   # torch takes seconds to import; only the encoder needs it
+        if {"semantic", "diversity"} & set(families):   # torch takes seconds to import; only the encoder needs it
             import torch
 
             torch.set_num_threads(args.threads)
+        if "diversity" in families:   # MAUVE's k-means
+            import faiss
+
+            faiss.omp_set_num_threads(args.threads)
         options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
     result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
                               bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,
@@ -292,8 +296,8 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     p.add_argument("--lang", required=True)
     p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
-                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic, metre, "
-                        "topics); "
+                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic; not in "
+                        "the paper: metre, topics, diversity, which embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
     p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")

@@ -112,8 +112,10 @@ def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: 
     """Stamp for a metric cell, from the arguments of :func:`poeval.metrics.evaluate.evaluate`."""
     options = kwargs.get("options") or {}
     inputs = {"samples": samples, "reference": reference}
-    if "semantic" in families:
+    # diversity embeds with the semantic family's options (metrics.evaluate.SHARED_OPTIONS): they count too
+    read = list(families) + (["semantic"] if "diversity" in families and "semantic" not in families else [])
+    if "semantic" in read:
         inputs["embeddings"] = options.get("semantic", {}).get("reference_embeddings")
-    metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in families}
+    metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in read}
     return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs["bootstrap_reps"], "seed": kwargs["seed"],
                           "exclude_sample_from_reference": bool(kwargs["exclude_sample_from_reference"])})

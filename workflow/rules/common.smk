@@ -14,6 +14,7 @@ from poeval import params as poeval_params
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.report.figures import FIGURES
+from poeval.metrics.evaluate import SHARED_OPTIONS
 from poeval.generators import pretrained, registry
 from poeval.generators.pretrained import is_release
 from poeval.paths import HUMAN, TRAIN
@@ -60,13 +61,18 @@ def cell_inputs(wildcards):
     reference, the training split."""
     w = wildcards
     inputs = {"samples": paths.cell_samples(w.lang, w.system, w.decoding), "reference": paths.train(w.lang)}
-    if w.family == "semantic":
+    if w.family in ("semantic", "diversity"):   # diversity reuses the semantic family's embeddings
         inputs["embeddings"] = paths.embeddings(w.lang)
     if w.family == "memorization":
         inputs["index"] = paths.memorization_index(w.lang)
     if w.family == "topics":
         inputs["topic_model"] = paths.topic_model(w.lang)
     return inputs
+
+
+def cell_options(wildcards):
+    """The params sections a cell's command reads: its family's, and those it shares (diversity: semantic)."""
+    return as_json({f: config["metrics"].get(f, {}) for f in (wildcards.family, *SHARED_OPTIONS.get(wildcards.family, ()))})
 
 
 def bootstrap_reps(wildcards):

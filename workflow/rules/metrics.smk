@@ -55,7 +55,7 @@ rule metric_cell:
     log:
         paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}"),
     params:
-        options=lambda wc: as_json({wc.family: config["metrics"].get(wc.family, {})}),
+        options=cell_options,
         reps=bootstrap_reps,
         seed=P["metrics"]["bootstrap"]["seed"],
         # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
@@ -63,7 +63,7 @@ rule metric_cell:
         embeddings=lambda wc, input: shlex.join(["--reference-embeddings", input.embeddings]) if "embeddings" in input.keys() else "",
         index=lambda wc, input: shlex.join(["--memorization-index", input.index]) if "index" in input.keys() else "",
         topic_model=lambda wc, input: shlex.join(["--topic-model", input.topic_model]) if "topic_model" in input.keys() else "",
-    threads: lambda wc: P["threads"] if wc.family in ("memorization", "semantic") else 1
+    threads: lambda wc: P["threads"] if wc.family in ("memorization", "semantic", "diversity") else 1
     shell:
         "poeval evaluate {input.samples:q} --reference {input.reference:q} --lang {wildcards.lang:q}"
         " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings} {params.index} {params.topic_model}"

@@ -18,7 +18,7 @@ from poeval import config
 from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.io import read_poems, write_json
-from poeval.metrics import length, lexical, memorization, schemes, semantic
+from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
 from poeval.poetry import rhyme as detector
@@ -96,7 +96,9 @@ def _cached_sample_rows(poems, ref) -> np.ndarray | None:
     return np.asarray(rows, dtype=np.int64)
 
 
-def _semantic(poems, ref, opts):
+def _cached_embeddings(poems, ref, opts):
+    """(semantic options with the language's encoder, reference embeddings, sample embeddings) from the
+    cache ``reference_embeddings`` (the semantic family's options); each None where not cached."""
     opts = opts | {"encoder": for_lang(opts["encoder"], opts["lang"])}
     cache = opts.get("reference_embeddings")
     ref_emb = sample_emb = None
@@ -105,6 +107,11 @@ def _semantic(poems, ref, opts):
         ref_emb = cached[ref.rows]
         rows = _cached_sample_rows(poems, ref)
         sample_emb = None if rows is None else cached[rows]   # no encoder run for HUMAN samples
+    return opts, ref_emb, sample_emb
+
+
+def _semantic(poems, ref, opts):
+    opts, ref_emb, sample_emb = _cached_embeddings(poems, ref, opts)
     within, across = semantic.max_sims(_lines(poems), _lines(ref.poems), encoder=opts["encoder"],
                                        reference_embeddings=ref_emb, sample_embeddings=sample_emb,
                                        batch_size=opts["batch_size"], backend=opts["backend"],
@@ -207,8 +214,41 @@ def _topics(poems, ref, opts):
     return result, resample
 
 
+def _embed(quatrains, sem):
+    return semantic.embed_quatrains(quatrains, sem["encoder"], batch_size=sem["batch_size"],
+                                    progress=sem.get("progress", False), backend=sem["backend"])
+
+
+def _diversity(poems, ref, opts):
+    # the semantic family's encoder, backend and cached reference embeddings (SHARED_OPTIONS)
+    sem, ref_emb, sample_emb = _cached_embeddings(poems, ref, opts["semantic"] | {"lang": opts["lang"],
+                                                                                   "progress": opts.get("progress", False)})
+    if sample_emb is None:
+        sample_emb = _embed(_lines(poems), sem) if poems else np.zeros((0, 1), dtype=np.float32)
+    human = diversity.human_rows(len(ref.poems), len(poems), opts["seed"])
+    human_emb = ref_emb[human] if ref_emb is not None else _embed([ref.poems[i]["lines"] for i in human], sem)
+    prep = diversity.prepare(_lines(poems), sample_emb, references=opts["self_bleu_references"],
+                             partners=opts["homogenization_partners"], seed=opts["seed"],
+                             compression=opts["compression"], progress=opts.get("progress", False))
+    encoder = semantic.canonical_encoder_name(sem["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
+    result = diversity.scalars(prep) | {
+        "mauve": diversity.mauve_score(sample_emb, human_emb, opts["mauve_buckets"], opts["mauve_seed"]),
+        "mauve_human_n": len(human), "per_poem": diversity.per_poem(prep),
+        "encoder": encoder, "backend": sem["backend"], **note,
+        **{key: opts[key] for key in ("self_bleu_references", "homogenization_partners", "seed", "compression",
+                                      "mauve_buckets", "mauve_seed")}}
+    # intervals for the per-poem measures only (poeval.metrics.diversity: why not the others)
+    return result, lambda idx: diversity.means(prep, idx)
+
+
 FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "rhyme": _rhyme,
-            "semantic": _semantic, "metre": _metre, "topics": _topics}
+            "semantic": _semantic, "metre": _metre, "topics": _topics, "diversity": _diversity}
+# Families that also read another family's options (params metrics.<other>, runtime keys included):
+# diversity embeds with the semantic family's encoder and reuses its cached reference embeddings.
+SHARED_OPTIONS = {"diversity": ("semantic",)}
+
+
 def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) -> dict[str, list[float]]:
     """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
     rng = np.random.default_rng(seed)
@@ -265,7 +305,8 @@ def evaluate(samples: str | Path, reference: str | Path, lang: str, families: li
               "n_poems": len(poems), "skipped": dict(sorted(skipped.items())), "reference_skipped": ref.skipped}
     for family in families:
         opts = resolved.get(family) or family_options(family, {})
-        opts = opts | {"progress": progress, "lang": lang}
+        opts = opts | {"progress": progress, "lang": lang} | {
+            other: resolved.get(other) or family_options(other, {}) for other in SHARED_OPTIONS.get(family, ())}
         result[family], resample = FAMILIES[family](poems, ref, opts)
         if bootstrap_reps and poems:
             result[family]["ci"] = bootstrap(resample, len(poems), bootstrap_reps, seed, progress)

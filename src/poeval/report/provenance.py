@@ -473,7 +473,10 @@ def _base_link(t: _Tracer, lst: dict, path: str, log_path: str) -> Link:
 def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
     """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
     and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
-    return {"metrics": {family: config.get("metrics", {}).get(family, {})},
+    from poeval.metrics.evaluate import SHARED_OPTIONS   # diversity also records the semantic params
+
+    read = (family, *SHARED_OPTIONS.get(family, ()))
+    return {"metrics": {f: config.get("metrics", {}).get(f, {}) for f in read},
             "bootstrap_reps": 0 if system == HUMAN else _dotted(config, "metrics.bootstrap.reps"),
             "seed": _dotted(config, "metrics.bootstrap.seed"),
             "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
@@ -687,10 +690,11 @@ def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tu
     options = {family: dict(opts) for family, opts in params["metrics"].items()}
     if "embeddings" in inputs:
         options.setdefault("semantic", {})["reference_embeddings"] = str(inputs["embeddings"])
-    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], list(options), options=options,
+    families = [f for f in options if f in doc]   # a diversity cell's stamp also has the semantic options
+    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=options,
                    bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
                    exclude_sample_from_reference=params["exclude_sample_from_reference"])
-    compared = {k: now[k] for k in ("n_poems", "n_reference", "skipped", *options)}   # not the input paths
+    compared = {k: now[k] for k in ("n_poems", "n_reference", "skipped", *families)}   # not the input paths
     return [f"{path}: {d}" for d in _number_diffs(doc, compared, "")], doc | compared
 
 

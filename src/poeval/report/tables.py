@@ -121,6 +121,10 @@ TABLES = {
              + [(f"distribution.{m}", f"{m}_pct", 2, 100) for m in METERS],
     "topics": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("dominant_entropy", "dominant_entropy", 3, 1),
                ("n_empty", "n_empty", 1, 1)],
+    # not in the paper: each measure on its reference package's scale (self-BLEU in sacrebleu points)
+    "diversity": [("self_bleu", "self_bleu", 2, 1)] + [(f"distinct_{n}", f"distinct_{n}", 3, 1) for n in range(1, 5)]
+                 + [("ngram_diversity", "ngram_diversity", 3, 1), ("compression_ratio", "compression_ratio", 3, 1),
+                    ("homogenization", "homogenization", 3, 1), ("vendi", "vendi", 2, 1), ("mauve", "mauve", 3, 1)],
 }
 # Real rhymes vs repetitions (Tables 10, 11): quatrain shares as fractions, as in the paper, with the
 # abcd share that completes them to 1; then the pair-level counts.
@@ -261,11 +265,12 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
                    "table6": "rhyme", "table10": "rhyme", "table11": "rhyme",
                    "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical",
-                   "metre": "metre", "topics": "topics"}
+                   # not in the paper (README "Beyond the paper")
+                   "metre": "metre", "topics": "topics", "diversity": "diversity", "diversity_decodings": "diversity"}
 # Tables with a row for every decoding config (the paper's appendix); the others show each system under
 # its first decoding config only. Table 10 shows the poetry-specific systems only, Table 11 one system
 # (``tables.table11.system``); the workflow picks their cells.
-DECODING_TABLES = {"table7", "table8", "table9", "table10", "table11", "table12"}
+DECODING_TABLES = {"table7", "table8", "table9", "table10", "table11", "table12", "diversity_decodings"}
 # Tables with the paper's HUMAN row (the whole training set against itself) next to the HUMAN samples.
 HUMAN_TRAIN_TABLES = {"table5", "table6"}
 

@@ -344,8 +344,9 @@ def test_report_holds_every_table_and_figure(tiny_run):
     html = (work / "results" / "report.html").read_text()
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
-    # tables 1, 4, sampling, style adherence; 11 family tables with their .ci.tsv; figures 1-15 and style adherence
-    assert len(names) == 4 + 11 * 2 + 16
+    # tables 1, 4, sampling, style adherence; 11 family tables with their .ci.tsv and _tests.tsv; figures 1-15 and
+    # style adherence
+    assert len(names) == 4 + 11 * 3 + 16
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))

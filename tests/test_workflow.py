@@ -194,8 +194,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)))
-    # table1, table4, sampling, style_adherence; 11 family tables with intervals; 15 figures and style_adherence
-    assert len(outputs) == 4 + 11 * 2 + 16
+    # table1, table4, sampling, style_adherence; 11 family tables with intervals and tests; 15 figures and
+    # style_adherence
+    assert len(outputs) == 4 + 11 * 3 + 16
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 

@@ -175,8 +175,8 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
         [p for p in before if p.startswith(model)] + [cell]
         + ["results/curves/en/gpt2-s.tsv", "results/samples/en/gpt2-s/vanilla.jsonl",
            "results/samples/en/gpt2-s/vanilla.stats.json"]
-        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table2.ci.tsv",
-                                           "table2.tsv", "table4.tsv")])
+        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table12_tests.tsv",
+                                           "table2.ci.tsv", "table2.tsv", "table2_tests.tsv", "table4.tsv")])
     assert "training.max_steps: recorded 80, now 100" in out
     log = json.loads((clone / model / "training_log.json").read_text())
     assert log["provenance"]["params"]["training"]["max_steps"] == 100

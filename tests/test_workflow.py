@@ -194,9 +194,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)))
-    # table1, table4, sampling, style_adherence; 11 family tables with intervals and, not in the paper, metre,
-    # topics, diversity, diversity_decodings; 15 figures, style_adherence and metre_figure
-    assert len(outputs) == 4 + (11 + 4) * 2 + 17
+    # table1, table4, sampling, style_adherence; 11 family tables with intervals and tests and, not in the paper,
+    # metre, topics, diversity, diversity_decodings (also with both); 15 figures, style_adherence and metre_figure
+    assert len(outputs) == 4 + (11 + 4) * 3 + 17
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -363,8 +363,8 @@ def test_report_holds_every_table_and_figure(tiny_run):
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
     # tables 1, 4, sampling, style adherence; 11 family tables and, not in the paper, metre, topics, diversity,
-    # diversity_decodings with their .ci.tsv; figures 1-15, style adherence and metre_figure
-    assert len(names) == 4 + (11 + 4) * 2 + 17
+    # diversity_decodings with their .ci.tsv and _tests.tsv; figures 1-15, style adherence and metre_figure
+    assert len(names) == 4 + (11 + 4) * 3 + 17
     assert [name for name in names if name not in html] == []
     assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))

@@ -378,6 +378,8 @@ def _parser_topics(sub) -> None:
 def cmd_table(args) -> None:
     from poeval.report import tables
 
+    if args.tests_out and args.name not in FAMILY_OF_TABLE:
+        raise PoevalError(f"--tests-out: {args.name} is not a family table")
     if args.name == "table1":
         splits: dict = {}
         for item in args.inputs:  # lang:split:path
@@ -391,6 +393,18 @@ def cmd_table(args) -> None:
     else:
         tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
                             tables.TABLE_COLUMNS.get(args.name))
+        if args.tests_out:
+            _table_tests(args)
+
+
+def _table_tests(args) -> None:
+    from poeval import config
+    from poeval.report import table_tests, tables
+
+    opts = config.resolve_section(args.tests or {}, "#/properties/metrics/properties/tests",
+                                  "metrics.tests")
+    table_tests.tests_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.tests_out, opts["permutations"],
+                            opts["seed"], tables.TABLE_COLUMNS.get(args.name))
 
 
 def _parser_table(sub) -> None:
@@ -400,6 +414,9 @@ def _parser_table(sub) -> None:
                                              "sampling: LANG:SYSTEM:DECODING:STATS_JSON)")
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
+    p.add_argument("--tests-out", help="family tables: significance tests of every row against HUMAN")
+    p.add_argument("--tests", type=_json,
+                   help="params metrics.tests as JSON (permutations, seed; defaults from the schema)")
     p.set_defaults(func=cmd_table)
 
 

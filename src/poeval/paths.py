@@ -157,6 +157,11 @@ def table_ci(name: str) -> str:
     return f"{TABLES}/{name}.ci.tsv"
 
 
+def table_tests(name: str) -> str:
+    """The significance tests of a family table's rows against HUMAN (poeval.report.table_tests)."""
+    return f"{TABLES}/{name}_tests.tsv"
+
+
 def figure(name: str) -> str:
     return f"{FIGURES}/{name}.png"
 

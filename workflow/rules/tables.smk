@@ -45,7 +45,7 @@ rule sampling_table:
 # and 6 also the whole training set, HUMAN (train)); Tables 7, 8, 9, 12: one row per language x system x
 # decoding config; Table 10 the poetry-specific systems and Table 11 one system (tables.table11.system)
 # under every decoding config. Each is assembled from the cell files (Table 8: semantic and memorization
-# cells), with a long-form table of intervals next to it. One rule per table (named after it),
+# cells), with a long-form table of intervals and one of significance tests against HUMAN next to it. One rule per table (named after it),
 # because a report caption path cannot hold a wildcard: each table gets its own caption file.
 for _table in FAMILY_OF_TABLE:
 
@@ -57,15 +57,18 @@ for _table in FAMILY_OF_TABLE:
         output:
             table=report(paths.table(_table), caption=f"../report/{_table}.rst", category="Tables"),
             ci=report(paths.table_ci(_table), caption="../report/ci.rst", category="Intervals"),
+            tests=report(paths.table_tests(_table), caption="../report/tests.rst", category="Tests"),
         log:
             paths.log("tables", _table),
         params:
             table=_table,
             encoders=semantic_encoders(),  # for the semantic tables' captions
             metrics=P["metrics"],  # for the captions that name a metric's switches (Tables 2 and 5)
+            tests=as_json(config["metrics"].get("tests", {})),
         threads: 1
         shell:
-            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q} > {log:q} 2>&1"
+            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q}"
+            " --tests-out {output.tests:q} --tests {params.tests:q} > {log:q} 2>&1"
 
 
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.

@@ -18,7 +18,7 @@ from poeval import config
 from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.io import read_poems, write_json
-from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic
+from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
 from poeval.poetry import rhyme as detector
@@ -56,7 +56,10 @@ def _length(poems, ref, opts):
 def _lexical(poems, ref, opts):
     per_poem = [lexical.TOKENIZERS[opts["tokens"]](lines) for lines in _lines(poems)]
     kw = {key: opts[key] for key in ("mattr_window", "mtld_threshold", "mtld_rule")}
-    return lexical.from_tokens(per_poem, **kw), lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw)
+    # per-poem TTRs (None: no token), whose mean is ATTR: the tables' permutation test reads them
+    ttr = [round(len(set(t)) / len(t), 6) if t else None for t in per_poem]
+    return (lexical.from_tokens(per_poem, **kw) | {"per_poem": {"ttr": ttr}},
+            lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw))
 
 
 def _memorization(poems, ref, opts):
@@ -83,7 +86,8 @@ def _memorization(poems, ref, opts):
     def resample(idx):
         return {level: float(c[idx].sum() / (units[level] * len(idx))) for level, c in per_poem.items()}
 
-    return result, resample
+    # memorized units per poem: the tables' permutation test reads them
+    return result | {"per_poem": {level: c.astype(int).tolist() for level, c in per_poem.items()}}, resample
 
 
 def _cached_sample_rows(poems, ref) -> np.ndarray | None:
@@ -161,7 +165,8 @@ def _rhyme(poems, ref, opts):
 
     result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
                                                "human_n": int(human.sum()),
-                                               "human_smoothed": schemes.smooths_human(human, smoothing)}
+                                               "human_smoothed": schemes.smooths_human(human, smoothing),
+                                               "chi2_reference": _chi2_reference(index, human)}
     return result, resample
 
 
@@ -240,6 +245,17 @@ def _diversity(poems, ref, opts):
                                       "mauve_buckets", "mauve_seed")}}
     # intervals for the per-poem measures only (poeval.metrics.diversity: why not the others)
     return result, lambda idx: diversity.means(prep, idx)
+
+
+def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
+    """The sample's scheme counts against the reference's, tested as they should be (the paper's
+    ``chi2_test`` shuffles the training counts across schemes first: README "poeval vs the paper's code");
+    a permutation test's draws follow params ``metrics.tests`` defaults. None for an empty sample."""
+    if not len(index):
+        return None
+    counts = np.bincount(index, minlength=len(schemes.SCHEMES_4))
+    test = significance.chi2_homogeneity(counts, human, **config.defaults("#/properties/metrics/properties/tests"))
+    return {key: test[key] for key in ("test", "statistic", "dof", "p")}
 
 
 FAMILIES = {"length": _length, "lexical": _lexical, "memorization": _memorization, "rhyme": _rhyme,

@@ -1,0 +1,121 @@
+"""Is a table row's difference from HUMAN real? ``<table>_tests.tsv`` next to every family table: one row
+per (table row, measure) with the test, its statistic, p and the Holm-adjusted p (poeval.metrics.significance).
+
+A model row is tested against the pooled HUMAN samples of its language (the table's HUMAN row is their
+mean): their per-poem values joined, their label counts summed. Each HUMAN sample is tested against the
+other HUMAN samples pooled (leave one out), a calibration check: those rows should rarely be significant.
+The ``HUMAN (train)`` row (the training set against itself) is not tested."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from poeval.errors import PoevalError
+from poeval.metrics import significance
+from poeval.paths import HUMAN, TRAIN
+from poeval.render import NA, fmt, write_tsv
+from poeval.report.tables import TABLES, _families, _load_cells, dotted_get
+
+# What each family's table is tested on: (measure, kind, key in the family's cell section). "per_poem":
+# a list of per-poem values (null: none for that poem), permutation test of the difference in means;
+# "counts": {label: count}, chi-square test of homogeneity. A new family adds one line.
+TESTS = {
+    "length": [("length", "per_poem", "per_poem")],
+    "lexical": [("attr", "per_poem", "per_poem.ttr")],   # MATTR and MTLD read the concatenated sample: no test
+    "semantic": [("within", "per_poem", "per_poem.within"), ("across", "per_poem", "per_poem.across")],
+    "memorization": [(level, "per_poem", f"per_poem.{level}") for level in ("quatrain", "couplet", "verse")],
+    "rhyme": [("schemes", "counts", "counts")],
+    # not in the paper; the diversity family's other measures are not per poem (poeval.metrics.diversity)
+    "metre": [("metre", "counts", "counts")],
+    "topics": [("dominant_topics", "counts", "counts")],
+    "diversity": [("self_bleu", "per_poem", "per_poem.self_bleu"),
+                  ("homogenization", "per_poem", "per_poem.homogenization")],
+}
+COLUMNS = ["lang", "system", "decoding", "measure", "test", "statistic", "p", "p_holm", "n", "n_human"]
+
+
+def _values(cell: dict, family: str, kind: str, key: str):
+    """A sample's per-poem values (list) or label counts (dict); None for a sample without valid quatrains."""
+    if cell["n_poems"] == 0:
+        return None
+    try:
+        value = dotted_get(cell[family], key)
+    except (KeyError, TypeError):
+        c = cell["cell"]
+        raise PoevalError(f"{family} cell of {c['lang']}/{c['system']}/{c['decoding']} has no '{key}' "
+                          "(written by an older poeval: rerun its metric cell)") from None
+    if value is None:
+        return None
+    return value if kind == "counts" else [v for v in value if v is not None]
+
+
+def _pool(kind: str, parts: list) -> list | dict | None:
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    if kind == "per_poem":
+        return [v for part in parts for v in part]
+    pooled: dict[str, float] = defaultdict(float)
+    for counts in parts:
+        for label, count in counts.items():
+            pooled[label] += count
+    return dict(pooled)
+
+
+def run_test(kind: str, sample, human, permutations: int, seed: int) -> dict:
+    """One test of a sample's values against HUMAN's (both as :func:`_values` returns them)."""
+    if kind == "per_poem":
+        return significance.permutation_test(sample, human, permutations, seed)
+    labels = sorted(set(sample) | set(human))
+    return significance.chi2_homogeneity([sample.get(s, 0) for s in labels], [human.get(s, 0) for s in labels],
+                                         permutations, seed)
+
+
+def _p(value) -> str:
+    # significant digits, not decimals: an asymptotic chi-square p can be 1e-50
+    return NA if value is None else f"{value:.4g}"
+
+
+def tests_rows(cells: list[dict], family: str, permutations: int, seed: int) -> list[list[str]]:
+    """The rows of the tests table for merged cell documents in input order."""
+    if family not in TESTS:
+        raise PoevalError(f"no significance tests for the family {family!r} (available: {', '.join(TESTS)})")
+    humans: dict[str, list[dict]] = defaultdict(list)
+    for cell in cells:
+        if cell["cell"]["system"] == HUMAN and cell["cell"]["decoding"] != TRAIN:
+            humans[cell["cell"]["lang"]].append(cell)
+    tested = [c for c in cells if not (c["cell"]["system"] == HUMAN and c["cell"]["decoding"] == TRAIN)]
+    rows = []
+    for measure, kind, key in TESTS[family]:
+        results = []
+        for cell in tested:
+            c = cell["cell"]
+            others = [h for h in humans[c["lang"]] if h is not cell]
+            sample = _values(cell, family, kind, key)
+            human = _pool(kind, [_values(h, family, kind, key) for h in others])
+            results.append((c, None if not sample or not human else run_test(kind, sample, human, permutations, seed)))
+        rows += _holm_rows(measure, results)
+    return rows
+
+
+def _holm_rows(measure: str, results: list[tuple[dict, dict | None]]) -> list[list[str]]:
+    """Rows of one measure; Holm's adjustment runs over the model rows, and separately over the HUMAN
+    (calibration) rows, so that the number of HUMAN samples does not change a model row's p_holm."""
+    adjusted: dict[int, float] = {}
+    for is_human in (False, True):
+        picked = [i for i, (c, r) in enumerate(results) if r is not None and (c["system"] == HUMAN) == is_human]
+        adjusted |= dict(zip(picked, significance.holm([results[i][1]["p"] for i in picked]))) if picked else {}
+    rows = []
+    for i, (c, r) in enumerate(results):
+        r = r or {}
+        rows.append([c["lang"], c["system"], c["decoding"], measure, r.get("test", NA), fmt(r.get("statistic"), 4),
+                     _p(r.get("p")), _p(adjusted.get(i)), str(r.get("n", NA)), str(r.get("n_human", NA))])
+    return rows
+
+
+def tests_table(paths: list[str], family: str, out: str, permutations: int, seed: int,
+                columns: list[tuple] | None = None) -> None:
+    """``<table>_tests.tsv`` from the table's cell files (``columns`` as for
+    :func:`poeval.report.tables.family_table`: which families' cells are among ``paths``)."""
+    cells = _load_cells(paths, _families(family, columns or TABLES[family]))
+    write_tsv(out, COLUMNS, tests_rows(cells, family, permutations, seed))

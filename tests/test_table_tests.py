@@ -10,7 +10,7 @@ from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.metrics.evaluate import evaluate
 from poeval.report import table_tests
-from poeval.report.tables import TABLES
+from poeval.report.tables import FAMILY_OF_TABLE, TABLES
 
 SCHEMES = ["aabb", "abab", "abcb", "abcd"]
 HUMAN_SHARES = [0.3, 0.3, 0.2, 0.2]
@@ -141,3 +141,8 @@ def test_the_rhyme_cell_tests_its_schemes_against_the_reference(tmp_path):
     got = evaluate(tmp_path / "s.jsonl", tmp_path / "r.jsonl", "en", ["rhyme"])["rhyme"]["chi2_reference"]
     ref = stats.chi2_contingency([[30, 10, 20], [40, 40, 40]], correction=False)
     assert got == pytest.approx({"test": "chi2", "statistic": ref.statistic, "dof": 2, "p": ref.pvalue})
+
+
+def test_every_family_table_has_its_tests():
+    # the rule loop gives every family table a _tests.tsv, which raises for a family without tests
+    assert set(FAMILY_OF_TABLE.values()) <= set(table_tests.TESTS)

@@ -1,6 +1,8 @@
 import os
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # Nothing in the tests may reach a model hub.
@@ -63,3 +65,34 @@ def sampling(n: int, **over) -> dict:
     block = yaml.safe_load((ROOT / "params.yaml").read_text("utf-8"))["sampling"]
     block.pop("max_new_bytes")
     return {**block, "n": n, **over}
+
+
+# A fake sentence encoder (tests of the semantic and diversity families): compute logic without a model.
+
+class FakeEncoder:
+    """Bag-of-words hashing into 32 dims, normalised: equal texts give equal vectors."""
+
+    dim = 32
+
+    def get_embedding_dimension(self):
+        return self.dim
+
+    def encode(self, texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False, **_):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
+            out[i, -1] += 0.1
+        if normalize_embeddings:
+            out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    from poeval.metrics import semantic
+
+    enc = FakeEncoder()
+    monkeypatch.setattr(semantic, "load_encoder", lambda name="default", **_: enc)
+    monkeypatch.setattr(semantic, "resolve_encoder", lambda name: name)
+    return enc

@@ -187,27 +187,6 @@ def test_mauve_score_is_mauve_text_on_the_same_features_seed_and_buckets():
 
 # --- the family in poeval evaluate ---------------------------------------------------------------------
 
-class FakeEncoder:
-    """Bag-of-words hashing into 32 dims (as tests/test_semantic.py): no model needed."""
-
-    def get_embedding_dimension(self):
-        return 32
-
-    def encode(self, texts, normalize_embeddings=False, **_):
-        out = np.zeros((len(texts), 32), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, zlib.crc32(word.encode()) % 32] += 1.0
-            out[i, -1] += 0.1
-        return out / np.linalg.norm(out, axis=1, keepdims=True) if normalize_embeddings else out
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    enc = FakeEncoder()
-    monkeypatch.setattr(semantic, "load_encoder", lambda name="default", **_: enc)
-    monkeypatch.setattr(semantic, "resolve_encoder", lambda name: name)
-    return enc
 
 
 def _files(tmp_path, n_train=30):

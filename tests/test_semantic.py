@@ -1,5 +1,4 @@
 import json
-import zlib
 
 import numpy as np
 import pytest
@@ -83,33 +82,7 @@ def test_max_similarity_errors():
     assert semantic.max_similarity(x[:0], x).shape == (0,)
 
 
-# --- a fake encoder: compute logic without a model -----------------------------------------------------
-
-class FakeEncoder:
-    """Bag-of-words hashing into 32 dims, normalised: equal texts give equal vectors."""
-
-    dim = 32
-
-    def get_embedding_dimension(self):
-        return self.dim
-
-    def encode(self, texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False, **_):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
-            out[i, -1] += 0.1
-        if normalize_embeddings:
-            out /= np.linalg.norm(out, axis=1, keepdims=True)
-        return out
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    enc = FakeEncoder()
-    monkeypatch.setattr(semantic, "load_encoder", lambda name="default", **_: enc)
-    monkeypatch.setattr(semantic, "resolve_encoder", lambda name: name)
-    return enc
+# --- the fake encoder: tests/conftest.py's `fake` fixture (compute logic without a model) --------------
 
 
 Q1 = ["the rose is red", "the sky is blue", "the night is long", "the day is done"]

@@ -83,7 +83,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, file_sha256, read_json, read_poems, write_json
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
@@ -315,14 +315,8 @@ def load_index(index_dir: str | os.PathLike, levels: Sequence[str],
     """The indexes of ``levels`` saved by :func:`save_index`; ``input_path``: fail unless the index was
     built from this file's current bytes (a stale index)."""
     index_dir = Path(index_dir)
-    meta_path = index_dir / INDEX_META
-    if not meta_path.is_file():
-        raise PoevalError(f"memorization index not found: {meta_path}; build it with `poeval index`")
-    meta = read_json(meta_path)
-    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
-        raise PoevalError(f"{index_dir}: not a memorization index of format {INDEX_FORMAT}; rebuild it")
-    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
-        raise PoevalError(f"{index_dir} was built from a different version of {input_path}; rebuild it")
+    meta = cache_meta(index_dir / INDEX_META, INDEX_FORMAT, input_path, "memorization index",
+                      "build it with `poeval index`")
     out = {}
     for level in levels:
         info = meta["levels"].get(level)

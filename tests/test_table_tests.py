@@ -146,3 +146,15 @@ def test_the_rhyme_cell_tests_its_schemes_against_the_reference(tmp_path):
 def test_every_family_table_has_its_tests():
     # the rule loop gives every family table a _tests.tsv, which raises for a family without tests
     assert set(FAMILY_OF_TABLE.values()) <= set(table_tests.TESTS)
+
+
+def test_a_sample_without_a_labelled_quatrain_gets_an_untested_row(tmp_path):
+    # a topics cell whose every quatrain lacks a vocabulary word has all-zero dominant-topic counts
+    topics = [str(t) for t in range(3)]
+    paths = [_cell(tmp_path / f"h{k}.json", "en", "HUMAN", f"human{k}", "topics",
+                   {"counts": dict(zip(topics, [30, 20, 10]))}) for k in range(2)]
+    paths.append(_cell(tmp_path / "m.json", "en", "m", "vanilla", "topics", {"counts": dict.fromkeys(topics, 0)}, n=4))
+    out = tmp_path / "topics_tests.tsv"
+    table_tests.tests_table(paths, "topics", str(out), permutations=99, seed=1)
+    rows = _rows(out)
+    assert [r["test"] for r in rows] == ["chi2", "chi2", "NA"] and rows[-1]["p"] == "NA"

@@ -171,18 +171,19 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def cache_meta(meta_path: str | os.PathLike, fmt: str, input_path: str | os.PathLike | None, what: str,
-               remedy: str) -> dict:
+               command: str) -> dict:
     """The metadata of a cache directory built from a training split (memorization index, topic model),
     checked: present, of format ``fmt`` and, given ``input_path``, built from that file's current bytes.
-    ``what`` names the cache in errors, ``remedy`` says how to rebuild it."""
+    ``what`` names the cache in errors, ``command`` the command that builds it."""
     meta_path = Path(meta_path)
     if not meta_path.is_file():
-        raise PoevalError(f"{what} not found: {meta_path}; {remedy}")
+        raise PoevalError(f"{what} not found: {meta_path}; build it with `{command}`")
     meta = read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != fmt:
-        raise PoevalError(f"{meta_path.parent}: not a {what} of format {fmt}; {remedy}")
+        raise PoevalError(f"{meta_path.parent}: not a {what} of format {fmt}; rebuild it with `{command}`")
     if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
-        raise PoevalError(f"{meta_path.parent} was built from a different version of {input_path}; {remedy}")
+        raise PoevalError(f"{meta_path.parent} was built from a different version of {input_path}; "
+                          f"rebuild it with `{command}`")
     return meta
 
 

@@ -157,17 +157,11 @@ def _rhyme(poems, ref, opts):
         return schemes.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
                                  int(repeating[idx].sum()), len(idx), smoothing)
 
-    def resample(idx):
-        # flattened so that every scheme share gets its own interval
-        out = numbers(idx)
-        return {k: v for k, v in out.items() if k not in ("distribution", "counts")} | {
-            f"distribution.{s}": v for s, v in out["distribution"].items()}
-
     result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
                                                "human_n": int(human.sum()),
                                                "human_smoothed": schemes.smooths_human(human, smoothing),
                                                "chi2_reference": _chi2_reference(index, human)}
-    return result, resample
+    return result, lambda idx: _flat_distribution(numbers(idx))
 
 
 def _flat_distribution(out: dict) -> dict:

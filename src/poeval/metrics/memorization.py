@@ -316,7 +316,7 @@ def load_index(index_dir: str | os.PathLike, levels: Sequence[str],
     built from this file's current bytes (a stale index)."""
     index_dir = Path(index_dir)
     meta = cache_meta(index_dir / INDEX_META, INDEX_FORMAT, input_path, "memorization index",
-                      "build it with `poeval index`")
+                      "poeval index")
     out = {}
     for level in levels:
         info = meta["levels"].get(level)

@@ -213,7 +213,7 @@ def load_model(model_dir: str | os.PathLike, input_path: str | os.PathLike | Non
     from gensim.models import LdaModel
 
     model_dir = Path(model_dir)
-    meta = cache_meta(model_dir / META, FORMAT, input_path, "topic model", "train it with `poeval topics`")
+    meta = cache_meta(model_dir / META, FORMAT, input_path, "topic model", "poeval topics")
     if options is not None and resolve(options) != meta["params"]:
         raise PoevalError(f"{model_dir} was trained with params {meta['params']}, not {resolve(options)} "
                           f"(metrics.topics); retrain it")

@@ -46,9 +46,9 @@ def _values(cell: dict, family: str, kind: str, key: str):
         c = cell["cell"]
         raise PoevalError(f"{family} cell of {c['lang']}/{c['system']}/{c['decoding']} has no '{key}' "
                           "(written by an older poeval: rerun its metric cell)") from None
-    if value is None:
-        return None
-    return value if kind == "counts" else [v for v in value if v is not None]
+    if kind == "counts":   # no labelled quatrain (e.g. none with a topic-model word): nothing to test
+        return value if value and any(value.values()) else None
+    return None if value is None else [v for v in value if v is not None]
 
 
 def _pool(kind: str, parts: list) -> list | dict | None:

@@ -219,8 +219,12 @@ def _plain_text_poems(path: Path) -> list[list[str]]:
 
 def _scheme_field(record: dict) -> dict:
     """The labels a record carries that the metric families read: its ``scheme`` (rhyme), ``meter`` and DLK
-    ``measure`` annotations (metre)."""
+    ``measure`` annotations (metre). Metre labels only in poeval's own layout (``lines``): a ``text`` record
+    (QuaTrain's release, the paper's saved samples) has another labeller's (``"iambus"``), as the saved-dataset
+    reader, which keeps no ``meter`` column, already assumes."""
     kept = {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+    if "lines" not in record:
+        return kept
     if isinstance(record.get("meter"), str):
         kept["meter"] = record["meter"]
     if isinstance(record.get("measure"), list):

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.text import verses_problem
 
 
@@ -275,8 +275,7 @@ def _saved_dataset_records(path: Path) -> list[dict]:
     try:
         ds = datasets.load_from_disk(str(path))
     except (OSError, ValueError, KeyError, TypeError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise PoevalError(f"{path}: cannot load the saved dataset: {first}") from None
+        raise PoevalError(f"{path}: cannot load the saved dataset: {first_line(err)}") from None
     if not isinstance(ds, datasets.Dataset):
         raise PoevalError(f"{path}: expected one saved Dataset, got {type(ds).__name__}")
     if "lines" not in ds.column_names and "text" not in ds.column_names:

@@ -125,3 +125,12 @@ def test_quatrain_release_format(tmp_path):
     # and as a sample for poeval evaluate: `text` read as the verses
     poems, skipped = io.read_poems(tmp_path / "QuaTrain-en.json")
     assert [p["lines"] for p in poems] == [r["text"] for r in release] and not skipped
+
+
+def test_a_quatrain_release_file_gets_poevals_own_metre_labels():
+    """Its ``meter`` is another labeller's ("iambus"): read_poems keeps no metre label from a ``text`` record,
+    so the metre family labels the verses itself rather than stopping at an unknown label."""
+    poems, _ = io.read_poems(RELEASE)
+    assert all("meter" not in p for p in poems)
+    result = evaluate(RELEASE, RELEASE, "en", ["metre"])["metre"]
+    assert sum(result["counts"].values()) == 5 and result["entropy"] is not None

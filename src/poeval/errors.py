@@ -3,3 +3,8 @@
 
 class PoevalError(Exception):
     """A user-facing error: bad input, bad config or a missing resource."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of a library's error message (its type when empty), for a one-line PoevalError."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.text import verses_problem
 
 
@@ -219,8 +219,12 @@ def _plain_text_poems(path: Path) -> list[list[str]]:
 
 def _scheme_field(record: dict) -> dict:
     """The labels a record carries that the metric families read: its ``scheme`` (rhyme), ``meter`` and DLK
-    ``measure`` annotations (metre)."""
+    ``measure`` annotations (metre). Metre labels only in poeval's own layout (``lines``): a ``text`` record
+    (QuaTrain's release, the paper's saved samples) has another labeller's (``"iambus"``), as the saved-dataset
+    reader, which keeps no ``meter`` column, already assumes."""
     kept = {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+    if "lines" not in record:
+        return kept
     if isinstance(record.get("meter"), str):
         kept["meter"] = record["meter"]
     if isinstance(record.get("measure"), list):
@@ -271,8 +275,7 @@ def _saved_dataset_records(path: Path) -> list[dict]:
     try:
         ds = datasets.load_from_disk(str(path))
     except (OSError, ValueError, KeyError, TypeError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise PoevalError(f"{path}: cannot load the saved dataset: {first}") from None
+        raise PoevalError(f"{path}: cannot load the saved dataset: {first_line(err)}") from None
     if not isinstance(ds, datasets.Dataset):
         raise PoevalError(f"{path}: expected one saved Dataset, got {type(ds).__name__}")
     if "lines" not in ds.column_names and "text" not in ds.column_names:

@@ -33,7 +33,7 @@ from typing import Sequence
 from poeval import hub, io, paths
 from poeval.bpomp.pairs import TASKS
 from poeval.bpomp.scoring import pair_text
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 
 FORMATS = ("lm-eval",)
 DEFAULT_GROUP = "bpomp"
@@ -57,8 +57,7 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
         cfg = AutoConfig.from_pretrained(ref, local_files_only=hub.local_files_only())
         tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise PoevalError(f"cannot load model {model!r} given by {key}: {first}") from None
+        raise PoevalError(f"cannot load model {model!r} given by {key}: {first_line(err)}") from None
     if (getattr(cfg, VERSE_ORDER, None) or "forward") == "reversed":
         raise PoevalError(f"{model!r} was trained with reversed verses (verse_order: reversed): poeval scores it on "
                           "reversed lines, lm-eval would feed it the forward text; score it with `poeval bpomp score`")

@@ -20,7 +20,7 @@ import contextlib
 from typing import Sequence
 
 from poeval import hub, io
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.generators.checkpoint import load, max_positions, orient, text_bounds, verse_order
 
 KINDS = ("causal", "masked")
@@ -39,8 +39,8 @@ def load_masked(name_or_path: str, key: str = "model"):
         tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
         model = AutoModelForMaskedLM.from_pretrained(ref, local_files_only=hub.local_files_only())
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise PoevalError(f"cannot load masked language model {name_or_path!r} given by {key}: {first}") from None
+        raise PoevalError(f"cannot load masked language model {name_or_path!r} given by {key}: "
+                          f"{first_line(err)}") from None
     return model.eval(), tok
 
 

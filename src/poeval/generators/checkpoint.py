@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval import hub
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.io import read_json
 
 VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order
@@ -71,8 +71,7 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
     from transformers import AutoModelForCausalLM, AutoTokenizer   # after the checks: it takes seconds
 
     def fail(ref: str, where: str, what: str, err: Exception):
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first}")
+        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first_line(err)}")
 
     local = hub.local_files_only()
     try:

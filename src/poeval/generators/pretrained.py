@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from poeval import paths
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.io import read_json
 from poeval.packages import verified_file
 
@@ -144,8 +144,7 @@ def import_gguf(source: str, out: str, progress: bool = True) -> dict:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
             loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
         except (OSError, ValueError, KeyError, RuntimeError) as err:
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise PoevalError(f"import: transformers cannot read {path}: {first}") from None
+            raise PoevalError(f"import: transformers cannot read {path}: {first_line(err)}") from None
     plain = _plain_copy(loaded.eval())
     diff = _max_logit_diff(loaded, plain, tokenizer)
     if diff != 0.0:

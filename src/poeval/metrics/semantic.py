@@ -52,7 +52,7 @@ from typing import Sequence
 import numpy as np
 
 from poeval import hub
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.io import atomic_write, file_sha256, read_poems, write_json
 
 PARAM = "metrics.semantic.encoder"
@@ -154,10 +154,9 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None, ba
     except PoevalError:
         raise
     except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise PoevalError(
             f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (give a local sentence-transformers "
-            f"folder, a hub id in the Hugging Face cache, or \"default\"): {first}") from None
+            f"folder, a hub id in the Hugging Face cache, or \"default\"): {first_line(err)}") from None
 
 
 def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,

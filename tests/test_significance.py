@@ -160,7 +160,7 @@ def _paper_chi2_test(train: dict, sample: dict, seed: int) -> float:
 def test_human_sample_against_train_is_not_significant_but_the_papers_procedure_says_it_is():
     case = json.loads(FIXTURE.read_text())
     sample = [case["sample"][s] for s in case["schemes"]]
-    for reference, expected in (("train", 0.898), ("train_without_sample", 0.711)):
+    for reference, expected in (("train", 0.858), ("train_without_sample", 0.651)):
         counts = [case[reference][s] for s in case["schemes"]]
         got = sig.chi2_homogeneity(sample, counts)
         ref = stats.chi2_contingency([sample, counts], correction=False)

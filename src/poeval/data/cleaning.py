@@ -40,12 +40,16 @@ _BRACES = re.compile(r"\{([^\W\d_]{1,3})\}")
 STANZA_NUMBER = re.compile(r"^\s*[IVXLCDM]+\.\s(?=\s?\S)")
 # A brace in a right-hand column groups a triplet ("...zest of life                   }").
 _BRACE_COLUMN = re.compile(r"\s{3,}\}\s*$")
+# A character (or the stanza numeral) without which none of the substitutions below can match.
+_MAY_CLEAN = re.compile(r"[_=\[{}(]|^\s*[IVXLCDM]+\.\s")
 # An omission mark (". . .") : the text after it is not the text before it.
 _OMISSION = re.compile(r"\.\s\.\s\.")
 
 
 def clean_verse(text: str) -> tuple[str, tuple[str, ...]]:
     """``(cleaned text, kinds changed)``; the text is returned unchanged with ``()`` when nothing matched."""
+    if not _MAY_CLEAN.search(text):   # most verses: one search instead of six substitutions
+        return text, ()
     kinds = []
     for kind, pattern, repl in (("italics", _ITALICS, r"\1"), ("emphasis", _EMPHASIS, r"\1"),
                                 ("footnote_marker", _FOOTNOTE, ""), ("brace_expansion", _BRACES, r"\1"),
@@ -105,26 +109,26 @@ _WRAPPED = re.compile(r"^\s*[a-z].{40,}\b(?:the|a|an|and|of|to|for|in|his|her|th
 
 
 def _all_caps(text: str) -> bool:
-    upper = sum(c.isupper() for c in text)
-    return upper >= 2 and not any(c.islower() for c in text)
+    """No lower-case letter and at least two capitals (``str.isupper`` first: almost every verse fails it)."""
+    return text.isupper() and sum(map(str.isupper, text)) >= 2
+
+
+_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}
 
 
 def _line_code(text: str) -> tuple[int, bool]:
-    """``(drop code, poem start)``: drop code 0 = keep, else 1 + index into DROP_REASONS (index lines are
-    found over runs, in :func:`line_codes`)."""
-    if _MOJIBAKE.search(text):
-        return 1, False
-    if _EDITORIAL.search(text):
-        return 2, False
-    if _HEADING.search(text):
-        return 4, False
+    """``(drop code, poem start)``: drop code 0 = keep, else ``_CODE[reason]`` (index lines are found over
+    runs, in :func:`line_codes`). The rules are tried in this order; the first that fires decides."""
+    for reason, fires in (("mojibake", _MOJIBAKE.search), ("editorial", _EDITORIAL.search),
+                          ("heading", _HEADING.search)):
+        if fires(text):
+            return _CODE[reason], False
     if _all_caps(text):
         # a capitals verse that goes on (ends in , ; : or -) is verse; a capitals line that stops is a heading
-        return (0, False) if text.rstrip().endswith((",", ";", ":", "-")) else (4, False)
-    if _SPEAKER.search(text):
-        return 5, False
-    if _WRAPPED.match(text):
-        return 6, False
+        return (0 if text.rstrip().endswith((",", ";", ":", "-")) else _CODE["heading"]), False
+    for reason, fires in (("speaker", _SPEAKER.search), ("prose_line", _WRAPPED.match)):
+        if fires(text):
+            return _CODE[reason], False
     if STANZA_NUMBER.match(text):
         return 0, True
     m = _CAPS_START.match(text)
@@ -153,7 +157,7 @@ def line_codes(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         edges = np.flatnonzero(np.diff(np.concatenate([[0], page.astype(np.int8), [0]])))
         for a, b in zip(edges[::2], edges[1::2]):
             if b - a >= INDEX_RUN:
-                codes[a:b] = np.where(codes[a:b] == 0, 1 + DROP_REASONS.index("index"), codes[a:b])
+                codes[a:b] = np.where(codes[a:b] == 0, _CODE["index"], codes[a:b])
     after_omission = np.concatenate([[False], omission[:-1]]) if n else omission
     starts[(starts == 0) & after_omission] = 3
     starts[codes != 0] = 0

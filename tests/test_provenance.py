@@ -385,14 +385,23 @@ def _stale(run: Path, *overlays: str, **kw) -> dict[str, list[str]]:
 
 def test_stamps_not_snakemake_metadata_say_which_outputs_are_stale(run):
     """A run without .snakemake/metadata (as after `dvc pull`): nothing is stale until a param or an input
-    changes; then exactly the outputs whose stamps record something else."""
+    changes; then the outputs whose stamps record something else, and those whose recorded inputs they
+    rebuild."""
     assert _stale(run) == {}
     (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
-    assert _stale(run, "config/steps.yaml") == {
-        MODEL: ["params: training.max_steps: recorded 150, now 151"]}
+    other = paths.stats("en", "gpt2-s", "contrastive-k6-a0.7")
+    downstream = {STATS: [f"input model {MODEL} is rebuilt first"], other: [f"input model {MODEL} is rebuilt first"],
+                  CELL: [f"input samples {SAMPLES} is rebuilt first"]}
+    stale = _stale(run, "config/steps.yaml")
+    assert stale[MODEL] == ["params: training.max_steps: recorded 150, now 151"]
+    assert {k: v for k, v in stale.items() if k in downstream} == downstream
+    assert all("/gpt2-s/" in out or out.endswith("/gpt2-s") for out in stale)   # nothing of another system
+    assert _stale(run, "config/steps.yaml", rules=["train"]) == {MODEL: stale[MODEL]}
     (run / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
-    assert set(_stale(run, "config/seed.yaml")) == {STATS, paths.stats("en", "gpt2-s", "contrastive-k6-a0.7")}
-    assert _stale(run, "config/seed.yaml", rules=["train", "metric_cell"]) == {}
+    assert {STATS, other} <= set(_stale(run, "config/seed.yaml")) and MODEL not in _stale(run, "config/seed.yaml")
+    assert _stale(run, "config/seed.yaml", rules=["train"]) == {}
+    assert set(_stale(run, "config/seed.yaml", rules=["metric_cell"])) == {
+        out for out in _stale(run, "config/seed.yaml") if out.startswith(paths.METRICS)} != set()
     with open(run / SAMPLES, "a") as handle:
         handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
     assert _stale(run) == {CELL: [f"input samples {SAMPLES} changed since it was built"]}

@@ -171,6 +171,26 @@ def cmd_sample(args) -> None:
                                             threads=args.threads, id_prefix=args.id_prefix, **style)
 
 
+def cmd_import_samples(args) -> None:
+    from poeval.generators.supplied import import_samples
+
+    stats = import_samples(args.source, args.lang, args.out, args.stats, key=args.param, id_prefix=args.id_prefix)
+    _print_json({k: v for k, v in stats.items() if k != "provenance"})
+
+
+def _parser_import_samples(sub) -> None:
+    p = sub.add_parser("import-samples", help="samples your generator wrote (JSONL, text, a saved dataset, Parquet, "
+                       "CSV) -> a poeval sample, through the samplers' validity rule")
+    p.add_argument("source", help="the sample file or save_to_disk folder")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--out", required=True, help="samples JSONL (the workflow: results/samples/LANG/SYSTEM/DECODING.jsonl)")
+    p.add_argument("--stats", required=True, help="its stats JSON, with the file's path and sha256")
+    p.add_argument("--param", default="samples", help="the params key that names the file, for errors "
+                   "(the workflow: models.SYSTEM.samples.LANG.DECODING)")
+    p.add_argument("--id-prefix", default="")
+    p.set_defaults(func=cmd_import_samples)
+
+
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
@@ -810,8 +830,8 @@ def _parser_bpomp(sub) -> None:
 
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
-               _parser_sonnets, _parser_word2vec, _parser_sample, _parser_adherence, _parser_evaluate,
-               _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve,
+               _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
+               _parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve,
                _parser_provenance, _parser_stale, _parser_repro, _parser_validate, _parser_bpomp, _parser_export_dataset)
 
 

@@ -222,7 +222,7 @@ def _scheme_field(record: dict) -> dict:
     ``measure`` annotations (metre). Metre labels only in poeval's own layout (``lines``): a ``text`` record
     (QuaTrain's release, the paper's saved samples) has another labeller's (``"iambus"``), as the saved-dataset
     reader, which keeps no ``meter`` column, already assumes."""
-    kept = {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) else {}
+    kept = {"scheme": record["scheme"]} if isinstance(record.get("scheme"), str) and record["scheme"] else {}
     if "lines" not in record:
         return kept
     if isinstance(record.get("meter"), str):
@@ -258,11 +258,31 @@ def _verses(record: dict):
     return verses.strip("\n").split("\n") if isinstance(verses, str) else verses
 
 
+def _language(record: dict) -> dict:
+    """A record's ``language`` (the paper's saved samples carry one), kept so that an import can check it."""
+    return {"language": record["language"]} if isinstance(record.get("language"), str) else {}
+
+
+def _poem_records(rows: Iterable[dict], path: Path) -> list[dict]:
+    """Poem records (``id``, ``lines`` and the labels the metric families read) of the rows of a file."""
+    return [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r) | _language(r)
+            for i, r in enumerate(rows)]
+
+
+def _check_text_column(columns: Iterable[str], path: Path, what: str) -> None:
+    columns = list(columns)
+    if "lines" not in columns and "text" not in columns:
+        raise PoevalError(f"{path}: the {what} has no 'text' or 'lines' column (columns: {', '.join(columns) or 'none'})")
+
+
+WANTED_COLUMNS = ("id", "lines", "text", "scheme", "language")   # what a poem record keeps of a table's columns
+
+
 def _saved_dataset_records(path: Path) -> list[dict]:
     """The rows of a folder written by Hugging Face ``Dataset.save_to_disk`` as poem records. The paper's
     code saves its samples so (``helper_functions.get_dataset``: a ``text`` column of four verses and
-    ``language``); a ``lines`` column (``poeval export-dataset``) is read first; ``id`` and ``scheme``
-    columns are kept where present, as in a JSONL file."""
+    ``language``); a ``lines`` column (``poeval export-dataset``) is read first; ``id``, ``scheme`` and
+    ``language`` columns are kept where present, as in a JSONL file."""
     if (path / "dataset_dict.json").is_file():
         splits = sorted(p.name for p in path.iterdir() if (p / "state.json").is_file())
         raise PoevalError(f"{path}: holds a DatasetDict (splits: {', '.join(splits) or 'none'}); "
@@ -278,29 +298,62 @@ def _saved_dataset_records(path: Path) -> list[dict]:
         raise PoevalError(f"{path}: cannot load the saved dataset: {first_line(err)}") from None
     if not isinstance(ds, datasets.Dataset):
         raise PoevalError(f"{path}: expected one saved Dataset, got {type(ds).__name__}")
-    if "lines" not in ds.column_names and "text" not in ds.column_names:
-        raise PoevalError(f"{path}: the saved dataset has no 'text' or 'lines' column "
-                          f"(columns: {', '.join(ds.column_names)})")
-    wanted = [c for c in ("id", "lines", "text", "scheme") if c in ds.column_names]
-    return [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r)
-            for i, r in enumerate(ds.select_columns(wanted).to_list())]
+    _check_text_column(ds.column_names, path, "saved dataset")
+    return _poem_records(ds.select_columns([c for c in WANTED_COLUMNS if c in ds.column_names]).to_list(), path)
 
 
-def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dict], Counter]:
-    """Poems of a JSONL file (`{"id", "lines"}`; QuaTrain's `text` instead of `lines` too), a plain text
-    file (blank line between poems) or a folder written by Hugging Face ``Dataset.save_to_disk``.
+def _table_rows(path: Path) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of a Parquet file (read by Arrow) or a CSV / TSV file with a header row."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
 
-    Returns the usable quatrains and a counter of skipped poems by reason. Nothing usable is an error
-    unless ``allow_empty``; so is an id that occurs twice."""
+        try:
+            table = pq.read_table(path)
+        except (OSError, ValueError) as err:   # pyarrow's ArrowInvalid is a ValueError
+            raise PoevalError(f"{path}: cannot read the Parquet file: {first_line(err)}") from None
+        return table.column_names, table.select([c for c in WANTED_COLUMNS if c in table.column_names]).to_pylist()
+    import csv
+
+    text = "".join(line for _, line in read_lines(path))
+    reader = csv.DictReader(text.splitlines(keepends=True), delimiter="\t" if path.suffix == ".tsv" else ",")
+    try:
+        rows = list(reader)
+    except csv.Error as err:
+        raise PoevalError(f"{path}: not valid CSV (line {reader.line_num}: {err})") from None
+    return list(reader.fieldnames or []), rows
+
+
+TABLE_SUFFIXES = (".parquet", ".csv", ".tsv")
+
+
+def _table_records(path: Path) -> list[dict]:
+    columns, rows = _table_rows(path)
+    _check_text_column(columns, path, f"{path.suffix[1:].upper()} file")
+    return _poem_records(rows, path)
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Every poem record of a poem file, usable or not, in file order: JSONL (`{"id", "lines"}`; QuaTrain's
+    and the paper's `text` instead of `lines` too), plain text (a blank line between poems), a folder written
+    by Hugging Face ``Dataset.save_to_disk``, or Parquet / CSV / TSV with a ``text`` (or ``lines``) column.
+    An id that occurs twice is an error naming the file."""
     path = Path(path)
     if path.is_dir():
         records = _saved_dataset_records(path)
-    elif _is_jsonl(path := input_file(path)):
-        records = [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r)
-                   for i, r in enumerate(read_jsonl(path))]
+    elif (path := input_file(path)).suffix in TABLE_SUFFIXES:
+        records = _table_records(path)
+    elif _is_jsonl(path):
+        records = _poem_records(read_jsonl(path), path)
     else:
         records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
     check_unique_ids((r["id"] for r in records), path)
+    return records
+
+
+def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dict], Counter]:
+    """The usable quatrains of a poem file (:func:`read_records` reads it) and a counter of skipped poems
+    by reason. Nothing usable is an error unless ``allow_empty``."""
+    records = read_records(path)
     kept, skipped = [], Counter()
     for record in records:
         reason = _check_quatrain(record["lines"])

@@ -22,7 +22,7 @@ from poeval import config as schema_layer
 from poeval.bpomp.report import check_params as bpomp_problems
 from poeval.config import PER_LANG_MODEL_KEYS, model_for_lang, rule_problems
 from poeval.errors import PoevalError
-from poeval.generators import registry
+from poeval.generators import registry, supplied
 from poeval.metrics.adherence import pair_problems
 
 # Each stage's checks of the resolved params, each returning problems that name their key.
@@ -94,6 +94,9 @@ def _model_problems(p: dict) -> list[str]:
     every ``models`` entry (a port's training block as `poeval train` merges it) and ``bpomp.mlm`` entry."""
     problems = []
     for name, model in p["models"].items():
+        if registry.is_supplied(model):   # samples, no model: only its files to check
+            problems += supplied.problems(name, model, p["languages"])
+            continue
         for key in PER_LANG_MODEL_KEYS:
             problems += _per_lang_gaps(model.get(key), p["languages"], f"models.{name}.{key}")
         if model.get("init") == "pretrained" and not all(model_for_lang(model, lang).get("name_or_path")

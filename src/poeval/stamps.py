@@ -108,6 +108,12 @@ def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict) -
     return stamp({"model": model_dir}, {"decoding": decoding, "sampling": sampling})
 
 
+def supplied_stamp(source: str | os.PathLike) -> dict:
+    """Stamp for the ``.stats.json`` of samples the user supplied (rule import_samples): the file (a
+    folder: :func:`dir_sha256`) with its sha256, and its path as params gave it."""
+    return stamp({"source": source}, {"source": str(source)})
+
+
 def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
     """Stamp for a metric cell, from the arguments of :func:`poeval.metrics.evaluate.evaluate`."""
     options = kwargs.get("options") or {}

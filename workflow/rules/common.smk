@@ -15,7 +15,7 @@ from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakema
 from poeval.errors import PoevalError
 from poeval.report.figures import FIGURES
 from poeval.metrics.evaluate import SHARED_OPTIONS
-from poeval.generators import pretrained, registry
+from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
 from poeval.paths import HUMAN, TRAIN
 from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
@@ -84,24 +84,78 @@ def is_poetic(system):
     return registry.is_poetic(P["models"][system])
 
 
-def system_decodings(system, decodings):
-    """The decoding configs a system runs: the poetry-specific ports sample ancestrally only
-    (contrastive search is defined for the transformer generators)."""
+def is_supplied(system):
+    """A system made of the user's sample files (arch: samples): imported, never trained or sampled."""
+    return registry.is_supplied(P["models"][system])
+
+
+SUPPLIED = [s for s in P["models"] if registry.is_supplied(P["models"][s])]
+
+
+def supplied_decodings(system, lang, decodings, every):
+    """The sample files of a samples system a table or figure shows: with ``every`` (the tables of one row
+    per decoding config, the sampling table) all of them; else those named like one of ``decodings``, or
+    else its first file, so that a system sampled elsewhere has its row beside the others."""
+    own = list(supplied.sample_files(P["models"][system], lang))
+    return own if every else [d for d in own if d in decodings] or own[:1]
+
+
+def system_decodings(system, decodings, lang, every=False):
+    """The decoding configs a system runs in ``lang``: the poetry-specific ports sample ancestrally only
+    (contrastive search is defined for the transformer generators); a samples system has its files'
+    (:func:`supplied_decodings`)."""
+    if is_supplied(system):
+        return supplied_decodings(system, lang, decodings, every)
     if not is_poetic(system):
         return list(decodings)
     return [d for d in decodings if "penalty_alpha" not in P["decoding"][d]]
 
 
-def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train=False):
+def system_langs(system):
+    """The languages a system has: all, but for a samples system those it supplies files for."""
+    return [lang for lang in LANGS if not is_supplied(system) or supplied.sample_files(P["models"][system], lang)]
+
+
+def supplied_source(wildcards):
+    """The sample file (or save_to_disk folder) of a samples system, as params give it."""
+    files = supplied.sample_files(P["models"][wildcards.system], wildcards.lang)
+    if wildcards.decoding not in files:
+        raise WorkflowError(f"{wildcards.system} supplies no '{wildcards.decoding}' samples of {wildcards.lang}")
+    return files[wildcards.decoding]
+
+
+def supplied_input(wildcards):
+    """What rule import_samples reads: the file, or every file of a folder, so that replacing one file of a
+    saved dataset (which leaves the folder's own mtime alone) still makes the import stale."""
+    from poeval.stamps import files_under
+    from pathlib import Path
+
+    source = Path(supplied_source(wildcards))
+    return [str(p) for p in files_under(source)] if source.is_dir() else [str(source)]
+
+
+def not_one_of(names):
+    """A wildcard constraint matching any system name but ``names`` (the lookahead's end is the end of the
+    path component: the constraint is matched inside the whole path)."""
+    return f"(?!(?:{'|'.join(map(_re_escape, names))})(?![^/]))[^/]+" if names else "[^/]+"
+
+
+def one_of(names):
+    return "|".join(map(_re_escape, names)) or "(?!)"
+
+
+def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train=False, every=False):
     """Cell files of one metric family, in table order: per language the HUMAN samples (with
     ``human_train``, then the whole training set as one more HUMAN cell), then each system under each
     of ``decodings`` (default: the first decoding config) in params order. ``langs``, ``systems``: a
-    subset (default: all configured), for the figures and the single-system tables."""
+    subset (default: all configured), for the figures and the single-system tables. ``every``: the
+    table shows every decoding config (a samples system then shows all its files)."""
     out = []
     for lang in LANGS if langs is None else langs:
         out += [paths.cell(lang, HUMAN, hid, family) for hid in HUMAN_IDS + ([TRAIN] if human_train else [])]
         for system in SYSTEMS if systems is None else systems:
-            out += [paths.cell(lang, system, d, family) for d in system_decodings(system, decodings)]
+            if lang in system_langs(system):
+                out += [paths.cell(lang, system, d, family) for d in system_decodings(system, decodings, lang, every)]
     return out
 
 
@@ -145,20 +199,31 @@ def table_systems(table):
 
 
 def table_cells(table):
-    decodings = DECODINGS if table in DECODING_TABLES else DECODINGS[:1]
+    every = table in DECODING_TABLES
     return [path for family in table_families(table)
-            for path in cells(family, decodings, systems=table_systems(table), human_train=table in HUMAN_TRAIN_TABLES)]
+            for path in cells(family, DECODINGS if every else DECODINGS[:1], systems=table_systems(table),
+                              human_train=table in HUMAN_TRAIN_TABLES, every=every)]
 
 
 def model_items():
-    """LANG:SYSTEM:DIR items for `poeval table table4`."""
-    return [f"{lang}:{system}:{paths.model_dir(lang, system)}" for lang in LANGS for system in SYSTEMS]
+    """LANG:SYSTEM:PATH items for `poeval table table4`: a checkpoint directory, or for a samples system
+    the stats of each of its imported files."""
+    items = []
+    for lang in LANGS:
+        for system in SYSTEMS:
+            if not is_supplied(system):
+                items.append(f"{lang}:{system}:{paths.model_dir(lang, system)}")
+            elif lang in system_langs(system):
+                items += [f"{lang}:{system}:{paths.stats(lang, system, d)}"
+                          for d in supplied.sample_files(P["models"][system], lang)]
+    return items
 
 
 def sample_items():
     """LANG:SYSTEM:DECODING:STATS items for `poeval table sampling`: every sample of the run."""
     return [f"{lang}:{system}:{decoding}:{paths.stats(lang, system, decoding)}"
-            for lang in LANGS for system in SYSTEMS for decoding in system_decodings(system, DECODINGS)]
+            for lang in LANGS for system in SYSTEMS if lang in system_langs(system)
+            for decoding in system_decodings(system, DECODINGS, lang, every=True)]
 
 
 def semantic_encoders():
@@ -189,12 +254,14 @@ def all_targets():
     figures = [name for name, fig in FIGURES.items() if fig.family in families]
     return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
             + [paths.figure(name) for name in figures]
-            + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS])
+            + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS if not is_supplied(system)])
 
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.report.figures.FIGURES ----------------------
 
-MODELS_OF = {s: {"arch": P["models"][s]["arch"], "conditioned": P["models"][s]["conditioned"]} for s in SYSTEMS}
+# a samples system's kind (figures 5-9) is its params `kind`
+MODELS_OF = {s: {key: P["models"][s][key] for key in ("arch", "conditioned", "kind") if key in P["models"][s]}
+             for s in SYSTEMS}
 FIGURE_SELECTION = P["figures"]   # figures 10-15: the one system each shows
 
 
@@ -204,7 +271,9 @@ def figure_decodings(name):
     sel = FIGURE_SELECTION[name]
     if sel["decodings"]:
         return list(sel["decodings"])
-    return system_decodings(sel["system"], DECODINGS) if sel["system"] in SYSTEMS else list(DECODINGS)
+    if sel["system"] not in SYSTEMS:
+        return list(DECODINGS)
+    return system_decodings(sel["system"], DECODINGS, sel["lang"], every=True)
 
 
 def figure_cells(name):
@@ -217,6 +286,8 @@ def figure_cells(name):
         if sel["lang"] not in LANGS:
             return []
         systems = [sel["system"]] if sel["system"] in SYSTEMS else []
+        if systems and is_supplied(systems[0]):   # its own names need not be decoding configs
+            return cells(fig.family, figure_decodings(name), langs=[sel["lang"]], systems=systems, every=True)
         return cells(fig.family, [d for d in figure_decodings(name) if d in DECODINGS], langs=[sel["lang"]],
                      systems=systems)
     langs = [lang for lang in LANGS if fig.lang in (None, lang)]

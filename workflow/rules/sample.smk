@@ -6,6 +6,8 @@ rule sample:
         stats=paths.pattern(paths.stats),
     log:
         paths.log("sample", "{lang}", "{system}", "{decoding}"),
+    wildcard_constraints:
+        system=not_one_of(SUPPLIED),   # a samples system's files are imported (rule import_samples)
     priority: 1
     params:
         decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
@@ -15,3 +17,25 @@ rule sample:
     shell:
         "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q}"
         " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
+
+
+# A samples system (arch: samples): the user's file for one language and decoding name, through the
+# samplers' validity rule, into the same two files a sampled system gets (poeval.generators.supplied).
+rule import_samples:
+    input:
+        supplied_input,
+    output:
+        samples=paths.pattern(paths.samples),
+        stats=paths.pattern(paths.stats),
+    log:
+        paths.log("import_samples", "{lang}", "{system}", "{decoding}"),
+    wildcard_constraints:
+        system=one_of(SUPPLIED),
+    params:
+        source=supplied_source,
+        key=lambda wc: supplied.param_key(wc.system, wc.lang, wc.decoding),
+        prefix="{lang}-{system}-{decoding}-",
+    threads: 1
+    shell:
+        "poeval import-samples {params.source:q} --lang {wildcards.lang:q} --param {params.key:q}"
+        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} > {log:q} 2>&1"

@@ -17,8 +17,9 @@ from poeval.generators.checkpoint import port_arch
 class Arch:
     name: str      # the params value
     module: str    # module (under poeval) with train(...) and sample(...)
-    family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets
-    level: str     # "word" (word or BPE tokens) or "byte"
+    family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
+                   # "supplied": samples the user supplies (no checkpoint: nothing trains or samples)
+    level: str     # "word" (word or BPE tokens), "byte", or "-" (supplied samples)
     device: str    # "gpu" or "cpu": where a cluster job trains and samples it
 
 
@@ -34,6 +35,8 @@ ARCHS: tuple[Arch, ...] = (
     # small LSTMs, latency-bound: a GPU does not speed them up
     Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),
     Arch("sa", "generators.poetic.adversary", "poetic", "word", "cpu"),
+    # a user's generator, known only by its samples: rule import_samples (poeval.generators.supplied)
+    Arch("samples", "generators.supplied", "supplied", "-", "cpu"),
 )
 BY_NAME = {a.name: a for a in ARCHS}
 
@@ -61,6 +64,12 @@ def is_poetic(model_cfg: dict) -> bool:
     return arch is not None and arch.family == "poetic"
 
 
+def is_supplied(model_cfg: dict) -> bool:
+    """Whether a ``models`` entry is a system made of samples the user supplies (``arch: samples``)."""
+    arch = BY_NAME.get(model_cfg.get("arch"))
+    return arch is not None and arch.family == "supplied"
+
+
 def _port_or_transformers(port: str | None):
     return module(port) if port else importlib.import_module(f"poeval.{TRANSFORMERS}")
 
@@ -79,7 +88,7 @@ def sampler(model_dir: str | Path):
 
 def schema_node(arch: str) -> str:
     """The params schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    return "transformer_model" if get(arch).family == "llm" else f"{arch}_model"
+    return {"llm": "transformer_model", "supplied": "samples_model"}.get(get(arch).family, f"{arch}_model")
 
 
 def port_training_defaults(arch: str) -> dict:

@@ -404,7 +404,10 @@ KINDS = {"poetic": "poetry-specific systems", "unconditioned": "unconditioned LL
 
 
 def system_kind(model: dict) -> str:
-    """``poetic``, ``unconditioned`` or ``conditioned`` of a ``models`` entry (its arch and conditioned)."""
+    """``poetic``, ``unconditioned`` or ``conditioned`` of a ``models`` entry (its arch and conditioned; a
+    samples system: its ``kind``, as params say what generator wrote them)."""
+    if "kind" in model:
+        return model["kind"]
     if model.get("arch") not in LLM_ARCHS:
         return "poetic"
     return "conditioned" if model.get("conditioned") else "unconditioned"

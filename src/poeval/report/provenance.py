@@ -397,8 +397,35 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
     return [cells, params, samples], stamps
 
 
+def _supplied_links(t: _Tracer, cell: TableCell) -> list[Link]:
+    """Link supplied samples of a samples system's row: the import's stats and the user's file (or
+    folder) with its sha256 now and as the import recorded it; then the reference split."""
+    link = Link("supplied samples")
+    stats_path = paths.stats(cell.lang, cell.system, cell.decoding)
+    st = _stamp(_load(t.abs(stats_path)))
+    link.files.append({"path": stats_path, "name": cell.decoding})
+    link.built = _built(st)
+    if st is None:
+        link.stale.append(f"{stats_path} is missing or has no provenance stamp: import the samples again")
+        return [link, Link("split")]
+    source = st["inputs"]["source"]
+    now = t.sha(source["path"])
+    link.files.append({"name": "source", "path": t.rel(source["path"]), "sha256": now,
+                       "recorded_sha256": source["sha256"]})
+    if now is None:
+        link.stale.append(f"the sample file {source['path']} is missing")
+    else:
+        t.check_input(link, st, "source", source["path"], stats_path)
+    t.check_params(link, st["params"], supplied_params(t.config, cell.system, cell.lang, cell.decoding), stats_path)
+    return [link, Link("split")]
+
+
 def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
-    """Links decoding, checkpoint and training params of a model row."""
+    """Links decoding, checkpoint and training params of a model row (a samples system's: its file)."""
+    from poeval.generators.registry import is_supplied
+
+    if is_supplied(t.config.get("models", {}).get(cell.system) or {}):
+        return _supplied_links(t, cell)
     decoding, checkpoint, training = Link("decoding"), Link("checkpoint"), Link("training params")
     stats_path = paths.stats(cell.lang, cell.system, cell.decoding)
     stats = _load(t.abs(stats_path))
@@ -492,6 +519,14 @@ def sample_params(config: dict, system: str, decoding: str) -> dict:
     model_cfg = config.get("models", {}).get(system) or {}
     return {"decoding": config.get("decoding", {}).get(decoding),
             "sampling": sampling.resolve(sampling_params(model_cfg, config.get("sampling") or {}))}
+
+
+def supplied_params(config: dict, system: str, lang: str, decoding: str) -> dict:
+    """What the stats of an imported sample file record (:func:`poeval.stamps.supplied_stamp`; rule
+    import_samples): the file's path as params give it."""
+    from poeval.generators.supplied import sample_files
+
+    return {"source": sample_files(config.get("models", {}).get(system) or {}, lang).get(decoding)}
 
 
 def split_params(config: dict) -> dict:

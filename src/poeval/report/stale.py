@@ -27,8 +27,10 @@ from typing import Callable
 from poeval import paths
 from poeval.errors import PoevalError
 from poeval.io import read_json
+from poeval.generators.registry import is_supplied
+from poeval.generators.supplied import sample_files
 from poeval.report.provenance import (corpus_params, metric_params, param_diffs, sample_params, split_params,
-                                      training_params)
+                                      supplied_params, training_params)
 from poeval.stamps import code_revision, path_sha256
 
 
@@ -45,6 +47,13 @@ class Kind:
     stamped: Callable[..., str]
     output: Callable[..., str]
     current: Callable[[dict, dict], dict]
+    applies: Callable[[dict, dict], bool] = lambda c, w: True   # whether a matched file is this rule's
+    # what the rule writes besides ``output``, which the stamps of later steps name as their inputs
+    products: Callable[..., tuple[str, ...]] = lambda **w: ()
+
+
+def _supplied(config: dict, w: dict) -> bool:
+    return is_supplied(config.get("models", {}).get(w["system"]) or {})
 
 
 KINDS = (
@@ -52,7 +61,10 @@ KINDS = (
     Kind("split", paths.split_report, paths.split_report, lambda c, w: split_params(c)),
     Kind("import_pretrained", _import_json, paths.pretrained, lambda c, w: {"source": w["release"]}),
     Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
-    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"])),
+    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"]),
+         lambda c, w: not _supplied(c, w), lambda **w: (paths.samples(**w),)),
+    Kind("import_samples", paths.stats, paths.stats, lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]),
+         _supplied, lambda **w: (paths.samples(**w),)),
     Kind("metric_cell", paths.cell, paths.cell,
          lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
 )
@@ -86,6 +98,8 @@ def _in_run(config: dict, w: dict) -> bool:
                   "decoding": config["decodings"], "family": config["metrics"]["families"]}
     if w.get("system") == paths.HUMAN:   # a HUMAN cell's decoding is its sample
         configured["decoding"] = [paths.TRAIN] + [paths.human_id(k) for k in range(config["human"]["n_samples"])]
+    elif "decoding" in w and _supplied(config, w):   # a samples system's decodings are its files' names
+        configured["decoding"] = list(sample_files(config["models"][w["system"]], w.get("lang")))
     return all(w[k] in configured[k] for k in w.keys() & configured.keys())
 
 
@@ -100,6 +114,12 @@ class _Hashes(dict):
         full = self.root / path
         self[path] = path_sha256(full) if full.exists() else None
         return self[path]
+
+
+def _upstream(stamp: dict | None, rebuilt: set[str]) -> list[str]:
+    """Why an artifact is stale although its own stamp agrees: an input it recorded is rebuilt first."""
+    return [f"input {name} {recorded['path']} is rebuilt first" for name, recorded in
+            sorted(((stamp or {}).get("inputs") or {}).items()) if recorded["path"] in rebuilt]
 
 
 def _reasons(stamp: dict | None, current: dict, hashes: _Hashes, code: bool) -> list[str]:
@@ -119,19 +139,25 @@ def stale_outputs(config: dict, root: str | os.PathLike = ".", rules: list[str] 
                   code: bool = False) -> list[Stale]:
     """The stamped outputs under ``root`` of ``rules`` (default: every rule that stamps) whose stamp
     disagrees with ``config`` (params.yaml + overlays, as :func:`poeval.config.read` gives them) or with
-    its inputs as they are now; ``code``: also those built by another code revision."""
+    its inputs as they are now, or one of whose recorded inputs another of them rebuilds (KINDS is in DAG
+    order: a changed sample file makes its import stale, and so the metric cells that read the import);
+    ``code``: also those built by another code revision."""
     unknown = sorted(set(rules or ()) - set(RULES))
     if unknown:
         raise PoevalError(f"no stamped outputs for rule(s) {', '.join(unknown)}; rules: {', '.join(RULES)}")
     root = Path(root)
     hashes = _Hashes(root)
-    stale = []
-    for kind in (RULES[r] for r in RULES if rules is None or r in rules):
+    stale, rebuilt = [], set()
+    for kind in KINDS:
         for stamped, w in _matches(kind, root):
-            if not _in_run(config, w):
+            if not (_in_run(config, w) and kind.applies(config, w)):
                 continue
-            reasons = _reasons(read_json(root / stamped).get("provenance"), kind.current(config, w), hashes, code)
-            if reasons:
+            stamp = read_json(root / stamped).get("provenance")
+            reasons = _reasons(stamp, kind.current(config, w), hashes, code) + _upstream(stamp, rebuilt)
+            if not reasons:
+                continue
+            rebuilt.update((kind.output(**w), *kind.products(**w)))
+            if rules is None or kind.rule in rules:
                 stale.append(Stale(kind.rule, kind.output(**w), stamped, reasons))
     return stale
 

@@ -56,9 +56,13 @@ def table1(splits: dict[str, dict[str, list[str]]], out: str) -> None:
 
 
 def table4(models: list[tuple[str, str, str]], out: str) -> None:
-    """Table 4: one row per (lang, system, model directory) from its ``training_log.json``."""
+    """Table 4: one row per (lang, system, model directory) from its ``training_log.json``; a samples
+    system's item names the ``.stats.json`` of one imported file instead (:func:`_supplied_row`)."""
     rows = []
     for lang, system, model_dir in models:
+        if model_dir.endswith(".stats.json"):
+            rows.append(_supplied_row(lang, system, model_dir))
+            continue
         path = Path(model_dir) / "training_log.json"
         if not path.exists():
             raise PoevalError(f"{path}: no training log (is {model_dir} a poeval checkpoint?)")
@@ -71,6 +75,19 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
     # throughput (tokens/s) stays in training_log.json: a table must not change between identical runs
     write_tsv(out, ["lang", "system", "arch", "size", "init", "conditioned", "parameters", "vocab", "steps",
                     "best_dev_loss", "base"], rows)
+
+
+SUPPLIED = "samples supplied by the user"
+
+
+def _supplied_row(lang: str, system: str, stats_path: str) -> list[str]:
+    """A samples system's Table 4 row: no checkpoint, so the columns of one are NA; ``base`` says where the
+    samples come from (the file, its decoding name and its sha256, as the import stamped them)."""
+    stats = read_json(stats_path)
+    source = stats["provenance"]["inputs"]["source"]
+    decoding = Path(stats_path).name.removesuffix(".stats.json")
+    base = f"{SUPPLIED} ({decoding}): {source['path']} sha256 {source['sha256'][:12]}"
+    return [lang, system, "samples", NA, NA, NA, NA, NA, NA, NA, base]
 
 
 def _base_label(cfg: dict, summary: dict) -> str:

@@ -130,23 +130,28 @@ def _mtimes(root: Path) -> dict[str, int]:
 def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     """Push a tiny run to a local DVC remote, pull it into a fresh clone (no .snakemake/metadata), change
     training.max_steps and `dvc repro`: the checkpoint and everything after it are rebuilt, nothing
-    else, and `poeval provenance --check` passes. Plain Snakemake would say "Nothing to be done"."""
+    else, and `poeval provenance --check` passes. Plain Snakemake would say "Nothing to be done". Then edit
+    one file of a samples system (examples/my-generator.yaml): `poeval stale` names its import and cell,
+    and `dvc repro` rebuilds exactly those and the tables that show them."""
     import os
     import shutil
     import sys
 
     from poeval import config as poeval_config
     from poeval.cli import main
+    from poeval.report import stale
 
     repo = tmp_path / "repo"
     for d in ("workflow", "profiles", "src/poeval"):
         shutil.copytree(ROOT / d, repo / d, ignore=shutil.ignore_patterns("__pycache__"))
     for f in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
         shutil.copy(ROOT / f, repo / f)
+    shutil.copytree(ROOT / "examples", repo / "examples")
     # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family
     params = poeval_config.merge(_load("params.yaml"), _load("config/tiny.yaml"))
+    params = poeval_config.merge(params, {"models": _load("examples/my-generator.yaml")["models"]})
     params = poeval_config.merge(params, {
-        "systems": ["gpt2-s"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},
+        "systems": ["gpt2-s", "my-generator"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},
         "metrics": {"families": ["lexical"]}, "training": {"max_steps": 80, "eval_every": 20},
         "figures": {f"figure{i}": {"system": "gpt2-s"} for i in range(10, 16)}})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -182,4 +187,21 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     assert log["provenance"]["params"]["training"]["max_steps"] == 100
     os.chdir(clone)
     assert main(["provenance", "results/tables/table2.tsv", "--row", "gpt2-s", "--column", "mattr_pct", "--check"]) == 0
+    assert main(["stale", "--check"]) == 0
+
+    # a user's sample file changes (it is in git, as examples/ is here): its import is stale by its stamp
+    with open(clone / "examples/samples/my-generator.en.txt", "a") as handle:
+        handle.write("\nThe lamp is lit, the door is wide,\nThe supper waits upon the board;\n"
+                     "The traveller has come inside\nAnd hangs his cloak and lays his sword.\n")
+    mine = "results/samples/en/my-generator/plain-text"
+    found = {s.output for s in stale.stale_outputs(poeval_config.read("params.yaml"), ".")}
+    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"}
+    before = _mtimes(clone)
+    _git_dvc(clone, "dvc", "repro")
+    after = _mtimes(clone)
+    assert sorted(p for p in before if after.get(p) != before[p]) == sorted(
+        [f"{mine}.jsonl", f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"]
+        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table12_tests.tsv",
+                                           "table4.tsv")])
+    assert json.loads((clone / f"{mine}.stats.json").read_text())["valid"] == 10
     assert main(["stale", "--check"]) == 0

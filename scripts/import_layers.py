@@ -3,7 +3,8 @@
 
 Stages, lowest first (README "Layout"): the shared base modules, poetry (rhyme and metre), data, generators,
 metrics, bpomp, report, and the entry points (params, cli, api, and the package's own ``__init__``, which
-re-exports ``api.evaluate``). Every import counts, also one deferred into a function body. Usage: python scripts/import_layers.py [src/poeval]; exit status 1 when there is a circle.
+re-exports ``api.evaluate``). Every import counts, also one deferred into a function body.
+Usage: python scripts/import_layers.py [src/poeval]; exit status 1 when there is a circle.
 """
 
 from __future__ import annotations

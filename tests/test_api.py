@@ -46,7 +46,8 @@ def test_a_file_gives_what_the_cli_writes(tmp_path):
 def test_in_memory_poems_give_the_numbers_of_the_same_poems_in_a_file(tmp_path):
     sample = [SUN, tuple(ROSES), {"lines": NIGHT, "id": "n"}, SHORT]   # a tuple, a record with an id, a skip
     as_file = [SUN, ROSES, NIGHT, SHORT]
-    reference = [{"id": "s", "lines": SUN}, {"id": "n2", "text": "\n".join(NIGHT)}]   # QuaTrain's text, as a file may hold
+    # QuaTrain's text (one string), as a file may hold it
+    reference = [{"id": "s", "lines": SUN}, {"id": "n2", "text": "\n".join(NIGHT)}]
     path, ref_path = tmp_path / "s.jsonl", tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps({"id": rid, "lines": p}) + "\n" for rid, p in zip("01n3", as_file)))
     ref_path.write_text("".join(json.dumps(r) + "\n" for r in reference))
@@ -58,7 +59,8 @@ def test_in_memory_poems_give_the_numbers_of_the_same_poems_in_a_file(tmp_path):
     # by hand: SHORT is skipped; the sun and the night are in the reference, the roses are not
     assert memory["n_poems"] == 3 and memory["skipped"] == {"not_4_lines": 1}
     assert memory["memorization"]["quatrain"] == pytest.approx(2 / 3)
-    assert [(hit["sample"], hit["train"]) for hit in memory["memorization"]["hits"]["quatrain"]] == [("0", "s"), ("n", "n2")]
+    hits = memory["memorization"]["hits"]["quatrain"]
+    assert [(hit["sample"], hit["train"]) for hit in hits] == [("0", "s"), ("n", "n2")]
 
 
 @pytest.mark.parametrize("call, message", [
@@ -69,7 +71,8 @@ def test_in_memory_poems_give_the_numbers_of_the_same_poems_in_a_file(tmp_path):
     (lambda: evaluate(SUN, reference=[SUN]), "<poems>: poem 1: expected a list of verse strings .* got str"),
     (lambda: evaluate([SUN, SUN[:3] + [4]], reference=[SUN]), "poem 2: .* got list holding int"),
     (lambda: evaluate([{"text": 5}], reference=[SUN]), "poem 1: .* got dict without"),
-    (lambda: evaluate([SHORT], reference=[SUN]), "<poems>: nothing usable: read 1 poems, kept 0; skipped: not_4_lines 1"),
+    (lambda: evaluate([SHORT], reference=[SUN]),
+     "<poems>: nothing usable: read 1 poems, kept 0; skipped: not_4_lines 1"),
     (lambda: evaluate([{"id": "a", "lines": SUN}] * 2, reference=[SUN]), "<poems>: id 'a' occurs more than once"),
     (lambda: evaluate([SUN], reference=[SUN], options={"memorization": {"index": "idx"}}),
      "options.memorization.index: a cache of the reference needs the reference as a file"),
@@ -89,7 +92,8 @@ def test_a_misspelt_option_is_named():
 
 def test_import_poeval_stays_cheap_and_exports_evaluate():
     """`import poeval` (every command's start) loads no numpy; the name resolves to the API's function."""
-    code = "import sys, poeval; cheap = 'numpy' not in sys.modules; print(cheap, poeval.evaluate is poeval.api.evaluate)"
+    code = ("import sys, poeval; cheap = 'numpy' not in sys.modules; "
+            "print(cheap, poeval.evaluate is poeval.api.evaluate)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]
     with pytest.raises(AttributeError, match="no attribute 'evaluat'"):

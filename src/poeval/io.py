@@ -13,7 +13,7 @@ import tempfile
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from poeval.errors import PoevalError, first_line
 from poeval.text import verses_problem
@@ -126,10 +126,15 @@ def _json_kind(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
-def nothing_usable(path: str | os.PathLike, read: int, skipped: Counter | dict, unit: str = "records") -> PoevalError:
-    """The error for an input that holds nothing usable, with what was read and why it was skipped."""
+EMPTY_FILE = "the file is empty or holds only blank lines"
+
+
+def nothing_usable(path: str | os.PathLike, read: int, skipped: Counter | dict, unit: str = "records",
+                   empty: str = EMPTY_FILE) -> PoevalError:
+    """The error for an input that holds nothing usable, with what was read and why it was skipped
+    (``empty`` says why nothing was read)."""
     if not read:
-        return PoevalError(f"{path}: nothing usable: no {unit} (the file is empty or holds only blank lines)")
+        return PoevalError(f"{path}: nothing usable: no {unit} ({empty})")
     why = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()) if n) or "none"
     return PoevalError(f"{path}: nothing usable: read {read} {unit}, kept 0; skipped: {why}")
 
@@ -232,7 +237,7 @@ def _scheme_field(record: dict) -> dict:
     return kept
 
 
-def _record_id(record: dict, index: int, path: Path) -> str | int:
+def _record_id(record: dict, index: int, path: str | Path) -> str | int:
     """A record's own id (a string or an integer), else its position in the file."""
     rid = record.get("id", str(index))
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
@@ -251,6 +256,13 @@ def check_unique_ids(ids: Iterable, path: str | os.PathLike) -> None:
         seen.add(rid)
 
 
+def _poem_record(record: dict, index: int, source: str | Path) -> dict:
+    """A record of any source as the readers keep it: id, verses, the labels the families read and the
+    language it says it is in (an import checks it)."""
+    kept = {"id": _record_id(record, index, source), "lines": _verses(record)}
+    return kept | _scheme_field(record) | _language(record)
+
+
 def _verses(record: dict):
     """A record's verses: poeval's ``lines``, else ``text`` as QuaTrain's release and the paper's saved
     samples hold them (a list of verses, or one string with a verse per line)."""
@@ -264,9 +276,7 @@ def _language(record: dict) -> dict:
 
 
 def _poem_records(rows: Iterable[dict], path: Path) -> list[dict]:
-    """Poem records (``id``, ``lines`` and the labels the metric families read) of the rows of a file."""
-    return [{"id": _record_id(r, i, path), "lines": _verses(r)} | _scheme_field(r) | _language(r)
-            for i, r in enumerate(rows)]
+    return [_poem_record(r, i, path) for i, r in enumerate(rows)]
 
 
 def _check_text_column(columns: Iterable[str], path: Path, what: str) -> None:
@@ -332,28 +342,88 @@ def _table_records(path: Path) -> list[dict]:
     return _poem_records(rows, path)
 
 
+# What a reader of poems takes: a path, or in-memory poems (each a list of verses or a dict like a JSONL line).
+PoemSource = str | os.PathLike | Sequence
+
+
+def _memory_records(poems: Sequence, name: str) -> list[dict]:
+    """In-memory poems as the records of a JSONL file: a sequence of verses is a record's ``lines``, a dict is
+    read as a JSONL line (``lines`` or ``text``, ``id``, ``scheme``...). A poem whose verses are not strings is
+    an error here, not a ``malformed`` skip as in a file: in Python it is a caller's mistake (e.g. one poem
+    given as a flat list of verses), and a silent count would hide it."""
+    records = []
+    for i, poem in enumerate(poems):
+        record = dict(poem) if isinstance(poem, Mapping) else {"lines": poem}
+        if isinstance(record.get("lines"), tuple):
+            record["lines"] = list(record["lines"])
+        kept = _poem_record(record, i, name)
+        if isinstance(poem, str) or not _all_strings(kept["lines"]):
+            raise PoevalError(f"{name}: poem {i + 1}: expected a list of verse strings or a dict with 'lines', "
+                              f"got {_python_kind(poem)}")
+        records.append(kept)
+    return records
+
+
+def _all_strings(verses: Any) -> bool:
+    return isinstance(verses, list) and all(isinstance(v, str) for v in verses)
+
+
+def _python_kind(poem: Any) -> str:
+    if isinstance(poem, Mapping):
+        return "dict without a list of verse strings in 'lines' or 'text'"
+    if isinstance(poem, (list, tuple)):
+        odd = next(v for v in poem if not isinstance(v, str))
+        return f"{type(poem).__name__} holding {type(odd).__name__}"
+    return type(poem).__name__
+
+
+def _file_records(path: Path) -> list[dict]:
+    if path.is_dir():
+        return _saved_dataset_records(path)
+    if (path := input_file(path)).suffix in TABLE_SUFFIXES:
+        return _table_records(path)
+    if _is_jsonl(path):
+        return _poem_records(read_jsonl(path), path)
+    return [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Every poem record of a poem file, usable or not, in file order: JSONL (`{"id", "lines"}`; QuaTrain's
     and the paper's `text` instead of `lines` too), plain text (a blank line between poems), a folder written
     by Hugging Face ``Dataset.save_to_disk``, or Parquet / CSV / TSV with a ``text`` (or ``lines``) column.
     An id that occurs twice is an error naming the file."""
-    path = Path(path)
-    if path.is_dir():
-        records = _saved_dataset_records(path)
-    elif (path := input_file(path)).suffix in TABLE_SUFFIXES:
-        records = _table_records(path)
-    elif _is_jsonl(path):
-        records = _poem_records(read_jsonl(path), path)
-    else:
-        records = [{"id": str(i), "lines": lines} for i, lines in enumerate(_plain_text_poems(path))]
+    records = _file_records(Path(path))
     check_unique_ids((r["id"] for r in records), path)
     return records
 
 
-def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dict], Counter]:
-    """The usable quatrains of a poem file (:func:`read_records` reads it) and a counter of skipped poems
-    by reason. Nothing usable is an error unless ``allow_empty``."""
-    records = read_records(path)
+def is_path(source: Any) -> bool:
+    """Whether a reader's ``source`` names a file or folder (else it is an in-memory sequence of poems)."""
+    return isinstance(source, (str, os.PathLike))
+
+
+def source_name(source: Any, name: str) -> str:
+    """How results and errors name a source: its path, else ``<name>`` for in-memory poems."""
+    return str(source) if is_path(source) else f"<{name}>"
+
+
+def read_poems(source: PoemSource, *, allow_empty: bool = False,
+               name: str = "poems") -> tuple[list[dict], Counter]:
+    """Poems of a JSONL file (`{"id", "lines"}`; QuaTrain's `text` instead of `lines` too), a plain text
+    file (blank line between poems), a folder written by Hugging Face ``Dataset.save_to_disk``, or an
+    in-memory sequence of poems (each a list of verses or a dict as a JSONL line holds it; ``name`` names
+    it in errors as ``<name>``).
+
+    Returns the usable quatrains and a counter of skipped poems by reason. Nothing usable is an error
+    unless ``allow_empty``; so is an id that occurs twice. Files and in-memory poems pass the same checks."""
+    if is_path(source):
+        where, records, empty = Path(source), _file_records(Path(source)), EMPTY_FILE
+    elif isinstance(source, Sequence) and not isinstance(source, bytes):
+        where = source_name(source, name)
+        records, empty = _memory_records(source, where), "an empty list"
+    else:
+        raise PoevalError(f"{name}: expected a path or a list of poems, got {type(source).__name__}")
+    check_unique_ids((r["id"] for r in records), where)
     kept, skipped = [], Counter()
     for record in records:
         reason = _check_quatrain(record["lines"])
@@ -362,5 +432,5 @@ def read_poems(path: str | Path, *, allow_empty: bool = False) -> tuple[list[dic
         else:
             kept.append(record)
     if not kept and not allow_empty:
-        raise nothing_usable(path, len(records), skipped, "poems")
+        raise nothing_usable(where, len(records), skipped, "poems", empty)
     return kept, skipped

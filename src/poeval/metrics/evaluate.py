@@ -9,7 +9,6 @@ import inspect
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -17,7 +16,7 @@ from tqdm import tqdm
 from poeval import config
 from poeval.config import for_lang
 from poeval.errors import PoevalError
-from poeval.io import read_poems, write_json
+from poeval.io import PoemSource, is_path, read_poems, source_name, write_json
 from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
@@ -270,19 +269,23 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
     return {key: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for key, v in sorted(draws.items())}
 
 
-def load_reference(path: str | Path, exclude_ids: set | frozenset = frozenset()) -> Reference:
-    poems, skipped = read_poems(path)
+def load_reference(source: PoemSource, exclude_ids: set | frozenset = frozenset()) -> Reference:
+    """The reference of a path or of in-memory poems (:func:`poeval.io.read_poems`), less ``exclude_ids``."""
+    poems, skipped = read_poems(source, name="reference")
+    name = source_name(source, "reference")
     rows = [i for i, p in enumerate(poems) if p["id"] not in exclude_ids]
     if not rows:
-        raise PoevalError(f"{path}: no usable reference quatrains: all {len(poems)} usable ones are in the sample")
-    return Reference(str(path), [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems,
+        raise PoevalError(f"{name}: no usable reference quatrains: all {len(poems)} usable ones are in the sample")
+    return Reference(name, [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems,
                      dict(sorted(skipped.items())))
 
 
-# Option keys the CLI sets besides params metrics.<family> (its --threads, --reference-embeddings,
-# --memorization-index and --topic-model).
-RUNTIME_OPTIONS = {"memorization": {"workers", "index"}, "semantic": {"reference_embeddings"},
-                   "topics": {"topic_model"}}
+# Option keys that name a cache built from the reference file (checked against that file's bytes), by
+# family: --memorization-index, --reference-embeddings and --topic-model.
+CACHE_OPTIONS = {"memorization": "index", "semantic": "reference_embeddings", "topics": "topic_model"}
+# Option keys the CLI sets besides params metrics.<family>: the caches, and its --threads.
+RUNTIME_OPTIONS = {family: {key} for family, key in CACHE_OPTIONS.items()}
+RUNTIME_OPTIONS["memorization"].add("workers")
 
 
 def family_options(family: str, given: dict) -> dict:
@@ -297,22 +300,35 @@ def family_options(family: str, given: dict) -> dict:
     return config.resolve_section(params, f"#/properties/metrics/properties/{family}", f"options.{family}") | runtime
 
 
-def evaluate(samples: str | Path, reference: str | Path, lang: str, families: list[str],
+def _check_caches(reference: PoemSource, resolved: dict) -> None:
+    """A cache is checked against the bytes of the reference file it was built from: in-memory poems have none."""
+    if is_path(reference):
+        return
+    for family, key in CACHE_OPTIONS.items():
+        if resolved.get(family, {}).get(key):
+            raise PoevalError(f"options.{family}.{key}: a cache of the reference needs the reference as a file, "
+                              "not in-memory poems")
+
+
+def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: list[str],
              options: dict | None = None, bootstrap_reps: int = 0, seed: int = 1, progress: bool = False,
              exclude_sample_from_reference: bool = False, allow_empty: bool = False) -> dict:
-    """Metric families of ``samples`` against ``reference``; ``options[family]`` overrides defaults.
+    """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
+    :func:`poeval.io.read_poems` reads); ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
     ``exclude_sample_from_reference`` drops reference quatrains whose id is in the sample: a HUMAN
     sample drawn from train is compared with the rest of train, not with itself. A sample without a usable
     quatrain is an error unless ``allow_empty`` (then every metric is null)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
-        raise PoevalError(f"unknown metric family {', '.join(unknown)} (available: {', '.join(FAMILIES)})")
+        raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")
     resolved = {family: family_options(family, opts) for family, opts in (options or {}).items()}
+    _check_caches(reference, resolved)
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
-    result = {"lang": lang, "samples": str(samples), "reference": str(reference), "n_reference": len(ref.poems),
-              "n_poems": len(poems), "skipped": dict(sorted(skipped.items())), "reference_skipped": ref.skipped}
+    result = {"lang": lang, "samples": source_name(samples, "poems"), "reference": ref.path,
+              "n_reference": len(ref.poems), "n_poems": len(poems), "skipped": dict(sorted(skipped.items())),
+              "reference_skipped": ref.skipped}
     for family in families:
         opts = resolved.get(family) or family_options(family, {})
         opts = opts | {"progress": progress, "lang": lang} | {

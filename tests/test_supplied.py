@@ -273,3 +273,13 @@ def test_a_samples_system_named_only_by_its_own_decoding_shows_that_file(tmp_pat
                "systems": ["theirs"]}
     out = _dry_run(tmp_path, overlay, paths.table("table2"))
     assert "results/metrics/en/theirs/api/lexical.json" in out and "results/metrics/en/my-generator" not in out
+
+
+def test_the_walk_through_command_puts_the_example_beside_poevals_systems(tmp_path):
+    """README "Evaluate your own generator": `snakemake results/tables/table2.tsv --configfile
+    examples/my-generator.yaml` on params.yaml (dry run here; tests/test_supplied_workflow.py runs it on the
+    tiny DAG)."""
+    out = _dry_run(tmp_path, {}, paths.table("table2"))
+    table2 = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}["table2"]
+    for system in ("smollm2", "gpt2-s", "my-generator"):
+        assert f"results/metrics/en/{system}/vanilla/lexical.json" in table2, system

@@ -316,6 +316,17 @@ class _Tracer:
             link.stale.append(f"{self.rel(path)}: hash differs from the one recorded when {consumer} was built "
                               f"(recorded {_abbrev(recorded['sha256'])}, now {_abbrev(now)})")
 
+    def check_source(self, link: Link, stamp_: dict, consumer: str) -> bool:
+        """Note the ``source`` input that ``consumer`` recorded (a corpus file, a user's sample file) with
+        its sha256 now and then, stale when they differ; False when the file is not here."""
+        source = stamp_["inputs"]["source"]
+        now = self.sha(source["path"])
+        link.files.append({"name": "source", "path": self.rel(source["path"]), "sha256": now,
+                           "recorded_sha256": source["sha256"]})
+        if now is not None:
+            self.check_input(link, stamp_, "source", source["path"], consumer)
+        return now is not None
+
     def check_params(self, link: Link, recorded: dict | None, current: dict, what: str, exact: bool = True) -> None:
         """Stale when ``recorded`` params differ from ``current`` ones, or dvc.lock's from the current ones."""
         stage = DVC_STAGE.get(link.name)
@@ -408,14 +419,8 @@ def _supplied_links(t: _Tracer, cell: TableCell) -> list[Link]:
     if st is None:
         link.stale.append(f"{stats_path} is missing or has no provenance stamp: import the samples again")
         return [link, Link("split")]
-    source = st["inputs"]["source"]
-    now = t.sha(source["path"])
-    link.files.append({"name": "source", "path": t.rel(source["path"]), "sha256": now,
-                       "recorded_sha256": source["sha256"]})
-    if now is None:
-        link.stale.append(f"the sample file {source['path']} is missing")
-    else:
-        t.check_input(link, st, "source", source["path"], stats_path)
+    if not t.check_source(link, st, stats_path):
+        link.stale.append(f"the sample file {st['inputs']['source']['path']} is missing")
     t.check_params(link, st["params"], supplied_params(t.config, cell.system, cell.lang, cell.decoding), stats_path)
     return [link, Link("split")]
 
@@ -577,15 +582,8 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
         corpus.stale.append(f"{corpus_path} is missing")
         return [split, corpus]
     t.check_params(corpus, (cst or {}).get("params"), corpus_params(t.config, lang), corpus_path)
-    source = (cst or {}).get("inputs", {}).get("source")
-    if source:
-        now = t.sha(source["path"])
-        corpus.files.append({"name": "source", "path": t.rel(source["path"]), "sha256": now,
-                             "recorded_sha256": source["sha256"]})
-        if now is None:
-            corpus.notes.append(f"corpus source {source['path']} is not available here; not compared")
-        else:
-            t.check_input(corpus, cst, "source", source["path"], corpus_path)
+    if (cst or {}).get("inputs", {}).get("source") and not t.check_source(corpus, cst, corpus_path):
+        corpus.notes.append(f"corpus source {cst['inputs']['source']['path']} is not available here; not compared")
     return [split, corpus]
 
 

@@ -272,3 +272,65 @@ def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, sty
                       sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["style"] == "abab" and stats["attempts"] >= 2
+
+
+# --- any checkpoint: a .gguf file named directly, a local Hugging Face folder, trained or kept as it is ----
+
+def test_poeval_import_prints_the_files_sha256_architecture_and_quantisation(tiny, tmp_path, capsys):
+    from poeval.cli import main
+
+    assert main(["import", str(tiny.gguf), "--out", str(tmp_path / "imported")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["source"]["sha256"] == hashlib.sha256(tiny.gguf.read_bytes()).hexdigest()
+    assert (shown["gguf"]["architecture"], shown["gguf"]["file_type"]) == ("llama", "MOSTLY_Q8_0")
+    assert shown["weights"] == "tiny.gguf: llama Q8_0 GGUF weights, dequantised to float32"
+    assert shown == {k: v for k, v in read_json(tmp_path / "imported" / pretrained.STAMP).items()
+                     if k != "provenance"} | {"source": shown["source"]}
+
+
+def test_a_gguf_file_loads_as_its_import(tiny):
+    model, tok = lm.load(str(tiny.gguf), name="file")
+    imported, _ = lm.load(str(tiny.out))
+    assert getattr(model.config, "quantization_config", None) is None
+    ids = [1] + tok(TEXT, add_special_tokens=False)["input_ids"]
+    assert torch.equal(_logits(model, ids), _logits(imported, ids))
+    assert (tok.bos_token, tok.eos_token) == ("<|im_start|>", "<|im_end|>")
+    _, from_file = lm.load(str(tiny.out), tokenizer=str(tiny.gguf), name="file")   # a tokenizer from a GGUF file
+    assert from_file(TEXT)["input_ids"] == tok(TEXT)["input_ids"]
+
+
+def test_a_missing_or_unreadable_gguf_file_names_its_key(tmp_path):
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file")
+    for bad in (tmp_path / "missing.gguf", junk):
+        with pytest.raises(PoevalError, match=r"models\.file\.name_or_path") as err:
+            lm.load(str(bad), name="file")
+        assert bad.name in str(err.value)
+    with pytest.raises(PoevalError, match=r"tokenizer .*missing\.gguf.* models\.file\.tokenizer: no such GGUF file"):
+        lm.load(str(junk), tokenizer=str(tmp_path / "missing.gguf"), name="file")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("any")
+    write_jsonl(root / "train.jsonl", QUATRAINS)
+    write_jsonl(root / "dev.jsonl", QUATRAINS[:4])
+    return root
+
+
+def test_finetuning_from_a_gguf_file_stamps_the_file_as_its_base(tiny, corpus, tmp_path):
+    from poeval.report.tables import _base_label
+
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.gguf)}
+    training = {"seed": 1, "batch_size": 8, "max_steps": 2, "lr": 1e-3, "warmup_steps": 0, "eval_every": 2,
+                "eval_quatrains": 4, "patience": 0}
+    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, training,
+                       progress=False, name="file")
+    assert summary["steps"] == 2 and summary["trainable_params"] == summary["n_params"]
+    assert not torch.equal(_weights(tmp_path / "m")["model.norm.weight"], _weights(tiny.out)["model.norm.weight"])
+    log = read_json(tmp_path / "m" / "training_log.json")
+    assert log["provenance"]["inputs"]["base"] == {"path": str(tiny.gguf),
+                                                   "sha256": hashlib.sha256(tiny.gguf.read_bytes()).hexdigest()}
+    assert log["provenance"]["params"] == {"model": cfg, "training": training}
+    assert _base_label(log["model_cfg"], log["summary"]) == f"{tiny.gguf}: llama Q8_0 GGUF weights, dequantised to float32"
+

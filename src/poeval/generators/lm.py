@@ -184,10 +184,12 @@ def has_style_tokens(tokenizer) -> bool:
 
 
 def _base(name_or_path: str) -> dict | None:
-    """What a fine-tuned model starts from, when it is a local folder: its path (hashed into the training
-    stamp) and, for an imported release, what its weights are (Table 4 says it)."""
+    """What a fine-tuned model starts from, when it is a local folder or a GGUF file: its path (hashed into
+    the training stamp) and, for an imported release or a GGUF file, what its weights are (Table 4 says it)."""
     from poeval.generators import pretrained
 
+    if pretrained.is_gguf(name_or_path):   # load() has read it: it exists
+        return pretrained.base_of_file(name_or_path, Path(name_or_path).expanduser())
     folder = pretrained.checkpoint(name_or_path)
     if not Path(folder).is_dir():
         return None   # a hub id: its files live in the Hugging Face cache

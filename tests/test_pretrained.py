@@ -334,3 +334,34 @@ def test_finetuning_from_a_gguf_file_stamps_the_file_as_its_base(tiny, corpus, t
     assert log["provenance"]["params"] == {"model": cfg, "training": training}
     assert _base_label(log["model_cfg"], log["summary"]) == f"{tiny.gguf}: llama Q8_0 GGUF weights, dequantised to float32"
 
+
+@pytest.fixture(scope="module")
+def hf_folder(tiny, tmp_path_factory):
+    """The tiny LLaMA as any Hugging Face folder is: save_pretrained of a model and its tokenizer, no poeval file."""
+    folder = tmp_path_factory.mktemp("hf") / "tiny-llama"
+    tiny.model.save_pretrained(folder)
+    tiny.tok.save_pretrained(folder)
+    return folder
+
+
+def test_training_none_keeps_a_local_folders_weights_and_measures_its_dev_loss(hf_folder, corpus, tmp_path):
+    from poeval.report.tables import table4
+
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(hf_folder)}
+    out = tmp_path / "as-is"
+    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, "none",
+                       progress=False, name="as-is")
+    before, after = _weights(hf_folder), _weights(out)
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    log = read_json(out / "training_log.json")
+    assert (summary["steps"], summary["best_step"], summary["trainable_params"]) == (0, 0, 0)
+    assert [e["step"] for e in log["evals"]] == [0] and log["evals"][0]["dev_loss"] == summary["best_dev_loss"]
+    assert summary["best_dev_loss"] == pytest.approx(_dev_loss(hf_folder, corpus / "dev.jsonl"), rel=1e-5)
+    stamp = log["provenance"]
+    assert stamp["params"] == {"model": cfg, "training": "none"} and log["train_cfg"] == "none"
+    assert set(stamp["inputs"]) == {"train", "dev", "base"} and stamp["inputs"]["base"]["path"] == str(hf_folder)
+    table4([("en", "as-is", str(out))], str(tmp_path / "t4.tsv"))
+    row = dict(zip(*[line.split("\t") for line in (tmp_path / "t4.tsv").read_text().splitlines()]))
+    assert (row["steps"], row["best_dev_loss"], row["base"]) == ("0", f"{summary['best_dev_loss']:.3f}", str(hf_folder))
+    model, _ = lm.load(str(out))   # it samples like any checkpoint
+    assert type(model).__name__ == "LlamaForCausalLM"

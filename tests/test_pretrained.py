@@ -365,3 +365,6 @@ def test_training_none_keeps_a_local_folders_weights_and_measures_its_dev_loss(h
     assert (row["steps"], row["best_dev_loss"], row["base"]) == ("0", f"{summary['best_dev_loss']:.3f}", str(hf_folder))
     model, _ = lm.load(str(out))   # it samples like any checkpoint
     assert type(model).__name__ == "LlamaForCausalLM"
+    with pytest.raises(PoevalError, match=r"models\.as-is\.verse_order is 'reversed', but .* was trained 'forward'"):
+        lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "rev"),
+                 {**cfg, "verse_order": "reversed"}, "none", progress=False, name="as-is")   # nothing would turn it

@@ -437,6 +437,8 @@ def train(
             sync_special_ids(model, tokenizer)
         base = _base(cfg["name_or_path"])
         recorded = getattr(model.config, VERSE_ORDER, None)   # a hub model records none: either order is fine
+        if untrained:   # ...to fine-tune; kept as it is, it writes forward
+            recorded = recorded or "forward"
         if recorded is not None and recorded != order:
             raise PoevalError(f"{param_key(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
                               f"trained {recorded!r}")

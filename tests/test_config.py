@@ -328,6 +328,56 @@ def test_a_ports_own_training_refuses_the_lm_only_keys_in_validate_and_in_traini
     poeval_params.resolve(params)
 
 
+# (change to gpt2-s, the problem line): `training: none` keeps a checkpoint as loaded, so what needs training is
+# refused, in validate and in lm.train alike; a port's training block is an override block only
+UNTRAINED = {"init": "pretrained", "name_or_path": "org/model", "training": "none"}
+BAD_UNTRAINED = [
+    ({"init": "scratch", "name_or_path": None},
+     "key models.gpt2-s.training: none samples a checkpoint as it is: it needs init: pretrained (a scratch "
+     "model is random)"),
+    ({"conditioned": True}, "key models.gpt2-s.training: none would leave the style tokens of conditioned: true untrained"),
+    ({"lora": {"r": 4}}, "key models.gpt2-s.training: none trains no LoRA adapters: set lora to null"),
+]
+
+
+def test_training_none_is_a_models_training(params):
+    from poeval.generators import registry
+
+    params["models"]["gpt2-s"] |= UNTRAINED
+    resolved = poeval_params.resolve(params)["models"]["gpt2-s"]
+    assert resolved["training"] == "none" and resolved["n_layer"] == 2   # kept as given, the rest filled
+    assert registry.training_params(resolved, params["training"]) == (
+        {k: v for k, v in resolved.items() if k != "training"}, "none")
+    params["models"]["gpt2-s"]["training"] = "None"
+    with pytest.raises(PoevalError, match=r"key models\.gpt2-s\.training: 'none' was expected"):
+        poeval_params.resolve(params)
+    params["models"]["gpt2-s"]["training"] = {"learning_rate": 0.1}   # an override block still says its key
+    with pytest.raises(PoevalError, match=r"unknown key models\.gpt2-s\.training\.learning_rate"):
+        poeval_params.resolve(params)
+
+
+@pytest.mark.parametrize("change, line", BAD_UNTRAINED)
+def test_training_none_refuses_what_needs_training_in_validate_and_in_training(params, tmp_path, change, line):
+    from poeval.generators import lm
+
+    params["models"]["gpt2-s"] |= {**UNTRAINED, **change}
+    with pytest.raises(PoevalError, match=r"^invalid params:\n") as from_validate:
+        poeval_params.resolve(params)
+    assert _problem_lines(from_validate.value) == [line]
+    model = {k: v for k, v in params["models"]["gpt2-s"].items() if k != "training"}
+    with pytest.raises(PoevalError, match=r"^invalid models\.gpt2-s:\n") as from_training:   # before any file is read
+        lm.train(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "m"), model, "none",
+                 progress=False, name="gpt2-s")
+    assert _problem_lines(from_training.value) == [line]
+
+
+@pytest.mark.parametrize("system", ["deepspeare-s", "sa-s"])
+def test_a_port_cannot_be_untrained(params, system):
+    params["models"][system]["training"] = "none"
+    with pytest.raises(PoevalError, match=rf"key models\.{system}\.training: 'none' is not of type 'object'"):
+        poeval_params.resolve(params)
+
+
 def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["enabled"] = True
     params["bpomp"]["scorers"][2]["model"] = "gpt2-s"              # a causal generator as a masked scorer

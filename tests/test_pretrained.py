@@ -272,3 +272,99 @@ def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, sty
                       sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["style"] == "abab" and stats["attempts"] >= 2
+
+
+# --- any checkpoint: a .gguf file named directly, a local Hugging Face folder, trained or kept as it is ----
+
+def test_poeval_import_prints_the_files_sha256_architecture_and_quantisation(tiny, tmp_path, capsys):
+    from poeval.cli import main
+
+    assert main(["import", str(tiny.gguf), "--out", str(tmp_path / "imported")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["source"]["sha256"] == hashlib.sha256(tiny.gguf.read_bytes()).hexdigest()
+    assert (shown["gguf"]["architecture"], shown["gguf"]["file_type"]) == ("llama", "MOSTLY_Q8_0")
+    assert shown["weights"] == "tiny.gguf: llama Q8_0 GGUF weights, dequantised to float32"
+    assert shown == {k: v for k, v in read_json(tmp_path / "imported" / pretrained.STAMP).items()
+                     if k != "provenance"} | {"source": shown["source"]}
+
+
+def test_a_gguf_file_loads_as_its_import(tiny):
+    model, tok = lm.load(str(tiny.gguf), name="file")
+    imported, _ = lm.load(str(tiny.out))
+    assert getattr(model.config, "quantization_config", None) is None
+    ids = [1] + tok(TEXT, add_special_tokens=False)["input_ids"]
+    assert torch.equal(_logits(model, ids), _logits(imported, ids))
+    assert (tok.bos_token, tok.eos_token) == ("<|im_start|>", "<|im_end|>")
+    _, from_file = lm.load(str(tiny.out), tokenizer=str(tiny.gguf), name="file")   # a tokenizer from a GGUF file
+    assert from_file(TEXT)["input_ids"] == tok(TEXT)["input_ids"]
+
+
+def test_a_missing_or_unreadable_gguf_file_names_its_key(tmp_path):
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file")
+    for bad in (tmp_path / "missing.gguf", junk):
+        with pytest.raises(PoevalError, match=r"models\.file\.name_or_path") as err:
+            lm.load(str(bad), name="file")
+        assert bad.name in str(err.value)
+    with pytest.raises(PoevalError, match=r"tokenizer .*missing\.gguf.* models\.file\.tokenizer: no such GGUF file"):
+        lm.load(str(junk), tokenizer=str(tmp_path / "missing.gguf"), name="file")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("any")
+    write_jsonl(root / "train.jsonl", QUATRAINS)
+    write_jsonl(root / "dev.jsonl", QUATRAINS[:4])
+    return root
+
+
+def test_finetuning_from_a_gguf_file_stamps_the_file_as_its_base(tiny, corpus, tmp_path):
+    from poeval.report.tables import _base_label
+
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.gguf)}
+    training = {"seed": 1, "batch_size": 8, "max_steps": 2, "lr": 1e-3, "warmup_steps": 0, "eval_every": 2,
+                "eval_quatrains": 4, "patience": 0}
+    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, training,
+                       progress=False, name="file")
+    assert summary["steps"] == 2 and summary["trainable_params"] == summary["n_params"]
+    assert not torch.equal(_weights(tmp_path / "m")["model.norm.weight"], _weights(tiny.out)["model.norm.weight"])
+    log = read_json(tmp_path / "m" / "training_log.json")
+    assert log["provenance"]["inputs"]["base"] == {"path": str(tiny.gguf),
+                                                   "sha256": hashlib.sha256(tiny.gguf.read_bytes()).hexdigest()}
+    assert log["provenance"]["params"] == {"model": cfg, "training": training}
+    assert _base_label(log["model_cfg"], log["summary"]) == f"{tiny.gguf}: llama Q8_0 GGUF weights, dequantised to float32"
+
+
+@pytest.fixture(scope="module")
+def hf_folder(tiny, tmp_path_factory):
+    """The tiny LLaMA as any Hugging Face folder is: save_pretrained of a model and its tokenizer, no poeval file."""
+    folder = tmp_path_factory.mktemp("hf") / "tiny-llama"
+    tiny.model.save_pretrained(folder)
+    tiny.tok.save_pretrained(folder)
+    return folder
+
+
+def test_training_none_keeps_a_local_folders_weights_and_measures_its_dev_loss(hf_folder, corpus, tmp_path):
+    from poeval.report.tables import table4
+
+    cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(hf_folder)}
+    out = tmp_path / "as-is"
+    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, "none",
+                       progress=False, name="as-is")
+    before, after = _weights(hf_folder), _weights(out)
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    log = read_json(out / "training_log.json")
+    assert (summary["steps"], summary["best_step"], summary["trainable_params"]) == (0, 0, 0)
+    assert [e["step"] for e in log["evals"]] == [0] and log["evals"][0]["dev_loss"] == summary["best_dev_loss"]
+    assert summary["best_dev_loss"] == pytest.approx(_dev_loss(hf_folder, corpus / "dev.jsonl"), rel=1e-5)
+    stamp = log["provenance"]
+    assert stamp["params"] == {"model": cfg, "training": "none"} and log["train_cfg"] == "none"
+    assert set(stamp["inputs"]) == {"train", "dev", "base"} and stamp["inputs"]["base"]["path"] == str(hf_folder)
+    table4([("en", "as-is", str(out))], str(tmp_path / "t4.tsv"))
+    row = dict(zip(*[line.split("\t") for line in (tmp_path / "t4.tsv").read_text().splitlines()]))
+    assert (row["steps"], row["best_dev_loss"], row["base"]) == ("0", f"{summary['best_dev_loss']:.3f}", str(hf_folder))
+    model, _ = lm.load(str(out))   # it samples like any checkpoint
+    assert type(model).__name__ == "LlamaForCausalLM"
+    with pytest.raises(PoevalError, match=r"models\.as-is\.verse_order is 'reversed', but .* was trained 'forward'"):
+        lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "rev"),
+                 {**cfg, "verse_order": "reversed"}, "none", progress=False, name="as-is")   # nothing would turn it

@@ -486,3 +486,29 @@ def test_recompute_refuses_changed_inputs_and_bad_arguments(run, capsys):
     assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s"]) == 2
     with pytest.raises(PoevalError, match="metric cell not found"):
         P.recompute_cell("results/metrics/en/x/y/lexical.json", run)
+
+
+def test_an_untrained_system_is_stale_for_its_gguf_file_not_for_the_shared_training_block(run):
+    """training: none: the stamp records "none" and the GGUF file the model was read from; editing the shared
+    training block (which the train rule then does not pass either) leaves it fresh, editing the file does not."""
+    from poeval.generators import registry
+
+    gguf = run / "base.gguf"
+    gguf.write_bytes(b"GGUF bytes")
+    (run / "config" / "as-is.yaml").write_text("models: {gpt2-s: {init: pretrained, name_or_path: base.gguf, "
+                                               "training: none}}\n")
+    configs = ("config/tiny.yaml", "config/as-is.yaml")
+    cfg = poeval_config.read("params.yaml", configs)
+    model, training = registry.training_params(cfg["models"]["gpt2-s"], cfg["training"])
+    assert training == "none" and registry.shared_training(cfg["models"]["gpt2-s"], cfg["training"]) == {}
+    write_json(run / paths.training_log("en", "gpt2-s"), {"summary": {}, "provenance": stamps.train_stamp(
+        TRAIN, DEV, model, training, base="base.gguf")})
+    result = _trace(run, configs=configs)
+    assert not result["stale"], result["reasons"]
+    assert [f["sha256"] for f in _link(result, "base model")["files"]] == [file_sha256(gguf)]
+    (run / "config" / "lr.yaml").write_text("training: {lr: 0.5, max_steps: 7}\n")
+    assert not _trace(run, configs=(*configs, "config/lr.yaml"))["stale"]
+    (run / "config" / "trained.yaml").write_text("models: {gpt2-s: {training: {lr: 0.5}}}\n")
+    assert any("training" in r for r in _trace(run, configs=(*configs, "config/trained.yaml"))["reasons"])
+    gguf.write_bytes(b"other GGUF bytes")
+    assert any("base.gguf: hash differs" in r for r in _trace(run, configs=configs)["reasons"])

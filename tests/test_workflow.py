@@ -431,3 +431,23 @@ def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len((work / paths.limericks()).read_text().splitlines()) == len(GOOD)
     assert not list(work.rglob("PWNED"))
+
+
+def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training_block(tmp_path):
+    """models.<system>: init pretrained, name_or_path a .gguf path, training none: the train rule reads the
+    file as an input and passes `--training {}`, so that editing the shared training block reruns nothing."""
+    import shlex
+
+    work = _workdir(tmp_path)
+    (work / "base.gguf").write_bytes(b"GGUF")
+    (work / "config" / "as-is.yaml").write_text(
+        "models: {gpt2-s: {init: pretrained, name_or_path: base.gguf, training: none}}\n")
+    proc = snakemake(work, "-n", "-p", "--forceall", paths.model_dir("en", "gpt2-s"),
+                     configs=("config/tiny.yaml", "config/as-is.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    out = proc.stdout + proc.stderr
+    command = shlex.split(next(line for line in out.splitlines() if "poeval train" in line).split("poeval", 1)[1])
+    assert command[command.index("--training") + 1] == "{}"
+    assert json.loads(command[command.index("--model") + 1])["training"] == "none"
+    job = out[out.index("rule train:"):]
+    assert "base.gguf" in job[:job.index("output:")]   # an input of the job

@@ -118,7 +118,10 @@ def cmd_import(args) -> None:
     from poeval.generators import pretrained
 
     record = pretrained.import_gguf(args.source, args.out)
-    print(json.dumps({k: v for k, v in record.items() if k != "provenance"}, indent=2, ensure_ascii=False))
+    shown = {k: v for k, v in record.items() if k != "provenance"}
+    # the file's sha256 is the stamp's; shown with the source it identifies
+    shown["source"] = {**shown["source"], "sha256": record["provenance"]["inputs"]["gguf"]["sha256"]}
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
 
 
 def _parser_import(sub) -> None:

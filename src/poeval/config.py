@@ -191,13 +191,29 @@ def schema_problems(config: Any) -> list[str]:
 # --- what the JSON schema cannot express: checks of a whole (defaults-filled) entry, per schema node.
 # `check` runs them after the schema, for library calls; `validate` runs them on every params entry.
 
+# params ``models.<system>.training: none``: a pretrained checkpoint sampled as it is, not trained at all
+UNTRAINED = "none"
+
+
 def _transformer_rules(cfg: dict):
+    if cfg.get("training") == UNTRAINED:
+        yield from _untrained_rules(cfg)
     if cfg["init"] == "scratch":
         for key in ("tokenizer", "lora"):
             if cfg.get(key) is not None:
                 yield key, "only used with init: pretrained"
         if cfg["n_embd"] % cfg["n_head"]:
             yield "n_head", f"n_embd ({cfg['n_embd']}) must be divisible by n_head ({cfg['n_head']})"
+
+
+def _untrained_rules(cfg: dict):
+    """``training: none`` keeps the weights as loaded: anything that needs training is refused."""
+    if cfg["init"] != "pretrained":
+        yield "training", "none samples a checkpoint as it is: it needs init: pretrained (a scratch model is random)"
+    if cfg["conditioned"]:
+        yield "training", "none would leave the style tokens of conditioned: true untrained"
+    if cfg.get("lora") is not None:
+        yield "training", "none trains no LoRA adapters: set lora to null"
 
 
 def _deepspeare_rules(cfg: dict):

@@ -161,7 +161,8 @@ def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train
 
 def train_inputs(wildcards):
     """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec; a
-    pretrained release named by its short id is imported first (rule import_pretrained)."""
+    pretrained release named by its short id is imported first (rule import_pretrained); a .gguf file
+    named by its path is an input as it is."""
     lang = wildcards.lang
     inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
@@ -169,6 +170,8 @@ def train_inputs(wildcards):
     model = poeval_config.model_for_lang(P["models"][wildcards.system], lang)
     bases = {model[key] for key in poeval_config.PER_LANG_MODEL_KEYS if key in model}   # the ports have no tokenizer
     inputs |= {f"base{i}": paths.pretrained(r) for i, r in enumerate(sorted(b for b in bases if is_release(b)))}
+    # a GGUF file named by its path is read directly: editing it retrains
+    inputs |= {f"gguf{i}": f for i, f in enumerate(sorted(b for b in bases if pretrained.is_gguf(b)))}
     return inputs
 
 

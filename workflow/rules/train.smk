@@ -24,8 +24,9 @@ rule train:
     priority: 1
     params:
         model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
-        # a poetry port never takes the shared (LLM) training block: `{}`, so that changing it reruns no port
-        training=lambda wc: as_json({} if is_poetic(wc.system) else config["training"]),
+        # a poetry port or an untrained system (training: none) never takes the shared (LLM) training block:
+        # `{}`, so that changing it reruns neither
+        training=lambda wc: as_json(registry.shared_training(P["models"][wc.system], config["training"])),
         poetic=train_poetic_options,
     threads: P["threads"]
     shell:

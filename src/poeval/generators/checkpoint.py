@@ -53,43 +53,61 @@ def param_key(name: str | None, field: str = "name_or_path") -> str:
 
 
 def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = None, key: str | None = None):
-    """Load ``(model, tokenizer)`` from a local directory, a pretrained release's short id
+    """Load ``(model, tokenizer)`` from a local directory, a ``.gguf`` file, a pretrained release's short id
     (:mod:`poeval.generators.pretrained`: its imported checkpoint) or a hub id, offline unless the user
-    allows downloads (:mod:`poeval.hub`).
+    allows downloads (:mod:`poeval.hub`). A GGUF file is read as `poeval import` reads it (dequantised
+    weights in a plain model, :func:`poeval.generators.pretrained.read_gguf`), with the tokenizer it holds.
 
     ``tokenizer`` (default: ``name_or_path``) is where the tokenizer lives. Any loading failure becomes
     one PoevalError that names the model and the parameter that gave it: ``key``, else
     ``models.<name>.name_or_path`` (or ``models.<name>.tokenizer``), so the user knows what to fix.
     """
-    from poeval.generators import pretrained
-
     model_key = key or param_key(name, "name_or_path")
     tok_key = param_key(name, "tokenizer") if tokenizer else model_key
-    model_ref = hub.resolve(pretrained.checkpoint(name_or_path) if isinstance(name_or_path, str) else name_or_path,
-                            model_key)
-    tok_ref = hub.resolve(pretrained.checkpoint(tokenizer), tok_key, "tokenizer") if tokenizer else model_ref
+    model_ref = _ref(name_or_path, model_key, "model")
+    tok_ref = _ref(tokenizer, tok_key, "tokenizer") if tokenizer else model_ref
     from transformers import AutoModelForCausalLM, AutoTokenizer   # after the checks: it takes seconds
+
+    from poeval.generators import pretrained
 
     def fail(ref: str, where: str, what: str, err: Exception):
         return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first_line(err)}")
 
     local = hub.local_files_only()
-    try:
-        tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
-    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
-    try:
-        model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
-    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
-        raise fail(model_ref, model_key, "model", err) from None
+    model = tok = None
+    if isinstance(model_ref, Path):   # a GGUF file holds its tokenizer too: read once when it is the one
+        model, own_tok, _ = pretrained.read_gguf(model_ref, model_key)
+        tok = own_tok if tok_ref is model_ref else None
+    if tok is None and isinstance(tok_ref, Path):
+        tok = pretrained.gguf_tokenizer(tok_ref, tok_key)
+    if tok is None:
+        try:
+            tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
+        except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+            raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
+    if model is None:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
+        except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+            raise fail(model_ref, model_key, "model", err) from None
     if tok.eos_token_id is None:
-        raise PoevalError(f"model {tok_ref!r} ({tok_key}): its tokenizer has no EOS token")
+        raise PoevalError(f"model {str(tok_ref)!r} ({tok_key}): its tokenizer has no EOS token")
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     if tok.bos_token_id is None:
         tok.bos_token = tok.eos_token
     sync_special_ids(model, tok)
     return model, tok
+
+
+def _ref(name: object, key: str, what: str) -> str | Path:
+    """What ``from_pretrained`` reads for a model name: a ``.gguf`` name's file (a Path, checked to exist),
+    else a release's imported checkpoint, a folder or a hub id (:func:`poeval.hub.resolve`)."""
+    from poeval.generators import pretrained
+
+    if pretrained.is_gguf(name):
+        return pretrained.gguf_file(name, key, what)
+    return hub.resolve(pretrained.checkpoint(name) if isinstance(name, str) else name, key, what)
 
 
 def sync_special_ids(model, tokenizer) -> None:

@@ -286,18 +286,33 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
 
     if s["best_state"] is not None:
         model.load_state_dict(s["best_state"])
-    summary = {
+    return {"evals": s["log"], "summary": _summary(s, stream.per_epoch, t_start, stopped_early, resumed_from)}
+
+
+def _summary(s: dict, per_epoch: int, t_start: float, stopped_early: bool = False,
+             resumed_from: int | None = None) -> dict:
+    """The summary of a run's result, from its state ``s`` (:func:`run`, :func:`untouched`)."""
+    return {
         "best_step": s["best_step"],
         "best_dev_loss": s["best_loss"] if math.isfinite(s["best_loss"]) else None,
         "stopped_early": stopped_early,
         "steps": s["step"],
-        "epochs": round(s["step"] / stream.per_epoch, 4),
+        "epochs": round(s["step"] / per_epoch, 4),
         "tokens_per_s": s["total_tokens"] / s["total_time"] if s["total_time"] else None,
         "train_tokens": s["total_tokens"],
         "elapsed_s": time.perf_counter() - t_start,
         "resumed_from_step": resumed_from,
     }
-    return {"evals": s["log"], "summary": summary}
+
+
+def untouched(evaluate: Callable[[], dict]) -> dict:
+    """:func:`run`'s result for a model kept as it is (params ``training: none``): no step, one evaluation
+    (``evaluate()``, at least ``dev_loss``) at step 0, which is the best by definition."""
+    t_start = time.perf_counter()
+    res = evaluate()
+    s = {"step": 0, "best_step": 0, "best_loss": res["dev_loss"], "total_tokens": 0, "total_time": 0.0}
+    entry = {"step": 0, "epoch": 0.0, **res, "elapsed_s": time.perf_counter() - t_start}
+    return {"evals": [entry], "summary": _summary(s, 1, t_start)}
 
 
 # --------------------------------------------------------------------------------------------------

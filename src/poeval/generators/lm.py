@@ -184,10 +184,12 @@ def has_style_tokens(tokenizer) -> bool:
 
 
 def _base(name_or_path: str) -> dict | None:
-    """What a fine-tuned model starts from, when it is a local folder: its path (hashed into the training
-    stamp) and, for an imported release, what its weights are (Table 4 says it)."""
+    """What a fine-tuned model starts from, when it is a local folder or a GGUF file: its path (hashed into
+    the training stamp) and, for an imported release or a GGUF file, what its weights are (Table 4 says it)."""
     from poeval.generators import pretrained
 
+    if pretrained.is_gguf(name_or_path):   # load() has read it: it exists
+        return pretrained.base_of_file(name_or_path, Path(name_or_path).expanduser())
     folder = pretrained.checkpoint(name_or_path)
     if not Path(folder).is_dir():
         return None   # a hub id: its files live in the Hugging Face cache
@@ -407,9 +409,15 @@ def train(
     written atomically. ``name`` is the model's key in the config, used in error messages. An interrupted
     run called again with the same arguments resumes (:func:`resume_dir`) and gives the same checkpoint,
     bit for bit. Returns the log's summary.
+
+    ``train_cfg`` ``"none"`` (params ``models.<system>.training: none``) trains nothing: the pretrained
+    model is saved as loaded, with the dev loss it has (measured once, with the schema's training defaults
+    for the dev quatrains and batch) and 0 steps in the log.
     """
-    tcfg = resolve_train_cfg(train_cfg)
-    cfg = resolve_model_cfg(model_cfg, name)
+    untrained = train_cfg == config.UNTRAINED
+    tcfg = TRAIN_DEFAULTS if untrained else resolve_train_cfg(train_cfg)
+    # an untrained model's entry meets the rules of training: none (config.RULES: pretrained, no style, no LoRA)
+    cfg = resolve_model_cfg({**model_cfg, "training": train_cfg} if untrained else model_cfg, name)
     init, conditioned = cfg["init"], cfg["conditioned"]
     train_q, train_styles = read_split(train, "train", conditioned, name)
     dev_q, dev_styles = read_split(dev, "dev", conditioned, name)
@@ -429,6 +437,8 @@ def train(
             sync_special_ids(model, tokenizer)
         base = _base(cfg["name_or_path"])
         recorded = getattr(model.config, VERSE_ORDER, None)   # a hub model records none: either order is fine
+        if untrained:   # ...to fine-tune; kept as it is, it writes forward
+            recorded = recorded or "forward"
         if recorded is not None and recorded != order:
             raise PoevalError(f"{param_key(name, 'verse_order')} is {order!r}, but {cfg['name_or_path']} was "
                               f"trained {recorded!r}")
@@ -451,19 +461,25 @@ def train(
         loss_sum, n_tok = _loss_sum(model, input_ids, mask, labels)
         return loss_sum / max(n_tok, 1), {"loss": loss_sum.item(), "targets": n_tok, "tokens": int(mask.sum())}
 
-    loop = engine.Loop(
-        model=model,
-        stream=engine.BatchStream([len(s) for s in train_ids], tcfg["batch_size"], int(tcfg["length_grouping"] or 0),
-                                  rng),
-        loss=loss,
-        evaluate=lambda: {"dev_loss": _dev_loss(model, dev_ids, pad_id, 2 * tcfg["batch_size"])},
-        train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
-    )
-    key = engine.fingerprint({"train": train, "dev": dev}, {"model_cfg": cfg, "train_cfg": tcfg,
-                                                            "threads": int(threads)})
-    result = engine.run(loop, tcfg, engine.Resume(out_dir, key), progress)
+    def evaluate() -> dict:
+        return {"dev_loss": _dev_loss(model, dev_ids, pad_id, 2 * tcfg["batch_size"])}
 
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if untrained:
+        result = engine.untouched(evaluate)
+    else:
+        loop = engine.Loop(
+            model=model,
+            stream=engine.BatchStream([len(s) for s in train_ids], tcfg["batch_size"],
+                                      int(tcfg["length_grouping"] or 0), rng),
+            loss=loss,
+            evaluate=evaluate,
+            train_entry=lambda run: {"train_loss": run.get("loss", 0.0) / max(run.get("targets", 0), 1)},
+        )
+        key = engine.fingerprint({"train": train, "dev": dev}, {"model_cfg": cfg, "train_cfg": tcfg,
+                                                                "threads": int(threads)})
+        result = engine.run(loop, tcfg, engine.Resume(out_dir, key), progress)
+
+    trainable = 0 if untrained else sum(p.numel() for p in model.parameters() if p.requires_grad)
     if cfg["lora"] is not None and hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()  # a plain checkpoint that load() reads without peft
     summary = {
@@ -486,7 +502,7 @@ def train(
 
     log = engine.training_log(result, summary, train_stamp(train, dev, model_cfg, train_cfg,
                                                                  base=base and base["path"]),
-                              model_cfg=model_cfg, train_cfg=tcfg)
+                              model_cfg=model_cfg, train_cfg=train_cfg if untrained else tcfg)
     engine.write_checkpoint(out_dir, write, log)
     return log["summary"]
 

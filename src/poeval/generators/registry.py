@@ -97,14 +97,28 @@ def port_training_defaults(arch: str) -> dict:
     return config.defaults(f"#/$defs/{schema_node(arch)}")["training"]
 
 
-def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict]:
+def untrained(model_cfg: dict) -> bool:
+    """Whether params ``models.<system>`` samples its checkpoint as it is (``training: none``)."""
+    return model_cfg.get("training") == config.UNTRAINED
+
+
+def shared_training(model_cfg: dict, shared: dict) -> dict:
+    """The shared params ``training`` block as `poeval train --training` gets it for ``model_cfg``: ``{}``
+    for a poetry port or an untrained system, which never take it, so that editing it reruns neither."""
+    return {} if is_poetic(model_cfg) or untrained(model_cfg) else shared
+
+
+def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict | str]:
     """``(model params, training params)`` as the generator of ``model_cfg`` (params ``models.<system>``)
     receives them: a transformer LM gets the shared params ``training`` with the system's own ``training``
     block over it; a poetry port gets its arch's own training defaults (:func:`port_training_defaults`)
     with the system's own block over it, never the shared block, whose settings (a fine-tuning lr, an
-    LLM's step budget) are an LLM's and would silently retrain the port. The system's ``sampling`` block
+    LLM's step budget) are an LLM's and would silently retrain the port. An untrained system
+    (``training: none``) gets ``"none"``, nothing of the shared block. The system's ``sampling`` block
     is not the generator's: :func:`sampling_params` reads it."""
     model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling")}
+    if untrained(model_cfg):
+        return model, config.UNTRAINED
     own = model_cfg.get("training") or {}
     base = port_training_defaults(model["arch"]) if is_poetic(model) else shared
     return model, {**base, **own}

@@ -283,3 +283,11 @@ def test_the_walk_through_command_puts_the_example_beside_poevals_systems(tmp_pa
     table2 = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}["table2"]
     for system in ("smollm2", "gpt2-s", "my-generator"):
         assert f"results/metrics/en/{system}/vanilla/lexical.json" in table2, system
+
+
+def test_a_samples_system_cannot_score_bpomp(tmp_path, monkeypatch):
+    shutil.copy(EXAMPLE, tmp_path / "mine.jsonl")
+    given = _params(tmp_path, monkeypatch, {"arch": "samples", "samples": {"en": {"api": "mine.jsonl"}}})
+    given["bpomp"]["scorers"] = [{"name": "mine", "kind": "causal", "model": "mine"}]
+    with pytest.raises(PoevalError, match="key bpomp.scorers.0.model: 'mine' is a samples system"):
+        poeval_params.resolve(given)

@@ -26,7 +26,8 @@ TABLES = ["table2", "table3", "table5", "table6", "table7", "diversity"]
 OVERLAY = {
     # merged into the example's samples: its JSONL (vanilla) and text (plain-text) files, and a saved dataset
     "models": {MINE: {"samples": {"en": {"saved": "theirs-saved"}}},
-               LOCAL: {"arch": "gpt2", "init": "pretrained", "name_or_path": "my-checkpoint", "training": "none"}},
+               LOCAL: {"arch": "gpt2", "size": "S", "init": "pretrained", "name_or_path": "my-checkpoint",
+                      "training": "none"}},
     "systems": [MINE, LOCAL], "decodings": ["vanilla"], "human": {"n_samples": 2},
     "metrics": {"families": FAMILIES}, "style_adherence": {"pairs": None},
 }

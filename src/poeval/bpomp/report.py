@@ -197,6 +197,8 @@ def check_params(config: dict) -> list[str]:
                             "masked scorers take a name under bpomp.mlm or a masked LM path/id")
         if s["kind"] == "causal" and s["model"] in b["mlm"]:
             problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a masked LM under bpomp.mlm")
+        if config["models"].get(s["model"], {}).get("arch") == "samples":
+            problems.append(f"key bpomp.scorers.{i}.model: '{s['model']}' is a samples system: it has no model to score with")
     pairs = b["pairs"]
     if pairs["synonym_choice"] == "mlm" and "synonym" in pairs["tasks"]:
         if not pairs["synonym_model"]:

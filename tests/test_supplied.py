@@ -156,7 +156,8 @@ def test_the_cli_imports_and_reports_the_counts(tmp_path, capsys):
     from poeval.cli import main
 
     out = tmp_path / "s.jsonl"
-    assert main(["import-samples", str(TEXT), "--lang", "en", "--out", str(out), "--stats", str(tmp_path / "s.json")]) == 0
+    stats = str(tmp_path / "s.json")
+    assert main(["import-samples", str(TEXT), "--lang", "en", "--out", str(out), "--stats", stats]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert (printed["valid"], printed["requested"], printed["source"]["kind"]) == (9, 10, "txt")
     assert main(["import-samples", str(tmp_path / "none.txt"), "--lang", "en", "--out", str(out), "--stats",
@@ -177,11 +178,13 @@ def _params(tmp_path, monkeypatch, entry: dict, **top) -> dict:
 
 def test_params_check_a_samples_system(tmp_path, monkeypatch):
     shutil.copy(EXAMPLE, tmp_path / "mine.jsonl")
-    p = poeval_params.resolve(_params(tmp_path, monkeypatch, {"arch": "samples", "samples": {"en": {"api": "mine.jsonl"}}}))
+    entry = {"arch": "samples", "samples": {"en": {"api": "mine.jsonl"}}}
+    p = poeval_params.resolve(_params(tmp_path, monkeypatch, entry))
     assert p["models"]["mine"] == {"arch": "samples", "samples": {"en": {"api": "mine.jsonl"}}, "kind": "unconditioned"}
     problems = {
         "key models.mine.samples.en.api: no such file or folder: gone.jsonl": {"en": {"api": "gone.jsonl"}},
-        "key models.mine.samples.de: 'de' is not listed in languages": {"en": {"v": "mine.jsonl"}, "de": {"v": "mine.jsonl"}},
+        "key models.mine.samples.de: 'de' is not listed in languages": {"en": {"v": "mine.jsonl"},
+                                                                         "de": {"v": "mine.jsonl"}},
         "key models.mine.samples: no sample file for any of the languages en": {"fr": {"v": "mine.jsonl"}},
     }
     for message, samples in problems.items():
@@ -256,7 +259,8 @@ def test_the_dag_imports_a_samples_system_and_puts_it_in_the_tables(tmp_path):
     out = _dry_run(tmp_path, {"decodings": ["vanilla", "contrastive-k6-a0.7"]}, paths.table("table2"),
                    paths.table("table7"), paths.table("table4"), paths.table("sampling"), paths.figure("figure7"))
     mine = "results/samples/en/my-generator"
-    assert f"poeval import-samples examples/samples/my-generator.en.jsonl --lang en --param models.my-generator.samples.en.vanilla --out {mine}/vanilla.jsonl" in out
+    assert (f"poeval import-samples examples/samples/my-generator.en.jsonl --lang en --param "
+            f"models.my-generator.samples.en.vanilla --out {mine}/vanilla.jsonl") in out
     assert f"{mine}/plain-text.jsonl" in out and "models/en/my-generator" not in out
     assert "results/curves/en/my-generator" not in out
     jobs = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}
@@ -269,8 +273,8 @@ def test_the_dag_imports_a_samples_system_and_puts_it_in_the_tables(tmp_path):
 
 
 def test_a_samples_system_named_only_by_its_own_decoding_shows_that_file(tmp_path):
-    overlay = {"models": {"theirs": {"arch": "samples", "samples": {"en": {"api": "examples/samples/my-generator.en.txt"}}}},
-               "systems": ["theirs"]}
+    theirs = {"arch": "samples", "samples": {"en": {"api": "examples/samples/my-generator.en.txt"}}}
+    overlay = {"models": {"theirs": theirs}, "systems": ["theirs"]}
     out = _dry_run(tmp_path, overlay, paths.table("table2"))
     assert "results/metrics/en/theirs/api/lexical.json" in out and "results/metrics/en/my-generator" not in out
 

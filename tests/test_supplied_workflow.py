@@ -6,7 +6,6 @@ system's import, cells and tables."""
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ OVERLAY = {
     "systems": [MINE, LOCAL], "decodings": ["vanilla"], "human": {"n_samples": 2},
     "metrics": {"families": FAMILIES}, "style_adherence": {"pairs": None},
 }
-TARGETS = ([paths.table(t) for t in TABLES + ["table4", "sampling"]] + [paths.figure("figure7"), paths.figure("figure1")])
+TARGETS = [paths.table(t) for t in TABLES + ["table4", "sampling"]] + [paths.figure(f) for f in ("figure7", "figure1")]
 
 
 def _checkpoint(work: Path) -> None:
@@ -75,29 +74,32 @@ def test_both_systems_are_rows_of_every_table_with_tests_and_intervals(run):
     assert [row[2] for row in _rows(run / paths.table("table2"))[1:] if row[1] == MINE] == ["vanilla"]
     assert [row[2:4] for row in _rows(run / paths.table("table7"))[1:] if row[1] == MINE] == [
         ["vanilla", "18"], ["plain-text", "9"], ["saved", "12"]]
-    assert (run / paths.figure("figure7")).stat().st_size > 5_000 and (run / paths.figure("figure1")).stat().st_size > 5_000
+    assert all((run / paths.figure(f)).stat().st_size > 5_000 for f in ("figure7", "figure1"))
 
 
 def test_table4_and_the_sampling_table_say_where_the_samples_come_from(run):
-    table4 = {(row[1], row[-1].split(" (")[1][:5] if row[1] == MINE else ""): row for row in _rows(run / paths.table("table4"))[1:]}
+    rows = _rows(run / paths.table("table4"))[1:]
     source = "examples/samples/my-generator.en.jsonl"
-    row = table4[(MINE, "vanil")]
-    assert row[2] == "samples" and row[-1] == (f"samples supplied by the user (vanilla): {source} sha256 "
-                                                f"{file_sha256(run / source)[:12]}")
-    local = table4[(LOCAL, "")]
+    mine = [row for row in rows if row[1] == MINE]
+    assert [row[2] for row in mine] == ["samples"] * 3
+    assert mine[0][-1] == f"samples supplied by the user (vanilla): {source} sha256 {file_sha256(run / source)[:12]}"
+    assert mine[2][-1].startswith("samples supplied by the user (saved): theirs-saved sha256 ")
+    local = next(row for row in rows if row[1] == LOCAL)
     assert local[2:5] == ["gpt2", "S", "pretrained"] and local[8] == "0"   # sampled as it is: no step
     sampling = {(row[1], row[2]): row for row in _rows(run / paths.table("sampling"))[1:]}
-    assert sampling[(MINE, "plain-text")][3:6] == ["10", "10", "9"] and sampling[(MINE, "plain-text")][8] == "wrong_line_count:3=1"
+    assert sampling[(MINE, "plain-text")][3:6] == ["10", "10", "9"]
+    assert sampling[(MINE, "plain-text")][8] == "wrong_line_count:3=1"
     assert sampling[(MINE, "saved")][3:6] == ["12", "12", "12"]
 
 
 def test_the_samples_row_equals_poeval_evaluate_on_the_same_file(run):
     import poeval
+    from poeval import config as poeval_config
 
-    params = yaml.safe_load((run / "params.yaml").read_text())["metrics"]
+    metrics = poeval_config.read(run / "params.yaml", tuple(run / c for c in CONFIGS))["metrics"]
     mine = run / "examples/samples/my-generator.en.jsonl"
-    result = poeval.evaluate(str(mine), reference=str(run / paths.train("en")), lang="en", metrics=["lexical", "length"],
-                             options={f: params.get(f, {}) for f in ("lexical", "length")})
+    result = poeval.evaluate(str(mine), reference=str(run / paths.train("en")), lang="en",
+                             metrics=["lexical", "length"], options={f: metrics[f] for f in ("lexical", "length")})
     for family in ("lexical", "length"):
         cell = read_json(run / paths.cell("en", MINE, "vanilla", family))
         assert cell["n_poems"] == result["n_poems"] == 18
@@ -133,3 +135,17 @@ def test_an_edited_sample_file_reruns_exactly_its_import_cells_and_tables(run, t
     jobs = [block.split(":", 1)[0] for block in (proc.stdout + proc.stderr).split("\nrule ")[1:]]
     # the file shows in Table 7 (a row per decoding config), the sampling table and Table 4 (its sha256)
     assert sorted(jobs) == ["import_samples", "metric_cell", "sampling_table", "table4", "table7"], proc.stdout[-3000:]
+
+
+def test_the_html_report_holds_the_rows(run):
+    import base64
+    import re
+
+    proc = snakemake(run, *TARGETS, "--report", "results/report.html", configs=CONFIGS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (run / "results" / "report.html").read_text()
+    tables = {name: base64.b64decode(data).decode() for name, data in re.findall(
+        r'"data:text/tab-separated-values;charset=utf8;filename=([^;]+);base64,([A-Za-z0-9+/=]+)"', html)}
+    assert {"table2.tsv", "table2_tests.tsv", "table4.tsv", "sampling.tsv"} <= set(tables)
+    assert tables["table2.tsv"] == (run / paths.table("table2")).read_text() and f"\t{MINE}\t" in tables["table2.tsv"]
+    assert "samples supplied by the user (saved): theirs-saved sha256" in tables["table4.tsv"]

@@ -186,7 +186,8 @@ def _parser_import_samples(sub) -> None:
                        "CSV) -> a poeval sample, through the samplers' validity rule")
     p.add_argument("source", help="the sample file or save_to_disk folder")
     p.add_argument("--lang", required=True)
-    p.add_argument("--out", required=True, help="samples JSONL (the workflow: results/samples/LANG/SYSTEM/DECODING.jsonl)")
+    p.add_argument("--out", required=True,
+                   help="samples JSONL (the workflow: results/samples/LANG/SYSTEM/DECODING.jsonl)")
     p.add_argument("--stats", required=True, help="its stats JSON, with the file's path and sha256")
     p.add_argument("--param", default="samples", help="the params key that names the file, for errors "
                    "(the workflow: models.SYSTEM.samples.LANG.DECODING)")
@@ -834,8 +835,9 @@ def _parser_bpomp(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
-               _parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure, _parser_curve,
-               _parser_provenance, _parser_stale, _parser_repro, _parser_validate, _parser_bpomp, _parser_export_dataset)
+               _parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
+               _parser_curve, _parser_provenance, _parser_stale, _parser_repro, _parser_validate, _parser_bpomp,
+               _parser_export_dataset)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -282,7 +282,8 @@ def _poem_records(rows: Iterable[dict], path: Path) -> list[dict]:
 def _check_text_column(columns: Iterable[str], path: Path, what: str) -> None:
     columns = list(columns)
     if "lines" not in columns and "text" not in columns:
-        raise PoevalError(f"{path}: the {what} has no 'text' or 'lines' column (columns: {', '.join(columns) or 'none'})")
+        raise PoevalError(f"{path}: the {what} has no 'text' or 'lines' column "
+                          f"(columns: {', '.join(columns) or 'none'})")
 
 
 WANTED_COLUMNS = ("id", "lines", "text", "scheme", "language")   # what a poem record keeps of a table's columns

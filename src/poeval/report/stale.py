@@ -7,7 +7,9 @@ the artifacts, so they decide here: an artifact whose recorded params differ fro
 would pass now, or one of whose recorded inputs now hashes differently, is stale, and :func:`run_stage`
 hands it to Snakemake's ``--forcerun`` (removing it would not do: Snakemake leaves a missing file alone
 when what reads it is up to date). Snakemake's own triggers still apply, and it reruns everything
-downstream of a forced job.
+downstream of a forced job. An artifact whose own stamp agrees but one of whose recorded inputs is
+rebuilt by a stale one (the metric cells of a samples system whose sample file changed) is listed too, so
+that `poeval stale` names everything the change will rebuild that carries a stamp.
 
 Artifacts without a stamp of this kind (tables, figures, labels, embeddings, BPoMP and adherence files)
 are left to Snakemake: they are rebuilt when an input is rebuilt (mtime), not when only their params
@@ -63,8 +65,9 @@ KINDS = (
     Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
     Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"]),
          lambda c, w: not _supplied(c, w), lambda **w: (paths.samples(**w),)),
-    Kind("import_samples", paths.stats, paths.stats, lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]),
-         _supplied, lambda **w: (paths.samples(**w),)),
+    Kind("import_samples", paths.stats, paths.stats,
+         lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]), _supplied,
+         lambda **w: (paths.samples(**w),)),
     Kind("metric_cell", paths.cell, paths.cell,
          lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
 )

@@ -25,8 +25,9 @@ def evaluate(poems: PoemSource, *, reference: PoemSource, lang: str = "en",
     """Metric families of a sample of quatrains against a reference (training) set, as ``poeval evaluate``.
 
     Args:
-        poems: the sample: a path (JSON lines, plain text with a blank line between poems, or a folder
-            written by Hugging Face ``Dataset.save_to_disk``), or a list of poems, each a list of verse
+        poems: the sample: a path (JSON lines, plain text with a blank line between poems, a folder
+            written by Hugging Face ``Dataset.save_to_disk``, or Parquet / CSV / TSV with a ``text``
+            column), or a list of poems, each a list of verse
             strings or a dict as a JSON-lines record holds it (``lines``, optional ``id`` and ``scheme``).
             Poems that are not 4 verses, each with a word, are skipped and counted under ``skipped``, as
             in a file.

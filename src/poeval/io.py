@@ -410,10 +410,9 @@ def source_name(source: Any, name: str) -> str:
 
 def read_poems(source: PoemSource, *, allow_empty: bool = False,
                name: str = "poems") -> tuple[list[dict], Counter]:
-    """Poems of a JSONL file (`{"id", "lines"}`; QuaTrain's `text` instead of `lines` too), a plain text
-    file (blank line between poems), a folder written by Hugging Face ``Dataset.save_to_disk``, or an
-    in-memory sequence of poems (each a list of verses or a dict as a JSONL line holds it; ``name`` names
-    it in errors as ``<name>``).
+    """Poems of a file as :func:`read_records` reads it (JSONL, plain text, a ``save_to_disk`` folder,
+    Parquet / CSV / TSV), or of an in-memory sequence of poems (each a list of verses or a dict as a JSONL
+    line holds it; ``name`` names it in errors as ``<name>``).
 
     Returns the usable quatrains and a counter of skipped poems by reason. Nothing usable is an error
     unless ``allow_empty``; so is an id that occurs twice. Files and in-memory poems pass the same checks."""

@@ -115,6 +115,7 @@ def test_provenance_of_the_new_row_ends_at_the_users_file(run, capsys, monkeypat
     text = capsys.readouterr().out
     source = "examples/samples/my-generator.en.jsonl"
     assert "supplied samples" in text and f"source  {source}  sha256 {file_sha256(run / source)[:12]}" in text
+    assert f"-> split            {paths.train('en')}  sha256 {file_sha256(run / paths.train('en'))[:12]}" in text
     assert text.rstrip().endswith("OK: inputs and params unchanged since each step was built")
 
 

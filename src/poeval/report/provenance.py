@@ -410,19 +410,20 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
 
 def _supplied_links(t: _Tracer, cell: TableCell) -> list[Link]:
     """Link supplied samples of a samples system's row: the import's stats and the user's file (or
-    folder) with its sha256 now and as the import recorded it; then the reference split."""
-    link = Link("supplied samples")
+    folder) with its sha256 now and as the import recorded it; then the split, with the reference."""
+    link, split = Link("supplied samples"), Link("split")
+    t.file_entry(split, paths.train(cell.lang))   # the reference the cell compares them with
     stats_path = paths.stats(cell.lang, cell.system, cell.decoding)
     st = _stamp(_load(t.abs(stats_path)))
     link.files.append({"path": stats_path, "name": cell.decoding})
     link.built = _built(st)
     if st is None:
         link.stale.append(f"{stats_path} is missing or has no provenance stamp: import the samples again")
-        return [link, Link("split")]
+        return [link, split]
     if not t.check_source(link, st, stats_path):
         link.stale.append(f"the sample file {st['inputs']['source']['path']} is missing")
     t.check_params(link, st["params"], supplied_params(t.config, cell.system, cell.lang, cell.decoding), stats_path)
-    return [link, Link("split")]
+    return [link, split]
 
 
 def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:

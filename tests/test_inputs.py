@@ -1,5 +1,5 @@
 """Bad input gives one clear error naming the file, line or key, never a traceback and never a silent
-empty result (issue 22, items 5-7 and 9). README "Inputs and errors" describes the same behaviour."""
+empty result (issue 22, items 5-7 and 9). docs/inputs-errors.md "Inputs and errors" describes the same behaviour."""
 
 import json
 import string

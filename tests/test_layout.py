@@ -1,4 +1,4 @@
-"""The package's shape (README "Layout"): no import circle, no import from a lower stage to a higher one,
+"""The package's shape (docs/layout.md "Layout"): no import circle, no import from a lower stage to a higher one,
 params resolved once with every default from the schema, and no literal default of a params key elsewhere.
 Each check also runs on a small broken example, so that it can fail."""
 

@@ -5,7 +5,7 @@ The Slurm test runs Snakemake with the Slurm executor plugin against fake `sbatc
 job COMPLETED without running it, so its outputs are missing, Snakemake resubmits each job once (the
 profile's `retries: 1`, with more memory and time) and stops. The inputs of the submitted jobs are empty
 placeholder files. A real one-node Slurm run is
-scripts/local-slurm.sh (README "Running on a GPU cluster").
+scripts/local-slurm.sh (docs/cluster.md "Running on a GPU cluster").
 """
 
 import json

@@ -280,7 +280,7 @@ def test_a_samples_system_named_only_by_its_own_decoding_shows_that_file(tmp_pat
 
 
 def test_the_walk_through_command_puts_the_example_beside_poevals_systems(tmp_path):
-    """README "Evaluate your own generator": `snakemake results/tables/table2.tsv --configfile
+    """docs/own-generator.md "Evaluate your own generator": `snakemake results/tables/table2.tsv --configfile
     examples/my-generator.yaml` on params.yaml (dry run here; tests/test_supplied_workflow.py runs it on the
     tiny DAG)."""
     out = _dry_run(tmp_path, {}, paths.table("table2"))

@@ -237,7 +237,7 @@ def semantic_encoders():
 
 
 # Table 1's label of the pseudo-sonnet rows: the paper's recipe counts other sonnets (24 % and 3 % of
-# groups of four train quatrains, README "poeval vs the paper's code")
+# groups of four train quatrains, docs/paper-vs-poeval.md "poeval vs the paper's code")
 SONNETS = "sonnets-paper" if P["poetic"]["sonnets"].get("recipe") == "paper" else "sonnets"
 
 

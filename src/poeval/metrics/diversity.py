@@ -1,5 +1,5 @@
-"""General text-diversity measures of a sample of quatrains (not in the paper; README "General diversity
-measures"), each as its reference implementation computes it.
+"""General text-diversity measures of a sample of quatrains (not in the paper;
+docs/beyond-the-paper.md "General diversity measures"), each as its reference implementation computes it.
 
 A quatrain's text is its four verses, stripped, joined with one space (:func:`semantic.quatrain_text`,
 the text the semantic family embeds). Shaib et al.'s package joins a sample's texts with a space and

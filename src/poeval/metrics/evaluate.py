@@ -242,7 +242,7 @@ def _diversity(poems, ref, opts):
 
 def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
     """The sample's scheme counts against the reference's, tested as they should be (the paper's
-    ``chi2_test`` shuffles the training counts across schemes first: README "poeval vs the paper's code");
+    ``chi2_test`` shuffles the training counts across schemes first: docs/paper-vs-poeval.md "poeval vs the paper's code");
     a permutation test's draws follow params ``metrics.tests`` defaults. None for an empty sample."""
     if not len(index):
         return None

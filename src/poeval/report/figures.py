@@ -468,7 +468,7 @@ FIGURES: dict[str, Figure] = {
                        "{system} ({lang}): rhyme schemes at the default vs a lowered temperature", single=True),
     **{f"figure{i}": Figure("rhyme", rhyme_decoding_figure, "Decoding configs", _PER_DECODING, single=True)
        for i in (12, 13, 14, 15)},
-    # not in the paper (README "Beyond the paper")
+    # not in the paper (docs/beyond-the-paper.md "Beyond the paper")
     "metre_figure": Figure("metre", metre_figure, "Metre (not in the paper)",
                            "Metre families of HUMAN and of each system (not in the paper)"),
 }

@@ -132,7 +132,7 @@ TABLES = {
                      ("verse", "verse_pct", 2, 100)],
     "rhyme": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
              + [(f"distribution.{s}", f"{s}_pct", 2, 100) for s in SCHEMES_4],
-    # not in the paper (README "Beyond the paper"): metre families as rhyme schemes; the sample's mean topic
+    # not in the paper (docs/beyond-the-paper.md "Beyond the paper"): metre families as rhyme schemes; the sample's mean topic
     # distribution under the training split's LDA model
     "metre": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
              + [(f"distribution.{m}", f"{m}_pct", 2, 100) for m in METERS],
@@ -288,7 +288,7 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
 FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
                    "table6": "rhyme", "table10": "rhyme", "table11": "rhyme",
                    "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical",
-                   # not in the paper (README "Beyond the paper")
+                   # not in the paper (docs/beyond-the-paper.md "Beyond the paper")
                    "metre": "metre", "topics": "topics", "diversity": "diversity", "diversity_decodings": "diversity"}
 # Tables with a row for every decoding config (the paper's appendix); the others show each system under
 # its first decoding config only. Table 10 shows the poetry-specific systems only, Table 11 one system

@@ -147,7 +147,7 @@ def _resolve(cfg: dict) -> dict:
     config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
     if cfg["recipe"] == RECIPE and (cfg["n"] is not None or cfg["allow_reuse"]):
         raise PoevalError("poetic.sonnets.n and allow_reuse belong to recipe poeval; recipe paper takes every "
-                          "group of four train quatrains (README \"poeval vs the paper's code\")")
+                          "group of four train quatrains (docs/paper-vs-poeval.md \"poeval vs the paper's code\")")
     return cfg
 
 

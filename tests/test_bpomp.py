@@ -457,7 +457,7 @@ def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
 
 
 def test_verdicts_of_the_hand_read_sample():
-    """The README's figures: 8 limericks, 38 limerick-shaped stanzas, 4 failures in the random 50; 6, 7 and 1
+    """The figures of docs/results/bpomp.md: 8 limericks, 38 limerick-shaped stanzas, 4 failures in the random 50; 6, 7 and 1
     in the 14 the stanza context added; each failure explained."""
     fixture, added = list(read_jsonl(MINED)), list(read_jsonl(MINED_ADDED))
     assert collections.Counter(r["verdict"] for r in fixture) == {"limerick": 8, "stanza": 38, "not": 4}

@@ -1,5 +1,5 @@
 """BPoMP synonyms in context: part of speech from the line, the closest candidate in a pretrained encoder,
-and the hand-checked sample (tests/fixtures/bpomp_synonym_check.jsonl) the README's figures come from."""
+and the hand-checked sample (tests/fixtures/bpomp_synonym_check.jsonl) the figures of docs/results/bpomp.md come from."""
 
 from pathlib import Path
 

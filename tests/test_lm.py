@@ -140,7 +140,7 @@ def test_decoding_kwargs():
     from poeval.generators.contrastive import contrastive_generate
 
     cs = {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
-    # the stochastic mode's tau defaults to 0.1 (README: distinct share vs tau)
+    # the stochastic mode's tau defaults to 0.1 (docs/results/generators.md: distinct share vs tau)
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": 0.1}
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
     assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}

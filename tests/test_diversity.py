@@ -321,7 +321,8 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
     """The cell's stamp records the semantic options it embedded with; `poeval provenance` reruns the
     diversity family alone on them and finds the same numbers, and expects those params from the config."""
     from poeval.cli import main
-    from poeval.report.provenance import metric_params, recompute_cell
+    from poeval.report.recompute import recompute_cell
+    from poeval.report.recorded import metric_params
 
     ref, npy, model, _, _ = _files(tmp_path)
     monkeypatch.chdir(tmp_path)

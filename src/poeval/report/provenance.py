@@ -7,6 +7,8 @@ of each input as it was consumed, the params it ran with, the code revision and 
 Query time (`poeval provenance`): :func:`trace` walks back from a table cell along the workflow's layout
 (:mod:`poeval.paths`; cell -> samples -> checkpoint -> split -> corpus), hashes each artifact as it is now and compares it with
 the hash its consumer recorded, and compares each recorded params group with params.yaml (+ overlays).
+The params a stamp is compared with are :mod:`poeval.report.recorded`'s; :mod:`poeval.report.chain_text`
+prints the chain and :mod:`poeval.report.recompute` reruns the cells behind a number.
 When dvc.lock exists it is a second record: its params per stage (compared with params.yaml alone, as
 DVC does) and, where the DVC cache holds the listing of a directory output, its md5 per file.
 
@@ -26,9 +28,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from poeval import paths
 from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.paths import HUMAN, TRAIN
+from poeval.report.recorded import (corpus_params, dotted, metric_params, sample_params, split_params,
+                                    supplied_params, training_params)
 # the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
 from poeval.stamps import code_revision, files_under, path_sha256
 
@@ -206,7 +208,7 @@ class _Dvc:
         if not spec:
             return []
         recorded = spec.get("params", {}).get("params.yaml", {})
-        current = {key: _dotted(config, key) for key in recorded}
+        current = {key: dotted(config, key) for key in recorded}
         return [f"dvc.lock stage '{stage}' ran with {d}" for d in param_diffs(recorded, current)[0]]
 
     def _listing(self, md5: str) -> dict[str, str] | None:
@@ -238,12 +240,6 @@ class _Dvc:
         return None, None, None
 
 
-def _dotted(config: dict, key: str) -> Any:
-    for part in key.split("."):
-        if not isinstance(config, dict) or part not in config:
-            return None
-        config = config[part]
-    return config
 
 
 class _Tracer:
@@ -501,63 +497,6 @@ def _base_link(t: _Tracer, lst: dict, path: str, log_path: str) -> Link:
     return link
 
 
-# --- the params each stamped artifact records, as the workflow passes them now (workflow/rules/*.smk) ---
-
-def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
-    """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
-    and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
-    from poeval.metrics.evaluate import SHARED_OPTIONS   # diversity also records the semantic params
-
-    read = (family, *SHARED_OPTIONS.get(family, ()))
-    return {"metrics": {f: config.get("metrics", {}).get(f, {}) for f in read},
-            "bootstrap_reps": 0 if system == HUMAN else _dotted(config, "metrics.bootstrap.reps"),
-            "seed": _dotted(config, "metrics.bootstrap.seed"),
-            "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
-
-
-def sample_params(config: dict, system: str, decoding: str) -> dict:
-    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample): the sampling
-    block as the generator resolved it (:func:`poeval.generators.sampling.resolve`, the schema's defaults
-    filled in, e.g. ``procedure``)."""
-    from poeval.generators import sampling
-    from poeval.generators.registry import sampling_params
-
-    model_cfg = config.get("models", {}).get(system) or {}
-    return {"decoding": config.get("decoding", {}).get(decoding),
-            "sampling": sampling.resolve(sampling_params(model_cfg, config.get("sampling") or {}))}
-
-
-def supplied_params(config: dict, system: str, lang: str, decoding: str) -> dict:
-    """What the stats of an imported sample file record (:func:`poeval.stamps.supplied_stamp`; rule
-    import_samples): the file's path as params give it."""
-    from poeval.generators.supplied import sample_files
-
-    return {"source": sample_files(config.get("models", {}).get(system) or {}, lang).get(decoding)}
-
-
-def split_params(config: dict) -> dict:
-    """What a split report records (rule split)."""
-    return {"split": config.get("split"), "human": config.get("human")}
-
-
-def corpus_params(config: dict, lang: str) -> dict:
-    """What a corpus report records (rule quatrains)."""
-    return {"corpus": config.get("corpus", {}).get(lang), "quatrains": config.get("quatrains")}
-
-
-def training_params(config: dict, system: str, lang: str) -> dict:
-    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them, as `poeval
-    train` does (:func:`poeval.generators.registry.training_params`): per-language keys resolved, a system's
-    own ``training`` block over the shared one (a transformer LM) or over its arch's own training defaults
-    (a poetry-specific port, which never gets the shared block)."""
-    from poeval.config import model_for_lang
-    from poeval.generators.registry import training_params
-
-    model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
-    model, training = training_params(model, config.get("training") or {})
-    return {"model": model, "training": training}
-
-
 def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     """Links split (params and input) and corpus."""
     lang = cell.lang
@@ -625,135 +564,3 @@ def _default_root(table: Path) -> Path:
     if table.parent.parts[-depth:] == Path(paths.TABLES).parts:
         return table.parents[depth]
     return Path.cwd()
-
-
-# --- text output --------------------------------------------------------------------------------
-
-def _file_text(entry: dict) -> str:
-    parts = [entry["path"]]
-    if "name" in entry:
-        parts.insert(0, entry["name"])
-    if entry.get("format"):
-        parts.append(f"({entry['format']})")
-    if "sha256" in entry:
-        parts.append(f"{'dir ' if entry.get('kind') == 'dir' else ''}sha256 {_abbrev(entry['sha256'])}")
-    if "recorded_sha256" in entry and entry["recorded_sha256"] != entry.get("sha256"):
-        parts.append(f"(recorded {_abbrev(entry['recorded_sha256'])})")
-    if "dvc_md5" in entry:
-        parts.append(f"dvc md5 {_abbrev(entry['dvc_md5'])}")
-    return "  ".join(parts)
-
-
-def _short_revision(code: str | None) -> str:
-    """A git revision cut to 12 hex characters (its -dirty flag kept); a version string as it is."""
-    if not code:
-        return "-"
-    head, dirty, _ = code.partition("-dirty")
-    is_hex = len(head) == 40 and all(c in "0123456789abcdef" for c in head)
-    return head[:ABBREV] + (dirty if is_hex else "") if is_hex else code
-
-
-def _param_lines(params: dict) -> list[str]:
-    return [f"{key} = {_show(value)}" for key, value in params.items()]
-
-
-def format_text(result: dict) -> str:
-    """One link per line (continuation lines indented under it), hashes cut to 12 hex characters;
-    ``!`` marks why a link is stale, ``?`` what could not be checked."""
-    row = result["row"]
-    scale = f" x {result['scale']:g}" if result["scale"] != 1 else ""
-    lines = [f"{result['table']}  {row['lang']} / {row['system']} / {row['decoding']}  "
-             f"{result['column']} = {result['value']}  ({result['family']}.{result['key']}{scale})"]
-    for i, link in enumerate(result["chain"]):
-        items = [_file_text(f) for f in link["files"]] + _param_lines(link["params"])
-        head = f"{'   ' if i == 0 else '-> '}{link['name']:<16} "
-        for j, item in enumerate(items or [""]):
-            lines.append((head if j == 0 else " " * len(head)) + item)
-        lines += [f"      ! {r}" for r in link["stale"]] + [f"      ? {n}" for n in link["notes"]]
-    code = _short_revision(result["code"])
-    if result["code"] and result["code"] != result["code_now"]:
-        code += f"  (running now: {_short_revision(result['code_now'])})"
-    lines += [f"   {'code':<16} {code}", f"   {'created':<16} {result['created'] or '-'}"]
-    if result["stale"]:
-        lines.append(f"STALE: {len(result['reasons'])} reason(s), marked '!' above")
-    else:
-        lines.append("OK: inputs and params unchanged since each step was built")
-    return "\n".join(lines)
-
-
-# --- recomputing numbers (poeval provenance --recompute) -------------------------------------------
-
-# Rerunning an evaluation on the same inputs repeats the same float operations; the tolerance only
-# absorbs last-bit differences of multithreaded sums (the encoder), far below any printed digit.
-RECOMPUTE_RTOL = 1e-9
-
-
-def _number_diffs(recorded: Any, now: Any, key: str) -> list[str]:
-    """Every leaf (number, string, list item) of ``now`` that ``recorded`` does not hold, by dotted key."""
-    if isinstance(now, dict):
-        if not isinstance(recorded, dict):
-            return [f"{key}: recorded {_show(recorded)}, recomputed an object"]
-        return [d for k, v in now.items() for d in _number_diffs(recorded.get(k), v, f"{key}.{k}" if key else k)]
-    if isinstance(now, list) and isinstance(recorded, list) and len(now) == len(recorded):
-        return [d for i, (r, v) in enumerate(zip(recorded, now)) for d in _number_diffs(r, v, f"{key}[{i}]")]
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (recorded, now))
-    same = math.isclose(recorded, now, rel_tol=RECOMPUTE_RTOL) if numbers else recorded == now
-    return [] if same else [f"{key}: recorded {_show(recorded)}, recomputed {_show(now)}"]
-
-
-def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tuple[list[str], dict | None]:
-    """(differences, recomputed cell) of a metric cell file: :func:`poeval.metrics.evaluate.evaluate`
-    rerun on the inputs and params its stamp records. An input that changed since is a difference
-    (nothing is recomputed from other inputs than the cell's)."""
-    from poeval.metrics.evaluate import evaluate
-
-    root, path = Path(root), Path(path)
-    full = path if path.is_absolute() else root / path
-    if not full.is_file():
-        raise PoevalError(f"metric cell not found: {full}")
-    doc = read_json(full)
-    st = _stamp(doc)
-    if not st or "metrics" not in st.get("params", {}):
-        return [f"{path}: no metric cell provenance stamp: cannot recompute"], None
-    inputs = {name: root / rec["path"] for name, rec in st["inputs"].items()}
-    changed = [f"{path}: input {name} {st['inputs'][name]['path']} is missing or changed since the cell was built"
-               for name, p in inputs.items() if not p.exists() or path_sha256(p) != st["inputs"][name]["sha256"]]
-    if changed:
-        return changed, None
-    params = st["params"]
-    options = {family: dict(opts) for family, opts in params["metrics"].items()}
-    if "embeddings" in inputs:
-        options.setdefault("semantic", {})["reference_embeddings"] = str(inputs["embeddings"])
-    families = [f for f in options if f in doc]   # a diversity cell's stamp also has the semantic options
-    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=options,
-                   bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
-                   exclude_sample_from_reference=params["exclude_sample_from_reference"])
-    compared = {k: now[k] for k in ("n_poems", "n_reference", "skipped", *families)}   # not the input paths
-    return [f"{path}: {d}" for d in _number_diffs(doc, compared, "")], doc | compared
-
-
-def recompute(table: str | os.PathLike, row: str, column: str, *, lang: str | None = None,
-              decoding: str | None = None, root: str | os.PathLike | None = None) -> list[str]:
-    """Differences found by recomputing the cell files behind one table number, and the number itself
-    from the recomputed cells (a hand-edited table)."""
-    cell = resolve(table, row, column, lang, decoding)
-    base = Path(root) if root is not None else _default_root(Path(table))
-    diffs, docs = [], []
-    for path, _ in _cell_samples(cell):
-        found, doc = recompute_cell(path, base)
-        diffs += found
-        docs += [doc] if doc else []
-    if docs and len(docs) == len(_cell_samples(cell)) and (value := _cell_value(cell, docs)) != cell.value:
-        diffs.append(f"{cell.table}: {cell.lang}/{cell.system}/{cell.decoding} {cell.column} shows {cell.value}, "
-                     f"recomputed {value}")
-    return diffs
-
-
-def sample_cells(table: str | os.PathLike, k: int, seed: int) -> list[tuple[str, str, str, str]]:
-    """``k`` table numbers drawn at random (seeded) as (row, column, lang, decoding)."""
-    path = Path(table)
-    header, rows = _read_tsv(path)
-    if k < 1:
-        raise PoevalError(f"--sample must be at least 1, not {k}")
-    cells = [(r[1], column, r[0], r[2]) for r in rows for column in header[3:]]
-    return random.Random(seed).sample(cells, min(k, len(cells)))

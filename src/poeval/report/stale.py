@@ -31,8 +31,9 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.report.provenance import (corpus_params, metric_params, param_diffs, sample_params, split_params,
-                                      supplied_params, training_params)
+from poeval.report.provenance import param_diffs
+from poeval.report.recorded import (corpus_params, metric_params, sample_params, split_params, supplied_params,
+                                    training_params)
 from poeval.stamps import code_revision, path_sha256
 
 

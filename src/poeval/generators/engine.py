@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from poeval.io import file_sha256, write_json
+from poeval.io import check_out_dir, file_sha256, write_json
 
 # test hook: called with the step number after every optimizer step (and after any resume save)
 _after_step: Callable[[int], None] | None = None
@@ -412,16 +412,25 @@ def _replace_dir(tmp: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def write_checkpoint(out_dir: str | os.PathLike, write: Callable[[Path], None], log: dict | None = None) -> None:
+TRAINING_LOG = "training_log.json"   # every trained checkpoint has one: the mark of an earlier `poeval train`
+
+
+def write_checkpoint(out_dir: str | os.PathLike, write: Callable[[Path], None], log: dict | None = None, *,
+                     command: str = "poeval train", marker: str | None = None, inputs=(),
+                     force: bool = False) -> None:
     """Write a checkpoint atomically: ``write(tmp)`` fills a temporary sibling directory (plus
-    ``training_log.json`` from ``log``), which then replaces ``out_dir``; the resume state is removed."""
+    ``training_log.json`` from ``log``), which then replaces ``out_dir``; the resume state is removed.
+    Given ``marker``, ``out_dir`` must be one :func:`poeval.io.check_out_dir` allows; without it (the
+    trainers: ``poeval train`` checks the folder before hours of training) only the checks ``force`` cannot
+    lift apply."""
     out = Path(out_dir)
+    check_out_dir(out, command, marker or "", inputs, force or marker is None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = _make_sibling_dir(out)
     try:
         write(tmp)
         if log is not None:
-            write_json(tmp / "training_log.json", log)
+            write_json(tmp / TRAINING_LOG, log)
         _replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from poeval import paths
 from poeval.errors import PoevalError, first_line
-from poeval.io import read_json
+from poeval.io import check_out_dir, read_json
 from poeval.packages import verified_file
 
 STAMP = "import.json"          # the import's record inside the checkpoint folder
@@ -194,9 +194,10 @@ def base_of_file(name: str, path: Path) -> dict:
     return {"name_or_path": name, "path": str(path), "weights": file_weights(meta), "gguf": meta}
 
 
-def import_gguf(source: str, out: str, progress: bool = True) -> dict:
+def import_gguf(source: str, out: str, progress: bool = True, force: bool = False) -> dict:
     """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
-    return the stamp written to ``out/import.json``. The folder appears only when complete."""
+    return the stamp written to ``out/import.json``. The folder appears only when complete, and replaces
+    only an earlier import (or any folder with ``force``: :func:`poeval.io.check_out_dir`)."""
     from poeval.generators import engine
     from poeval.generators.engine import quiet_transformers
     from poeval.stamps import stamp
@@ -205,6 +206,8 @@ def import_gguf(source: str, out: str, progress: bool = True) -> dict:
     path = locate(source) if rel else Path(source)
     if not path.is_file() or not is_gguf(path.name):
         raise PoevalError(f"import: {source!r} is neither a known release ({', '.join(RELEASES)}) nor a .gguf file")
+    refuse = {"command": "poeval import", "marker": STAMP, "inputs": (path,), "force": force}
+    check_out_dir(out, **refuse)   # before the seconds of reading the file; again when writing
     with quiet_transformers(progress):
         plain, tokenizer, diff = read_gguf(path, "import")
     meta = _gguf_metadata(path)
@@ -230,7 +233,7 @@ def import_gguf(source: str, out: str, progress: bool = True) -> dict:
             tokenizer.save_pretrained(tmp)
         write_json(tmp / STAMP, record)
 
-    engine.write_checkpoint(out, write)
+    engine.write_checkpoint(out, write, **refuse)
     return record
 
 

@@ -295,11 +295,13 @@ def _read_text(path: Path) -> str:
         return handle.read()
 
 
-def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike) -> None:
-    """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically), with
-    ``index.json`` naming the file's sha256, so a cell refuses an index of another training split."""
+def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike,
+               force: bool = False) -> None:
+    """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically, if it holds
+    an earlier index or ``force``: :func:`poeval.io.check_out_dir`), with ``index.json`` naming the file's
+    sha256, so a cell refuses an index of another training split."""
     meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {}}
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, "poeval index", INDEX_META, (input_path,), force) as tmp:
         for level, index in indexes.items():
             _write_text(tmp / f"{level}.units.txt", index.text)
             for k, (cls, projection) in enumerate(zip(index.classes, index.projections)):
@@ -530,7 +532,7 @@ def _unit_ids(ids: list, level: str) -> list:
 
 
 def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
-               levels: Sequence[str] = tuple(LEVELS), progress: bool = True) -> dict:
+               levels: Sequence[str] = tuple(LEVELS), progress: bool = True, force: bool = False) -> dict:
     """Build and save (:func:`save_index`) the index of every level of a training file, read as ``poeval
     evaluate`` reads its reference, so its training indices are the rows a metric cell sees. Returns the
     saved ``index.json``."""
@@ -540,5 +542,5 @@ def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
     quatrains = [p["lines"] for p in poems]
     indexes = {level: build_index(units(quatrains, level))
                for level in tqdm(levels, desc="memorization index", unit="level", disable=not progress)}
-    save_index(indexes, out_dir, quatrains_path)
+    save_index(indexes, out_dir, quatrains_path, force)
     return read_json(Path(out_dir) / INDEX_META)

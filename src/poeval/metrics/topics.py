@@ -183,7 +183,8 @@ def train(quatrains: Sequence[Sequence[str]], lang: str, options: Mapping | None
     return model
 
 
-def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | os.PathLike) -> dict:
+def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | os.PathLike,
+               force: bool = False) -> dict:
     """Write ``model`` into ``out_dir`` (replaced atomically; module doc), recording the sha256 of the
     training file ``input_path``; returns the ``topics.json`` written."""
     lda = model.lda
@@ -197,7 +198,7 @@ def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | 
     for topic in range(model.num_topics):
         for rank, w in enumerate(np.argsort(-words[topic], kind="stable")[:model.params["top_words"]]):
             rows.append([str(topic), str(rank + 1), model.vocabulary[w], f"{words[topic, w]:.6f}"])
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, "poeval topics", META, (input_path,), force) as tmp:
         np.savez(tmp / "model.npz", sstats=lda.state.sstats, alpha=lda.alpha, eta=lda.eta)
         np.savez(tmp / "train.npz", theta=model.train_theta)
         write_json(tmp / "vocabulary.json", model.vocabulary)
@@ -232,11 +233,11 @@ def load_model(model_dir: str | os.PathLike, input_path: str | os.PathLike | Non
 
 
 def train_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike, lang: str,
-               options: Mapping | None = None) -> dict:
+               options: Mapping | None = None, force: bool = False) -> dict:
     """Train on a training file, read as ``poeval evaluate`` reads its reference (so the rows of the training
     distributions are the rows a metric cell sees), and save the model; returns its ``topics.json``."""
     poems, _ = read_poems(quatrains_path)
-    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path)
+    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path, force)
 
 
 def numbers(theta: np.ndarray, human: np.ndarray) -> dict:

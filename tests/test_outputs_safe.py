@@ -1,0 +1,237 @@
+"""A command never deletes or overwrites what is not its own output (issue 39, points 1-3): a folder is replaced
+only when it is absent, empty or holds the command's earlier output (or with --force), never when it is or holds
+the working directory or an input; an output path may not name an input; a BPoMP pairs file cannot make
+`bpomp export` write outside its folder. docs/inputs-errors.md "Outputs" describes the same behaviour."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from poeval.cli import main
+
+QUATRAIN = ["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]
+LIMERICK = ["There once was a man from the sea", "Who wanted to climb up a tree",
+            "He went up the side", "And there he just died", "And that was the end of the key"]
+NOTES = b"my own notes, not poeval's\n"
+
+
+def _jsonl(path, records):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def _quatrains(path):
+    return _jsonl(path, [{"id": f"q{i}", "lines": [f"{v} {i}" for v in QUATRAIN]} for i in range(6)])
+
+
+def _pairs(path, task="agreement", n=2):
+    return _jsonl(path, [{"id": str(i), "task": task, "original": LIMERICK, "corrupted": LIMERICK[::-1]}
+                         for i in range(n)])
+
+
+def _strays(folder: Path) -> list[str]:
+    """Temp folders or files atomic_dir / atomic_write would leave behind."""
+    return sorted(p.name for p in folder.rglob(".*") if ".tmp" in p.name or ".old" in p.name)
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A working directory of its own (inside tmp_path, so strays next to it are seen)."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+@pytest.fixture
+def foreign(work):
+    """A folder of the user's own files."""
+    folder = work / "mydocs"
+    folder.mkdir()
+    (folder / "notes.txt").write_bytes(NOTES)
+    return folder
+
+
+def _err(capsys) -> str:
+    """The one error line (progress bars may come before it)."""
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0] == err.splitlines()[-1] and "Traceback" not in err, err
+    return errors[0]
+
+
+# --- 1: a folder is replaced only when it holds the command's own earlier output ---------------------
+
+def test_index_refuses_the_folder_of_its_own_input_even_with_force(work, capsys):
+    train = _quatrains(work / "data" / "train.jsonl")
+    before = Path(train).read_bytes()
+    for force in ([], ["--force"]):
+        assert main(["index", "data/train.jsonl", "--out", "data", *force]) == 2
+        assert "refusing to replace data: it holds data/train.jsonl, an input" in _err(capsys)
+        assert Path(train).read_bytes() == before
+    assert _strays(work.parent) == []
+
+
+def _export_dataset(work, out, *extra):
+    return main(["export-dataset", _quatrains(work / "sample.jsonl"), "--out", out, *extra])
+
+
+def _index(work, out, *extra):
+    return main(["index", _quatrains(work / "train.jsonl"), "--out", out, *extra])
+
+
+def _topics(work, out, *extra):
+    return main(["topics", _quatrains(work / "train.jsonl"), "--lang", "en", "--out", out,
+                 "--options", json.dumps({"num_topics": 2, "passes": 1, "iterations": 5, "no_below": 1, "no_above": 1.0}), *extra])
+
+
+def _bpomp_export(work, out, *extra):
+    return main(["bpomp", "export", out, "--pairs", _pairs(work / "pairs.jsonl"), *extra])
+
+
+COMMANDS = {"export-dataset": (_export_dataset, "state.json"), "index": (_index, "index.json"),
+            "topics": (_topics, "topics.json"), "bpomp export": (_bpomp_export, "_*.yaml")}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_folder_of_the_users_files_is_not_replaced(command, work, foreign, capsys):
+    run, marker = COMMANDS[command]
+    assert run(work, "mydocs") == 2
+    err = _err(capsys)
+    assert (f"refusing to replace mydocs: it holds files that are not an earlier `poeval {command}` output "
+            f"(no {marker}); empty it, choose another folder, or pass --force") in err
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    assert (foreign / "notes.txt").read_bytes() == NOTES
+    assert _strays(work.parent) == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_second_run_replaces_the_commands_own_output_and_force_a_foreign_folder(command, work, foreign):
+    run, marker = COMMANDS[command]
+    assert run(work, "out") == 0 and run(work, "out") == 0   # its own earlier output: no --force needed
+    assert run(work, "mydocs", "--force") == 0
+    assert not (foreign / "notes.txt").exists() and list(foreign.glob(marker))
+    assert _strays(work.parent) == []
+
+
+def test_an_empty_folder_is_filled_without_force(work):
+    (work / "empty").mkdir()
+    assert _export_dataset(work, "empty") == 0 and (work / "empty" / "state.json").is_file()
+
+
+@pytest.mark.parametrize("out", [".", "..", "../work", str(Path("..") / "..")])
+def test_the_working_directory_is_never_replaced(out, work, capsys):
+    (work / "keep.txt").write_bytes(NOTES)
+    assert _export_dataset(work, out, "--force") == 2
+    assert f"refusing to replace {out}: it is or holds the working directory" in _err(capsys)
+    assert (work / "keep.txt").read_bytes() == NOTES
+    assert _strays(work.parent) == []
+
+
+def _fake_trainer(monkeypatch):
+    """The transformers trainer replaced by one that writes a checkpoint at once, as the real one does last."""
+    from poeval.generators import engine, lm
+
+    def train(train, dev, out, model, training, **kw):
+        engine.write_checkpoint(out, lambda tmp: (tmp / "model.safetensors").write_bytes(b"weights"), {})
+
+    monkeypatch.setattr(lm, "train", train)
+
+
+def _train(work, out, *extra):
+    data = _quatrains(work / "train.jsonl")
+    return main(["train", "--train", data, "--dev", data, "--out", out, "--model", json.dumps({"arch": "gpt2"}),
+                 "--training", "{}", *extra])
+
+
+def test_train_refuses_a_foreign_folder_before_training(work, foreign, monkeypatch, capsys):
+    _fake_trainer(monkeypatch)
+    assert _train(work, "mydocs") == 2
+    assert ("refusing to replace mydocs: it holds files that are not an earlier `poeval train` output "
+            "(no training_log.json)") in _err(capsys)
+    assert (foreign / "notes.txt").read_bytes() == NOTES
+    assert _train(work, "model") == 0 and _train(work, "model") == 0   # its own checkpoint
+    assert _train(work, "mydocs", "--force") == 0 and (foreign / "training_log.json").is_file()
+    assert not (foreign / "notes.txt").exists() and _strays(work.parent) == []
+
+
+def test_train_refuses_the_folder_of_its_input_even_with_force(work, monkeypatch, capsys):
+    _fake_trainer(monkeypatch)
+    data = _quatrains(work / "data" / "train.jsonl")
+    before = Path(data).read_bytes()
+    assert main(["train", "--train", data, "--dev", data, "--out", "data", "--model", json.dumps({"arch": "gpt2"}),
+                 "--training", "{}", "--force"]) == 2
+    assert "it holds" in _err(capsys) and Path(data).read_bytes() == before
+
+
+def test_import_refuses_a_foreign_folder(work, foreign, capsys):
+    sys.path.insert(0, str(Path(__file__).parent))
+    import gguf_tiny
+
+    tok = gguf_tiny.tokenizer()
+    gguf = gguf_tiny.write(work / "tiny.gguf", gguf_tiny.model(len(tok)), tok)
+    assert main(["import", str(gguf), "--out", "mydocs"]) == 2
+    assert ("refusing to replace mydocs: it holds files that are not an earlier `poeval import` output "
+            "(no import.json)") in _err(capsys)
+    assert (foreign / "notes.txt").read_bytes() == NOTES
+    assert main(["import", str(gguf), "--out", "mydocs", "--force"]) == 0
+    assert (foreign / "import.json").is_file() and not (foreign / "notes.txt").exists()
+
+
+# --- 2: an output path that is an input ------------------------------------------------------------
+
+def _evaluate(sample, reference, out):
+    return main(["evaluate", sample, "--reference", reference, "--lang", "en", "--metrics", "length",
+                 "--out", out, "--quiet"])
+
+
+@pytest.mark.parametrize("link", [None, "symlink", "hardlink"])
+@pytest.mark.parametrize("which", ["samples", "--reference"])
+def test_evaluate_refuses_an_out_that_is_its_sample_or_reference(which, link, work, capsys):
+    sample, reference = _quatrains(work / "sample.jsonl"), _quatrains(work / "ref.jsonl")
+    target = sample if which == "samples" else reference
+    out = target
+    if link:
+        out = str(work / "link.json")
+        (os.symlink if link == "symlink" else os.link)(target, out)
+    before = Path(target).read_bytes()
+    assert _evaluate(sample, reference, out) == 2
+    assert f"evaluate: --out {out} is also an input ({which}); choose another path" in _err(capsys)
+    assert Path(target).read_bytes() == before
+
+
+@pytest.mark.parametrize("argv", [
+    ["rhyme", "IN", "--lang", "en", "--out", "IN"],
+    ["export-dataset", "IN", "--format", "parquet", "--out", "IN"],
+    ["adherence", "cell", "abab=IN", "--lang", "en", "--system", "s", "--out", "IN"],
+    ["table", "table1", "en:train:IN", "--out", "IN"],
+    ["bpomp", "bigrams", "IN", "--out", "IN"],
+])
+def test_every_command_refuses_an_output_that_is_an_input(argv, work, capsys):
+    data = _quatrains(work / "in.jsonl")
+    before = Path(data).read_bytes()
+    assert main([a.replace("IN", data) for a in argv]) == 2
+    assert f"--out {data} is also an input" in _err(capsys)
+    assert Path(data).read_bytes() == before
+
+
+# --- 3: bpomp export writes only inside its folder -------------------------------------------------
+
+@pytest.mark.parametrize("task", ["y/../../../victim", "../victim", "/tmp/victim", ".hidden", "", 3])
+def test_bpomp_export_refuses_a_task_that_is_not_a_plain_name(task, work, capsys):
+    """The issue's probe: on main, `y/../../../victim` wrote work/victim.jsonl from out/x's temp folder."""
+    (work / "out").mkdir()
+    victims = [work / "victim.jsonl", work / "victim.yaml"]
+    for victim in victims:
+        victim.write_bytes(NOTES)
+    good = _pairs(work / "good.jsonl")
+    bad = work / "bad.jsonl"   # the pair on line 2, after a blank line
+    bad.write_text("\n" + json.dumps({"task": task, "original": LIMERICK, "corrupted": LIMERICK}) + "\n")
+    assert main(["bpomp", "export", "out/x", "--pairs", good, str(bad)]) == 2
+    assert f"{bad}: line 2: 'task' must be a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*), got {task!r}" in _err(capsys)
+    assert all(v.read_bytes() == NOTES for v in victims)
+    assert not (work / "out" / "x").exists() and _strays(work.parent) == []

@@ -86,7 +86,10 @@ def _index(work, out, *extra):
 
 def _topics(work, out, *extra):
     return main(["topics", _quatrains(work / "train.jsonl"), "--lang", "en", "--out", out,
-                 "--options", json.dumps({"num_topics": 2, "passes": 1, "iterations": 5, "no_below": 1, "no_above": 1.0}), *extra])
+                 "--options", json.dumps(TINY_TOPICS), *extra])
+
+
+TINY_TOPICS = {"num_topics": 2, "passes": 1, "iterations": 5, "no_below": 1, "no_above": 1.0}
 
 
 def _bpomp_export(work, out, *extra):

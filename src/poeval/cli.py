@@ -325,7 +325,8 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
     p.add_argument("--exclude-sample-from-reference", action="store_true",
-                   help="compare with the reference minus quatrains whose id is in the sample (human samples)")
+                   help="compare with the reference minus the sample's own quatrains, matched by verses (a human "
+                        "sample drawn from it); a sample quatrain not in the reference is an error")
     p.add_argument("--cell", help="LANG/SYSTEM/DECODING label of a workflow table cell")
     p.add_argument("--allow-empty", action="store_true",
                    help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "

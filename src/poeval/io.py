@@ -237,12 +237,13 @@ def _scheme_field(record: dict) -> dict:
     return kept
 
 
-def _record_id(record: dict, index: int, path: str | Path) -> str | int:
-    """A record's own id (a string or an integer), else its position in the file."""
-    rid = record.get("id", str(index))
+def _record_id(record: dict, index: int, path: str | Path) -> str:
+    """A record's own id (a string or an integer), else its position in the file; as a string, so that
+    ``10`` and ``"10"`` are one id (results name poems and their units, ``"10#0"``, by it)."""
+    rid = record.get("id", index)
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         raise PoevalError(f"{path}: record {index + 1}: 'id' must be a string or an integer, got {rid!r}")
-    return rid
+    return str(rid)
 
 
 def check_unique_ids(ids: Iterable, path: str | os.PathLike) -> None:

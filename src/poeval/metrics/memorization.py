@@ -476,7 +476,8 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     """Memorization rates of ``samples`` against the training quatrains ``reference``.
 
     Returns ``{level: rate, ..., "hits": {level: [{"sample": id, "train": id, "score": s}, ...]},
-    "n_units": {level: number of sample units}}``. Quatrain hits use the quatrain ids (default:
+    "n_units": {level: number of sample units}, "per_poem": {level: memorized units of each sample quatrain,
+    in sample order}}``. Quatrain hits use the quatrain ids (default:
     list positions); couplet and verse hits use ``f"{quatrain_id}#{k}"`` with k the 0-based
     couplet (0, 1) or verse (0..3) index. With no samples the rates are None; with no reference
     they are 0.0. ``index``: {level: :class:`Index`} of ``reference`` (:func:`build_index` of its
@@ -498,6 +499,7 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     out: dict = {}
     hits: dict = {}
     n_units: dict = {}
+    per_poem: dict = {}
     for level in levels:
         threshold = _check_threshold(thresholds.get(level, LEVELS[level]) if thresholds is not None
                                      else LEVELS[level])
@@ -515,8 +517,11 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
         n_units[level] = len(s_units)
         out[level] = (len(found) / len(s_units)) if s_units else None
         hits[level] = [{"sample": s_ids[i], "train": r_ids[j], "score": score} for i, j, score in found]
+        # by position, not by id: a unit's id names its quatrain but need not parse back to it
+        per_poem[level] = np.bincount([i // per for i, _, _ in found], minlength=len(samples)).tolist()
     out["hits"] = hits
     out["n_units"] = n_units
+    out["per_poem"] = per_poem
     return out
 
 

@@ -29,6 +29,7 @@ def _jsonl(path, quatrains, ids=None):
 def _evaluate(tmp_path, samples, reference, metrics, *extra):
     """``poeval evaluate`` through main: (exit status, the written cell or None)."""
     out = tmp_path / "cell.json"
+    out.unlink(missing_ok=True)   # an earlier call's cell
     status = main(["evaluate", str(samples), "--reference", str(reference), "--lang", "en", "--metrics", metrics,
                    "--out", str(out), "--quiet", *extra])
     return status, json.loads(out.read_text()) if out.exists() else None
@@ -173,6 +174,7 @@ def test_a_memorization_index_that_does_not_match_its_sidecar_is_refused(tmp_pat
     assert status == 0 and cell["memorization"]["quatrain"] == 1.0
 
     _change_bytes(index / "quatrain.units.txt")
+    capsys.readouterr()   # the index's progress bar
     status, cell = _evaluate(tmp_path, samples, ref, "memorization", "--memorization-index", str(index))
     err = capsys.readouterr().err
     assert status == 2 and cell is None and err.count("\n") == 1

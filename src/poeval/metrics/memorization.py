@@ -83,7 +83,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
@@ -297,7 +297,8 @@ def _read_text(path: Path) -> str:
 
 def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike) -> None:
     """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically), with
-    ``index.json`` naming the file's sha256, so a cell refuses an index of another training split."""
+    ``index.json`` naming the file's sha256 and its own files', so a cell refuses an index of another training
+    split or one whose files were changed (:func:`poeval.io.cache_meta`)."""
     meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {}}
     with atomic_dir(out_dir) as tmp:
         for level, index in indexes.items():
@@ -307,7 +308,7 @@ def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_p
             np.savez(tmp / f"{level}.npz", lengths=index.lengths, first=index.first, inverse=index.inverse)
             meta["levels"][level] = {"classes": list(index.classes), "n_training": index.n_training,
                                      "n_unique": len(index.lengths)}
-        write_json(tmp / INDEX_META, meta)
+        write_json(tmp / INDEX_META, meta | {"sha256": dir_files_sha256(tmp)})
 
 
 def load_index(index_dir: str | os.PathLike, levels: Sequence[str],

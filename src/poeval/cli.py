@@ -349,7 +349,7 @@ def _parser_embed(sub) -> None:
     p.add_argument("quatrains")
     p.add_argument("--encoder", default="default")
     p.add_argument("--out", required=True,
-                   help=".npy file; a .npy.json sidecar records encoder, backend and input hash")
+                   help=".npy file; a .npy.json sidecar records encoder, backend, the input's and its own sha256")
     p.add_argument("--batch-size", type=int, default=16,
                    help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
                         "so it changes padding only")
@@ -370,7 +370,7 @@ def cmd_index(args) -> None:
 def _parser_index(sub) -> None:
     p = sub.add_parser("index", help="index the reference quatrains once for memorization (cache)")
     p.add_argument("quatrains")
-    p.add_argument("--out", required=True, help="directory; its index.json records the input hash")
+    p.add_argument("--out", required=True, help="directory; its index.json records the input's and its files' sha256")
     p.set_defaults(func=cmd_index)
 
 
@@ -387,7 +387,7 @@ def _parser_topics(sub) -> None:
                        help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
     p.add_argument("quatrains")
     p.add_argument("--lang", required=True)
-    p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")
+    p.add_argument("--out", required=True, help="directory; its topics.json records the params, the input's and its files' sha256")
     p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
     p.set_defaults(func=cmd_topics)
 

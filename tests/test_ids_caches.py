@@ -21,7 +21,10 @@ def _quatrains(n, seed=0):
 
 def _jsonl(path, quatrains, ids=None):
     """A JSONL file of quatrains, with the given ids (None: records without an id)."""
-    records = [{"lines": q} if ids is None else {"id": i, "lines": q} for q, i in zip(quatrains, ids or quatrains)]
+    if ids is None:
+        records = [{"lines": q} for q in quatrains]
+    else:
+        records = [{"id": i, "lines": q} for i, q in zip(ids, quatrains)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return str(path)
 
@@ -75,7 +78,8 @@ def test_ids_1_and_quoted_1_are_one_repeated_id(tmp_path, capsys):
 
 @pytest.fixture
 def human(tmp_path):
-    """A reference of 8 distinct quatrains without ids and ids; a HUMAN sample of rows 5 and 2 of each."""
+    """A reference of 8 distinct quatrains, as a file without ids and one with; a HUMAN sample of its rows 5 and
+    2 from each."""
     reference = _quatrains(8)
     rows = [5, 2]
     return {

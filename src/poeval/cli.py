@@ -387,7 +387,8 @@ def _parser_topics(sub) -> None:
                        help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
     p.add_argument("quatrains")
     p.add_argument("--lang", required=True)
-    p.add_argument("--out", required=True, help="directory; its topics.json records the params, the input's and its files' sha256")
+    p.add_argument("--out", required=True,
+                   help="directory; its topics.json records the params, the input's and its files' sha256")
     p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
     p.set_defaults(func=cmd_topics)
 

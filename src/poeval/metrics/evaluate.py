@@ -333,9 +333,10 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
     :func:`poeval.io.read_poems` reads); ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
-    ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from (:func:`sample_rows`,
-    by verses): a HUMAN sample drawn from train is compared with the rest of train, not with itself. A sample without a usable
-    quatrain is an error unless ``allow_empty`` (then every metric is null)."""
+    ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from
+    (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not
+    with itself. A sample without a usable quatrain is an error unless ``allow_empty`` (then every metric is
+    null)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")

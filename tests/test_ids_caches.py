@@ -64,7 +64,7 @@ def test_integer_ids_of_in_memory_poems_are_strings_too():
 
 
 def test_ids_1_and_quoted_1_are_one_repeated_id(tmp_path, capsys):
-    """ids 1 and "1" once passed the uniqueness check and gave a quatrain rate interval of [0.33, 1.6]."""
+    """ids 1 and "1" once passed the uniqueness check and gave a rate an interval reaching past 1."""
     reference = _quatrains(4)
     samples = _jsonl(tmp_path / "s.jsonl", reference[:3], ids=[1, "1", "2"])
     status, cell = _evaluate(tmp_path, samples, _jsonl(tmp_path / "r.jsonl", reference), "memorization",

@@ -222,7 +222,7 @@ def test_rates_hand_computed():
                      ("s2#0", "r#0"): 1.0, ("s2#1", "r#1"): 1.0, ("s3#3", "r#3"): 60 / 62}
     # default ids are positions; one level only
     out = mem.compute(samples, reference, levels=("couplet",))
-    assert set(out) == {"couplet", "hits", "n_units"}
+    assert set(out) == {"couplet", "hits", "n_units", "per_poem"}
     assert [h["sample"] for h in out["hits"]["couplet"]] == ["0#0", "0#1", "2#0"]
 
 

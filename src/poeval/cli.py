@@ -340,7 +340,8 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
     p.add_argument("--exclude-sample-from-reference", action="store_true",
-                   help="compare with the reference minus quatrains whose id is in the sample (human samples)")
+                   help="compare with the reference minus the sample's own quatrains, matched by verses (a human "
+                        "sample drawn from it); a sample quatrain not in the reference is an error")
     p.add_argument("--cell", help="LANG/SYSTEM/DECODING label of a workflow table cell")
     p.add_argument("--allow-empty", action="store_true",
                    help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
@@ -365,7 +366,7 @@ def _parser_embed(sub) -> None:
     p.add_argument("quatrains")
     p.add_argument("--encoder", default="default")
     p.add_argument("--out", required=True,
-                   help=".npy file; a .npy.json sidecar records encoder, backend and input hash")
+                   help=".npy file; a .npy.json sidecar records encoder, backend, the input's and its own sha256")
     p.add_argument("--batch-size", type=int, default=16,
                    help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
                         "so it changes padding only")
@@ -387,7 +388,7 @@ def cmd_index(args) -> None:
 def _parser_index(sub) -> None:
     p = sub.add_parser("index", help="index the reference quatrains once for memorization (cache)")
     p.add_argument("quatrains")
-    p.add_argument("--out", required=True, help="directory; its index.json records the input hash")
+    p.add_argument("--out", required=True, help="directory; its index.json records the input's and its files' sha256")
     io_paths(p, ("--out",), ("quatrains",))
     add_force(p)
     p.set_defaults(func=cmd_index)
@@ -406,7 +407,8 @@ def _parser_topics(sub) -> None:
                        help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
     p.add_argument("quatrains")
     p.add_argument("--lang", required=True)
-    p.add_argument("--out", required=True, help="directory; its topics.json records the params and the input hash")
+    p.add_argument("--out", required=True,
+                   help="directory; its topics.json records the params, the input's and its files' sha256")
     p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
     io_paths(p, ("--out",), ("quatrains",))
     add_force(p)

@@ -214,17 +214,48 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def dir_files_sha256(folder: str | os.PathLike) -> dict[str, str]:
+    """{name: sha256} of the files of a cache directory being written, for its sidecar (:func:`cache_meta`)."""
+    return {p.name: file_sha256(p) for p in sorted(Path(folder).iterdir()) if p.is_file()}
+
+
+def _unhashed(path: str | os.PathLike, sidecar: str | os.PathLike, command: str) -> PoevalError:
+    return PoevalError(f"{path}: its sidecar {Path(sidecar).name} records no sha256 (written by an older poeval); "
+                       f"rebuild it with `{command}`")
+
+
+def check_sha256(path: str | os.PathLike, recorded: Any, sidecar: str | os.PathLike, command: str) -> None:
+    """Refuse a cache file whose bytes are not those its sidecar recorded when it was written: a file
+    edited, swapped or left by an interrupted build would otherwise be used as if it were the cache.
+    ``command`` builds the cache again. One read of the file (about 1 GB/s)."""
+    path, name = Path(path), Path(sidecar).name
+    if not isinstance(recorded, str):
+        raise _unhashed(path, sidecar, command)
+    if not path.is_file():
+        raise PoevalError(f"{path}: not found, though its sidecar {name} lists it; rebuild it with `{command}`")
+    actual = file_sha256(path)
+    if actual != recorded:
+        raise PoevalError(f"{path}: does not match its sidecar {name} (sha256 {actual[:12]}..., recorded "
+                          f"{recorded[:12]}...); rebuild it with `{command}`")
+
+
 def cache_meta(meta_path: str | os.PathLike, fmt: str, input_path: str | os.PathLike | None, what: str,
                command: str) -> dict:
     """The metadata of a cache directory built from a training split (memorization index, topic model),
-    checked: present, of format ``fmt`` and, given ``input_path``, built from that file's current bytes.
-    ``what`` names the cache in errors, ``command`` the command that builds it."""
+    checked: present, of format ``fmt``, its files those it recorded (``sha256``: :func:`dir_files_sha256`)
+    and, given ``input_path``, built from that file's current bytes. ``what`` names the cache in errors,
+    ``command`` the command that builds it."""
     meta_path = Path(meta_path)
     if not meta_path.is_file():
         raise PoevalError(f"{what} not found: {meta_path}; build it with `{command}`")
     meta = read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != fmt:
         raise PoevalError(f"{meta_path.parent}: not a {what} of format {fmt}; rebuild it with `{command}`")
+    files = meta.get("sha256")
+    if not isinstance(files, dict) or not files:
+        raise _unhashed(meta_path.parent, meta_path, command)
+    for name, recorded in sorted(files.items()):
+        check_sha256(meta_path.parent / name, recorded, meta_path, command)
     if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
         raise PoevalError(f"{meta_path.parent} was built from a different version of {input_path}; "
                           f"rebuild it with `{command}`")
@@ -276,12 +307,13 @@ def _scheme_field(record: dict) -> dict:
     return kept
 
 
-def _record_id(record: dict, index: int, path: str | Path) -> str | int:
-    """A record's own id (a string or an integer), else its position in the file."""
-    rid = record.get("id", str(index))
+def _record_id(record: dict, index: int, path: str | Path) -> str:
+    """A record's own id (a string or an integer), else its position in the file; as a string, so that
+    ``10`` and ``"10"`` are one id (results name poems and their units, ``"10#0"``, by it)."""
+    rid = record.get("id", index)
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         raise PoevalError(f"{path}: record {index + 1}: 'id' must be a string or an integer, got {rid!r}")
-    return rid
+    return str(rid)
 
 
 def check_unique_ids(ids: Iterable, path: str | os.PathLike) -> None:

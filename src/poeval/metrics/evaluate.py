@@ -73,20 +73,15 @@ def _memorization(poems, ref, opts):
                                   reference_ids=[p["id"] for p in reference], index=index, exclude=exclude,
                                   thresholds=opts, levels=levels, workers=opts.get("workers", -1),
                                   progress=opts.get("progress", False), autojunk=opts["autojunk"])
-    position = {pid: i for i, pid in enumerate(ids)}
-    per_poem = {}  # level -> memorized units per poem
-    for level, hits in result["hits"].items():
-        counts = np.zeros(len(poems))
-        for hit in hits:
-            counts[position[hit["sample"] if level == "quatrain" else hit["sample"].rsplit("#", 1)[0]]] += 1
-        per_poem[level] = counts
+    # memorized units per poem (the tables' permutation test reads them); at most a poem's units, so a
+    # resampled rate lies in [0, 1]
+    per_poem = {level: np.asarray(c, dtype=float) for level, c in result["per_poem"].items()}
     units = {level: n / len(poems) for level, n in result["n_units"].items()} if poems else {}
 
     def resample(idx):
         return {level: float(c[idx].sum() / (units[level] * len(idx))) for level, c in per_poem.items()}
 
-    # memorized units per poem: the tables' permutation test reads them
-    return result | {"per_poem": {level: c.astype(int).tolist() for level, c in per_poem.items()}}, resample
+    return result, resample
 
 
 def _cached_sample_rows(poems, ref) -> np.ndarray | None:
@@ -269,15 +264,37 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
     return {key: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for key, v in sorted(draws.items())}
 
 
-def load_reference(source: PoemSource, exclude_ids: set | frozenset = frozenset()) -> Reference:
-    """The reference of a path or of in-memory poems (:func:`poeval.io.read_poems`), less ``exclude_ids``."""
+def load_reference(source: PoemSource, sample: list[dict] | None = None, sample_name: str = "<poems>") -> Reference:
+    """The reference of a path or of in-memory poems (:func:`poeval.io.read_poems`), less the quatrains of
+    ``sample`` (:func:`sample_rows`; ``sample_name`` names it in errors) unless None."""
     poems, skipped = read_poems(source, name="reference")
     name = source_name(source, "reference")
-    rows = [i for i, p in enumerate(poems) if p["id"] not in exclude_ids]
+    gone = set() if sample is None else sample_rows(sample, poems, sample_name, name)
+    rows = [i for i in range(len(poems)) if i not in gone]
     if not rows:
         raise PoevalError(f"{name}: no usable reference quatrains: all {len(poems)} usable ones are in the sample")
     return Reference(name, [poems[i] for i in rows], np.asarray(rows, dtype=np.int64), poems,
                      dict(sorted(skipped.items())))
+
+
+def sample_rows(sample: list[dict], reference: list[dict], sample_name: str, reference_name: str) -> set[int]:
+    """The rows of ``reference`` that hold the quatrains of ``sample`` (a HUMAN sample drawn from it), matched
+    by their verses, since files without ids number both by position: one row per sample quatrain (the row of
+    the sample's id where it holds those verses, else the first one left), so a copy at another row stays in
+    the rest. A sample quatrain not left in the reference is an error: the sample was not drawn from it."""
+    by_verses: dict[tuple, list[int]] = defaultdict(list)
+    for i, p in enumerate(reference):
+        by_verses[tuple(p["lines"])].append(i)
+    rows: set[int] = set()
+    for n, p in enumerate(sample, 1):
+        free = [i for i in by_verses.get(tuple(p["lines"]), ()) if i not in rows]
+        if not free:
+            raise PoevalError(f"{sample_name}: poem {n} (id {p['id']!r}) is not a quatrain of the reference "
+                              f"{reference_name}{' (or not as often)' if tuple(p['lines']) in by_verses else ''}; "
+                              "excluding the sample from the reference (--exclude-sample-from-reference) needs a "
+                              "sample drawn from it")
+        rows.add(next((i for i in free if reference[i]["id"] == p["id"]), free[0]))
+    return rows
 
 
 # Option keys that name a cache built from the reference file (checked against that file's bytes), by
@@ -316,16 +333,17 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
     :func:`poeval.io.read_poems` reads); ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
-    ``exclude_sample_from_reference`` drops reference quatrains whose id is in the sample: a HUMAN
-    sample drawn from train is compared with the rest of train, not with itself. A sample without a usable
-    quatrain is an error unless ``allow_empty`` (then every metric is null)."""
+    ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from
+    (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not
+    with itself. A sample without a usable quatrain is an error unless ``allow_empty`` (then every metric is
+    null)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")
     resolved = {family: family_options(family, opts) for family, opts in (options or {}).items()}
     _check_caches(reference, resolved)
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
-    ref = load_reference(reference, {p["id"] for p in poems} if exclude_sample_from_reference else frozenset())
+    ref = load_reference(reference, poems if exclude_sample_from_reference else None, source_name(samples, "poems"))
     result = {"lang": lang, "samples": source_name(samples, "poems"), "reference": ref.path,
               "n_reference": len(ref.poems), "n_poems": len(poems), "skipped": dict(sorted(skipped.items())),
               "reference_skipped": ref.skipped}

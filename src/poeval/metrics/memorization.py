@@ -83,7 +83,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
@@ -299,7 +299,8 @@ def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_p
                force: bool = False) -> None:
     """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically, if it holds
     an earlier index or ``force``: :func:`poeval.io.check_out_dir`), with ``index.json`` naming the file's
-    sha256, so a cell refuses an index of another training split."""
+    sha256 and its own files', so a cell refuses an index of another training split or one whose files were
+    changed (:func:`poeval.io.cache_meta`)."""
     meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {}}
     with atomic_dir(out_dir, "poeval index", INDEX_META, (input_path,), force) as tmp:
         for level, index in indexes.items():
@@ -309,7 +310,7 @@ def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_p
             np.savez(tmp / f"{level}.npz", lengths=index.lengths, first=index.first, inverse=index.inverse)
             meta["levels"][level] = {"classes": list(index.classes), "n_training": index.n_training,
                                      "n_unique": len(index.lengths)}
-        write_json(tmp / INDEX_META, meta)
+        write_json(tmp / INDEX_META, meta | {"sha256": dir_files_sha256(tmp)})
 
 
 def load_index(index_dir: str | os.PathLike, levels: Sequence[str],
@@ -478,7 +479,8 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     """Memorization rates of ``samples`` against the training quatrains ``reference``.
 
     Returns ``{level: rate, ..., "hits": {level: [{"sample": id, "train": id, "score": s}, ...]},
-    "n_units": {level: number of sample units}}``. Quatrain hits use the quatrain ids (default:
+    "n_units": {level: number of sample units}, "per_poem": {level: memorized units of each sample quatrain,
+    in sample order}}``. Quatrain hits use the quatrain ids (default:
     list positions); couplet and verse hits use ``f"{quatrain_id}#{k}"`` with k the 0-based
     couplet (0, 1) or verse (0..3) index. With no samples the rates are None; with no reference
     they are 0.0. ``index``: {level: :class:`Index`} of ``reference`` (:func:`build_index` of its
@@ -500,6 +502,7 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
     out: dict = {}
     hits: dict = {}
     n_units: dict = {}
+    per_poem: dict = {}
     for level in levels:
         threshold = _check_threshold(thresholds.get(level, LEVELS[level]) if thresholds is not None
                                      else LEVELS[level])
@@ -517,8 +520,11 @@ def compute(samples: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
         n_units[level] = len(s_units)
         out[level] = (len(found) / len(s_units)) if s_units else None
         hits[level] = [{"sample": s_ids[i], "train": r_ids[j], "score": score} for i, j, score in found]
+        # by position, not by id: a unit's id names its quatrain but need not parse back to it
+        per_poem[level] = np.bincount([i // per for i, _, _ in found], minlength=len(samples)).tolist()
     out["hits"] = hits
     out["n_units"] = n_units
+    out["per_poem"] = per_poem
     return out
 
 

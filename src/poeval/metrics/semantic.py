@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -53,7 +52,7 @@ import numpy as np
 
 from poeval import hub
 from poeval.errors import PoevalError, first_line
-from poeval.io import atomic_write, file_sha256, read_poems, write_json
+from poeval.io import atomic_write, check_sha256, file_sha256, read_json, read_poems, write_json
 
 PARAM = "metrics.semantic.encoder"
 BACKEND_PARAM = "metrics.semantic.backend"
@@ -61,6 +60,7 @@ BACKENDS = ("torch", "torch-bf16")   # the first is the reference (module doc)
 DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 JOIN = " "
+EMBED = "poeval embed"   # the command that builds the reference embeddings, named in errors
 # Largest similarity block (queries x keys) held at once: 2**25 float32 = 128 MiB.
 _BLOCK_ELEMENTS = 1 << 25
 
@@ -250,6 +250,7 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
     with atomic_write(out_npy, "wb", encoding=None) as handle:
         np.save(handle, emb, allow_pickle=False)
     write_json(sidecar_path(out_npy), {
+        "sha256": file_sha256(out_npy),   # checked when loaded
         "encoder": canonical_encoder_name(encoder),
         "backend": backend,
         "n": int(emb.shape[0]),
@@ -268,13 +269,17 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
 
     ``encoder`` / ``backend``: fail unless the sidecar names the same encoder / backend (a sidecar from
     before backends were recorded was made by the reference, ``torch``). ``input_path``: fail unless the
-    file's sha256 is the one the embeddings were made from (stale cache)."""
+    file's sha256 is the one the embeddings were made from (stale cache). The ``.npy`` file must have the
+    sha256 its sidecar records (:func:`poeval.io.check_sha256`)."""
     npy = Path(npy)
     side = sidecar_path(npy)
     if not npy.exists() or not side.exists():
         raise PoevalError(f"reference embeddings not found: {npy} (and its sidecar {side.name}); "
                           "create them with embed_file")
-    meta = json.loads(side.read_text("utf-8"))
+    meta = read_json(side)
+    if not isinstance(meta, dict):
+        raise PoevalError(f"{side}: expected a JSON object (the sidecar of {npy.name}); recreate it with `{EMBED}`")
+    check_sha256(npy, meta.get("sha256"), side, EMBED)
     emb = np.load(npy, mmap_mode="r", allow_pickle=False)
     if emb.ndim != 2 or emb.shape != (meta.get("n"), meta.get("dim")):
         raise PoevalError(f"{npy}: shape {emb.shape} does not match its sidecar (n={meta.get('n')}, "

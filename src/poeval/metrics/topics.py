@@ -52,7 +52,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
 
@@ -203,6 +203,7 @@ def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | 
         np.savez(tmp / "train.npz", theta=model.train_theta)
         write_json(tmp / "vocabulary.json", model.vocabulary)
         write_tsv(tmp / TOP_WORDS, ["topic", "rank", "word", "probability"], rows)
+        meta["sha256"] = dir_files_sha256(tmp)   # checked when loaded (poeval.io.cache_meta)
         write_json(tmp / META, meta)
     return meta
 

@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from poeval.cli import main
+from poeval.poetry import espeak
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 
@@ -81,6 +82,21 @@ def test_a_poisoned_line_changes_no_later_label(tmp_path, clean, lang):
     assert _rhyme(tmp_path, "poisoned", poisoned, lang, fresh=True)[1:] == clean[lang]
     assert _rhyme(tmp_path, "inproc", poisoned, lang, fresh=False)[1:] == clean[lang]
     assert _rhyme(tmp_path, "after", STANZAS[lang], lang, fresh=False) == clean[lang]   # the caches hold no poison
+
+
+def test_a_wrapped_answer_is_dropped_and_the_pipe_restarted(monkeypatch):
+    """The sentinel behind the cap: with the cap lifted espeak-ng wraps the 800 letters over lines, the line
+    after the first is not the sentinel's, so the word gets no phones (twice asked, each time on a fresh
+    process) and the next word its own."""
+    monkeypatch.setattr(espeak, "MAX_LETTERS", 10_000)
+    pipe, fresh = espeak.Espeak("en-us"), espeak.Espeak("en-us")
+    try:
+        assert pipe.ipa("night") == fresh.ipa("night") != ""
+        assert pipe.ipa(LONG_800) == "" and pipe.cache[LONG_800] == ""
+        assert pipe.ipa("world") == fresh.ipa("world") != fresh.ipa("night")
+    finally:
+        pipe.close()
+        fresh.close()
 
 
 def _long_word(chunk: str, n: int) -> str:

@@ -156,3 +156,16 @@ def test_lm_eval_accuracy_equals_poeval(work, tmp_path):
                 assert d["acc"] == float(got[0] >= got[1])   # argmax: the first choice on a tie
     assert lm_acc["bpomp"] == pytest.approx((lm_acc["bpomp_word_swap"] + lm_acc["bpomp_line_swap"]) / 2)
     assert math.isfinite(lm_acc["bpomp_noeos"])
+
+
+@pytest.mark.parametrize("name", ["m,trust_remote_code=True", "m=1", "it's", "run (2"])
+def test_export_refuses_a_model_path_that_would_steer_lm_eval(work, tmp_path, capsys, name):
+    """lm-eval splits --model_args on `,` (and the newer one reads quotes and brackets): a folder named
+    `m,trust_remote_code=True` would add a model argument of its own to the printed command, `it's` would
+    swallow `dtype=float32`; such a path is refused in one line, before anything is written."""
+    steer = tmp_path / name
+    shutil.copytree(work / "gpt2", steer)
+    assert cli.main(["bpomp", "export", str(tmp_path / "out"), "--pairs", *pair_files(work), "--model", str(steer)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("poeval: error: --model ") and name in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

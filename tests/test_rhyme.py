@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from poeval.errors import PoevalError
-from poeval.poetry import rhyme
+from poeval.poetry import espeak, rhyme
 from poeval.poetry.rhyme import SCHEMES_4, end_word, normalise_scheme, rhyme_relation, scheme, schemes
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
@@ -234,10 +234,10 @@ def test_bad_language():
 
 
 def test_missing_phonemizer(monkeypatch):
-    monkeypatch.setattr(rhyme.shutil, "which", lambda name: None)
+    monkeypatch.setattr(espeak.shutil, "which", lambda name: None)
     with pytest.raises(PoevalError, match="apt-get install espeak-ng"):
         rhyme.check_phonemizer()
-    e = rhyme._Espeak("de")
+    e = espeak.Espeak("de")
     with pytest.raises(PoevalError, match="apt-get install espeak-ng"):
         e.ipa("Haus")
 

@@ -55,6 +55,8 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
     from poeval.generators.checkpoint import VERSE_ORDER, text_bounds
 
     ref = hub.resolve(pretrained.checkpoint(model), key)
+    where = str(Path(ref).resolve()) if Path(ref).is_dir() else ref
+    _check_model_arg(where, key)
     from transformers import AutoConfig, AutoTokenizer   # after the checks: it takes seconds
 
     try:
@@ -66,7 +68,21 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
         raise PoevalError(f"{model!r} was trained with reversed verses (verse_order: reversed): poeval scores it on "
                           "reversed lines, lm-eval would feed it the forward text; score it with `poeval bpomp score`")
     _, eos = text_bounds(tok)
-    return str(Path(ref).resolve()) if Path(ref).is_dir() else ref, eos
+    return where, eos
+
+
+# lm-eval splits --model_args at `,` into key=value items (a folder `m,trust_remote_code=True` would add
+# an argument), and its newer parser keeps the text after an open quote or bracket, `,dtype=float32` with
+# it, in one value; `=` is refused too, so no part of the path reads as a key under any parser. lm-eval
+# has no escape that every version reads, so such a path is refused, never quoted
+MODEL_ARG_UNSAFE = ",='\"()[]{}"
+
+
+def _check_model_arg(where: str, key: str) -> None:
+    bad = sorted({c for c in where if c in MODEL_ARG_UNSAFE})
+    if bad:
+        raise PoevalError(f"{key} {where!r}: lm-eval's --model_args cannot carry a path with {' '.join(bad)} "
+                          f"in it (it splits and quotes on {' '.join(MODEL_ARG_UNSAFE)}); rename the folder")
 
 
 def _documents(pairs_file: str, end: str) -> tuple[str, list[dict]]:

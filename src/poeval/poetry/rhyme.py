@@ -6,8 +6,8 @@ Design
   Dictionary (all pronunciations, via ``pronouncing``), looked up under the modern spellings of early
   modern words (``loue``, ``ioy``, ``penne``, ``griefe``) when it lacks the word, with espeak-ng (on the
   modern spelling) as grapheme-to-phoneme fallback; German from espeak-ng (``-v de --ipa``) after
-  normalising historical spelling. espeak-ng runs as ONE persistent process per voice, fed ``word.`` +
-  newline on stdin and answering one IPA line per word; results are cached by word.
+  normalising historical spelling. espeak-ng runs as ONE persistent process per voice, asked for a word's
+  last ``espeak.MAX_LETTERS`` letters and kept in step by a sentinel word (:mod:`poeval.poetry.espeak`).
 * A pair of end words gets a graded similarity *level* (see ``LEVELS``): ``identical`` (same word), else
   ``v{V}c{C}{t}[+eye]`` from the rhyme part (last primary stress, or a later secondary stress, to the end;
   best over all pronunciations): V = stressed vowel 2 same / 1 same under the loose vowel classes (German
@@ -34,21 +34,18 @@ Design
 
 from __future__ import annotations
 
-import atexit
 import functools
 import itertools
 import math
 import re
-import select
-import shutil
-import subprocess
-import threading
 import unicodedata
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from poeval.errors import PoevalError
+from poeval.poetry import espeak
+from poeval.poetry.espeak import check_phonemizer
 from poeval.poetry.style import METERS, SCHEMES
 from poeval.text import end_word
 
@@ -70,6 +67,7 @@ __all__ = [
     "record_meter",
     "annotate",
     "write_annotated",
+    "check_phonemizer",
 ]
 
 LANGS = ("en", "de")
@@ -302,94 +300,6 @@ def _ipa_to_phones(ipa: str) -> Phones:
     return tuple((s, v, st) for s, v, st in out)
 
 
-class _Espeak:
-    """One persistent espeak-ng process per voice; one IPA line per ``word.`` line."""
-
-    _lock = threading.Lock()
-
-    def __init__(self, voice: str):
-        self.voice = voice
-        self.proc: subprocess.Popen | None = None
-        self.cache: dict[str, str] = {}
-
-    def _start(self) -> None:
-        exe = shutil.which("espeak-ng") or shutil.which("espeak")
-        if exe is None:
-            raise PoevalError(
-                "rhyme detection needs the espeak-ng phonemizer, which was not found on PATH; "
-                "install it with `apt-get install espeak-ng` (or `brew install espeak-ng`)"
-            )
-        self.proc = subprocess.Popen(
-            [exe, "-q", "--ipa", "-v", self.voice],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )
-
-    def close(self) -> None:
-        if self.proc is not None:
-            try:
-                self.proc.kill()
-                self.proc.wait(timeout=2)
-            except Exception:  # pragma: no cover
-                pass
-            self.proc = None
-
-    def ipa(self, word: str) -> str:
-        word = "".join(c for c in word if c.isalpha())
-        if not word:
-            return ""
-        if word in self.cache:
-            return self.cache[word]
-        with self._lock:
-            res = self._query(word)
-        self.cache[word] = res
-        return res
-
-    def _query(self, word: str, retry: bool = True) -> str:
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write((word + ".\n").encode("utf-8"))
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
-            if not ready:
-                raise OSError("espeak-ng did not answer")
-            line = self.proc.stdout.readline().decode("utf-8", "replace")
-            if not line:
-                raise OSError("espeak-ng closed its output")
-            return line.strip()
-        except OSError:
-            self.close()
-            if retry:
-                return self._query(word, retry=False)
-            return ""
-
-
-_ESPEAK: dict[str, _Espeak] = {}
-
-
-@atexit.register
-def _close_espeak() -> None:
-    for e in _ESPEAK.values():
-        e.close()
-
-
-def _espeak(lang: str) -> _Espeak:
-    voice = {"en": "en-us", "de": "de"}[lang]
-    if voice not in _ESPEAK:
-        _ESPEAK[voice] = _Espeak(voice)
-    return _ESPEAK[voice]
-
-
-def check_phonemizer() -> None:
-    """Raise :class:`PoevalError` with install advice when espeak-ng is missing."""
-    if shutil.which("espeak-ng") is None and shutil.which("espeak") is None:
-        raise PoevalError(
-            "rhyme detection needs the espeak-ng phonemizer, which was not found on PATH; "
-            "install it with `apt-get install espeak-ng` (or `brew install espeak-ng`)"
-        )
-
-
 # Early modern English spellings -> modern ones, applied in turn (each step keeps the forms before it):
 # ioy/iust, vnto, loue/euer, mylde/fyre, gayns/despayre, raigne, imbrace/inthrone, -ick, doubled consonant
 # + e (penne, drumme, passe), final -e (wombe, griefe), -ie/-ye (destinie, flye), -oe (goe, doe), theefe.
@@ -486,10 +396,10 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
         target = target.split("-")[-1] or target
         target = (target,) + _modern_spellings(target, keep_e=True)
         target = target[-1]  # espeak reads modern spelling best
-        ipa = _espeak("en").ipa(target)
+        ipa = espeak.ipa(target, "en")
         return (_ipa_to_phones(ipa),) if ipa else ()
     target = word.split("-")[-1] or word
-    ipa = _espeak("de").ipa(target)
+    ipa = espeak.ipa(target, "de")
     return (_ipa_to_phones(ipa),) if ipa else ()
 
 

@@ -217,7 +217,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     result = trace(tiny_run, "gpt2-s", "config/tiny.yaml")
     assert not result["stale"], result["reasons"]
     assert [link["name"] for link in result["chain"]] == [
-        "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
+        "table", "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
     hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
     for rel in (paths.cell("en", "gpt2-s", "vanilla", "lexical"), paths.samples("en", "gpt2-s", "vanilla"),
                 paths.train("en"), paths.dev("en"), paths.labelled("en")):

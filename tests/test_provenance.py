@@ -587,3 +587,29 @@ def test_the_data_steps_and_caches_record_their_params(run, capsys):
 
 def read_json_file(path: str) -> dict:
     return json.loads(Path(path).read_text("utf-8"))
+
+
+def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
+    """A BPoMP accuracy cell (its rule's --stamp: the bpomp sections it reads, poeval.report.recorded) and a
+    style-adherence cell: not stale as built; bpomp.bootstrap.seed or metrics.rhyme.repetition changes make
+    exactly them stale."""
+    from poeval.config import fill
+    from poeval.report.recorded import bpomp_params
+
+    (run / "config" / "on.yaml").write_text("bpomp: {enabled: true}\n")   # tiny compares bygpt5-s-cond with itself
+    cfg = fill(poeval_config.read("params.yaml", ("config/tiny.yaml", "config/on.yaml")))
+    scores, acc = paths.bpomp_scores("gpt2-s", "rhyme"), paths.bpomp_accuracy("gpt2-s", "rhyme")
+    write_jsonl(scores, [{"id": f"p{i}", "task": "rhyme", "score_original": -i, "score_corrupted": -2.0 * i,
+                          "original": ["a"], "corrupted": ["b"]} for i in range(1, 6)])
+    assert main(["bpomp", "accuracy", scores, "--out", acc, "--bootstrap-reps", "20", "--scorer", "gpt2-s",
+                 "--stamp", json.dumps(bpomp_params(cfg, "bpomp_accuracy", "gpt2-s"))]) == 0
+    cell = paths.adherence_cell("en", "bygpt5-s-cond", "unprompted")
+    assert main(["adherence", "cell", f"={SAMPLES}", "--lang", "en", "--system", "bygpt5-s-cond",
+                 "--repetition", cfg["metrics"]["rhyme"]["repetition"], "--out", cell]) == 0
+    assert _stale(run, "config/on.yaml") == {}
+    (run / "config" / "seed.yaml").write_text("bpomp: {bootstrap: {seed: 9}}\nmetrics: {rhyme: {repetition: end_word}}\n")
+    found = _stale(run, "config/on.yaml", "config/seed.yaml")
+    assert set(found) == {acc, cell}, found
+    assert found[acc] == [f"params: bootstrap.seed: recorded {cfg['bpomp']['bootstrap']['seed']}, now 9"]
+    (run / "config" / "off.yaml").write_text("systems: [gpt2-s]\n")   # no conditioned system: no adherence
+    assert _stale(run, "config/seed.yaml", "config/off.yaml") == {}   # nor BPoMP: not the run's to rebuild

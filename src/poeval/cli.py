@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import json_object, print_json
+from poeval.cli_args import json_object, print_json, write_stamp
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
@@ -207,15 +207,18 @@ def _parser_sample(sub) -> None:
 def cmd_adherence_cell(args) -> None:
     from poeval.metrics import adherence
 
-    adherence.write_cell(dict(adherence.parse_items(args.samples, "PROMPT=SAMPLES")), args.lang, args.system,
-                         args.out, args.repetition)
+    items = adherence.parse_items(args.samples, "PROMPT=SAMPLES")
+    adherence.write_cell(dict(items), args.lang, args.system, args.out, args.repetition)
+    write_stamp_file(args.out, numbered([path for _, path in items]), {"repetition": args.repetition})
 
 
 def cmd_adherence_table(args) -> None:
     from poeval.metrics import adherence
 
     write = adherence.write_figure if args.action == "figure" else adherence.write_table
-    write(adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL"), args.schemes, args.out)
+    items = adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL")
+    write(items, args.schemes, args.out)
+    write_stamp_file(args.out, numbered([path for item in items for path in item]), {"schemes": args.schemes})
 
 
 def _parser_adherence(sub) -> None:
@@ -545,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         status = args.func(args)   # a command may return a status (provenance --check)
+        if not status:
+            write_stamp(args)
     except PoevalError as err:
         print(f"poeval: error: {err}", file=sys.stderr)
         return 2

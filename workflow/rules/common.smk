@@ -14,6 +14,7 @@ from poeval import params as poeval_params
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.report import figures as report_figures
+from poeval.report import recorded
 from poeval.report.figures import FIGURES
 from poeval.metrics.evaluate import SHARED_OPTIONS
 from poeval.generators import pretrained, registry, supplied
@@ -302,6 +303,11 @@ BPOMP = P["bpomp"] if BPOMP_ENABLED else None
 BPOMP_SCORERS = {s["name"]: s for s in BPOMP["scorers"]} if BPOMP_ENABLED else {}
 BPOMP_TASKS = list(BPOMP["pairs"]["tasks"]) if BPOMP_ENABLED else []
 BPOMP_MLMS = list(BPOMP["mlm"]) if BPOMP_ENABLED else []
+
+
+def bpomp_stamp(rule):
+    """What a BPoMP step's ``--stamp`` records (poeval.report.recorded.bpomp_params: `poeval stale` compares it)."""
+    return lambda wc: as_json(recorded.bpomp_params(P, rule, getattr(wc, "scorer", None)))
 
 
 def bpomp_names_regex(names):

@@ -35,9 +35,10 @@ from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
 from poeval.report.provenance import param_diffs
-from poeval.report.recorded import (corpus_params, dotted, embeddings_params, figure_record, metric_params,
-                                    rhyme_label_params, sample_params, sonnets_params, split_params,
-                                    supplied_params, table_params, topics_params, training_params, word2vec_params)
+from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
+                                    dotted, embeddings_params, figure_record, metric_params, rhyme_label_params,
+                                    sample_params, sonnets_params, split_params, supplied_params, table_params,
+                                    topics_params, training_params, word2vec_params)
 from poeval.stamps import code_revision, path_sha256
 
 
@@ -76,8 +77,47 @@ def _in_stamp_file(output: Callable[..., str]) -> Callable[..., str]:
     return stamped
 
 
-def _cache_meta(directory: Callable[[str], str], name: str) -> Callable[[str], str]:
-    return lambda lang: f"{directory(lang)}/{name}"
+def _cache_meta(directory: Callable[..., str], name: str) -> Callable[..., str]:
+    """The file ``name`` inside the directory ``directory`` gives, a function of the same wildcards."""
+    @functools.wraps(directory)
+    def inside(*args: str, **wildcards: str) -> str:
+        return f"{directory(*args, **wildcards)}/{name}"
+    return inside
+
+
+def _bpomp(config: dict, w: dict) -> bool:
+    """Whether BPoMP runs, with the scorer of the path (a scorer dropped from params is not rebuilt)."""
+    bpomp = config.get("bpomp") or {}
+    return bool(bpomp.get("enabled")) and ("scorer" not in w or w["scorer"] in {s["name"] for s in bpomp["scorers"]})
+
+
+def _bpomp_kinds() -> tuple[Kind, ...]:
+    """The BPoMP steps (their rule passes what they record as --stamp) and the scratch masked LMs."""
+    steps = {"bpomp_corpus": paths.limericks, "bpomp_pairs": paths.bpomp_pairs, "bpomp_score": paths.bpomp_scores,
+             "bpomp_accuracy": paths.bpomp_accuracy, "bpomp_errors": paths.bpomp_errors}
+    mlm = Kind("train_mlm", _cache_meta(paths.mlm_dir, "training_log.json"),
+               paths.mlm_dir, lambda c, w: {"mlm": ((c.get("bpomp") or {}).get("mlm") or {}).get(w["mlm"])},
+               lambda c, w: bool((c.get("bpomp") or {}).get("enabled")))
+    return (mlm, *(Kind(rule, _in_stamp_file(path), path, lambda c, w, r=rule: bpomp_params(c, r, w.get("scorer")),
+                        _bpomp, resolved=True) for rule, path in steps.items()))
+
+
+def _adherence(config: dict, w: dict) -> bool:
+    """Whether style adherence compares a pair (with the system of the path in it)."""
+    from poeval.metrics.adherence import pairs
+
+    compared = pairs(config)
+    return bool(compared) and ("system" not in w or w["system"] in {*compared, *compared.values()})
+
+
+def _adherence_kinds() -> tuple[Kind, ...]:
+    """The style-adherence cells, table and figure (when params name a pair to compare)."""
+    return (Kind("adherence_cell", _in_stamp_file(paths.adherence_cell), paths.adherence_cell,
+                 lambda c, w: adherence_cell_params(c), _adherence, resolved=True),
+            *(Kind(f"style_adherence_{action}", _in_stamp_file(partial(path, "style_adherence")),
+                   partial(path, "style_adherence"), lambda c, w: adherence_table_params(c), _adherence,
+                   resolved=True)
+              for action, path in (("table", paths.table), ("figure", paths.figure))))
 
 
 def _report_kinds() -> tuple[Kind, ...]:
@@ -119,6 +159,8 @@ KINDS = (
          lambda c, w: topics_params(c, w["lang"])),
     Kind("metric_cell", paths.cell, paths.cell,
          lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
+    *_bpomp_kinds(),
+    *_adherence_kinds(),
     *_report_kinds(),
 )
 RULES = {kind.rule: kind for kind in KINDS}

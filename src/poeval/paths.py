@@ -29,6 +29,12 @@ def pattern(path: Callable[..., str]) -> str:
     return path(*(f"{{{name}}}" for name in inspect.signature(path).parameters))
 
 
+def stamp_file(output: str) -> str:
+    """The provenance stamp beside an output that has no JSON of its own to hold one (a table, a figure,
+    rhyme labels, word2vec vectors): ``<output>.stamp.json``."""
+    return f"{output}.stamp.json"
+
+
 def log(*parts: str) -> str:
     """A job's log: ``logs/<part>/.../<part>.log``."""
     return f"{LOGS}/{'/'.join(parts)}.log"

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from poeval.errors import PoevalError
-from poeval.io import file_sha256
+from poeval import paths
+from poeval.io import file_sha256, write_json
 
 # Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
@@ -91,6 +92,16 @@ def stamp(inputs: dict[str, str | os.PathLike | None], params: dict) -> dict:
     code revision and the UTC creation time."""
     recorded = {name: {"path": str(p), "sha256": path_sha256(p)} for name, p in inputs.items() if p is not None}
     return {"inputs": recorded, "params": params, "code": code_revision(), "created": utc_now()}
+
+
+def write_stamp_file(output: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], params: dict) -> None:
+    """:func:`stamp` into :func:`poeval.paths.stamp_file` of ``output``, for an output that cannot hold it."""
+    write_json(paths.stamp_file(str(output)), {"provenance": stamp(inputs, params)})
+
+
+def numbered(files: list[str]) -> dict[str, str]:
+    """The inputs of a step that reads a list of files (a table's cells), named by position from 1."""
+    return {str(i): path for i, path in enumerate(files, 1)}
 
 
 def train_stamp(train: str | os.PathLike, dev: str | os.PathLike, model_cfg: dict, train_cfg: dict,

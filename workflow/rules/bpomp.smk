@@ -20,10 +20,12 @@ rule bpomp_corpus:
     log:
         paths.log("bpomp", "corpus"),
     params:
+        stamp=bpomp_stamp("bpomp_corpus"),
         options=bpomp_corpus_options(),
     threads: 1
     shell:
-        "poeval bpomp corpus {input:q} {params.options} --out {output.limericks:q} --report {output.report:q} > {log:q} 2>&1"
+        "poeval bpomp corpus {input:q} {params.options} --out {output.limericks:q} --report {output.report:q}"
+        " --stamp {params.stamp:q} > {log:q} 2>&1"
 
 
 rule bpomp_pairs:
@@ -35,11 +37,12 @@ rule bpomp_pairs:
     log:
         paths.log("bpomp", "pairs", "{task}"),
     params:
+        stamp=bpomp_stamp("bpomp_pairs"),
         options=bpomp_pairs_options,
     threads: 1
     shell:
         "poeval bpomp pairs {input.limericks:q} --task {wildcards.task:q} {params.options}"
-        " --out {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
+        " --out {output.pairs:q} --report {output.report:q} --stamp {params.stamp:q} > {log:q} 2>&1"
 
 
 rule train_mlm:
@@ -67,6 +70,7 @@ rule bpomp_score:
     log:
         paths.log("bpomp", "score", "{scorer}", "{task}"),
     params:
+        stamp=bpomp_stamp("bpomp_score"),
         model=bpomp_model,
         model_param=bpomp_model_param,
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
@@ -76,7 +80,8 @@ rule bpomp_score:
     shell:
         "poeval bpomp score {input.pairs:q} --model {params.model:q} --model-param {params.model_param:q}"
         " --kind {params.kind:q} --variant {params.variant:q}"
-        " {params.options} --threads {threads} --out {output.scores:q} --stats {output.stats:q} > {log:q} 2>&1"
+        " {params.options} --threads {threads} --out {output.scores:q} --stats {output.stats:q}"
+        " --stamp {params.stamp:q} > {log:q} 2>&1"
 
 
 rule bpomp_accuracy:
@@ -87,6 +92,7 @@ rule bpomp_accuracy:
     log:
         paths.log("bpomp", "accuracy", "{scorer}", "{task}"),
     params:
+        stamp=bpomp_stamp("bpomp_accuracy"),
         reps=BPOMP["bootstrap"]["reps"],
         seed=BPOMP["bootstrap"]["seed"],
         kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
@@ -96,7 +102,7 @@ rule bpomp_accuracy:
     shell:
         "poeval bpomp accuracy {input:q} --out {output:q} --bootstrap-reps {params.reps:q} --seed {params.seed:q}"
         " --scorer {wildcards.scorer:q} --kind {params.kind:q} --model-label {params.model:q}"
-        " --variant {params.variant:q} > {log:q} 2>&1"
+        " --variant {params.variant:q} --stamp {params.stamp:q} > {log:q} 2>&1"
 
 
 rule bpomp_bigrams:
@@ -120,11 +126,12 @@ rule bpomp_errors:
     log:
         paths.log("bpomp", "errors", "{scorer}"),
     params:
+        stamp=bpomp_stamp("bpomp_errors"),
         quantiles=BPOMP["errors"]["confidence_quantiles"],
     threads: 1
     shell:
         "poeval bpomp errors {input.scores:q} --bigrams {input.bigrams:q} --scorer {wildcards.scorer:q}"
-        " --quantiles {params.quantiles:q} --out {output:q} --quiet > {log:q} 2>&1"
+        " --quantiles {params.quantiles:q} --out {output:q} --quiet --stamp {params.stamp:q} > {log:q} 2>&1"
 
 
 rule bpomp_accuracy_table:

@@ -13,6 +13,8 @@ from poeval import config as poeval_config
 from poeval import params as poeval_params
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
+from poeval.report import figures as report_figures
+from poeval.report import recorded
 from poeval.report.figures import FIGURES
 from poeval.metrics.evaluate import SHARED_OPTIONS
 from poeval.generators import pretrained, registry, supplied
@@ -92,23 +94,9 @@ def is_supplied(system):
 SUPPLIED = [s for s in P["models"] if registry.is_supplied(P["models"][s])]
 
 
-def supplied_decodings(system, lang, decodings, every):
-    """The sample files of a samples system a table or figure shows: with ``every`` (the tables of one row
-    per decoding config, the sampling table) all of them; else those named like one of ``decodings``, or
-    else its first file, so that a system sampled elsewhere has its row beside the others."""
-    own = list(supplied.sample_files(P["models"][system], lang))
-    return own if every else [d for d in own if d in decodings] or own[:1]
-
-
 def system_decodings(system, decodings, lang, every=False):
-    """The decoding configs a system runs in ``lang``: the poetry-specific ports sample ancestrally only
-    (contrastive search is defined for the transformer generators); a samples system has its files'
-    (:func:`supplied_decodings`)."""
-    if is_supplied(system):
-        return supplied_decodings(system, lang, decodings, every)
-    if not is_poetic(system):
-        return list(decodings)
-    return [d for d in decodings if "penalty_alpha" not in P["decoding"][d]]
+    """The decoding configs a system runs in ``lang`` (:func:`poeval.generators.registry.system_decodings`)."""
+    return registry.system_decodings(P, system, decodings, lang, every)
 
 
 def system_langs(system):
@@ -262,21 +250,12 @@ def all_targets():
 
 # --- Figures (rules/tables.smk): one rule per entry of poeval.report.figures.FIGURES ----------------------
 
-# a samples system's kind (figures 5-9) is its params `kind`
-MODELS_OF = {s: {key: P["models"][s][key] for key in ("arch", "conditioned", "kind") if key in P["models"][s]}
-             for s in SYSTEMS}
+MODELS_OF = report_figures.models_of(P)   # a samples system's kind (figures 5-9) is its params `kind`
 FIGURE_SELECTION = P["figures"]   # figures 10-15: the one system each shows
 
 
 def figure_decodings(name):
-    """The decoding configs of a single-system figure's panels: params, or every configured one the
-    system runs."""
-    sel = FIGURE_SELECTION[name]
-    if sel["decodings"]:
-        return list(sel["decodings"])
-    if sel["system"] not in SYSTEMS:
-        return list(DECODINGS)
-    return system_decodings(sel["system"], DECODINGS, sel["lang"], every=True)
+    return report_figures.figure_decodings(P, name)
 
 
 def figure_cells(name):
@@ -299,12 +278,10 @@ def figure_cells(name):
 
 def figure_options(name):
     """`poeval figure` options: the systems' kinds (figures 5-9), or the one system and its panels."""
-    if FIGURES[name].kind:
-        return f"--models {shlex.quote(as_json(MODELS_OF))}"
-    if not FIGURES[name].single:
-        return ""
-    sel = FIGURE_SELECTION[name]
-    return shlex.join(["--system", sel["system"], "--lang", sel["lang"], "--decodings", *figure_decodings(name)])
+    models, sel = report_figures.figure_args(P, name)
+    if sel is not None:
+        return shlex.join(["--system", sel.system, "--lang", sel.lang, "--decodings", *sel.decodings])
+    return f"--models {shlex.quote(as_json(models))}" if models else ""
 
 
 def figure_shows(name):
@@ -326,6 +303,11 @@ BPOMP = P["bpomp"] if BPOMP_ENABLED else None
 BPOMP_SCORERS = {s["name"]: s for s in BPOMP["scorers"]} if BPOMP_ENABLED else {}
 BPOMP_TASKS = list(BPOMP["pairs"]["tasks"]) if BPOMP_ENABLED else []
 BPOMP_MLMS = list(BPOMP["mlm"]) if BPOMP_ENABLED else []
+
+
+def bpomp_stamp(rule):
+    """What a BPoMP step's ``--stamp`` records (poeval.report.recorded.bpomp_params: `poeval stale` compares it)."""
+    return lambda wc: as_json(recorded.bpomp_params(P, rule, getattr(wc, "scorer", None)))
 
 
 def bpomp_names_regex(names):

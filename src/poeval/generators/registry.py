@@ -147,3 +147,20 @@ def gpus(system: str) -> int:
     if system not in _systems:
         raise PoevalError(f"system {system!r} is not in the workflow's params models")
     return int(get(_systems[system]).device == "gpu")
+
+
+def system_decodings(params: dict, system: str, decodings: list[str], lang: str, every: bool = False) -> list[str]:
+    """The decoding configs ``system`` runs in ``lang`` (``params``: resolved): the poetry-specific ports
+    sample ancestrally only (contrastive search is defined for the transformer generators); a samples
+    system has its files': with ``every`` all of them, else those named like one of ``decodings``, or
+    else its first file, so that a system sampled elsewhere has its row beside the others."""
+    from poeval.generators.supplied import sample_files
+
+    model_cfg = params["models"][system]
+    if is_supplied(model_cfg):
+        own = list(sample_files(model_cfg, lang))
+        return own if every else [d for d in own if d in decodings] or own[:1]
+    if not is_poetic(model_cfg):
+        return list(decodings)
+    return [d for d in decodings if "penalty_alpha" not in params["decoding"][d]]
+

@@ -84,6 +84,7 @@ import numpy as np
 from poeval import config
 from poeval.errors import PoevalError
 from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.stamps import stamp
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
 LEVELS = {level: config.defaults("#/properties/metrics/properties/memorization")[level]
@@ -301,7 +302,8 @@ def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_p
     an earlier index or ``force``: :func:`poeval.io.check_out_dir`), with ``index.json`` naming the file's
     sha256 and its own files', so a cell refuses an index of another training split or one whose files were
     changed (:func:`poeval.io.cache_meta`)."""
-    meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {}}
+    meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {},
+            "provenance": stamp({"train": input_path}, {})}   # no params: `poeval stale` checks its input
     with atomic_dir(out_dir, "poeval index", INDEX_META, (input_path,), force) as tmp:
         for level, index in indexes.items():
             _write_text(tmp / f"{level}.units.txt", index.text)

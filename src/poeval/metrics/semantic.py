@@ -53,6 +53,7 @@ import numpy as np
 from poeval import hub
 from poeval.errors import PoevalError, first_line
 from poeval.io import atomic_write, check_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.stamps import stamp
 
 PARAM = "metrics.semantic.encoder"
 BACKEND_PARAM = "metrics.semantic.backend"
@@ -259,6 +260,8 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
         "normalized": True,
         "text": "verses joined with a single space",
         "input_sha256": file_sha256(src),
+        # the arguments as given (rule embed_reference), what `poeval stale` compares
+        "provenance": stamp({"quatrains": src}, {"encoder": encoder, "batch_size": batch_size, "backend": backend}),
         "skipped": dict(sorted(skipped.items())),
     })
 

@@ -53,6 +53,7 @@ import numpy as np
 from poeval import config
 from poeval.errors import PoevalError
 from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.stamps import stamp
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
 
@@ -184,15 +185,17 @@ def train(quatrains: Sequence[Sequence[str]], lang: str, options: Mapping | None
 
 
 def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | os.PathLike,
-               force: bool = False) -> dict:
+               options: Mapping | None = None, force: bool = False) -> dict:
     """Write ``model`` into ``out_dir`` (replaced atomically; module doc), recording the sha256 of the
-    training file ``input_path``; returns the ``topics.json`` written."""
+    training file ``input_path`` and, in its provenance stamp, ``options`` as received (params
+    ``metrics.topics``, what `poeval stale` compares); returns the ``topics.json`` written."""
     lda = model.lda
     empty = np.isnan(model.train_theta).any(axis=1)
     meta = {"format": FORMAT, "input_sha256": file_sha256(input_path), "lang": model.lang, "params": model.params,
             "num_topics": model.num_topics, "vocabulary_size": len(model.vocabulary),
             "n_train": int(len(empty)), "n_empty": int(empty.sum()),
-            "human_distribution": [round(float(v), 6) for v in np.nanmean(model.train_theta, axis=0)]}
+            "human_distribution": [round(float(v), 6) for v in np.nanmean(model.train_theta, axis=0)],
+            "provenance": stamp({"train": input_path}, {"lang": model.lang, "topics": dict(options or {})})}
     words = model.topic_words()
     rows = []
     for topic in range(model.num_topics):
@@ -238,7 +241,7 @@ def train_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike, la
     """Train on a training file, read as ``poeval evaluate`` reads its reference (so the rows of the training
     distributions are the rows a metric cell sees), and save the model; returns its ``topics.json``."""
     poems, _ = read_poems(quatrains_path)
-    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path, force)
+    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path, options, force)
 
 
 def numbers(theta: np.ndarray, human: np.ndarray) -> dict:

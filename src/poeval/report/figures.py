@@ -474,6 +474,41 @@ FIGURES: dict[str, Figure] = {
 }
 
 
+def models_of(params: dict) -> dict[str, dict]:
+    """{system: {arch, conditioned, kind}} of the run's systems, what figures 5-9 group by (a samples
+    system's kind is its params ``kind``); ``params``: resolved."""
+    return {s: {key: params["models"][s][key] for key in ("arch", "conditioned", "kind") if key in params["models"][s]}
+            for s in params["systems"]}
+
+
+def figure_decodings(params: dict, name: str) -> list[str]:
+    """The decoding configs of the panels of single-system figure ``name``: params
+    ``figures.<name>.decodings``, or every configured one the system runs."""
+    sel = params["figures"][name]
+    if sel["decodings"]:
+        return list(sel["decodings"])
+    if sel["system"] not in params["systems"]:
+        return list(params["decodings"])
+    return registry.system_decodings(params, sel["system"], params["decodings"], sel["lang"], every=True)
+
+
+def figure_params(models: dict | None, selection: Selection | None) -> dict:
+    """What a figure records it was drawn with (beside its cells): the systems' kinds, or its one system."""
+    if selection is not None:
+        return {"system": selection.system, "lang": selection.lang, "decodings": list(selection.decodings)}
+    return {"models": models} if models else {}
+
+
+def figure_args(params: dict, name: str) -> tuple[dict, Selection | None]:
+    """The ``models`` and :class:`Selection` that rule ``name`` passes `poeval figure` (``params``: resolved)."""
+    if FIGURES[name].kind:
+        return models_of(params), None
+    if not FIGURES[name].single:
+        return {}, None
+    sel = params["figures"][name]
+    return {}, Selection(sel["system"], sel["lang"], tuple(figure_decodings(params, name)))
+
+
 def make(name: str, paths: list[str], out: str, models: dict[str, dict] | None = None,
          selection: Selection | None = None):
     """Draw figure ``name`` from its cells into the PNG ``out`` (the CLI's and the workflow's entry).

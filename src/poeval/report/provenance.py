@@ -38,14 +38,14 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.paths import HUMAN, TRAIN
 from poeval.report.recorded import (corpus_params, dotted, metric_params, sample_params, split_params,
-                                    supplied_params, training_params)
+                                    supplied_params, table_params, training_params)
 # the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
 from poeval.stamps import code_revision, files_under, path_sha256
 
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
 # dvc.yaml stage whose params (in dvc.lock) feed each link of the chain.
-DVC_STAGE = {"metric params": "metrics", "decoding": "sample", "training params": "train", "corpus": "data"}
+DVC_STAGE = {"table": "tables", "metric params": "metrics", "decoding": "sample", "training params": "train", "corpus": "data"}
 
 
 # --- a table cell -------------------------------------------------------------------------------
@@ -543,6 +543,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     cfg = poeval_config.read(params_file, tuple(configfiles))
     t = _Tracer(base.resolve(), cfg, poeval_config.read(params_file) if configfiles else cfg)
     links, stamps = _cell_links(t, cell)
+    links.insert(0, _table_link(t, Path(table)))
     if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")
         t.file_entry(split, paths.train(cell.lang))
@@ -557,6 +558,17 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
             "column": cell.column, "value": cell.value, "family": cell.family, "key": cell.key, "scale": cell.scale,
             "chain": [vars(link) for link in links], "code": first.get("code"), "created": first.get("created"),
             "code_now": code_revision(), "stale": bool(reasons), "reasons": reasons}
+
+
+def _table_link(t: _Tracer, table: Path) -> Link:
+    """The table itself: the params its stamp (beside it) records against those its rule passes now."""
+    link = Link("table")
+    t.file_entry(link, table.resolve())
+    stamped = Path(paths.stamp_file(str(table)))
+    st = _stamp(read_json(stamped)) if stamped.is_file() else None
+    t.check_params(link, (st or {}).get("params"), table_params(t.config, table.stem), t.rel(stamped.resolve()))
+    link.built = _built(st)
+    return link
 
 
 def _default_root(table: Path) -> Path:

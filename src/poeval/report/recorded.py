@@ -71,3 +71,76 @@ def training_params(config: dict, system: str, lang: str) -> dict:
     model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
     model, training = training_params(model, config.get("training") or {})
     return {"model": model, "training": training}
+
+
+# --- what the steps without a stamp of their own record (:func:`poeval.stamps.write_stamp_file`, or a
+# "provenance" key of their cache's JSON); ``resolved``: params with the schema's defaults filled in
+
+
+def rhyme_label_params(lang: str) -> dict:
+    """What rhyme labels record (rule rhyme_labels: `poeval rhyme --meter`, labels in ``scheme``)."""
+    return {"lang": lang, "meter": True, "field": "scheme"}
+
+
+def sonnets_params(config: dict) -> dict:
+    """What the pseudo-sonnets' report records (rule pseudo_sonnets; the section resolved, as
+    :func:`poeval.generators.poetic.sonnets.write_sonnets` records it): ``config`` resolved."""
+    return {"sonnets": dotted(config, "poetic.sonnets")}
+
+
+def word2vec_params(config: dict) -> dict:
+    """What word2vec vectors record (rule word2vec)."""
+    return {"word2vec": dotted(config, "poetic.word2vec"), "sonnets": dotted(config, "poetic.sonnets")}
+
+
+def embeddings_params(resolved: dict, lang: str) -> dict:
+    """What reference embeddings record (rule embed_reference)."""
+    from poeval.config import for_lang
+
+    semantic = resolved["metrics"]["semantic"]
+    return {"encoder": for_lang(semantic["encoder"], lang), "batch_size": semantic["batch_size"],
+            "backend": semantic["backend"]}
+
+
+def topics_params(config: dict, lang: str) -> dict:
+    """What a topic model records (rule topic_model)."""
+    return {"lang": lang, "topics": config.get("metrics", {}).get("topics", {})}
+
+
+def table_params(config: dict, table: str) -> dict:
+    """What a table records (its rule): a family table its significance tests' params."""
+    from poeval.report.tables import FAMILY_OF_TABLE
+
+    return {"tests": config.get("metrics", {}).get("tests", {})} if table in FAMILY_OF_TABLE else {}
+
+
+def figure_record(resolved: dict, figure: str) -> dict:
+    """What a figure records (its rule): the systems' kinds, or its one system and panels."""
+    from poeval.report import figures
+
+    return figures.figure_params(*figures.figure_args(resolved, figure))
+
+
+# the sections of params bpomp that each BPoMP rule builds its command from
+BPOMP_SECTIONS = {"bpomp_corpus": ("corpus",), "bpomp_pairs": ("pairs",), "bpomp_score": ("score",),
+                  "bpomp_accuracy": ("bootstrap",), "bpomp_errors": ("errors",)}
+
+
+def bpomp_params(resolved: dict, rule: str, scorer: str | None = None) -> dict:
+    """What a BPoMP step records (its rule passes it as ``--stamp``): the sections of params ``bpomp`` (resolved)
+    that the rule reads, and the entry of its scorer."""
+    bpomp = resolved["bpomp"]
+    out = {name: bpomp[name] for name in BPOMP_SECTIONS[rule]}
+    if scorer is not None:
+        out["scorer"] = next((s for s in bpomp["scorers"] if s["name"] == scorer), None)
+    return out
+
+
+def adherence_cell_params(resolved: dict) -> dict:
+    """What a style-adherence cell records (rule adherence_cell)."""
+    return {"repetition": resolved["metrics"]["rhyme"]["repetition"]}
+
+
+def adherence_table_params(resolved: dict) -> dict:
+    """What the style-adherence table and figure record (rules style_adherence_table, _figure)."""
+    return {"schemes": resolved["style_adherence"]["schemes"]}

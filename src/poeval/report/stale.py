@@ -11,29 +11,34 @@ downstream of a forced job. An artifact whose own stamp agrees but one of whose 
 rebuilt by a stale one (the metric cells of a samples system whose sample file changed) is listed too, so
 that `poeval stale` names everything the change will rebuild that carries a stamp.
 
-Artifacts without a stamp of this kind (tables, figures, labels, embeddings, BPoMP and adherence files)
-are left to Snakemake: they are rebuilt when an input is rebuilt (mtime), not when only their params
-change.
+The steps whose outputs cannot hold a stamp (tables, figures, rhyme labels, word2vec vectors) write one
+beside them (:func:`poeval.paths.stamp_file`); the caches (embeddings, memorization index, topic model)
+keep theirs in their JSON. A table or figure records its cells as its inputs, so a rebuilt cell lists it too.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from poeval import paths
+from poeval.config import fill
 from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
 from poeval.report.provenance import param_diffs
-from poeval.report.recorded import (corpus_params, metric_params, sample_params, split_params, supplied_params,
-                                    training_params)
+from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
+                                    dotted, embeddings_params, figure_record, metric_params, rhyme_label_params,
+                                    sample_params, sonnets_params, split_params, supplied_params, table_params,
+                                    topics_params, training_params, word2vec_params)
 from poeval.stamps import code_revision, path_sha256
 
 
@@ -53,15 +58,92 @@ class Kind:
     applies: Callable[[dict, dict], bool] = lambda c, w: True   # whether a matched file is this rule's
     # what the rule writes besides ``output``, which the stamps of later steps name as their inputs
     products: Callable[..., tuple[str, ...]] = lambda **w: ()
+    resolved: bool = False   # ``current`` reads the params with the schema's defaults filled in
 
 
 def _supplied(config: dict, w: dict) -> bool:
     return is_supplied(config.get("models", {}).get(w["system"]) or {})
 
 
+def _families(config: dict) -> set[str]:
+    return set(dotted(config, "metrics.families") or ())
+
+
+def _in_stamp_file(output: Callable[..., str]) -> Callable[..., str]:
+    """The stamp file beside ``output``'s path, a function of the same wildcards (paths.pattern reads them)."""
+    @functools.wraps(output)
+    def stamped(*args: str, **wildcards: str) -> str:
+        return paths.stamp_file(output(*args, **wildcards))
+    return stamped
+
+
+def _cache_meta(directory: Callable[..., str], name: str) -> Callable[..., str]:
+    """The file ``name`` inside the directory ``directory`` gives, a function of the same wildcards."""
+    @functools.wraps(directory)
+    def inside(*args: str, **wildcards: str) -> str:
+        return f"{directory(*args, **wildcards)}/{name}"
+    return inside
+
+
+def _bpomp(config: dict, w: dict) -> bool:
+    """Whether BPoMP runs, with the scorer of the path (a scorer dropped from params is not rebuilt)."""
+    bpomp = config.get("bpomp") or {}
+    return bool(bpomp.get("enabled")) and ("scorer" not in w or w["scorer"] in {s["name"] for s in bpomp["scorers"]})
+
+
+def _bpomp_kinds() -> tuple[Kind, ...]:
+    """The BPoMP steps (their rule passes what they record as --stamp) and the scratch masked LMs."""
+    steps = {"bpomp_corpus": paths.limericks, "bpomp_pairs": paths.bpomp_pairs, "bpomp_score": paths.bpomp_scores,
+             "bpomp_accuracy": paths.bpomp_accuracy, "bpomp_errors": paths.bpomp_errors}
+    mlm = Kind("train_mlm", _cache_meta(paths.mlm_dir, "training_log.json"),
+               paths.mlm_dir, lambda c, w: {"mlm": ((c.get("bpomp") or {}).get("mlm") or {}).get(w["mlm"])},
+               lambda c, w: bool((c.get("bpomp") or {}).get("enabled")))
+    return (mlm, *(Kind(rule, _in_stamp_file(path), path, lambda c, w, r=rule: bpomp_params(c, r, w.get("scorer")),
+                        _bpomp, resolved=True) for rule, path in steps.items()))
+
+
+def _adherence(config: dict, w: dict) -> bool:
+    """Whether style adherence compares a pair (with the system of the path in it)."""
+    from poeval.metrics.adherence import pairs
+
+    compared = pairs(config)
+    return bool(compared) and ("system" not in w or w["system"] in {*compared, *compared.values()})
+
+
+def _adherence_kinds() -> tuple[Kind, ...]:
+    """The style-adherence cells, table and figure (when params name a pair to compare)."""
+    return (Kind("adherence_cell", _in_stamp_file(paths.adherence_cell), paths.adherence_cell,
+                 lambda c, w: adherence_cell_params(c), _adherence, resolved=True),
+            *(Kind(f"style_adherence_{action}", _in_stamp_file(partial(path, "style_adherence")),
+                   partial(path, "style_adherence"), lambda c, w: adherence_table_params(c), _adherence,
+                   resolved=True)
+              for action, path in (("table", paths.table), ("figure", paths.figure))))
+
+
+def _report_kinds() -> tuple[Kind, ...]:
+    """One kind per table and figure rule (each is a rule of its own, named after it)."""
+    from poeval.report.figures import FIGURES
+    from poeval.report.tables import FAMILY_OF_TABLE, table_families
+
+    tables = [Kind(name, _in_stamp_file(partial(paths.table, name)), partial(paths.table, name),
+                   lambda c, w, n=name: table_params(c, n),
+                   lambda c, w, n=name: n not in FAMILY_OF_TABLE or set(table_families(n)) <= _families(c))
+              for name in ("table1", "table4", "sampling", *FAMILY_OF_TABLE)]
+    figures = [Kind(name, _in_stamp_file(partial(paths.figure, name)), partial(paths.figure, name),
+                    lambda c, w, n=name: figure_record(c, n), lambda c, w, n=name: FIGURES[n].family in _families(c),
+                    resolved=True)
+               for name in FIGURES]
+    return (*tables, *figures)
+
+
+# in DAG order (stale_outputs): the data steps, checkpoints, samples, caches, cells, then tables and figures
 KINDS = (
     Kind("quatrains", paths.corpus_report, paths.corpus_report, lambda c, w: corpus_params(c, w["lang"])),
+    Kind("rhyme_labels", _in_stamp_file(paths.labelled), paths.labelled, lambda c, w: rhyme_label_params(w["lang"])),
     Kind("split", paths.split_report, paths.split_report, lambda c, w: split_params(c)),
+    Kind("pseudo_sonnets", paths.sonnets_report, paths.sonnets, lambda c, w: sonnets_params(c),
+         products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w)), resolved=True),
+    Kind("word2vec", _in_stamp_file(paths.word2vec), paths.word2vec, lambda c, w: word2vec_params(c)),
     Kind("import_pretrained", _import_json, paths.pretrained, lambda c, w: {"source": w["release"]}),
     Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
     Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"]),
@@ -69,8 +151,17 @@ KINDS = (
     Kind("import_samples", paths.stats, paths.stats,
          lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]), _supplied,
          lambda **w: (paths.samples(**w),)),
+    Kind("embed_reference", paths.embeddings_meta, paths.embeddings,
+         lambda c, w: embeddings_params(c, w["lang"]), resolved=True),
+    Kind("memorization_index", _cache_meta(paths.memorization_index, "index.json"), paths.memorization_index,
+         lambda c, w: {}),
+    Kind("topic_model", _cache_meta(paths.topic_model, "topics.json"), paths.topic_model,
+         lambda c, w: topics_params(c, w["lang"])),
     Kind("metric_cell", paths.cell, paths.cell,
          lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
+    *_bpomp_kinds(),
+    *_adherence_kinds(),
+    *_report_kinds(),
 )
 RULES = {kind.rule: kind for kind in KINDS}
 
@@ -152,12 +243,16 @@ def stale_outputs(config: dict, root: str | os.PathLike = ".", rules: list[str] 
     root = Path(root)
     hashes = _Hashes(root)
     stale, rebuilt = [], set()
+    filled = None
     for kind in KINDS:
         for stamped, w in _matches(kind, root):
             if not (_in_run(config, w) and kind.applies(config, w)):
                 continue
+            if kind.resolved and filled is None:
+                filled = fill(config)
+            current = kind.current(filled if kind.resolved else config, w)
             stamp = read_json(root / stamped).get("provenance")
-            reasons = _reasons(stamp, kind.current(config, w), hashes, code) + _upstream(stamp, rebuilt)
+            reasons = _reasons(stamp, current, hashes, code) + _upstream(stamp, rebuilt)
             if not reasons:
                 continue
             rebuilt.update((kind.output(**w), *kind.products(**w)))

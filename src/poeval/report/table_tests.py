@@ -33,7 +33,9 @@ TESTS = {
     "topics": [("dominant_topics", "counts", "counts")],
     "diversity": [("self_bleu", "per_poem", "per_poem.self_bleu")],
 }
-COLUMNS = ["lang", "system", "decoding", "measure", "test", "statistic", "p", "p_holm", "n", "n_human"]
+# permutations: how many random permutations gave p (all: every split was enumerated; NA: an asymptotic
+# p), so that a tests table says what it was built with
+COLUMNS = ["lang", "system", "decoding", "measure", "test", "statistic", "p", "p_holm", "n", "n_human", "permutations"]
 
 
 def _values(cell: dict, family: str, kind: str, key: str):
@@ -78,6 +80,12 @@ def _p(value) -> str:
     return NA if value is None else f"{value:.4g}"
 
 
+def _permutations(result: dict, permutations: int) -> str:
+    if result.get("test") == "chi2-permutation" or (result.get("test") == "permutation" and not result["exact"]):
+        return str(permutations)
+    return "all" if result.get("test") == "permutation" else NA
+
+
 def tests_rows(cells: list[dict], family: str, permutations: int, seed: int) -> list[list[str]]:
     """The rows of the tests table for merged cell documents in input order."""
     if family not in TESTS:
@@ -96,7 +104,8 @@ def tests_rows(cells: list[dict], family: str, permutations: int, seed: int) -> 
             sample = _values(cell, family, kind, key)
             human = _pool(kind, [_values(h, family, kind, key) for h in others])
             results.append((c, None if not sample or not human else run_test(kind, sample, human, permutations, seed)))
-        rows += _holm_rows(measure, results)
+        counts = [_permutations(r or {}, permutations) for _, r in results]
+        rows += [row + [count] for row, count in zip(_holm_rows(measure, results), counts)]
     return rows
 
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -52,8 +51,8 @@ from typing import Sequence
 import numpy as np
 
 from poeval import hub
-from poeval.errors import PoevalError, first_line
-from poeval.io import atomic_write, file_sha256, read_poems, write_json
+from poeval.errors import PoevalError
+from poeval.io import atomic_write, file_sha256, load_npy, read_json_object, read_poems, write_json
 
 PARAM = "metrics.semantic.encoder"
 BACKEND_PARAM = "metrics.semantic.backend"
@@ -156,7 +155,7 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None, ba
     except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
         raise PoevalError(
             f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (give a local sentence-transformers "
-            f"folder, a hub id in the Hugging Face cache, or \"default\"): {first_line(err)}") from None
+            f"folder, a hub id in the Hugging Face cache, or \"default\"): {hub.load_problem(err, resolved)}") from None
 
 
 def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,
@@ -274,8 +273,8 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
     if not npy.exists() or not side.exists():
         raise PoevalError(f"reference embeddings not found: {npy} (and its sidecar {side.name}); "
                           "create them with embed_file")
-    meta = json.loads(side.read_text("utf-8"))
-    emb = np.load(npy, mmap_mode="r", allow_pickle=False)
+    meta = read_json_object(side)
+    emb = load_npy(npy, "recreate it with embed_file")
     if emb.ndim != 2 or emb.shape != (meta.get("n"), meta.get("dim")):
         raise PoevalError(f"{npy}: shape {emb.shape} does not match its sidecar (n={meta.get('n')}, "
                           f"dim={meta.get('dim')}); recreate it")

@@ -96,7 +96,7 @@ def _gguf_header(tensors: int, kvs: int, tail: bytes = b"") -> bytes:
 
 @pytest.mark.parametrize("header, what", [
     (_gguf_header(2 ** 60, 2 ** 60), "tensor count"),
-    (_gguf_header(0, 1, struct.pack("<Q", 2 ** 62)), "string length"),
+    (_gguf_header(0, 1, struct.pack("<Q", 2 ** 62)), "key length"),
     (_gguf_header(0, 1, struct.pack("<Q", 1) + b"k" + struct.pack("<IIQ", 9, 4, 2 ** 61)), "array length"),
 ])
 def test_a_gguf_with_huge_counts_is_refused_before_allocating(tmp_path, capsys, header, what):

@@ -274,3 +274,17 @@ def test_an_error_quotes_at_most_a_bounded_value(tmp_path, capsys):
     assert _validate(tmp_path, "languages: " + "x" * 100000 + "\n") == 2
     err = capsys.readouterr().err
     assert len(err) < 1000 and "more characters)" in err and "languages" in err, err[:1000]
+
+
+def test_a_negative_syllable_gap_is_refused(tmp_path, capsys):
+    """A short line "at least -3 syllables shorter" than a long one is no limerick rule."""
+    assert _validate(tmp_path, "bpomp:\n  corpus:\n    min_syllable_gap: -3\n") == 2
+    assert "bpomp.corpus.min_syllable_gap" in capsys.readouterr().err
+    _usage_error(capsys, ["bpomp", "corpus", "l.txt", "--format", "fortune", "--out", "o.jsonl",
+                          "--min-syllable-gap", "-3"], "--min-syllable-gap")
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
+def test_a_confidence_quantile_outside_0_1_is_refused(capsys, value):
+    _usage_error(capsys, ["bpomp", "errors", "s.jsonl", "--bigrams", "b.json", "--quantiles", "0.5", value],
+                 "--quantiles", value)

@@ -42,6 +42,17 @@ positive_int = _int_at_least(1)   # sizes and thread counts
 seed_int = _int_at_least(*config.seed_range())
 
 
+def quantile(text: str) -> float:
+    """An argparse type: a confidence cut-off, a quantile in [0, 1) (params bpomp.errors.confidence_quantiles)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < 1:   # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text}")
+    return value
+
+
 def add_lang(parser: argparse.ArgumentParser, **kwargs) -> None:
     """``--lang``, one of the languages poeval supports (:func:`poeval.config.languages`)."""
     parser.add_argument("--lang", choices=config.languages(), **kwargs)

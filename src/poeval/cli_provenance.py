@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from poeval.cli_args import add_lang, positive_int, seed_int
 from poeval.errors import PoevalError
 
 
@@ -54,7 +55,7 @@ def parser_provenance(sub) -> None:
     p.add_argument("--row",
                    help="system name (HUMAN for the human samples' row, 'HUMAN (train)' for the whole training set)")
     p.add_argument("--column", help="column name in the table header, e.g. mattr_pct")
-    p.add_argument("--lang", help="language of the row, when the table has several")
+    add_lang(p, help="language of the row, when the table has several")
     p.add_argument("--decoding", help="decoding config of the row (tables with a row per decoding)")
     p.add_argument("--root", help="working directory of the run (default: the one holding results/tables/)")
     p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
@@ -65,8 +66,8 @@ def parser_provenance(sub) -> None:
     p.add_argument("--recompute", action="store_true",
                    help="rerun the evaluation of each cell behind the number(s) from its stamped inputs and params; "
                         "exit with status 3 when any number differs")
-    p.add_argument("--sample", type=int, metavar="K", help="with --recompute: K numbers of the table drawn at random")
-    p.add_argument("--seed", type=int, default=1, help="seed of --sample")
+    p.add_argument("--sample", type=positive_int, metavar="K", help="with --recompute: K numbers of the table drawn at random")
+    p.add_argument("--seed", type=seed_int, default=1, help="seed of --sample")
     p.set_defaults(func=cmd_provenance)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, quote
 
 
 def schema() -> dict:
@@ -153,10 +153,7 @@ def read(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()
         p = Path(p)
         if not p.is_file():
             raise PoevalError(f"config file not found: {p}")
-        try:
-            loaded = yaml.safe_load(p.read_text("utf-8")) or {}
-        except yaml.YAMLError as err:
-            raise PoevalError(f"{p}: not valid YAML ({err})") from None
+        loaded = _load_yaml(p)
         if not isinstance(loaded, dict):
             raise PoevalError(f"{p}: the top level must be a mapping")
         merged = merge(merged, loaded)
@@ -164,6 +161,35 @@ def read(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()
     if problems:
         raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
     return merged
+
+
+# The most values a params file may hold once its aliases are expanded: paper.yaml's shared blocks expand to
+# hundreds, a 300-byte alias bomb to millions (and an error quoting it to megabytes).
+MAX_YAML_VALUES = 100_000
+
+
+def _load_yaml(path: Path) -> Any:
+    text = path.read_text("utf-8")
+    try:
+        size = _expanded_size(yaml.compose(text, Loader=yaml.SafeLoader), {})
+        if size > MAX_YAML_VALUES:
+            raise PoevalError(f"{path}: its YAML aliases (*name) expand to {size} values, more than "
+                              f"{MAX_YAML_VALUES}; write the values out")
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise PoevalError(f"{path}: not valid YAML ({err})") from None
+    except RecursionError:
+        raise PoevalError(f"{path}: YAML nested too deeply") from None
+
+
+def _expanded_size(node, memo: dict) -> int:
+    """How many values ``node`` stands for with every alias expanded; an alias is the same node object,
+    so ``memo`` counts each node once however often it is repeated."""
+    if id(node) not in memo:
+        children = node.value if isinstance(node.value, list) else []
+        items = [v for pair in children for v in pair] if isinstance(node, yaml.MappingNode) else children
+        memo[id(node)] = 1 + sum(_expanded_size(child, memo) for child in items)
+    return memo[id(node)]
 
 
 def _key(path) -> str:
@@ -180,7 +206,7 @@ def _describe(err: jsonschema.ValidationError, prefix: list | tuple = ()) -> str
         return f"unknown key {names}{hint}"
     if err.validator == "required":
         return f"missing key in {_key(path)}: {err.message}"
-    return f"key {_key(path)}: {err.message}"
+    return f"key {_key(path)}: {err.message.replace(repr(err.instance), quote(err.instance))}"
 
 
 def schema_problems(config: Any) -> list[str]:
@@ -277,6 +303,17 @@ def for_lang(value: Any, lang: str) -> Any:
 def model_for_lang(model: dict, lang: str) -> dict:
     """A ``models`` entry with its per-language keys (checkpoint, tokenizer) resolved for ``lang``."""
     return {key: for_lang(value, lang) if key in PER_LANG_MODEL_KEYS else value for key, value in model.items()}
+
+
+def languages() -> list[str]:
+    """The languages poeval supports: the schema's ``languages`` items."""
+    return list(_schema()["properties"]["languages"]["items"]["enum"])
+
+
+def seed_range() -> tuple[int, int]:
+    """The seeds a seeded step takes (numpy's: 0 <= seed < 2**32), as the schema's ``$defs/seed`` bounds them."""
+    node = _schema()["$defs"]["seed"]
+    return node["minimum"], node["maximum"]
 
 
 def section_defaults(section: str) -> dict:

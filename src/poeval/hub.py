@@ -16,9 +16,10 @@ outside the CLI stays offline too.
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 
 ONLINE_ENV = "POEVAL_ONLINE"
 
@@ -70,3 +71,19 @@ def resolve(ref: object, key: str, what: str = "model") -> str:
         return ref
     raise PoevalError(f"cannot load {what} {ref!r} given by {key}: it is neither a local folder nor in the "
                       f"local Hugging Face cache, and poeval downloads nothing unless {ONLINE_ENV}=1 is set")
+
+
+# What ``from_pretrained`` raises for a folder or file it cannot load; an UnpicklingError is a pickled
+# ``pytorch_model.bin`` that torch's weights_only loader refuses (it would run code), not a crash.
+LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, pickle.UnpicklingError)
+
+
+def load_problem(err: BaseException, ref: object) -> str:
+    """One line saying why ``from_pretrained`` (or ``torch.load``) failed; a refused pickle names the
+    checkpoint's pickled files (``ref`` a folder) or the file (``ref`` a file)."""
+    if not isinstance(err, pickle.UnpicklingError):
+        return first_line(err)
+    path = Path(str(ref))
+    pickles = sorted(p.name for p in path.glob("*.bin")) if path.is_dir() else [path.name] if path.is_file() else []
+    return (f"{', '.join(pickles) or 'its weights'}: a pickle that torch's safe loader (weights_only) refuses, "
+            "so it is not loaded; give the weights as model.safetensors")

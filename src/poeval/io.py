@@ -4,12 +4,14 @@ so an interrupted job never leaves a half-written output behind."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import zipfile
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -33,9 +35,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _raise_write_error(err, path)
         raise
 
 
@@ -92,9 +95,20 @@ def atomic_dir(path: str | os.PathLike, command: str, marker: str, inputs: Itera
         os.replace(tmp, path)
         if old is not None:
             shutil.rmtree(old)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        _raise_write_error(err, path)
         raise
+
+
+# What a full disk, a quota or a file-size limit raise while writing: the user's to fix, said in one line.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS})
+
+
+def _raise_write_error(err: BaseException, path: Path) -> None:
+    """A write that the disk refused as one PoevalError naming ``path``; any other error is left as it is."""
+    if isinstance(err, OSError) and err.errno in WRITE_ERRNOS:
+        raise PoevalError(f"cannot write {path}: {err.strerror}") from None
 
 
 def _umask() -> int:
@@ -127,16 +141,47 @@ def _decode(raw: bytes, path: Path, lineno: int) -> str:
     return text.removeprefix("\ufeff") if lineno == 1 else text
 
 
+# Caps on what a reader takes in, so that a gzip bomb stops with an error instead of filling memory. No real
+# input comes near them: a poem's JSON line is under 100 kB, a corpus a few GB at most. Raised through the
+# environment (docs/inputs-errors.md).
+MAX_LINE_BYTES = ("POEVAL_MAX_LINE_BYTES", 64 << 20)      # 64 MiB per line
+MAX_INPUT_BYTES = ("POEVAL_MAX_INPUT_BYTES", 64 << 30)    # 64 GiB per file, decompressed
+
+
+def _cap(setting: tuple[str, int]) -> int:
+    name, default = setting
+    value = os.environ.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise PoevalError(f"{name}={value!r}: expected a positive number of bytes")
+    return int(value)
+
+
 def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(line number, text) of a (optionally gzipped) UTF-8 text file; bad bytes are reported with the
-    number of the line that holds them (decoding line by line, not in buffered blocks)."""
+    number of the line that holds them (decoding line by line, not in buffered blocks). A line longer than
+    :data:`MAX_LINE_BYTES`, or a file longer than :data:`MAX_INPUT_BYTES` (decompressed), is an error."""
     path = input_file(path)
+    line_cap, total_cap = _cap(MAX_LINE_BYTES), _cap(MAX_INPUT_BYTES)
+    total = 0
     with _open_binary(path) as handle:
         try:
-            for lineno, raw in enumerate(handle, 1):
+            for lineno, raw in enumerate(iter(lambda: handle.readline(line_cap + 1), b""), 1):
+                total += len(raw)
+                _check_caps(path, lineno, raw, line_cap, total, total_cap)
                 yield lineno, _decode(raw, path, lineno)
         except (OSError, EOFError, zlib.error) as err:   # a truncated or corrupt gzip stream
             raise PoevalError(f"{path}: cannot be read ({err})") from None
+
+
+def _check_caps(path: Path, lineno: int, raw: bytes, line_cap: int, total: int, total_cap: int) -> None:
+    if len(raw) > line_cap:
+        raise PoevalError(f"{path}: line {lineno}: longer than {line_cap} bytes "
+                          f"(the cap {MAX_LINE_BYTES[0]} raises)")
+    if total > total_cap:
+        raise PoevalError(f"{path}: more than {total_cap} bytes (decompressed) at line {lineno} "
+                          f"(the cap {MAX_INPUT_BYTES[0]} raises)")
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
@@ -260,6 +305,36 @@ def cache_meta(meta_path: str | os.PathLike, fmt: str, input_path: str | os.Path
         raise PoevalError(f"{meta_path.parent} was built from a different version of {input_path}; "
                           f"rebuild it with `{command}`")
     return meta
+
+
+def load_npz(path: str | os.PathLike, keys: Sequence[str], rebuild: str) -> dict:
+    """The arrays ``keys`` of a cache's ``.npz`` file (no pickles), or one error naming the file when it is
+    missing, truncated or lacks one; ``rebuild`` says how to make it again."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return {key: arrays[key] for key in keys}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        raise PoevalError(f"{path}: cannot read the cached arrays ({first_line(err)}); {rebuild}") from None
+
+
+def load_npy(path: str | os.PathLike, rebuild: str):
+    """A cache's ``.npy`` array, memory-mapped (no pickles), or one error naming the file."""
+    import numpy as np
+
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise PoevalError(f"{path}: cannot read the cached array ({first_line(err)}); {rebuild}") from None
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """:func:`read_json` of a file that must hold one JSON object (a cache's metadata, a manifest)."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise PoevalError(f"{path}: expected a JSON object, got {_json_kind(value)}")
+    return value
 
 
 def _check_quatrain(lines) -> str | None:

@@ -90,9 +90,9 @@ def load(name_or_path: str):
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=hub.local_files_only())
         model = AutoModel.from_pretrained(path, local_files_only=hub.local_files_only()).eval()
-    except (OSError, ValueError) as e:
+    except hub.LOAD_ERRORS as e:
         raise PoevalError(f"{PARAM}={name_or_path!r}: cannot load a transformers encoder "
-                          f"from {path!r} ({e})") from None
+                          f"from {path!r} ({hub.load_problem(e, path)})") from None
     if not tok.is_fast:
         raise PoevalError(f"{PARAM}={name_or_path!r}: needs a fast tokenizer (character offsets)")
     return model, tok

@@ -20,7 +20,7 @@ import contextlib
 from typing import Sequence
 
 from poeval import hub, io
-from poeval.errors import PoevalError, first_line
+from poeval.errors import PoevalError
 from poeval.generators.checkpoint import load, max_positions, orient, text_bounds, verse_order
 
 KINDS = ("causal", "masked")
@@ -38,9 +38,9 @@ def load_masked(name_or_path: str, key: str = "model"):
     try:
         tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
         model = AutoModelForMaskedLM.from_pretrained(ref, local_files_only=hub.local_files_only())
-    except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+    except hub.LOAD_ERRORS as err:
         raise PoevalError(f"cannot load masked language model {name_or_path!r} given by {key}: "
-                          f"{first_line(err)}") from None
+                          f"{hub.load_problem(err, ref)}") from None
     return model.eval(), tok
 
 

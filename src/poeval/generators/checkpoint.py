@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval import hub
-from poeval.errors import PoevalError, first_line
-from poeval.io import read_json
+from poeval.errors import PoevalError
+from poeval.io import read_json_object
 
 VERSE_ORDER = "poeval_verse_order"   # the checkpoint config's key for the model's verse order
 MANIFEST = "poeval_model.json"       # a poetry port's checkpoint: {"arch", "config", "vocab"}
@@ -21,7 +21,13 @@ def port_arch(model_dir: str | Path) -> str | None:
     """The arch a poetry port's checkpoint names in its manifest; None for any other directory (a
     transformers checkpoint, trained by :mod:`poeval.generators.lm` or imported)."""
     manifest = Path(model_dir) / MANIFEST
-    return read_json(manifest)["arch"] if manifest.is_file() else None
+    if not manifest.is_file():
+        return None
+    arch = read_json_object(manifest).get("arch")
+    if not isinstance(arch, str) or not arch:
+        raise PoevalError(f"{manifest}: no 'arch' (the poetry port that wrote the checkpoint); "
+                          "retrain it or restore the file")
+    return arch
 
 
 def orient(verses: list[str], order: str) -> list[str]:
@@ -71,7 +77,7 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
     from poeval.generators import pretrained
 
     def fail(ref: str, where: str, what: str, err: Exception):
-        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {first_line(err)}")
+        return PoevalError(f"cannot load {what} {ref!r} given by {where}: {hub.load_problem(err, ref)}")
 
     local = hub.local_files_only()
     model = tok = None
@@ -83,12 +89,12 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
     if tok is None:
         try:
             tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
-        except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        except hub.LOAD_ERRORS as err:
             raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
     if model is None:
         try:
             model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
-        except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
+        except hub.LOAD_ERRORS as err:
             raise fail(model_ref, model_key, "model", err) from None
     if tok.eos_token_id is None:
         raise PoevalError(f"model {str(tok_ref)!r} ({tok_key}): its tokenizer has no EOS token")

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from poeval import paths
+from poeval.generators import gguf_header
 from poeval.errors import PoevalError, first_line
 from poeval.io import check_out_dir, read_json
 from poeval.packages import verified_file
@@ -150,6 +151,7 @@ def gguf_tokenizer(path: Path, where: str):
     from transformers import AutoTokenizer
 
     _needs_gguf(where)
+    gguf_header.check(path, where)   # read first by every GGUF reader here: its counts bounded before they allocate
     try:
         return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     except (OSError, ValueError, KeyError, RuntimeError) as err:

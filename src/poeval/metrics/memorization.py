@@ -83,7 +83,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, read_poems, write_json
 from poeval.stamps import stamp
 
 # Ratcliff-Obershelp thresholds per level, from the params schema (metrics.memorization)
@@ -327,8 +327,7 @@ def load_index(index_dir: str | os.PathLike, levels: Sequence[str],
         info = meta["levels"].get(level)
         if info is None:
             raise PoevalError(f"{index_dir} has no {level!r} level (it has {sorted(meta['levels'])}); rebuild it")
-        with np.load(index_dir / f"{level}.npz", allow_pickle=False) as arrays:
-            parts = {key: arrays[key] for key in arrays.files}
+        parts = load_npz(index_dir / f"{level}.npz", ("lengths", "first", "inverse"), "rebuild it with `poeval index`")
         projections = [_read_text(index_dir / f"{level}.class{k}.txt").split(_separator(cls)) if len(parts["lengths"])
                        else [] for k, cls in enumerate(info["classes"])]
         out[level] = Index(info["classes"], _read_text(index_dir / f"{level}.units.txt"), parts["lengths"],

@@ -51,8 +51,8 @@ from typing import Sequence
 import numpy as np
 
 from poeval import hub
-from poeval.errors import PoevalError, first_line
-from poeval.io import atomic_write, check_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.errors import PoevalError
+from poeval.io import atomic_write, check_sha256, file_sha256, load_npy, read_json_object, read_poems, write_json
 from poeval.stamps import stamp
 
 PARAM = "metrics.semantic.encoder"
@@ -157,7 +157,7 @@ def load_encoder(name_or_path: str = "default", *, device: str | None = None, ba
     except Exception as err:  # noqa: BLE001 - transformers/hub raise many types; all mean "cannot load"
         raise PoevalError(
             f"cannot load sentence encoder {name_or_path!r} given by {PARAM} (give a local sentence-transformers "
-            f"folder, a hub id in the Hugging Face cache, or \"default\"): {first_line(err)}") from None
+            f"folder, a hub id in the Hugging Face cache, or \"default\"): {hub.load_problem(err, resolved)}") from None
 
 
 def embed(texts: Sequence[str], encoder="default", *, batch_size: int = 16, progress: bool = True,
@@ -279,11 +279,9 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
     if not npy.exists() or not side.exists():
         raise PoevalError(f"reference embeddings not found: {npy} (and its sidecar {side.name}); "
                           "create them with embed_file")
-    meta = read_json(side)
-    if not isinstance(meta, dict):
-        raise PoevalError(f"{side}: expected a JSON object (the sidecar of {npy.name}); recreate it with `{EMBED}`")
+    meta = read_json_object(side)
     check_sha256(npy, meta.get("sha256"), side, EMBED)
-    emb = np.load(npy, mmap_mode="r", allow_pickle=False)
+    emb = load_npy(npy, f"recreate it with `{EMBED}`")
     if emb.ndim != 2 or emb.shape != (meta.get("n"), meta.get("dim")):
         raise PoevalError(f"{npy}: shape {emb.shape} does not match its sidecar (n={meta.get('n')}, "
                           f"dim={meta.get('dim')}); recreate it")

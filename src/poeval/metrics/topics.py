@@ -52,7 +52,7 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, read_poems, write_json
 from poeval.stamps import stamp
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
@@ -223,10 +223,9 @@ def load_model(model_dir: str | os.PathLike, input_path: str | os.PathLike | Non
         raise PoevalError(f"{model_dir} was trained with params {meta['params']}, not {resolve(options)} "
                           f"(metrics.topics); retrain it")
     vocabulary = read_json(model_dir / "vocabulary.json")
-    with np.load(model_dir / "model.npz", allow_pickle=False) as arrays:
-        sstats, alpha, eta = arrays["sstats"], arrays["alpha"], arrays["eta"]
-    with np.load(model_dir / "train.npz", allow_pickle=False) as arrays:
-        theta = arrays["theta"]
+    retrain = "retrain it with `poeval topics`"
+    sstats, alpha, eta = load_npz(model_dir / "model.npz", ("sstats", "alpha", "eta"), retrain).values()
+    theta = load_npz(model_dir / "train.npz", ("theta",), retrain)["theta"]
     if sstats.shape != (meta["num_topics"], len(vocabulary)):
         raise PoevalError(f"{model_dir}: its arrays do not fit its vocabulary; retrain it")
     lda = LdaModel(num_topics=meta["num_topics"], id2word=dict(enumerate(vocabulary)), alpha=alpha, eta=eta,

@@ -17,10 +17,10 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from poeval import config
+from poeval import config, hub
 from poeval.errors import PoevalError
 from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
-from poeval.io import read_json, read_jsonl, write_json
+from poeval.io import read_json_object, read_jsonl, write_json
 from poeval.text import verse_end, verse_problem
 
 WEIGHTS = "weights.pt"
@@ -317,7 +317,11 @@ def load_manifest(model_dir: str | Path) -> dict:
     model_dir = Path(model_dir)
     if not is_checkpoint(model_dir):
         raise PoevalError(f"{model_dir} is not a poetry-generator checkpoint (no {MANIFEST})")
-    return read_json(model_dir / MANIFEST)
+    manifest = read_json_object(model_dir / MANIFEST)
+    missing = [key for key in ("arch", "config", "vocab") if key not in manifest]
+    if missing:
+        raise PoevalError(f"{model_dir / MANIFEST}: no {', '.join(map(repr, missing))}; retrain the model")
+    return manifest
 
 
 def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, Any]]:
@@ -325,7 +329,11 @@ def load_checkpoint(model_dir: str | Path) -> tuple[str, dict, Vocab, dict[str, 
     import torch
 
     manifest = load_manifest(model_dir)
-    states = torch.load(Path(model_dir) / WEIGHTS, map_location="cpu", weights_only=True)
+    path = Path(model_dir) / WEIGHTS
+    try:
+        states = torch.load(path, map_location="cpu", weights_only=True)
+    except hub.LOAD_ERRORS as err:   # also a pickle that the safe loader refuses: it is never run
+        raise PoevalError(f"{path}: cannot load the weights: {hub.load_problem(err, path)}") from None
     return manifest["arch"], manifest["config"], Vocab(manifest["vocab"]), states
 
 

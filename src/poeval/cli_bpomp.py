@@ -214,7 +214,8 @@ def _parser_bpomp_export(bsub) -> None:
     p = bsub.add_parser("export", help="write BPoMP pairs as an lm-evaluation-harness task group (BLiMP-style YAMLs "
                         "and JSONL; run with lm_eval --include_path DIR --tasks GROUP)")
     p.add_argument("out_dir", metavar="DIR",
-                   help="folder to write (replaced as a whole: only an earlier export or an empty folder, else --force)")
+                   help="folder to write (replaced as a whole: only an earlier export or an empty folder, "
+                        "else --force)")
     p.add_argument("--format", choices=FORMATS, default="lm-eval")
     p.add_argument("--pairs", nargs="+", help="pairs JSONL files, one per task (default: results/bpomp/pairs/*.jsonl)")
     p.add_argument("--group", default=DEFAULT_GROUP, help="group name; tasks are GROUP_<task> (default: %(default)s)")

@@ -66,7 +66,8 @@ def parser_provenance(sub) -> None:
     p.add_argument("--recompute", action="store_true",
                    help="rerun the evaluation of each cell behind the number(s) from its stamped inputs and params; "
                         "exit with status 3 when any number differs")
-    p.add_argument("--sample", type=positive_int, metavar="K", help="with --recompute: K numbers of the table drawn at random")
+    p.add_argument("--sample", type=positive_int, metavar="K",
+                   help="with --recompute: K numbers of the table drawn at random")
     p.add_argument("--seed", type=seed_int, default=1, help="seed of --sample")
     p.set_defaults(func=cmd_provenance)
 

@@ -45,7 +45,8 @@ from poeval.stamps import code_revision, files_under, path_sha256
 HUMAN_TRAIN = f"{HUMAN} ({TRAIN})"   # tables.HUMAN_TRAIN: the whole training set, cell HUMAN/train
 ABBREV = 12  # hex characters of a hash shown in the text output
 # dvc.yaml stage whose params (in dvc.lock) feed each link of the chain.
-DVC_STAGE = {"table": "tables", "metric params": "metrics", "decoding": "sample", "training params": "train", "corpus": "data"}
+DVC_STAGE = {"table": "tables", "metric params": "metrics", "decoding": "sample", "training params": "train",
+             "corpus": "data"}
 
 
 # --- a table cell -------------------------------------------------------------------------------

@@ -15,17 +15,7 @@ import pytest
 
 from poeval.cli import main
 
-QUATRAIN = ["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]
-
-
-def _jsonl(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture
-def ref(tmp_path):
-    return _jsonl(tmp_path / "ref.jsonl", [{"id": f"r{i}", "lines": QUATRAIN} for i in range(3)])
+from test_inputs import QUATRAIN, _jsonl, ref  # noqa: F401 (ref: the same reference fixture)
 
 
 @pytest.fixture

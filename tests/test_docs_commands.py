@@ -23,7 +23,7 @@ RUN_BY = {
         "test_supplied_workflow::test_both_systems_are_rows_of_every_table_with_tests_and_intervals",
     ("poeval provenance results/tables/table2.tsv --row my-generator --column mattr_pct --configfile "
      "examples/my-generator.yaml"): "test_supplied_workflow::test_provenance_of_the_new_row_ends_at_the_users_file",
-    "snakemake -c all --configfile config/grid.yaml": "test_workflow::test_full_grid_dry_run_lists_every_cell",
+    "snakemake -c all --configfile config/systems/grid.yaml": "test_workflow::test_full_grid_dry_run_lists_every_cell",
     "poeval provenance results/tables/table2.tsv --row gpt2-s --column mattr_pct":
         "test_workflow::test_provenance_of_a_table2_cell",
     "poeval stale": "test_supplied_workflow::test_an_edited_sample_file_reruns_exactly_its_import_cells_and_tables",

@@ -149,7 +149,7 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
         shutil.copy(ROOT / f, repo / f)
     shutil.copytree(ROOT / "examples", repo / "examples")
     # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family
-    params = poeval_config.merge(_load("params.yaml"), _load("config/tiny.yaml"))
+    params = poeval_config.merge(_load("params.yaml"), _load("config/scale/tiny.yaml"))
     params = poeval_config.merge(params, {"models": _load("examples/my-generator.yaml")["models"]})
     params = poeval_config.merge(params, {
         "systems": ["gpt2-s", "my-generator"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},

@@ -295,7 +295,7 @@ def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_pa
     params = poeval_params.load(root / "params.yaml")
     assert params["figures"] == config.section_defaults("figures")          # params.yaml and the schema agree
     assert {s["system"] for s in params["figures"].values()} <= set(params["systems"])
-    grid = poeval_params.load(root / "params.yaml", (root / "config" / "grid.yaml",))
+    grid = poeval_params.load(root / "params.yaml", (root / "config" / "systems" / "grid.yaml",))
     # the paper's captions of Figures 10-15 (Appendix B)
     assert {name: (s["system"], s["lang"]) for name, s in grid["figures"].items()} == {
         "figure10": ("gptneo-l-cond", "en"), "figure11": ("sa-s", "en"), "figure12": ("gpt2-l", "de"),

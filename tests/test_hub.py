@@ -96,7 +96,7 @@ def test_the_workflow_names_the_scorer_key(tmp_path):
     """Through the config: the bpomp_score job of a scorer whose model is a hub id that is not here fails
     at once, without HF_HUB_OFFLINE, and its log names bpomp.scorers.<i>.model."""
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "bpomp_tiny.yaml", work / "config" / "bpomp_tiny.yaml")
+    shutil.copy(ROOT / "config" / "bpomp" / "tiny.yaml", work / "config" / "bpomp" / "tiny.yaml")
     (work / "config" / "hub.yaml").write_text(yaml.safe_dump({"bpomp": {
         "corpus": {"path": "limericks_in.jsonl"}, "pairs": {"tasks": ["word_swap"]},
         "scorers": [{"name": "gpt2-s", "kind": "causal", "model": "gpt2-s"},
@@ -112,7 +112,7 @@ def test_the_workflow_names_the_scorer_key(tmp_path):
     proc = subprocess.run(
         [str(BIN / "snakemake"), paths.bpomp_scores("hub", "word_swap"), "--snakefile", str(ROOT / "Snakefile"),
          "--directory", str(work), "-c", "1", "--allowed-rules", "bpomp_score",
-         "--configfile", "config/tiny.yaml", "config/bpomp_tiny.yaml", "config/hub.yaml"],
+         "--configfile", "config/scale/tiny.yaml", "config/bpomp/tiny.yaml", "config/hub.yaml"],
         cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0, proc.stdout[-2000:]
     log_file = work / paths.log("bpomp", "score", "hub", "word_swap")

@@ -13,8 +13,8 @@ import pytest
 from poeval import config, params
 
 ROOT = Path(__file__).resolve().parents[1]
-OVERLAYS = [(), ("config/tiny.yaml",), ("config/grid.yaml", "config/de.yaml"), ("config/paper.yaml",),
-            ("config/pretrained-cpu.yaml",), ("config/poetic.yaml",)]
+OVERLAYS = [(), ("config/scale/tiny.yaml",), ("config/systems/grid.yaml", "config/lang/de.yaml"), ("config/scale/paper.yaml",),
+            ("config/systems/pretrained-cpu.yaml",), ("config/systems/poetic.yaml",)]
 
 
 def _layers():

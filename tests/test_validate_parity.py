@@ -49,7 +49,7 @@ def work(tmp_path_factory):
 def test_cli_and_workflow_give_the_expected_problems(case, work, capsys):
     overlay, expected = CASES[case]
     (work / "config" / f"{case}.yaml").write_text(yaml.safe_dump(overlay))
-    configs = ("config/tiny.yaml", f"config/{case}.yaml")
+    configs = ("config/scale/tiny.yaml", f"config/{case}.yaml")
 
     status = cli.main(["validate", "--params", str(work / "params.yaml"), *(str(work / c) for c in configs)])
     cli_problems = _problems(capsys.readouterr().err)

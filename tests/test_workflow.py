@@ -19,13 +19,12 @@ BIN = Path(sys.executable).parent
 
 def _workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
-    (work / "config").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
-    shutil.copy(ROOT / "config" / "tiny.yaml", work / "config" / "tiny.yaml")
+    shutil.copytree(ROOT / "config", work / "config")   # every overlay at its path (config/<kind>/<name>.yaml)
     return work
 
 
-def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/tiny.yaml",)) -> subprocess.CompletedProcess:
+def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/scale/tiny.yaml",)) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
     cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
            *args, "--configfile", *configs]
@@ -64,14 +63,14 @@ def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
 
 
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
-    """config/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 12
+    """config/systems/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 12
     decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 10 ancestral decodings;
     Table 11: unconditioned GPT-2 L under every decoding config."""
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
-    (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
+    shutil.copy(ROOT / "config" / "systems" / "grid.yaml", work / "config" / "systems" / "grid.yaml")
+    (work / "config" / "lang" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
     proc = snakemake(work, "-n", paths.table("table2"), paths.table("table12"),
-                     paths.table("table11"), configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+                     paths.table("table11"), configs=("config/scale/tiny.yaml", "config/systems/grid.yaml", "config/lang/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     stats = dict(line.split()[:2] for line in out.split("Job stats:")[1].splitlines()[3:] if line.strip()
@@ -79,7 +78,7 @@ def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     assert stats["train"] == str(2 * 20) and stats["sample"] == str(2 * (16 * 12 + 4 * 10))
     # lexical: HUMAN samples (grid.yaml: the paper's 10) + every model cell; rhyme (Table 11): HUMAN + gpt2-l's 12
     assert stats["metric_cell"] == str(2 * (10 + 16 * 12 + 4 * 10) + 2 * (10 + 12))
-    decodings = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
+    decodings = yaml.safe_load((ROOT / "config" / "systems" / "grid.yaml").read_text())["decodings"]
     assert _dry_run_inputs(out)["table11"] == [
         path for lang in ("en", "de") for path in
         [paths.cell(lang, "HUMAN", f"human{i}", "rhyme") for i in range(10)]
@@ -215,7 +214,7 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
         return provenance.trace(work / paths.table("table2"), row, "mattr_pct",
                                 configfiles=tuple(work / o for o in overlays))
 
-    result = trace(tiny_run, "gpt2-s", "config/tiny.yaml")
+    result = trace(tiny_run, "gpt2-s", "config/scale/tiny.yaml")
     assert not result["stale"], result["reasons"]
     assert [link["name"] for link in result["chain"]] == [
         "table", "cell", "metric params", "samples", "decoding", "checkpoint", "training params", "split", "corpus"]
@@ -228,20 +227,20 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     assert stats["inputs"]["model"]["sha256"] == hashes[paths.model_dir("en", "gpt2-s")]
     assert result["code"] and result["created"]
     assert main(["provenance", str(tiny_run / paths.table("table2")), "--row", "HUMAN", "--column", "mtld",
-                 "--configfile", str(tiny_run / "config/tiny.yaml"), "--check"]) == 0
+                 "--configfile", str(tiny_run / "config/scale/tiny.yaml"), "--check"]) == 0
     assert "OK:" in capsys.readouterr().out
 
     work = tmp_path / "copy"
     shutil.copytree(tiny_run, work, ignore=shutil.ignore_patterns(".snakemake"))
     (work / "config" / "seed.yaml").write_text("sampling: {seed: 2}\n")
-    reseeded = trace(work, "gpt2-s", "config/tiny.yaml", "config/seed.yaml")
+    reseeded = trace(work, "gpt2-s", "config/scale/tiny.yaml", "config/seed.yaml")
     assert any("sampling.seed: recorded 1, now 2" in r for r in reseeded["reasons"]), reseeded["reasons"]
-    assert not trace(work, "HUMAN", "config/tiny.yaml", "config/seed.yaml")["stale"]
+    assert not trace(work, "HUMAN", "config/scale/tiny.yaml", "config/seed.yaml")["stale"]
     with open(work / paths.samples("en", "bygpt5-s-cond", "vanilla"), "a") as handle:
         handle.write('{"id": "x", "lines": ["a b c d e", "f g h i j", "k l m n o", "p q r s t"]}\n')
-    edited = trace(work, "bygpt5-s-cond", "config/tiny.yaml")
+    edited = trace(work, "bygpt5-s-cond", "config/scale/tiny.yaml")
     assert any("bygpt5-s-cond/vanilla.jsonl: hash differs" in r for r in edited["reasons"]), edited["reasons"]
-    assert not trace(work, "gpt2-s", "config/tiny.yaml")["stale"]
+    assert not trace(work, "gpt2-s", "config/scale/tiny.yaml")["stale"]
 
 
 def _dry_run_inputs(out: str) -> dict[str, list[str]]:
@@ -261,7 +260,7 @@ def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_
         "figures: {figure11: {system: sa-s-cond, decodings: [contrastive-k6-a0.7, vanilla, temperature-0.7]}}\n")
     names = (2, 3, 5, 7, 8, 9, 11, 12, 13)
     proc = snakemake(work, "-n", *(paths.figure(f"figure{i}") for i in names),
-                     configs=("config/tiny.yaml", "config/three.yaml"))
+                     configs=("config/scale/tiny.yaml", "config/three.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     jobs = _dry_run_inputs(out)
@@ -284,13 +283,13 @@ def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_
 
 def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "grid.yaml", work / "config" / "grid.yaml")
-    (work / "config" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
+    shutil.copy(ROOT / "config" / "systems" / "grid.yaml", work / "config" / "systems" / "grid.yaml")
+    (work / "config" / "lang" / "de.yaml").write_text(f"corpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n")
     proc = snakemake(work, "-n", *(paths.figure(f"figure{i}") for i in range(10, 16)),
-                     configs=("config/tiny.yaml", "config/grid.yaml", "config/de.yaml"))
+                     configs=("config/scale/tiny.yaml", "config/systems/grid.yaml", "config/lang/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     jobs = _dry_run_inputs(proc.stdout + proc.stderr)
-    grid = yaml.safe_load((ROOT / "config" / "grid.yaml").read_text())["decodings"]
+    grid = yaml.safe_load((ROOT / "config" / "systems" / "grid.yaml").read_text())["decodings"]
 
     def cells(lang, system, family="rhyme", decodings=grid):
         human = [paths.cell(lang, "HUMAN", f"human{i}", family) for i in range(10)]
@@ -374,15 +373,15 @@ def test_report_holds_every_table_and_figure(tiny_run):
 
 
 def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
-    """Per-language settings (config/paper.yaml's German checkpoints and encoder) reach the rules."""
+    """Per-language settings (config/scale/paper.yaml's German checkpoints and encoder) reach the rules."""
     work = _workdir(tmp_path)
-    (work / "config" / "de.yaml").write_text(
+    (work / "config" / "lang" / "de.yaml").write_text(
         f"languages: [en, de]\ncorpus: {{de: {{path: {shared_data / 'de' / 'dlk_poems.jsonl.gz'}}}}}\n"
         "models: {gpt2-s: {init: pretrained, name_or_path: {en: org/english-gpt2, de: org/german-gpt2}}}\n"
         "metrics: {semantic: {encoder: {en: default, de: org/multilingual-encoder}, backend: torch-bf16}}\n")
     proc = snakemake(work, "-n", "-p", "--forceall", paths.model_dir("en", "gpt2-s"),
                      paths.model_dir("de", "gpt2-s"), paths.embeddings("en"), paths.embeddings("de"),
-                     configs=("config/tiny.yaml", "config/de.yaml"))
+                     configs=("config/scale/tiny.yaml", "config/lang/de.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     commands = [line for line in (proc.stdout + proc.stderr).splitlines() if "poeval train" in line or "poeval embed" in line]
     train = {lang: next(c for c in commands if f"--out {paths.model_dir(lang, 'gpt2-s')}" in c)
@@ -403,7 +402,7 @@ def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
     from test_bpomp import GOOD
 
     work = _workdir(tmp_path)
-    shutil.copy(ROOT / "config" / "bpomp_tiny.yaml", work / "config" / "bpomp_tiny.yaml")
+    shutil.copy(ROOT / "config" / "bpomp" / "tiny.yaml", work / "config" / "bpomp" / "tiny.yaml")
     evil = work / "it's a $(touch PWNED) dir"
     evil.mkdir()
     quatrains, limericks = evil / "quatrains.jsonl", evil / "limericks.jsonl"
@@ -413,7 +412,7 @@ def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
     (work / "config" / "evil.yaml").write_text(yaml.safe_dump({
         "corpus": {"en": {"format": "quatrain", "path": rel[quatrains]}},
         "bpomp": {"corpus": {"path": rel[limericks]}}}))
-    configs = ("config/tiny.yaml", "config/bpomp_tiny.yaml", "config/evil.yaml")
+    configs = ("config/scale/tiny.yaml", "config/bpomp/tiny.yaml", "config/evil.yaml")
 
     proc = snakemake(work, "-n", "-p", configs=configs)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
@@ -444,7 +443,7 @@ def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training
     (work / "config" / "as-is.yaml").write_text(
         "models: {gpt2-s: {init: pretrained, name_or_path: base.gguf, training: none}}\n")
     proc = snakemake(work, "-n", "-p", "--forceall", paths.model_dir("en", "gpt2-s"),
-                     configs=("config/tiny.yaml", "config/as-is.yaml"))
+                     configs=("config/scale/tiny.yaml", "config/as-is.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     command = shlex.split(next(line for line in out.splitlines() if "poeval train" in line).split("poeval", 1)[1])

@@ -28,7 +28,7 @@ The paper's procedure (params ``sampling.procedure: paper``; hgroener/diversity_
 cut on blank lines into chunks, and every chunk of exactly four lines is kept, whatever ended the
 generation (:func:`paper_keep`; :func:`paper_loop`). ``n`` plays no part there; ``validity_rate`` is then
 kept chunks per generation and can exceed 1. The poetry ports keep this module's rule under either
-procedure: the paper took the first 500 quatrains their scripts wrote, so ``config/paper.yaml`` sets ``n``.
+procedure: the paper took the first 500 quatrains their scripts wrote, so ``config/scale/paper.yaml`` sets ``n``.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ paper; the original's ``--load_gutenberg`` vectors are Gutenberg word2vec), 600 
 softmax tied to the embeddings through a projection, dropout 0.3; Adam 0.0025, batch 32, 30 epochs, the
 best dev epoch kept, no clipping (``train_lm``). Endings model: 128-dim embeddings, 128 hidden units, Adam
 1e-4 (``args.emsize``, ``args.H``, ``train``). Vocabulary: every training word (no count threshold, no
-cap); <unk> is never drawn (the original resamples it). ``config/paper.yaml`` trains these settings (with
+cap); <unk> is never drawn (the original resamples it). ``config/scale/paper.yaml`` trains these settings (with
 the paper's batch sizes and its Gutenberg pretraining); ``params.yaml`` shrinks the line LM (256 hidden
 units, adaptive softmax) and runs one adversarial epoch, to fit 2 CPU cores.
 

@@ -54,7 +54,7 @@ Components (arch ``deepspeare``) and how they map to the paper:
   whose ``lr`` it refuses. Each step computes the three losses on one batch of pseudo-sonnets and
   backpropagates their sum; each weight is stepped by its owner's optimiser. Early stopping on the LM's
   dev loss (per-token cross-entropy on dev quatrains, each quatrain its own context, ``<eol>`` included).
-  Training ends after ``max_epochs`` passes (params.yaml 3; ``config/paper.yaml`` 30, the original's
+  Training ends after ``max_epochs`` passes (params.yaml 3; ``config/scale/paper.yaml`` 30, the original's
   ``epoch_size``, at batch 128 with patience 5 as the reproduced paper) or ``max_steps`` optimizer
   steps, whichever comes first. The loop is the generators' engine (:mod:`poeval.generators.engine`:
   clipping, early stopping, bit-identical resume, provenance).
@@ -121,7 +121,7 @@ wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoin
 ``line_order``) is refused with a request to retrain it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
-(``config/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three
+(``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three
 models and their losses), :mod:`.training`, :mod:`.generation`.
 Checkpoint: :func:`.common.save_checkpoint` with weights ``{"chars", "lm", "pentameter", "rhyme"}``.
 

@@ -1,5 +1,5 @@
 """The English corpus read by hand (issue 28): draw the quatrains a person judges, and turn the judged
-sheets into the fixture that tests/test_cleaning.py checks the cleaning rules against.
+sheets into the fixture that tests/unit/test_cleaning.py checks the cleaning rules against.
 
     python scripts/corpus_read.py draw data/en/train.jsonl --read after --out after.jsonl   # 200, seed 28
     # a person sets each record's "verdict" (verse / not_verse / crosses) and, unless verse, a "reason"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Expected numbers of tests/test_diversity.py from Shaib et al.'s package `diversity` (PyPI), which needs
+"""Expected numbers of tests/unit/test_diversity.py from Shaib et al.'s package `diversity` (PyPI), which needs
 transformers < 5 and so cannot share poeval's environment. Not run by the tests; run it in a venv of its own:
 
     python3 -m venv /tmp/venv-div && /tmp/venv-div/bin/pip install diversity spacy openai

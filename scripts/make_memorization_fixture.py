@@ -1,5 +1,5 @@
 """Write tests/fixtures/memorization_real.jsonl: real model samples beside the training quatrains nearest to
-them, for the test that the memorization search equals brute force on real text (tests/test_memorization.py).
+them, for the test that the memorization search equals brute force on real text (tests/unit/test_memorization.py).
 
 Run after the main job (it reads its samples and the English training split)::
 

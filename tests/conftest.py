@@ -11,13 +11,20 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # as `poeval` sets it (cli.main): busy-waiting OpenMP threads crawl when pytest shares the cores
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import QUATRAIN, ROOT, _jsonl  # noqa: E402 (after the environment above)
+
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def ref(tmp_path):
+    """A reference file of three copies of one quatrain."""
+    return _jsonl(tmp_path / "ref.jsonl", [{"id": f"r{i}", "lines": QUATRAIN} for i in range(3)])
 
 
 @pytest.fixture

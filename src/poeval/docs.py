@@ -302,7 +302,7 @@ def fill_markers(markdown: str, root: Path) -> str:
     return markdown
 
 
-# Where code comments point into the docs as docs/<page>.md "Heading" (tests/test_docs.py checks each).
+# Where code comments point into the docs as docs/<page>.md "Heading" (tests/unit/test_docs.py checks each).
 REFERENCE_SOURCES = ("src", "workflow", "Snakefile", "params.yaml", "config", "profiles", "scripts", "benchmarks",
                      "run.sh", "dvc.yaml", "Makefile")
 _REFERENCE = re.compile(r'docs/([A-Za-z0-9_/.-]+?\.md)[ \t]*\\?"([^"\\\n]*)\\?"')

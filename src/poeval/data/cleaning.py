@@ -15,7 +15,7 @@ poem breaks. Three kinds of decision, each counted in the corpus report:
 Headings (all-capitals lines, "CANTO XXXIII.", "Sonnet VIII", a Roman numeral alone or before a first line)
 and drama speakers ("THE PEOPLE, more vehemently.", "EDITH (rising).") are dropped: they end the poem
 before them. Each rule is a regular expression below, with the verses it must leave alone in
-tests/test_cleaning.py.
+tests/unit/test_cleaning.py.
 """
 
 from __future__ import annotations

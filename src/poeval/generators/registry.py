@@ -1,7 +1,7 @@
 """The one list of generator architectures (params ``models.<system>.arch``): which module trains and
 samples each, its family, its level and where a cluster runs it. The params schema's ``arch`` enums,
 ``figures`` (which systems are LLMs), the workflow (which systems train on pseudo-sonnets) and the
-cluster profiles (GPU or CPU) all read it; tests/test_config.py checks the schema against it."""
+cluster profiles (GPU or CPU) all read it; tests/unit/test_config.py checks the schema against it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,127 @@
+"""`poeval bpomp ...` end to end on hand-made limericks and tiny scratch models (CPU, seconds)."""
+
+import json
+
+import pytest
+
+from poeval import config
+from poeval import params as poeval_params
+from poeval.errors import PoevalError
+from poeval import cli, paths
+from poeval.bpomp import report
+from poeval.generators import mlm
+from poeval.io import read_json, read_jsonl, write_jsonl
+
+from helpers import GOOD, SIXTH, _records
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bpomp_cli")
+    write_jsonl(root / "limericks.jsonl", _records(GOOD + [SIXTH]))
+    quatrains = [{"id": f"q{i}", "lines": lines[:4]} for i, lines in enumerate(GOOD + [SIXTH])] * 4
+    write_jsonl(root / "train.jsonl", quatrains)
+    write_jsonl(root / "dev.jsonl", quatrains[:6])
+    cfg = {"vocab_size": 150, "n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 128, "batch_size": 8,
+           "max_steps": 10, "eval_every": 5, "eval_quatrains": 6, "warmup_steps": 2}
+    assert cli.main(["bpomp", "train-mlm", "--train", str(root / "train.jsonl"), "--dev", str(root / "dev.jsonl"),
+                     "--out", str(root / "bert"), "--config", json.dumps(cfg)]) == 0
+    return root
+
+
+def test_cli_pipeline(work, capsys):
+    w = str(work)
+    assert cli.main(["bpomp", "corpus", f"{w}/limericks.jsonl", "--out", f"{w}/kept.jsonl",
+                     "--report", f"{w}/kept.json"]) == 0
+    assert read_json(f"{w}/kept.json")["kept"] == 6
+    assert cli.main(["bpomp", "pairs", f"{w}/kept.jsonl", "--task", "word_swap", "--out", f"{w}/pairs.jsonl"]) == 0
+    pairs = list(read_jsonl(f"{w}/pairs.jsonl"))
+    assert len(pairs) == 6
+    capsys.readouterr()
+    assert cli.main(["bpomp", "score", f"{w}/pairs.jsonl", "--model", f"{w}/bert", "--kind", "masked",
+                     "--variant", "within_word_l2r", "--out", f"{w}/scores.jsonl", "--stats", f"{w}/stats.json"]) == 0
+    scored = list(read_jsonl(f"{w}/scores.jsonl"))
+    assert all(isinstance(p["score_original"], float) and p["scorer"] == "masked:within_word_l2r" for p in scored)
+    assert read_json(f"{w}/stats.json")["s_per_1000_pairs"] > 0
+    capsys.readouterr()
+    assert cli.main(["bpomp", "accuracy", f"{w}/scores.jsonl", "--bootstrap-reps", "20"]) == 0
+    acc = json.loads(capsys.readouterr().out)["tasks"]["word_swap"]
+    assert acc["n"] == 6 and 0 <= acc["ci95"][0] <= acc["accuracy"] <= acc["ci95"][1] <= 1
+    assert cli.main(["bpomp", "accuracy", f"{w}/scores.jsonl", "--out", f"{w}/acc.json", "--scorer", "bert",
+                     "--kind", "masked", "--model-label", "bert", "--variant", "within_word_l2r"]) == 0
+    assert cli.main(["bpomp", "bigrams", f"{w}/train.jsonl", "--out", f"{w}/bigrams.json"]) == 0
+    assert read_json(f"{w}/bigrams.json")["once was"] == 4
+    assert cli.main(["bpomp", "errors", f"{w}/scores.jsonl", "--bigrams", f"{w}/bigrams.json",
+                     "--out", f"{w}/err.json", "--scorer", "bert", "--quantiles", "0.5", "0", "--quiet"]) == 0
+    assert cli.main(["bpomp", "table", "accuracy", f"{w}/acc.json", "--out", f"{w}/acc.tsv"]) == 0
+    assert cli.main(["bpomp", "table", "errors", f"{w}/err.json", "--out", f"{w}/err.tsv"]) == 0
+    rows = [line.split("\t") for line in (work / "acc.tsv").read_text().splitlines()]
+    assert rows[0] == report.ACCURACY_HEADER and rows[1][:6] == ["word_swap", "bert", "masked", "bert",
+                                                                 "within_word_l2r", "6"]
+    rows = [line.split("\t") for line in (work / "err.tsv").read_text().splitlines()]
+    assert rows[0] == report.ERRORS_HEADER
+    diffs = sorted(abs(p["score_original"] - p["score_corrupted"]) for p in scored)
+    top = sum(d >= (diffs[2] + diffs[3]) / 2 for d in diffs)  # the 0.5 quantile of 6 values
+    wrong = sum(p["score_original"] < p["score_corrupted"] for p in scored)
+    assert [r[1:5] for r in rows[1:]][-2:] == [["all", "0.00", "all", "6"], ["all", "0.00", "errors", str(wrong)]]
+    assert [r[1:5] for r in rows[1:]][:2] == [["word_swap", "0.50", "all", str(top)],
+                                              ["word_swap", "0.50", "errors", rows[2][4]]] and len(rows) == 9
+    assert cli.main(["bpomp", "table", "errors-figure", f"{w}/err.json", "--out", f"{w}/err.png"]) == 0
+    assert (work / "err.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_errors_exit_2(work, capsys):
+    w = str(work)
+    assert cli.main(["bpomp", "pairs", f"{w}/missing.jsonl", "--task", "line_swap", "--out", f"{w}/x.jsonl"]) == 2
+    assert "input not found" in capsys.readouterr().err
+    assert cli.main(["bpomp", "score", f"{w}/limericks.jsonl", "--model", f"{w}/bert", "--kind", "masked",
+                     "--out", f"{w}/x.jsonl"]) == 2
+    assert "'original' and 'corrupted'" in capsys.readouterr().err
+    assert cli.main(["bpomp", "score", f"{w}/limericks.jsonl", "--model", f"{w}/nowhere", "--kind", "causal",
+                     "--variant", "within_word_l2r", "--out", f"{w}/x.jsonl"]) == 2
+    assert "masked scorers only" in capsys.readouterr().err
+    assert cli.main(["bpomp", "accuracy", f"{w}/limericks.jsonl"]) == 2
+    assert "run the scorer first" in capsys.readouterr().err
+    assert cli.main(["bpomp", "table", "errors", f"{w}/kept.json", "--out", f"{w}/x.tsv"]) == 2
+    assert "not a BPoMP cell" in capsys.readouterr().err
+    assert not (work / "x.jsonl").exists() and not (work / "x.tsv").exists()
+
+
+def _problems(cfg) -> str:
+    """The params step's message for ``cfg`` ('' when it resolves)."""
+    try:
+        poeval_params.resolve(cfg)
+    except PoevalError as err:
+        return str(err)
+    return ""
+
+
+def test_params_cross_checks():
+    given = config.read("params.yaml")
+    base = poeval_params.load("params.yaml")
+    assert base["bpomp"]["enabled"] and _problems(given) == ""          # the main job's BPoMP is sound
+    assert _problems(given | {"bpomp": given["bpomp"] | {"enabled": False, "scorers": [
+        {"name": "x", "kind": "masked", "model": "gpt2-s"}]}}) == ""           # disabled: nothing checked
+    b = given["bpomp"] | {"enabled": True}
+    cfg = given | {"bpomp": b | {"scorers": [{"name": "x", "kind": "causal", "model": "bert-s"},
+                                             {"name": "x", "kind": "masked", "model": "gpt2-s"},
+                                             {"name": "y", "kind": "causal", "model": "gpt2-s", "variant": "within_word_l2r"}],
+                                 "pairs": b["pairs"] | {"synonym_choice": "mlm"}}}
+    problems = _problems(cfg)
+    for key in ("scorers.0.model", "scorers.1.name", "scorers.1.model", "scorers.2.variant", "pairs.synonym_model"):
+        assert f"bpomp.{key}" in problems
+    # the masked LM that chooses the synonyms must not also score them: both keys named
+    same = given | {"bpomp": b | {"pairs": b["pairs"] | {"synonym_choice": "mlm", "synonym_model": "bert-s"}}}
+    problems = _problems(same).splitlines()[1:]
+    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.2.model" in problems[0]
+    other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
+    assert _problems(given | {"bpomp": other}) == ""
+    assert report.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)
+    assert report.scorer_model({"kind": "masked", "model": "bert-s"}, base) == (paths.mlm_dir("en", "bert-s"), True)
+    assert report.scorer_model({"kind": "masked", "model": "/m/bert"}, base) == ("/m/bert", False)
+    assert report.scorer_model({"kind": "causal", "model": "smollm2-135m"}, base) == (paths.pretrained("smollm2-135m"), True)
+    assert report.scorer_model({"kind": "causal", "model": "org/model"}, base) == ("org/model", False)
+    assert set(base["bpomp"]["mlm"]["bert-s"]) <= set(mlm.MLM_DEFAULTS)
+    bad = base | {"bpomp": b | {"pairs": b["pairs"] | {"n": 0}, "typo": 1}}
+    with pytest.raises(PoevalError, match="bpomp.pairs.n|bpomp.typo"):
+        poeval_params.resolve(bad)

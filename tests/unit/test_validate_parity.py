@@ -1,0 +1,62 @@
+"""`poeval validate` and the workflow's parse-time check each accept the good overlay and reject each bad one
+with the problems written out here by hand (both run the params step, poeval.params.resolve: schema,
+defaults, cross-checks, BPoMP checks; each side is checked against the hand-written list, not against the
+other)."""
+
+import re
+
+import pytest
+import yaml
+
+from poeval import cli
+from helpers import _workdir, snakemake
+
+# one overlay per outcome (each Snakemake dry run costs seconds): the schema stops a config before the
+# cross-checks run, so the schema errors and the cross-check errors go in separate overlays. Each bad overlay
+# lists the problem lines it must give, in order (a line ending "(allowed: " is a prefix: the allowed keys follow)
+CASES = {
+    "good": ({"training": {"patience": 0, "max_grad_norm": 0.5}}, []),
+    "schema": ({"models": {"gpt2-s": {"size": "XS"}, "deepspeare-s": {"training": {"patience": 0, "lr_decay": 1}}},
+                "training": {"max_grad_norm": -1}},
+               ["unknown key models.deepspeare-s.training.lr_decay (allowed: ",
+                "key models.gpt2-s.size: 'XS' is not one of ['S', 'L']",
+                "key training.max_grad_norm: -1 is less than the minimum of 0"]),
+    "cross": ({"systems": ["gpt2-s", "gpt9"], "models": {"gpt2-s": {"n_head": 3}},
+               "bpomp": {"enabled": True, "scorers": [{"name": "g", "kind": "causal", "model": "gpt2-s",
+                                                       "variant": "within_word_l2r"}]}},
+              ["key systems.1: 'gpt9' is not defined under models",
+               "key models.gpt2-s.n_head: n_embd (64) must be divisible by n_head (3)",   # tiny.yaml's n_embd 64
+               "key bpomp.scorers.0.variant: only masked scorers have a PLL variant"]),
+}
+
+
+def _problems(text: str) -> list[str]:
+    """The listed problems of an 'invalid params' message."""
+    return re.findall(r"^\s*- (.+)$", text, re.M)
+
+
+def _as_expected(problems: list[str], expected: list[str]) -> bool:
+    return len(problems) == len(expected) and all(
+        got.startswith(want) if want.endswith("(allowed: ") else got == want for got, want in zip(problems, expected))
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return _workdir(tmp_path_factory.mktemp("parity"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cli_and_workflow_give_the_expected_problems(case, work, capsys):
+    overlay, expected = CASES[case]
+    (work / "config" / f"{case}.yaml").write_text(yaml.safe_dump(overlay))
+    configs = ("config/scale/tiny.yaml", f"config/{case}.yaml")
+
+    status = cli.main(["validate", "--params", str(work / "params.yaml"), *(str(work / c) for c in configs)])
+    cli_problems = _problems(capsys.readouterr().err)
+    assert status == (2 if expected else 0)
+    assert _as_expected(cli_problems, expected), cli_problems
+
+    proc = snakemake(work, "-n", "results/tables/table5.tsv", configs=configs)
+    smk_problems = _problems(proc.stdout + proc.stderr)
+    assert (proc.returncode == 0) == (not expected), proc.stderr[-2000:]
+    assert _as_expected(smk_problems, expected), proc.stderr[-2000:]

@@ -2,15 +2,14 @@
 verses it must leave alone, the counts in the corpus report, and the 200 + 200 quatrains read by hand
 before and after the rules (tests/fixtures/corpus_read_en.jsonl)."""
 
-import functools
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from poeval.data import cleaning
+from poeval.data import cleaning, corpus_read
 from poeval.data.corpus import build_quatrains
+from poeval.errors import PoevalError
 
 READ = Path(__file__).parents[1] / "fixtures" / "corpus_read_en.jsonl"
 
@@ -142,16 +141,6 @@ def _read():
     return [json.loads(line) for line in READ.read_text().splitlines()]
 
 
-@functools.cache
-def _script():
-    """scripts/corpus_read.py, the reading sheets' tool: its ``kept`` is the reader's verdict on a context."""
-    path = Path(__file__).parents[2] / "scripts" / "corpus_read.py"
-    spec = importlib.util.spec_from_file_location("corpus_read", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
-
-
 def test_reading_fixture():
     """The after-read's verse quatrains are kept, as read; the before-read's quatrains are kept with
     clean=False (main's reading), and with the rules exactly those the fixture says; the acceptance of
@@ -159,12 +148,12 @@ def test_reading_fixture():
     records = _read()
     assert {(r["read"]) for r in records} == {"before", "after"}
     for rec in records:
-        kept, lines = _script().kept(rec["context"], True)
+        kept, lines = corpus_read.kept(rec["context"], True)
         assert kept == rec["kept_by_cleaning"], (rec["read"], rec["k"], rec["lines"])
         if rec["read"] == "after":
             assert kept and lines == rec["lines"], (rec["k"], lines)
         else:
-            assert _script().kept(rec["context"], False) == (True, rec["lines"]), rec["k"]
+            assert corpus_read.kept(rec["context"], False) == (True, rec["lines"]), rec["k"]
     after = [r for r in records if r["read"] == "after"]
     before = [r for r in records if r["read"] == "before"]
     assert len(after) == len(before) == 200
@@ -176,14 +165,13 @@ def test_reading_fixture():
 
 
 def test_the_reading_script_rebuilds_the_fixture():
-    """scripts/corpus_read.py turns judged sheets into fixture records: on the fixture's own records (the
+    """The reading sheets' tool (scripts/corpus_read.py, poeval.data.corpus_read) turns judged sheets into fixture records: on the fixture's own records (the
     rules' verdict removed) it gives them back byte for byte, and it refuses a sheet whose verdict has no
     reason."""
-    script = _script()
     records = [r for r in _read() if not r["kept_by_cleaning"]] + _read()[::40]   # both reads, both verdicts
     assert {(r["read"], r["kept_by_cleaning"]) for r in records} >= {("before", False), ("before", True), ("after", True)}
     for rec in records:
         sheet = {k: v for k, v in rec.items() if k != "kept_by_cleaning"}
-        assert json.dumps(script.fixture_record(sheet)) == json.dumps(rec)
-    with pytest.raises(SystemExit, match="with a reason"):
-        script.fixture_record({**records[0], "verdict": "not_verse", "reason": ""})
+        assert json.dumps(corpus_read.fixture_record(sheet)) == json.dumps(rec)
+    with pytest.raises(PoevalError, match="with a reason"):
+        corpus_read.fixture_record({**records[0], "verdict": "not_verse", "reason": ""})

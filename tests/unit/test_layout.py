@@ -3,7 +3,8 @@ params resolved once with every default from the schema, and no literal default 
 Each check also runs on a small broken example, so that it can fail."""
 
 import ast
-import importlib.util
+import subprocess
+import sys
 import json
 import re
 from pathlib import Path
@@ -12,21 +13,14 @@ import pytest
 
 from helpers import _params_keys
 from poeval import config, params
+from poeval.devtools import import_layers as layers
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAYS = [(), ("config/scale/tiny.yaml",), ("config/systems/grid.yaml", "config/lang/de.yaml"), ("config/scale/paper.yaml",),
             ("config/systems/pretrained-cpu.yaml",), ("config/systems/poetic.yaml",)]
 
 
-def _layers():
-    spec = importlib.util.spec_from_file_location("import_layers", ROOT / "scripts" / "import_layers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_no_import_circle_and_at_most_two_upward_imports():
-    layers = _layers()
     graph = layers.imports(ROOT / "src" / "poeval")
     assert layers.circles(graph) == []
     assert len(layers.upward(graph)) <= 2, layers.upward(graph)
@@ -41,11 +35,25 @@ def test_the_layer_check_finds_a_circle_and_an_upward_import(tmp_path):
     (pkg / "config.py").write_text("def f():\n    from poeval.report import tables\n")   # deferred: still counted
     (pkg / "report" / "tables.py").write_text("from poeval import config\n")
     (pkg / "data" / "corpus.py").write_text("from poeval.report.tables import x\n")
-    layers = _layers()
     graph = layers.imports(pkg)
     assert layers.circles(graph) == [["poeval.config", "poeval.report.tables"]]
     assert layers.upward(graph) == [("poeval.config", "poeval.report.tables"),
                                     ("poeval.data.corpus", "poeval.report.tables")]
+
+
+def test_the_script_runs_the_layer_check_on_a_tree(tmp_path):
+    """scripts/import_layers.py (the command docs/layout.md gives) is the package's check: on a tree with a
+    circle it names it and exits 1."""
+    pkg = tmp_path / "poeval"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from poeval import b\n")
+    (pkg / "b.py").write_text("from poeval import a\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "import_layers.py"), str(pkg)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == ["circle of 2: poeval.a, poeval.b",
+                                        "3 modules, 2 imports, 1 circle(s), 0 upward import(s)"]
 
 
 def _missing_defaults(value, node, where: str) -> list[str]:

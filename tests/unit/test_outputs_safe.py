@@ -5,7 +5,6 @@ the working directory or an input; an output path may not name an input; a BPoMP
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -172,8 +171,7 @@ def test_train_refuses_the_folder_of_its_input_even_with_force(work, monkeypatch
 
 
 def test_import_refuses_a_foreign_folder(work, foreign, capsys):
-    sys.path.insert(0, str(Path(__file__).parent))
-    import gguf_tiny
+    from poeval.devtools import gguf_tiny
 
     tok = gguf_tiny.tokenizer()
     gguf = gguf_tiny.write(work / "tiny.gguf", gguf_tiny.model(len(tok)), tok)

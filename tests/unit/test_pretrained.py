@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
-import gguf_tiny  # noqa: E402
 from conftest import sampling  # noqa: E402
 from poeval import paths  # noqa: E402
+from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402

@@ -1,4 +1,4 @@
-"""A tiny LLaMA written as a GGUF file, with SmolLM2's special-token layout, for the import tests.
+"""A tiny LLaMA written as a GGUF file, with SmolLM2's special-token layout, for the tests of `poeval import`.
 
 The writer follows llama.cpp's conversion (convert_hf_to_gguf.py): tensors renamed by gguf-py's own name
 map, the query and key projections permuted into llama.cpp's rotary layout (transformers permutes them

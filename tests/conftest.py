@@ -103,3 +103,47 @@ def fake(monkeypatch):
     monkeypatch.setattr(semantic, "load_encoder", lambda name="default", **_: enc)
     monkeypatch.setattr(semantic, "resolve_encoder", lambda name: name)
     return enc
+
+
+# Tiny checkpoints, one per architecture that several files need, built once a session (tmp_path_factory) for the
+# tests that need *a* checkpoint of it; a test that needs a particular config builds its own. Read only: a test
+# that changes one copies it first.
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory) -> tuple[Path, Path]:
+    """train.jsonl: 60 made-up quatrains whose verses 1, 3 and 4 end in helpers.TRAIN_ONLY; dev.jsonl: 20 ending
+    in helpers.DEV_ONLY (a word the tokenizer must not learn)."""
+    from helpers import DEV_ONLY, TRAIN_ONLY, _quatrains
+    from poeval.io import write_jsonl
+
+    root = tmp_path_factory.mktemp("lm_corpus")
+    write_jsonl(root / "train.jsonl", _quatrains(60, 1, TRAIN_ONLY))
+    write_jsonl(root / "dev.jsonl", _quatrains(20, 2, DEV_ONLY))
+    return root / "train.jsonl", root / "dev.jsonl"
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tiny_corpus, tmp_path_factory) -> Path:
+    """The folder of a word-level GPT-2 (helpers.TINY) that poeval trained from scratch on tiny_corpus
+    (helpers.TRAIN_CFG: 150 steps)."""
+    from helpers import TINY, TRAIN_CFG
+    from poeval.generators import lm
+
+    out = tmp_path_factory.mktemp("lm_model") / "tiny"
+    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(out), TINY, TRAIN_CFG, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf_llama(tmp_path_factory):
+    """A tiny LLaMA written as a GGUF file with SmolLM2's special tokens (poeval.devtools.gguf_tiny):
+    ``gguf`` (the file), ``model`` (the Hugging Face model it was written from), ``tok`` (its tokenizer)."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("gguf")
+    from poeval.devtools import gguf_tiny
+
+    tok = gguf_tiny.tokenizer()
+    model = gguf_tiny.model(len(tok))
+    path = gguf_tiny.write(tmp_path_factory.mktemp("gguf") / "tiny.gguf", model, tok)
+    return SimpleNamespace(gguf=path, model=model, tok=tok)

@@ -26,11 +26,8 @@ from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("lm_corpus")
-    write_jsonl(root / "train.jsonl", _quatrains(60, 1, TRAIN_ONLY))
-    write_jsonl(root / "dev.jsonl", _quatrains(20, 2, DEV_ONLY))
-    return root / "train.jsonl", root / "dev.jsonl"
+def corpus(tiny_corpus) -> tuple[Path, Path]:
+    return tiny_corpus
 
 
 def _train(corpus, out: Path, *, model_cfg=None, **overrides) -> dict:
@@ -39,10 +36,8 @@ def _train(corpus, out: Path, *, model_cfg=None, **overrides) -> dict:
 
 
 @pytest.fixture(scope="module")
-def trained(corpus, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("lm_model") / "tiny"
-    _train(corpus, out)
-    return out
+def trained(tiny_gpt2) -> Path:
+    return tiny_gpt2   # _train(corpus, ...) with the defaults, once a session
 
 
 

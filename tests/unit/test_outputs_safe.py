@@ -170,11 +170,8 @@ def test_train_refuses_the_folder_of_its_input_even_with_force(work, monkeypatch
     assert "it holds" in _err(capsys) and Path(data).read_bytes() == before
 
 
-def test_import_refuses_a_foreign_folder(work, foreign, capsys):
-    from poeval.devtools import gguf_tiny
-
-    tok = gguf_tiny.tokenizer()
-    gguf = gguf_tiny.write(work / "tiny.gguf", gguf_tiny.model(len(tok)), tok)
+def test_import_refuses_a_foreign_folder(work, foreign, capsys, tiny_gguf_llama):
+    gguf = tiny_gguf_llama.gguf
     assert main(["import", str(gguf), "--out", "mydocs"]) == 2
     assert ("refusing to replace mydocs: it holds files that are not an earlier `poeval import` output "
             "(no import.json)") in _err(capsys)

@@ -25,14 +25,11 @@ TEXT = "there once was a man from the town\nwho fell with his hat upside down"
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tiny_gguf_llama, tmp_path_factory):
     """(GGUF file, the HF model it was written from, its tokenizer, the imported checkpoint)."""
-    root = tmp_path_factory.mktemp("gguf")
-    tok = gguf_tiny.tokenizer()
-    model = gguf_tiny.model(len(tok))
-    path = gguf_tiny.write(root / "tiny.gguf", model, tok)
-    pretrained.import_gguf(str(path), str(root / "imported"), progress=False)
-    return SimpleNamespace(gguf=path, model=model, tok=tok, out=root / "imported")
+    root = tmp_path_factory.mktemp("gguf_imported")
+    pretrained.import_gguf(str(tiny_gguf_llama.gguf), str(root / "imported"), progress=False)
+    return SimpleNamespace(**vars(tiny_gguf_llama), out=root / "imported")
 
 
 def _logits(model, ids):

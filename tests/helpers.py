@@ -25,8 +25,8 @@ BIN = Path(sys.executable).parent
 
 def _workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
-    shutil.copy(ROOT / "params.yaml", work / "params.yaml")
     shutil.copytree(ROOT / "config", work / "config")   # every overlay at its path (config/<kind>/<name>.yaml)
+    shutil.copy(ROOT / "params.yaml", work / "params.yaml")
     return work
 
 

@@ -15,7 +15,7 @@ pytest.importorskip("peft")
 from conftest import sampling  # noqa: E402
 from poeval.generators import lm  # noqa: E402
 from poeval.io import read_jsonl, write_jsonl  # noqa: E402
-from helpers import TINY, TRAIN_CFG, VANILLA, _quatrains, _state, _styled, reference_dev_loss  # noqa: E402
+from helpers import TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, _quatrains, _state, _styled, reference_dev_loss  # noqa: E402
 
 # The base model ends verses 1, 3 and 4 with TRAIN_ONLY; the fine-tuning quatrains end them with NEW_END.
 NEW_END = "morning"
@@ -25,8 +25,14 @@ FINETUNE = {**TRAIN_CFG, "max_steps": 40, "eval_every": 10, "lr": 1e-2}
 
 
 @pytest.fixture(scope="module")
-def base(tiny_gpt2):
-    return tiny_gpt2
+def base(tmp_path_factory):
+    # not conftest's tiny_gpt2: its dev split ends in DEV_ONLY, and the base checkpoint (the best on dev)
+    # is the one the fine-tuning's dev-loss margin below is measured against
+    root = tmp_path_factory.mktemp("lora_base")
+    write_jsonl(root / "train.jsonl", _quatrains(60, 1, TRAIN_ONLY))
+    write_jsonl(root / "dev.jsonl", _quatrains(20, 2, TRAIN_ONLY))
+    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), TINY, TRAIN_CFG, progress=False)
+    return root / "model"
 
 
 @pytest.fixture(scope="module")

@@ -147,3 +147,37 @@ def test_schema_defaults_are_valid_values():
     resolved = params.load(ROOT / "params.yaml")
     assert config.schema_problems(resolved) == []
     assert json.loads(json.dumps(resolved)) == resolved
+
+
+def index_problems(folder: Path, pattern: str, name: re.Pattern) -> list[str]:
+    """A folder's README.md index against its files: each file matching ``pattern`` is named in the index
+    (as its path below the folder, in backticks at the start of a table row), nothing else is, and each file
+    name matches ``name``."""
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob(pattern)
+             if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts}
+    listed = set(re.findall(r"^\| `([^`]+)` \|", (folder / "README.md").read_text("utf-8"), re.M))
+    return ([f"not in the index: {f}" for f in sorted(files - listed)]
+            + [f"in the index, no such file: {f}" for f in sorted(listed - files)]
+            + [f"name: {f}" for f in sorted(files) if not name.fullmatch(Path(f).name)])
+
+
+KEBAB = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\.yaml")
+SNAKE = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*\.(py|sh)")
+
+
+def test_config_and_scripts_each_have_one_index_and_one_naming():
+    """config/README.md lists every overlay (kebab-case, one folder per kind); scripts/README.md every
+    script (snake_case). Each check also finds a missing, an extra and a misnamed file."""
+    assert index_problems(ROOT / "config", "*.yaml", KEBAB) == []
+    assert all("/" in f for f in re.findall(r"^\| `([^`]+)` \|", (ROOT / "config" / "README.md").read_text(), re.M))
+    assert index_problems(ROOT / "scripts", "*", SNAKE) == []
+
+
+def test_the_index_check_finds_what_is_missing_extra_or_misnamed(tmp_path):
+    (tmp_path / "scale").mkdir()
+    (tmp_path / "scale" / "tiny.yaml").write_text("{}\n")
+    (tmp_path / "scale" / "bpomp_tiny.yaml").write_text("{}\n")
+    (tmp_path / "README.md").write_text("| `scale/tiny.yaml` | scale |\n| `scale/gone.yaml` | scale |\n")
+    assert index_problems(tmp_path, "*.yaml", KEBAB) == [
+        "not in the index: scale/bpomp_tiny.yaml", "in the index, no such file: scale/gone.yaml",
+        "name: scale/bpomp_tiny.yaml"]

@@ -95,9 +95,9 @@ def _parser_split(sub) -> None:
 
 
 def cmd_rhyme(args) -> None:
-    from poeval.poetry import rhyme
+    from poeval.poetry.annotate import write_annotated
 
-    rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
+    write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None)
     if args.out is not None:
         write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from poeval.bpomp import pairs
-from poeval.data import corpus as C
+from poeval.data import quatrains as Q
 from poeval.generators.poetic import common
 from poeval.metrics import schemes
 from poeval.poetry import rhyme
@@ -191,7 +191,7 @@ def test_corpus_report_counts_what_was_stripped(tmp_path):
     }
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in quatrains.items()))
-    records, rep = C.build_quatrains("quatrain", str(path), progress=False)
+    records, rep = Q.build_quatrains("quatrain", str(path), progress=False)
     assert [r["source"] for r in records] == ["q1", "q2", "q4"]
     assert [r["lines"] for r in records] == [quatrains[k] for k in ("q1", "q2", "q4")]   # verses unchanged
     assert rep["end_word_stripped"] == {"line_number": 3, "dashes": 1, "bracket": 1, "quote": 2,
@@ -203,6 +203,6 @@ def test_write_quatrains_report_has_the_counts(tmp_path):
     path.write_text(json.dumps({"id": "q1", "text": ["The sun goes down behind the hill,   5", "The birds have flown",
                                                       "The air is soft and still —", "And night has grown"]}) + "\n")
     out, report = tmp_path / "quatrains.jsonl", tmp_path / "corpus_report.json"
-    C.write_quatrains("en", {"format": "quatrain", "path": str(path)}, {}, str(out), str(report))
+    Q.write_quatrains("en", {"format": "quatrain", "path": str(path)}, {}, str(out), str(report))
     rep = json.loads(report.read_text())
     assert rep["end_word_stripped"] == {"line_number": 1, "dashes": 1, "bracket": 0, "quote": 0, "footnote_mark": 0}

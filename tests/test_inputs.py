@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from poeval import bpomp, io
 from poeval.bpomp.report import write_accuracy_cell
 from poeval.cli import main
-from poeval.data import corpus
+from poeval.data.quatrains import build_quatrains
 from poeval.errors import PoevalError
 from poeval.metrics.evaluate import evaluate
 from poeval.poetry.annotate import write_annotated
@@ -234,8 +234,8 @@ READERS = {
     "oedilf limericks": lambda p, tmp: bpomp.write_corpus("oedilf", p, str(tmp / "out"))["kept"],
     "pairs from limericks": lambda p, tmp: bpomp.write_pairs(p, "line_swap", str(tmp / "out"), progress=False)["pairs"],
     "scored pairs": lambda p, tmp: sum(t["n"] for t in write_accuracy_cell(p, reps=5)["tasks"].values()),
-    "quatrain corpus": lambda p, tmp: len(corpus.build_quatrains("quatrain", p, progress=False)[0]),
-    "dlk corpus": lambda p, tmp: len(corpus.build_quatrains("dlk", p, progress=False)[0]),
+    "quatrain corpus": lambda p, tmp: len(build_quatrains("quatrain", p, progress=False)[0]),
+    "dlk corpus": lambda p, tmp: len(build_quatrains("dlk", p, progress=False)[0]),
 }
 
 

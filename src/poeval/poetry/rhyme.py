@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 from importlib import resources
 from typing import Sequence
@@ -291,13 +292,14 @@ def is_repetition(line_a: str, line_b: str, lang: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------------
 # the fitted tables: level ratios (LLR), distance shifts and four-line scheme counts, counted on the dev gold
-# by `benchmarks/bench_rhyme.py --fit`, which writes this file (with the command, date and the gold's sha256)
+# by `benchmarks/bench_rhyme.py --fit`, which writes this file (with the command, commit, date and the gold's
+# sha256)
 
 FIT_FILE = "poetry/data/rhyme_fit.json"   # inside the package (package data)
 _FIT_KEYS = ("provenance", "llr", "dist_bias", "scheme_counts_4")
 
 
-def load_fit(path: str | None = None) -> dict:
+def load_fit(path: str | os.PathLike | None = None) -> dict:
     """The fitted tables of ``path`` (default: the package's :data:`FIT_FILE`), checked by :func:`check_fit`."""
     if path is None:
         where = f"poeval/{FIT_FILE}"
@@ -331,16 +333,22 @@ def check_fit(table, where: str) -> None:
         _check_keys(table["llr"][lang], LEVELS, f"{where}: llr.{lang}")
         for lev, x in table["llr"][lang].items():
             _check_number(x, f"{where}: llr.{lang}.{lev}")
-        shifts = table["dist_bias"][lang]
-        if not isinstance(shifts, list):
-            raise PoevalError(f"{where}: dist_bias.{lang} must be a list of numbers")
-        for d, x in enumerate(shifts, 1):
-            _check_number(x, f"{where}: dist_bias.{lang}[{d}]")
-        counts = table["scheme_counts_4"][lang]
-        _check_keys(counts, [s for s in SCHEMES if s in counts], f"{where}: scheme_counts_4.{lang}")
-        for s, n in counts.items():
-            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                raise PoevalError(f"{where}: scheme_counts_4.{lang}.{s}: expected a count >= 0, got {n!r}")
+        _check_shifts(table["dist_bias"][lang], f"{where}: dist_bias.{lang}")
+        _check_counts(table["scheme_counts_4"][lang], f"{where}: scheme_counts_4.{lang}")
+
+
+def _check_shifts(shifts, where: str) -> None:
+    if not isinstance(shifts, list):
+        raise PoevalError(f"{where} must be a list of numbers")
+    for d, x in enumerate(shifts, 1):
+        _check_number(x, f"{where}[{d}]")
+
+
+def _check_counts(counts, where: str) -> None:
+    _check_keys(counts, [s for s in SCHEMES if s in counts], where)   # only four-line schemes
+    for s, n in counts.items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise PoevalError(f"{where}.{s}: expected a count >= 0, got {n!r}")
 
 
 def _check_keys(obj, keys, where: str) -> None:

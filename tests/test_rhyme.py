@@ -6,12 +6,12 @@ import shutil
 import pytest
 
 from poeval.errors import PoevalError
-from poeval.poetry import espeak, rhyme
+from poeval.poetry import espeak, rhyme, spelling
 from poeval.poetry.metre import METRES, metre, metre_from_measures
 from poeval.poetry.rhyme import rhyme_relation
 from poeval.poetry.schemes import (CONTEXT, SCHEMES_4, best_partition, context_penalty, level_weights,
                                    normalise_scheme, scheme, scheme_prior, schemes)
-from poeval.poetry.spelling import en_candidates, normalise_de
+from poeval.poetry.spelling import en_candidates
 from poeval.text import end_word
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
@@ -84,15 +84,15 @@ def test_end_word():
 
 
 def test_normalise_de():
-    assert normalise_de("ſchlimmer") == "schlimmer"
-    assert normalise_de("Huͤten") == "Hüten"
-    assert normalise_de("ſchaͤtzen") == "schätzen"
-    assert normalise_de("beliebẽ") == "belieben"
-    assert normalise_de("Fiſcherey") == "Fischerei"
-    assert normalise_de("vmb") == "um"
-    assert normalise_de("Noth") == "Not"
-    assert normalise_de("Jch ſehe/ daß") == "Ich sehe, daß"
-    assert normalise_de("weꝛden") == "werden"
+    assert spelling.normalise_de("ſchlimmer") == "schlimmer"
+    assert spelling.normalise_de("Huͤten") == "Hüten"
+    assert spelling.normalise_de("ſchaͤtzen") == "schätzen"
+    assert spelling.normalise_de("beliebẽ") == "belieben"
+    assert spelling.normalise_de("Fiſcherey") == "Fischerei"
+    assert spelling.normalise_de("vmb") == "um"
+    assert spelling.normalise_de("Noth") == "Not"
+    assert spelling.normalise_de("Jch ſehe/ daß") == "Ich sehe, daß"
+    assert spelling.normalise_de("weꝛden") == "werden"
 
 
 # ---------------------------------------------------------------- pairwise

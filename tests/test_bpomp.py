@@ -17,7 +17,8 @@ from poeval.bpomp.wordnet import WordNet, default
 from poeval.data import cleaning
 from poeval.errors import PoevalError
 from poeval.io import read_jsonl
-from poeval.poetry.rhyme import end_word, rhyme_relation
+from poeval.poetry.rhyme import rhyme_relation
+from poeval.text import end_word
 
 # Made-up limericks (the Lear-like one ends lines 2 and 5 in the same word on purpose).
 GOOD = [

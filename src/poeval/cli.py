@@ -59,9 +59,9 @@ def _parser_prepare(sub) -> None:
 
 
 def cmd_quatrains(args) -> None:
-    from poeval.data import corpus
+    from poeval.data.quatrains import write_quatrains
 
-    corpus.write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
+    write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
 
 
 def _parser_quatrains(sub) -> None:
@@ -76,9 +76,9 @@ def _parser_quatrains(sub) -> None:
 
 
 def cmd_split(args) -> None:
-    from poeval.data import corpus
+    from poeval.data.split import write_split
 
-    corpus.write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
+    write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
 
 
 def _parser_split(sub) -> None:
@@ -95,9 +95,9 @@ def _parser_split(sub) -> None:
 
 
 def cmd_rhyme(args) -> None:
-    from poeval.poetry import rhyme
+    from poeval.poetry.annotate import write_annotated
 
-    rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
+    write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None)
     if args.out is not None:
         write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,

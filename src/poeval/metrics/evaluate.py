@@ -20,7 +20,8 @@ from poeval.io import PoemSource, is_path, read_poems, source_name, write_json
 from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
-from poeval.poetry import rhyme as detector
+from poeval.poetry import espeak
+from poeval.poetry import schemes as detector
 from poeval.stamps import evaluation_stamp
 
 
@@ -132,7 +133,7 @@ def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
     detector's labels, cached when the corpus was built), else the detector's label."""
     todo = [i for i, p in enumerate(poems) if "scheme" not in p]
     if todo:
-        detector.check_phonemizer()
+        espeak.check_phonemizer()
     fresh = iter(detector.schemes([poems[i]["lines"] for i in todo], lang, progress=progress))
     return [detector.normalise_scheme(p["scheme"]) if "scheme" in p else next(fresh) for p in poems]
 

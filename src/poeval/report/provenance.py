@@ -37,8 +37,10 @@ from poeval import paths
 from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.paths import HUMAN, TRAIN
-from poeval.report.recorded import (corpus_params, dotted, metric_params, sample_params, split_params,
-                                    supplied_params, table_params, training_params)
+from poeval.jobs.cell import cell_job
+from poeval.metrics.families import cached_inputs
+from poeval.report.recorded import (corpus_params, dotted, sample_params, split_params, supplied_params, table_params,
+                                    training_params)
 # the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
 from poeval.stamps import code_revision, files_under, path_sha256
 
@@ -393,11 +395,14 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
     system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
     reference = paths.train(cell.lang)
     for (path, sample), st, decoding in zip(cell_samples, stamps, _cell_decodings(cell)):
-        t.check_params(params, (st or {}).get("params"), metric_params(t.config, system, decoding, cell.family), path)
+        # the job rule metric_cell would pass now, as the cell's stamp records it
+        job = cell_job(t.config, cell.lang, system, decoding, cell.family)
+        t.check_params(params, (st or {}).get("params"), job.recorded(), path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)
-            if "embeddings" in st.get("inputs", {}):
-                t.check_input(cells, st, "embeddings", paths.embeddings(cell.lang), path)
+            for name, (_, cache) in cached_inputs([cell.family]).items():
+                if name in st.get("inputs", {}):   # the caches the stamp records (the reference embeddings)
+                    t.check_input(cells, st, name, cache.path(cell.lang), path)
         t.file_entry(samples, sample)
         t.check_input(samples, st, "samples", sample, path)
     params.stale = list(dict.fromkeys(params.stale))   # the HUMAN cells repeat the same differences

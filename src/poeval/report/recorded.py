@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from poeval.paths import HUMAN, TRAIN
 
 
 def dotted(config: dict, key: str) -> Any:
@@ -16,18 +15,6 @@ def dotted(config: dict, key: str) -> Any:
             return None
         config = config[part]
     return config
-
-
-def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
-    """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
-    and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
-    from poeval.metrics.evaluate import SHARED_OPTIONS   # diversity also records the semantic params
-
-    read = (family, *SHARED_OPTIONS.get(family, ()))
-    return {"metrics": {f: config.get("metrics", {}).get(f, {}) for f in read},
-            "bootstrap_reps": 0 if system == HUMAN else dotted(config, "metrics.bootstrap.reps"),
-            "seed": dotted(config, "metrics.bootstrap.seed"),
-            "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
 
 
 def sample_params(config: dict, system: str, decoding: str) -> dict:

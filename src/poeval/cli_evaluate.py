@@ -15,10 +15,10 @@ def _cell_label(text: str) -> dict:
     return dict(zip(("lang", "system", "decoding"), parts))
 
 
-# `poeval evaluate` options that a --job carries (jobs.cell.CellJob), with their hand-run defaults
-JOB_ARGS = {"lang": None, "metrics": "length,lexical,memorization,rhyme,semantic", "options": None,
-            "bootstrap_reps": 0, "seed": None, "exclude_sample_from_reference": False, "cell": None,
-            "allow_empty": False}
+# `poeval evaluate` options that a --job carries (jobs.cell.CellJob); without them, jobs.cell.given_job's defaults
+JOB_ARGS = ("lang", "metrics", "options", "bootstrap_reps", "seed", "exclude_sample_from_reference", "cell",
+            "allow_empty")
+DEFAULT_METRICS = "length,lexical,memorization,rhyme,semantic"
 # the old cache options, kept for hand runs: aliases of --cached NAME=PATH
 CACHE_ALIASES = {"reference_embeddings": "embeddings", "memorization_index": "memorization_index",
                  "topic_model": "topic_model"}
@@ -28,18 +28,18 @@ def _evaluate_job(args):
     """The metric-cell job: the rule's --job, or one built from a hand run's options (the same type)."""
     from poeval.jobs.cell import given_job
 
-    given = [f"--{k.replace('_', '-')}" for k, default in JOB_ARGS.items() if getattr(args, k) not in (None, default)]
+    given = {k: v for k in JOB_ARGS if (v := getattr(args, k)) is not None and v is not False}
     if args.job is not None:
         if given:
-            raise PoevalError(f"evaluate: --job carries {', '.join(given)}; give either --job or those options")
+            raise PoevalError(f"evaluate: --job carries {', '.join('--' + k.replace('_', '-') for k in given)}; "
+                              "give either --job or those options")
         return args.job
-    if args.lang is None:
+    if "lang" not in given:
         raise PoevalError("evaluate: --lang is required (or --job)")
-    values = {k: default if getattr(args, k) is None else getattr(args, k) for k, default in JOB_ARGS.items()}
-    return given_job([f.strip() for f in values["metrics"].split(",") if f.strip()], values["lang"],
-                     values["options"], values["bootstrap_reps"], values["seed"],
-                     values["exclude_sample_from_reference"], values["allow_empty"],
-                     _cell_label(args.cell) if args.cell else None)
+    metrics = [f.strip() for f in given.pop("metrics", DEFAULT_METRICS).split(",") if f.strip()]
+    if "cell" in given:
+        given["cell"] = _cell_label(given["cell"])
+    return given_job(metrics, given.pop("lang"), **given)
 
 
 def cmd_evaluate(args) -> None:
@@ -61,7 +61,7 @@ def parser_evaluate(sub) -> None:
                "bootstrap, cell label...), instead of the options --lang to --allow-empty; the result is then "
                "written to --out only")
     add_lang(p)
-    p.add_argument("--metrics", help=f"comma-separated metric families (default: {JOB_ARGS['metrics']}; not in "
+    p.add_argument("--metrics", help=f"comma-separated metric families (default: {DEFAULT_METRICS}; not in "
                         "the paper: metre, topics, diversity, which embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", required=True)
@@ -73,7 +73,7 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--memorization-index", help="alias of --cached memorization_index=PATH")
     p.add_argument("--topic-model", help="alias of --cached topic_model=PATH")
     p.add_argument("--bootstrap-reps", type=nonneg_int, help="bootstrap resamples for 95%% intervals (default 0)")
-    p.add_argument("--seed", type=seed_int, help="bootstrap seed (default: params metrics.bootstrap.seed's)")
+    p.add_argument("--seed", type=seed_int, help="bootstrap seed (default 1)")
     p.add_argument("--threads", type=positive_int, help="CPU threads (torch, rapidfuzz)")
     p.add_argument("--exclude-sample-from-reference", action="store_true",
                    help="compare with the reference minus the sample's own quatrains, matched by verses (a human "

@@ -9,7 +9,7 @@ for the caches of :mod:`poeval.metrics.families`) and ``--threads``; a hand-run 
 Built from the params *as written* (Snakemake's ``config``, not the resolved ``P``): the families' params
 sections travel as given and `poeval evaluate` fills their defaults (:func:`poeval.metrics.evaluate.family_options`),
 so a default filled by the params step never changes a command, its params trigger or the stamp (which
-records the sections as given). The bootstrap settings are filled here from the schema, as ``P`` has them.
+records the sections as given). The bootstrap settings are required params (no defaults to fill).
 I/O paths and threads are not part of the job: they are the rule's inputs and resources.
 """
 
@@ -23,9 +23,6 @@ from poeval.jobs.base import Job
 from poeval.metrics import evaluate as runner
 from poeval.metrics.families import FAMILIES, read_sections, runtime_options
 from poeval.paths import HUMAN, TRAIN
-
-BOOTSTRAP = "#/properties/metrics/properties/bootstrap"
-
 
 @dataclasses.dataclass(frozen=True)
 class CellJob(Job):
@@ -54,6 +51,8 @@ class CellJob(Job):
             raise PoevalError(f"{self.KIND} job: unknown lang {self.lang!r} (available: {', '.join(poeval_config.languages())})")
         if not isinstance(self.bootstrap_reps, int) or self.bootstrap_reps < 0:
             raise PoevalError(f"{self.KIND} job: bootstrap_reps must be an integer >= 0, got {self.bootstrap_reps!r}")
+        if not isinstance(self.seed, int):
+            raise PoevalError(f"{self.KIND} job: seed must be an integer, got {self.seed!r}")
 
     def recorded(self) -> dict:
         """The params the cell's stamp records (:func:`poeval.metrics.evaluate.stamp_params`)."""
@@ -62,15 +61,14 @@ class CellJob(Job):
 
 
 def given_job(families: list[str], lang: str, options: dict | None = None, bootstrap_reps: int = 0,
-              seed: int | None = None, exclude_sample_from_reference: bool = False, allow_empty: bool = False,
+              seed: int = 1, exclude_sample_from_reference: bool = False, allow_empty: bool = False,
               cell: dict | None = None) -> CellJob:
     """The job of a hand run (or of the workflow, through :func:`cell_job`): every section of ``options``
-    is checked (an unknown family or key is named), and those the families read are kept as given;
-    ``seed`` defaults to the schema's bootstrap seed."""
+    is checked (an unknown family or key is named), and those the families read are kept as given
+    (defaults as :func:`poeval.metrics.evaluate.evaluate`'s)."""
     options = dict(options or {})
     for name, section in options.items():
         runner.family_options(name, section)
-    seed = poeval_config.defaults(BOOTSTRAP)["seed"] if seed is None else seed
     return CellJob(list(families), lang, {f: options.get(f, {}) for f in read_sections(families)}, bootstrap_reps,
                    seed, exclude_sample_from_reference, allow_empty, cell)
 
@@ -80,9 +78,9 @@ def cell_job(params: dict, lang: str, system: str, decoding: str, family: str) -
     a HUMAN cell gets no bootstrap (its row's spread comes from its samples) and, unless it is the whole
     training set, is compared with the rest of train; an empty sample is a result, not a failure."""
     metrics = params.get("metrics") or {}
-    bootstrap = poeval_config.resolve_section(metrics.get("bootstrap") or {}, BOOTSTRAP, "metrics.bootstrap")
+    bootstrap = metrics.get("bootstrap") or {}   # reps and seed: required params, no defaults
     return given_job([family], lang, {f: metrics.get(f) or {} for f in read_sections([family])},
-                     0 if system == HUMAN else bootstrap["reps"], bootstrap["seed"],
+                     0 if system == HUMAN else bootstrap.get("reps"), bootstrap.get("seed"),
                      exclude_sample_from_reference=system == HUMAN and decoding != TRAIN, allow_empty=True,
                      cell={"lang": lang, "system": system, "decoding": decoding})
 

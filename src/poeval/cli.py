@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, json_object, nonneg_int,
-                             positive_int, print_json, seed_int, write_stamp)
+from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, json_object, positive_int,
+                             print_json, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale

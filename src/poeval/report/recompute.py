@@ -11,7 +11,10 @@ from typing import Any
 
 from poeval.errors import PoevalError
 from poeval.io import read_json
-from poeval.report.provenance import _cell_samples, _cell_value, _default_root, _read_tsv, _show, _stamp, resolve
+from poeval.report.checks import _stamp
+from poeval.report.provenance import _default_root
+from poeval.report.recorded import _show
+from poeval.report.table_cell import _cell_samples, _cell_value, _read_tsv, resolve
 from poeval.stamps import path_sha256
 
 # Rerunning an evaluation on the same inputs repeats the same float operations; the tolerance only

@@ -35,7 +35,7 @@ from poeval.io import read_json
 from poeval.jobs.cell import cell_job
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.report.provenance import param_diffs
+from poeval.report.recorded import param_diffs
 from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
                                     dotted, embeddings_params, figure_record, rhyme_label_params,
                                     sample_params, sonnets_params, split_params, supplied_params, table_params,

@@ -104,12 +104,13 @@ def test_a_cache_is_passed_by_name_and_an_unknown_name_is_refused(tmp_path, caps
 
 # --- rules against their commands' jobs ---------------------------------------------------------
 
-def _dry_run(work: Path, *targets: str, configs=("config/tiny.yaml",), root: Path = ROOT,
-             env: dict | None = None) -> str:
-    cmd = [str(BIN / "snakemake"), "--snakefile", str(root / "Snakefile"), "--directory", str(work), *targets,
+def _snakemake(work: Path, *args: str, configs=("config/tiny.yaml",), root: Path = ROOT) -> str:
+    """Snakemake on the Snakefile of ``root`` (its own ``src`` first on the path) in ``work``; its output."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1",
+               PYTHONPATH=str(root / "src"))
+    cmd = [str(BIN / "snakemake"), "--snakefile", str(root / "Snakefile"), "--directory", str(work), *args,
            "--configfile", *configs]
-    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
-                          env=env or dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1"))
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     return proc.stdout + proc.stderr
 
@@ -150,7 +151,7 @@ def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp
     (work / "config").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work)
     shutil.copy(ROOT / "config" / "tiny.yaml", work / "config")
-    out = _dry_run(work, "-n", "-p", "--forceall")
+    out = _snakemake(work, "-n", "-p", "--forceall")
     commands = _job_commands(out)
     assert any(c.startswith("poeval evaluate ") for c in commands)
     assert not [(c, stray_values(c)) for c in commands if stray_values(c)]
@@ -213,10 +214,8 @@ def test_a_new_family_runs_its_cell_through_the_workflow(tmp_path):
     write_jsonl(copy / paths.train("en"), train)
     write_jsonl(copy / paths.human("en", "human0"), train[:3])
     cell = paths.cell("en", "HUMAN", "human0", "toy")
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1",
-               PYTHONPATH=str(copy / "src"))
-    _dry_run(copy, "-c", "1", cell, "--allowed-rules", "metric_cell", configs=("config/tiny.yaml", "config/toy.yaml"),
-             root=copy, env=env)
+    _snakemake(copy, "-c", "1", cell, "--allowed-rules", "metric_cell", configs=("config/tiny.yaml", "config/toy.yaml"),
+               root=copy)
     result = json.loads((copy / cell).read_text())
     assert result["toy"] == {"verses": 8.0, "n_reference": 7}   # 4 verses x the schema's default scale 2
     assert result["provenance"]["params"]["metrics"] == {"toy": {}}   # the section as written: none

@@ -24,6 +24,7 @@ from poeval.metrics import evaluate as runner
 from poeval.metrics.families import FAMILIES, read_sections, runtime_options
 from poeval.paths import HUMAN, TRAIN
 
+
 @dataclasses.dataclass(frozen=True)
 class CellJob(Job):
     """``families`` of a sample against a reference in ``lang``; ``options``: the params section of each
@@ -47,8 +48,9 @@ class CellJob(Job):
         for name in self.families:
             if name not in FAMILIES:
                 raise PoevalError(f"{self.KIND} job: unknown metric family {name!r} (available: {', '.join(FAMILIES)})")
-        if self.lang not in poeval_config.languages():
-            raise PoevalError(f"{self.KIND} job: unknown lang {self.lang!r} (available: {', '.join(poeval_config.languages())})")
+        langs = poeval_config.languages()
+        if self.lang not in langs:
+            raise PoevalError(f"{self.KIND} job: unknown lang {self.lang!r} (available: {', '.join(langs)})")
         if not isinstance(self.bootstrap_reps, int) or self.bootstrap_reps < 0:
             raise PoevalError(f"{self.KIND} job: bootstrap_reps must be an integer >= 0, got {self.bootstrap_reps!r}")
         if not isinstance(self.seed, int):

@@ -322,7 +322,8 @@ def runtime_options(families: list[str], cached: dict[str, str], threads: int | 
     known = {c.name for f in FAMILIES.values() for c in f.cached}
     unknown = sorted(set(cached) - known)
     if unknown:
-        raise PoevalError(f"--cached: unknown cache {', '.join(map(repr, unknown))} (known: {', '.join(sorted(known))})")
+        raise PoevalError(f"--cached: unknown cache {', '.join(map(repr, unknown))} "
+                          f"(known: {', '.join(sorted(known))})")
     out: dict[str, dict] = {}
     for name, (owner, c) in cached_inputs(families).items():
         if name in cached:

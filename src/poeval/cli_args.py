@@ -149,7 +149,7 @@ def job_option(parser: argparse.ArgumentParser, job_type: Callable[[], type], wh
         except PoevalError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
 
-    parser.add_argument("--job", type=parse_job, metavar="JSON", help=f"(workflow) {what} as one JSON value")
+    parser.add_argument("--job", type=parse_job, metavar="JSON", help=f"(workflow) the typed job its rule passes, as one JSON value: {what}")
 
 
 def name_path(text: str) -> str:

@@ -57,9 +57,8 @@ def parser_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
     p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
-    job_option(p, _cell_job_type, "the metric-cell job (poeval.jobs.cell.CellJob: families, lang, options, "
-               "bootstrap, cell label...), instead of the options --lang to --allow-empty; the result is then "
-               "written to --out only")
+    job_option(p, _cell_job_type, "poeval.jobs.cell.CellJob (families, lang, options, bootstrap, cell "
+               "label...), instead of the options --lang to --allow-empty; the result then goes to --out only")
     add_lang(p)
     p.add_argument("--metrics", help=f"comma-separated metric families (default: {DEFAULT_METRICS}; not in "
                         "the paper: metre, topics, diversity, which embeds with the semantic options); "

@@ -1,7 +1,8 @@
 """`poeval evaluate`: read a sample of poems and a reference, compute metric families, write one JSON.
 
-The Snakemake metric cells call exactly this (through the CLI), so a researcher evaluating their own
-samples gets the same numbers as the workflow's tables."""
+The Snakemake metric cells call exactly this (through the CLI and their typed job, :mod:`poeval.jobs.cell`),
+so a researcher evaluating their own samples gets the same numbers as the workflow's tables. What each family
+computes and reads is its record in :mod:`poeval.metrics.families`."""
 
 from __future__ import annotations
 

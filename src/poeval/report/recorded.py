@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 
-
 def dotted(config: dict, key: str) -> Any:
     """The value at a dotted params key (``metrics.bootstrap.reps``), or None where it is not set."""
     for part in key.split("."):

@@ -32,12 +32,11 @@ from poeval import paths
 from poeval.config import fill
 from poeval.errors import PoevalError
 from poeval.io import read_json
-from poeval.jobs.cell import cell_job
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.report.recorded import param_diffs
+from poeval.jobs.cell import cell_job
 from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
-                                    dotted, embeddings_params, figure_record, rhyme_label_params,
+                                    dotted, embeddings_params, figure_record, param_diffs, rhyme_label_params,
                                     sample_params, sonnets_params, split_params, supplied_params, table_params,
                                     topics_params, training_params, word2vec_params)
 from poeval.stamps import code_revision, path_sha256

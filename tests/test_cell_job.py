@@ -120,8 +120,8 @@ def stray_values(command: str) -> list[str]:
     it declares (cli_args.io_paths), ``--threads`` or a log redirect, and any positional word that is not
     one of its path arguments. Parsing the command also parses its job (strictly: a bad job fails)."""
     words = shlex.split(command)
-    if words[-3:-1] == [">", words[-2]] or (len(words) > 3 and words[-1] == "2>&1"):
-        words = words[:words.index(">")]   # the log redirect
+    if ">" in words:   # the log redirect (a JSON word holding ">" is one word)
+        words = words[:words.index(">")]
     args = build_parser().parse_args(words[1:])
     name, outputs, inputs = args.io_paths
     allowed = {a.rstrip("=:") for a in (*outputs, *inputs) if a.startswith("--")} | {"--threads", "--job"}

@@ -13,6 +13,7 @@ from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.io import file_sha256, write_json, write_jsonl
 from poeval import stamps
+from poeval.metrics.evaluate import evaluation_stamp
 from poeval.report import provenance as P
 from poeval.report import recompute as R
 from poeval.report.tables import family_table
@@ -39,7 +40,7 @@ def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
     path = paths.cell(lang, system, decoding, "lexical")
     write_json(path, {"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": 2,
                       "lexical": {"attr": value, "mattr": value, "mtld": 40.0},
-                      "provenance": stamps.evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
     return path
 
 
@@ -178,7 +179,7 @@ def test_the_whole_training_set_row_traces_to_train(run):
     path = paths.cell("en", "HUMAN", "train", "lexical")
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": stamps.evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
     cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [path]
     family_table(cells, "lexical", TABLE2)
     result = _trace(run, row="HUMAN (train)")

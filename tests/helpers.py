@@ -15,7 +15,8 @@ from pathlib import Path
 
 from poeval.bpomp import pairs
 from poeval.bpomp.wordnet import default
-from poeval.poetry.rhyme import end_word, rhyme_relation
+from poeval.poetry.rhyme import rhyme_relation
+from poeval.text import end_word
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from poeval.data import cleaning, corpus_read
-from poeval.data.corpus import build_quatrains
+from poeval.data.quatrains import build_quatrains
 from poeval.errors import PoevalError
 
 READ = Path(__file__).parents[1] / "fixtures" / "corpus_read_en.jsonl"

@@ -135,3 +135,22 @@ def write_stamp(args: argparse.Namespace) -> None:
 def _as_list(value) -> list[str]:
     return [] if value is None else [value] if isinstance(value, str) else list(value)
 
+
+def job_of(args, cls, by_hand: tuple[str, ...], build):
+    """The typed job of a command: ``--job`` (the workflow's JSON, :func:`poeval.jobs.base.parse`), or
+    built by ``build`` from the options a user gives by hand instead (``by_hand``: never with ``--job``)."""
+    from poeval.jobs.base import parse
+
+    given = [f"--{name}" for name in by_hand if getattr(args, name) is not None]
+    if args.job is not None:
+        if given:
+            raise PoevalError(f"--job holds {', '.join(f'--{n}' for n in by_hand)}: give it alone, not with "
+                              f"{', '.join(given)}")
+        return parse(cls, args.job)
+    return build()
+
+
+def require_options(args, *names: str) -> None:
+    missing = [f"--{name}" for name in names if getattr(args, name) is None]
+    if missing:
+        raise PoevalError(f"give --job, or {' and '.join(f'--{n}' for n in names)} (missing: {', '.join(missing)})")

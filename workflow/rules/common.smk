@@ -19,6 +19,8 @@ from poeval.report.figures import FIGURES
 from poeval.metrics.evaluate import SHARED_OPTIONS
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
+from poeval.jobs.sample import sample_job
+from poeval.jobs.train import train_job
 from poeval.paths import HUMAN, TRAIN
 from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
@@ -171,7 +173,7 @@ def release_file(wildcards):
 def train_poetic_options(wildcards, input):
     if not is_poetic(wildcards.system):
         return ""
-    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec, "--lang", wildcards.lang])
+    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec])
 
 
 def table11_system():

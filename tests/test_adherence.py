@@ -112,7 +112,7 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
         prompts.append(prompt.tolist())
         return generate(model, prompt, *args)
 
-    monkeypatch.setattr(lm, "generate_batch", spy)
+    monkeypatch.setattr(lm.generation, "generate_batch", spy)
     stats = lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
                       sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), style="abab", progress=False)

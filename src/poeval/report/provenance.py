@@ -17,7 +17,7 @@ helpers :func:`poeval.stamps.train_stamp` and :func:`poeval.stamps.sample_stamp`
 
 * metric cell: inputs ``samples``, ``reference`` (``embeddings``); params ``metrics``, ``bootstrap_reps``,
   ``seed``, ``exclude_sample_from_reference``
-* sample stats: input ``model`` (checkpoint directory); params ``decoding``, ``sampling``
+* sample stats: input ``model`` (checkpoint directory); params ``decoding`` (typed, with its ``method``), ``sampling``
 * training_log.json: inputs ``train``, ``dev``; params ``model``, ``training``
 * split report: input ``quatrains``; params ``split``, ``human``
 * corpus report: input ``source`` (absent when nothing was read from disk); params ``corpus``, ``quatrains``

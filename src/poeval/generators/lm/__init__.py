@@ -59,4 +59,4 @@ def fit(inputs: TrainInputs, out_dir: str, model_cfg: dict, train_cfg: dict | st
         name: str | None = None, threads: int = 1, progress: bool = True) -> dict:
     """The generator interface's training (:mod:`poeval.generators.interface`): :func:`train` on the train
     and dev splits (a transformer needs no language; pseudo-sonnets and word2vec are the ports')."""
-    return train(inputs.train, inputs.dev, out_dir, model_cfg, train_cfg, threads, progress, name=name)
+    return train(inputs.train, inputs.dev, out_dir, model_cfg, train_cfg, threads=threads, progress=progress, name=name)

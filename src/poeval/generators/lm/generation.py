@@ -234,7 +234,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     prefix = style_prompt(tokenizer, style)
     max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
     if sampling["procedure"] == "paper":
-        return _sample_paper(model, tokenizer, prefix, decoding, max_new_tokens, out, stats, style,
+        return _sample_paper(model, tokenizer, prefix, max_new_tokens, out, stats, style,
                              model_dir=model_dir, decoding=decoding, sampling=sampling, id_prefix=id_prefix,
                              progress=progress)
     stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
@@ -266,7 +266,7 @@ def paper_text(tokenizer, row: list[int], eos: int, order: str = "forward") -> t
     return "\n".join(orient(text.split("\n"), order)), end is not None
 
 
-def _sample_paper(model, tokenizer, prefix: list[int], decoding: Decoding, max_new_tokens: int, out: str, stats: str,
+def _sample_paper(model, tokenizer, prefix: list[int], max_new_tokens: int, out: str, stats: str,
                   style: str | None, **loop) -> dict:
     """``sampling.procedure: paper`` (:func:`poeval.generators.sampling.paper_loop`): generations from BOS
     (the paper's ``<|endoftext|>`` prefix) that only the EOS ends, not before
@@ -281,7 +281,7 @@ def _sample_paper(model, tokenizer, prefix: list[int], decoding: Decoding, max_n
     def generate(size: int) -> list[tuple[str, bool]]:
         prompt = torch.tensor([prefix] * size, dtype=torch.long, device=device.of(model))
         with torch.no_grad(), quiet_transformers(loop["progress"]):
-            seqs = generate_batch(model, prompt, decoding, max_new_tokens, [eos], tokenizer.pad_token_id,
+            seqs = generate_batch(model, prompt, loop["decoding"], max_new_tokens, [eos], tokenizer.pad_token_id,
                                   min_new_tokens=PAPER_MIN_NEW_TOKENS)
         return [paper_text(tokenizer, row, eos, order) for row in seqs[:, len(prefix):].tolist()]
 

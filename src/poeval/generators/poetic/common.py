@@ -11,6 +11,7 @@ temporary sibling directory and renamed into place, like every poeval checkpoint
 from __future__ import annotations
 
 import collections
+import importlib
 import math
 import re
 import zlib
@@ -47,8 +48,9 @@ def train_cfg(defaults: dict, overrides: dict | None, rules: str | None = None) 
     return tcfg
 
 
-def port_fit(train: Callable[..., dict], arch: str) -> Callable[..., dict]:
-    """A port's ``fit`` (the generator interface, :mod:`poeval.generators.interface`): its own ``train`` on
+def port_fit(package: str, arch: str) -> Callable[..., dict]:
+    """A port's ``fit`` (the generator interface, :mod:`poeval.generators.interface`): the ``train`` of its
+    ``package`` (looked up at each call, as any module attribute) on
     the split's pseudo-sonnets in ``lang`` (its pronouncing dictionary), with word2vec vectors when given;
     without either, a one-line error naming the options."""
 
@@ -56,6 +58,7 @@ def port_fit(train: Callable[..., dict], arch: str) -> Callable[..., dict]:
             name: str | None = None, threads: int = 1, progress: bool = True) -> dict:
         if not inputs.sonnets or not lang:
             raise PoevalError(f"arch {arch} trains on pseudo-sonnets: give --sonnets and --lang")
+        train = importlib.import_module(package).train
         return train(inputs.sonnets, inputs.dev, out_dir, model_cfg, train_cfg, lang=lang, word2vec=inputs.word2vec,
                      threads=threads, name=name, progress=progress)
 

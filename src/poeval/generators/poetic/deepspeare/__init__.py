@@ -144,7 +144,7 @@ from poeval.generators.poetic.deepspeare.model import (Batcher, BiLSTM, DeepSpea
                                                        RhymeModel, decoder_sequences)
 from poeval.generators.poetic.deepspeare.training import OPTIMIZERS, PartOptimizers, optimizers, train
 
-fit = port_fit(train, ARCH)   # the generator interface (poeval.generators.interface)
+fit = port_fit(__name__, ARCH)   # the generator interface (poeval.generators.interface)
 
 __all__ = ["ARCH", "AVOID_SYMBOLS", "Batcher", "BiLSTM", "DeepSpeare", "Generator", "LanguageModel", "Loaded",
            "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "OPTIMIZERS", "ORIGINAL_SCHEMES", "PartOptimizers",

@@ -21,7 +21,8 @@ rule adherence_sample:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
-        job=lambda wc: sample_job(config, wc.system, ADHERENCE["decoding"], style=wc.scheme, n=ADHERENCE["n"]).to_json(),
+        job=lambda wc: sample_job(config, wc.system, ADHERENCE["decoding"], style=wc.scheme,
+                                  n=ADHERENCE["n"]).to_json(),
         prefix="{lang}-{system}-{scheme}-",
     threads: P["threads"]
     shell:

@@ -103,8 +103,9 @@ def untrained(model_cfg: dict) -> bool:
 
 
 def shared_training(model_cfg: dict, shared: dict) -> dict:
-    """The shared params ``training`` block as a train job (:mod:`poeval.jobs.train`) takes it for ``model_cfg``: ``{}``
-    for a poetry port or an untrained system, which never take it, so that editing it reruns neither."""
+    """The shared params ``training`` block as a train job (:mod:`poeval.jobs.train`) takes it for
+    ``model_cfg``: ``{}`` for a poetry port or an untrained system, which never take it, so that editing it
+    reruns neither."""
     return {} if is_poetic(model_cfg) or untrained(model_cfg) else shared
 
 

@@ -146,7 +146,7 @@ def test_dry_run_of_the_adherence_targets(tmp_path):
     assert jobs["style_adherence_table"] == [paths.adherence_cell("en", system, p) for p in ("prompted", "unprompted")]
     assert jobs["adherence_cell"] in ([paths.samples("en", system, "vanilla")],
                                       [paths.adherence_samples("en", system, s) for s in ("aabb", "abab")])
-    assert out.count("rule adherence_sample:") == 2 and "--style abab" in out and '"n": 5' in out
+    assert out.count("rule adherence_sample:") == 2 and '"style": "abab"' in out and '"n": 5' in out
     assert "rule all:" not in out   # only what the targets need
 
     proc = snakemake(work, "-n", "-p", *targets, configs=("config/tiny.yaml", "config/cpu-long.yaml"))

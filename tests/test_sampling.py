@@ -281,6 +281,12 @@ def test_the_params_step_fills_the_method_from_the_schema(root):
     methods = {name: d["method"] for name, d in resolved["decoding"].items()}
     assert methods["vanilla"] == "ancestral" and methods["contrastive-k10-a0.6"] == "contrastive"
     assert all(parse_decoding(d).method == methods[name] for name, d in resolved["decoding"].items())
+    # score_temperature is a default of mode stochastic only: a resolved argmax or paper config parses too
+    from poeval import config
+
+    assert config.fill({"top_k": 4, "penalty_alpha": 0.6}, "#/$defs/decoding")["score_temperature"] == 0.1
+    argmax = config.fill({"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"}, "#/$defs/decoding")
+    assert "score_temperature" not in argmax and parse_decoding(argmax).search_temperature == 0.0
 
 
 def test_a_port_refuses_a_contrastive_decoding():

@@ -436,7 +436,8 @@ def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
 
 def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training_block(tmp_path):
     """models.<system>: init pretrained, name_or_path a .gguf path, training none: the train rule reads the
-    file as an input and passes `--training {}`, so that editing the shared training block reruns nothing."""
+    file as an input and its job trains nothing (`training: "none"`, nothing of the shared block), so that
+    editing the shared training block reruns nothing."""
     import shlex
 
     work = _workdir(tmp_path)
@@ -448,8 +449,14 @@ def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     command = shlex.split(next(line for line in out.splitlines() if "poeval train" in line).split("poeval", 1)[1])
-    assert command[command.index("--training") + 1] == "{}"
-    assert json.loads(command[command.index("--model") + 1])["training"] == "none"
+    from poeval import config as schema
+    from poeval.jobs.train import train_job
+
+    job_json = command[command.index("--job") + 1]
+    assert json.loads(job_json)["training"] == "none" and "training" not in json.loads(job_json)["model"]
+    params = schema.read(work / "params.yaml", (work / "config" / "tiny.yaml", work / "config" / "as-is.yaml"))
+    params["training"] = {**params["training"], "lr": 0.5}   # the shared block edited: the job stays the same
+    assert train_job(params, "en", "gpt2-s").to_json() == job_json
     job = out[out.index("rule train:"):]
     assert "base.gguf" in job[:job.index("output:")]   # an input of the job
 

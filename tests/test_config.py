@@ -416,3 +416,15 @@ def test_every_arch_module_implements_the_generator_interface():
         for name in ("fit", "sample"):
             assert inspect.signature(getattr(module, name)) == without_self(getattr(Generator, name)), (arch, name)
     assert not isinstance(registry, Generator)   # the check can fail: a module without them is no generator
+
+
+def test_validate_refuses_a_score_temperature_outside_mode_stochastic(params):
+    """The schema fills score_temperature in mode stochastic only; one given for another mode is a params
+    error naming its key (parsed as every sampler parses it), before anything runs."""
+    params["decoding"]["contrastive-k6-a0.7"] = {"top_k": 6, "penalty_alpha": 0.7, "mode": "paper",
+                                                 "score_temperature": 0.2}
+    with pytest.raises(PoevalError, match=r"key decoding\.contrastive-k6-a0\.7: score_temperature applies to mode "
+                                          r"stochastic only, not 'paper'"):
+        poeval_params.resolve(params)
+    params["decoding"]["contrastive-k6-a0.7"].pop("score_temperature")
+    assert poeval_params.resolve(params)["decoding"]["contrastive-k6-a0.7"]["mode"] == "paper"

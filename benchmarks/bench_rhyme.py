@@ -3,14 +3,16 @@
 Reports, per language: exact-scheme accuracy on 4-line stanzas (and on all stanzas), pairwise precision
 and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), and stanzas/s.
 
-* ``shipped``: the constants in ``poeval.poetry.rhyme`` (``LLR``, ``DIST_BIAS``, ``SCHEME_COUNTS_4``).
+* ``shipped``: the fitted tables the package ships (``poeval/poetry/data/rhyme_fit.json``: ``rhyme.LLR``,
+  ``schemes.DIST_BIAS``, ``schemes.SCHEME_COUNTS_4``).
 * ``dev-fit``: level log-likelihood ratios, distance shifts and scheme counts fitted on all of dev (what
-  ``--fit`` prints for shipping; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
+  ``--fit`` writes to that file, with the command, commit, date and the gold's sha256, or to ``--fit-out``;
+  the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
 * ``cv5-poet``: 5-fold cross-validation by poet (``--folds``; ``poet_folds``: no poet in two folds, the
   English 17th-18th-century poets spread over the folds): everything fitted (level ratios, scheme prior,
   distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
-  hand-written knowledge in ``poeval.poetry.rhyme`` (historical vowels, spellings) is general, not read off this
-  gold. The stanza context (``rhyme.CONTEXT``: how much less a loose pair counts beside exact ones) is
+  hand-written knowledge in ``poeval.poetry`` (historical vowels, spellings) is general, not read off this
+  gold. The stanza context (``schemes.CONTEXT``: how much less a loose pair counts beside exact ones) is
   fixed in every setup; ``--context STRONG,BOTH,ONE`` or ``--context off`` scores other values.
 * ``--by-poet`` adds ``loo-poet`` (leave-one-poet-out) and ``loo-period`` (leave-one-period-out: each
   century's poets scored with everything fitted on the other centuries' poets, as held-out poets of a
@@ -24,7 +26,7 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   dependency of poeval). Its per-line rhyme links (``tag(..., output_format=1)``) are closed into clusters,
   unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
-    .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit] [--fit-out tables.json] [--limit N]
+    .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit [--fit-out rhyme_fit.json]] [--limit N]
         [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off]
         [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
@@ -45,12 +47,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from poeval.poetry import rhyme  # noqa: E402
+from poeval import io  # noqa: E402
+from poeval.poetry import rhyme, schemes, spelling  # noqa: E402
 
 GOLD = ROOT.parent / "shared" / "data" / "gold"
 
@@ -83,8 +87,31 @@ def fit_llr(link: Counter, non: Counter, alpha: float = 1.0) -> dict[str, float]
     return out
 
 
+FIT_PATH = ROOT / "src" / "poeval" / rhyme.FIT_FILE
+
+
+def write_fit(path: str, fitted_tables: dict) -> None:
+    """The fitted tables in the package data file's format (checked by ``rhyme.check_fit``), with provenance."""
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    gold = {lang: {"file": f"gold/rhyme_{lang}_dev.jsonl", "sha256": io.file_sha256(GOLD / f"rhyme_{lang}_dev.jsonl")}
+            for lang in fitted_tables}
+    table = {
+        "provenance": {"command": "python benchmarks/bench_rhyme.py --fit", "commit": commit,
+                       "date": date.today().isoformat(), "dev_gold": gold},
+        "llr": {lang: t[0] for lang, t in fitted_tables.items()},
+        "dist_bias": {lang: t[3] for lang, t in fitted_tables.items()},
+        "scheme_counts_4": {lang: t[4] for lang, t in fitted_tables.items()},
+    }
+    rhyme.check_fit(table, str(path))
+    io.write_json(path, table)
+
+
 def scheme_counts(rows: list[dict]) -> Counter:
-    return Counter(rhyme.normalise_scheme(r["scheme"]) for r in rows if len(r["scheme"]) == 4)
+    return Counter(schemes.normalise_scheme(r["scheme"]) for r in rows if len(r["scheme"]) == 4)
 
 
 def fit_dist_bias(rows: list[dict], maxd: int = 12) -> list[float]:
@@ -145,7 +172,7 @@ def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: flo
         if not idx:
             continue
         llr = fit_llr(*count_levels(train, lang))
-        prior = rhyme.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
         dist_f = fit_dist_bias(train) if dist else []
         for i, p in zip(idx, predict([rows[i] for i in idx], llr, bias, prior, dist_f, context)):
             preds[i] = p
@@ -206,7 +233,7 @@ def poet_spread(rows: list[dict], preds: list[str], reps: int = 2000, seed: int 
     for r, p in zip(rows, preds):
         if len(r["scheme"]) == 4:
             n[r["author"]] += 1
-            ok[r["author"]] += rhyme.normalise_scheme(r["scheme"]) == p
+            ok[r["author"]] += schemes.normalise_scheme(r["scheme"]) == p
     poets = [a for a in n if n[a]]
     rng = random.Random(seed)
     vals = []
@@ -223,7 +250,7 @@ def per_poet(rows: list[dict], preds: list[str]) -> list[tuple[str, int, float]]
     for r, p in zip(rows, preds):
         if len(r["scheme"]) == 4:
             n[r["author"]] += 1
-            ok[r["author"]] += rhyme.normalise_scheme(r["scheme"]) == p
+            ok[r["author"]] += schemes.normalise_scheme(r["scheme"]) == p
     return [(a, n[a], ok[a] / n[a]) for a in sorted(n, key=lambda a: (-n[a], a))]
 
 
@@ -236,8 +263,8 @@ def predict(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
         if n <= 1:
             out.append("a" * n)
             continue
-        w = rhyme.level_weights(lev, llr, bias, dist, context)
-        out.append(rhyme.best_partition(w, prior if n == 4 else None))
+        w = schemes.level_weights(lev, llr, bias, dist, context)
+        out.append(schemes.best_partition(w, prior if n == 4 else None))
     return out
 
 
@@ -245,7 +272,7 @@ def evaluate(rows: list[dict], preds: list[str]) -> dict:
     n4 = ok4 = nall = okall = tp = fp = fn = 0
     for r, p in zip(rows, preds):
         g = r["scheme"]
-        same = rhyme.normalise_scheme(g) == rhyme.normalise_scheme(p)
+        same = schemes.normalise_scheme(g) == schemes.normalise_scheme(p)
         nall += 1
         okall += same
         if len(g) == 4:
@@ -313,14 +340,14 @@ def links_to_scheme(links: list[list[int]]) -> str:
         for j in js:
             if 0 <= j < len(links):
                 parent[find(i)] = find(j)
-    return rhyme.normalise_scheme([find(i) for i in range(len(links))])
+    return schemes.normalise_scheme([find(i) for i in range(len(links))])
 
 
 def run_rhymetagger(python: str, lang: str, rows: list[dict],
                     normalise_de: bool = False) -> tuple[list[str], dict]:
     stanzas = [r["lines"] for r in rows]
     if normalise_de and lang == "de":
-        stanzas = [[rhyme.normalise_de(x) for x in st] for st in stanzas]
+        stanzas = [[spelling.normalise_de(x) for x in st] for st in stanzas]
     job = json.dumps({"lang": lang, "stanzas": stanzas}, ensure_ascii=False)
     try:
         proc = subprocess.run([python, "-c", RT_WORKER], input=job, capture_output=True, text=True,
@@ -344,7 +371,8 @@ def run_rhymetagger(python: str, lang: str, rows: list[dict],
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lang", nargs="+", default=["en", "de"])
-    ap.add_argument("--fit", action="store_true", help="print the fitted LLR tables to paste into rhyme.py")
+    ap.add_argument("--fit", action="store_true",
+                    help="write the tables fitted on all of dev to the package's data file (or --fit-out)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--prior-weight", type=float, default=None, help="override PRIOR_WEIGHT (fitted/cv rows)")
     ap.add_argument("--no-dist", action="store_true", help="fit/evaluate without the distance shift")
@@ -352,13 +380,15 @@ def main() -> None:
     ap.add_argument("--by-poet", action="store_true",
                     help="also leave-one-poet-out and leave-one-period-out CV, figures per period and per poet")
     ap.add_argument("--context", default=None, metavar="STRONG,BOTH,ONE",
-                    help="override rhyme.CONTEXT (fitted/cv rows); 'off' switches the stanza context off")
-    ap.add_argument("--fit-out", default=None, help="also write the fitted tables as JSON to this path")
+                    help="override schemes.CONTEXT (fitted/cv rows); 'off' switches the stanza context off")
+    ap.add_argument("--fit-out", default=str(FIT_PATH), help="where --fit writes the tables (default: %(default)s)")
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
     ap.add_argument("--rhymetagger-normalise-de", action="store_true",
-                    help="feed rhymetagger German lines after poeval.poetry.rhyme.normalise_de (default: raw)")
+                    help="feed rhymetagger German lines after poeval.poetry.spelling.normalise_de (default: raw)")
     args = ap.parse_args()
+    if args.fit and (sorted(args.lang) != sorted(spelling.LANGS) or args.limit or args.no_dist):
+        sys.exit("--fit fits the tables of both languages on all of dev: use it without --lang, --limit, --no-dist")
     table = []
     by_poet = {}
     rt_info = {}
@@ -366,10 +396,10 @@ def main() -> None:
     for lang in args.lang:
         rows = load(lang, args.limit)
         t0 = time.perf_counter()
-        shipped = rhyme.schemes([r["lines"] for r in rows], lang)
+        shipped = schemes.schemes([r["lines"] for r in rows], lang)
         dt = time.perf_counter() - t0
         t1 = time.perf_counter()
-        shipped2 = rhyme.schemes([r["lines"] for r in rows], lang)  # warm caches
+        shipped2 = schemes.schemes([r["lines"] for r in rows], lang)  # warm caches
         dt_warm = time.perf_counter() - t1
         assert shipped == shipped2
         for r in rows:
@@ -379,13 +409,12 @@ def main() -> None:
         table.append((lang, res))
         link, non = count_levels(rows, lang)
         llr = fit_llr(link, non)
-        fitted_tables[lang] = (llr, link, non)
         bias = rhyme.LINK_BIAS[lang]
-        weight = rhyme.PRIOR_WEIGHT[lang] if args.prior_weight is None else args.prior_weight
-        prior = rhyme.scheme_prior(lang, weight, scheme_counts(rows)) if weight > 0 else None
+        weight = schemes.PRIOR_WEIGHT[lang] if args.prior_weight is None else args.prior_weight
+        prior = schemes.scheme_prior(lang, weight, scheme_counts(rows)) if weight > 0 else None
         dist = fit_dist_bias(rows) if not args.no_dist else []
-        fitted_tables[lang] = (llr, link, non, dist)
-        ctx = rhyme.CONTEXT[lang] if args.context is None else (
+        fitted_tables[lang] = (llr, link, non, dist, dict(scheme_counts(rows).most_common()))
+        ctx = schemes.CONTEXT[lang] if args.context is None else (
             None if args.context == "off" else tuple(float(x) for x in args.context.split(",")))
         devfit = predict(rows, llr, bias, prior, dist, ctx)
         res = evaluate(rows, devfit)
@@ -439,15 +468,12 @@ def main() -> None:
               f"{', input normalise_de (+n)' if norm else ''}; {slow} stanzas retagged with fast_ipa=False, "
               f"{n_err} failed (counted unrhymed)")
     if args.fit:
-        for lang, (llr, link, non, dist) in fitted_tables.items():
-            print(f"\n# {lang} DIST_BIAS: {dist}")
-            print(f"\n# {lang}: level  linked  not-linked  llr")
+        for lang, (llr, link, non, _, _) in fitted_tables.items():
+            print(f"\n{lang}: level  linked  not-linked  llr")
             for lev in rhyme.LEVELS:
-                print(f"#   {lev:18} {link[lev]:7d} {non[lev]:9d} {llr[lev]:7.3f}")
-            print(f'    "{lang}": {json.dumps(llr, ensure_ascii=False)},')
-            print(f'    DIST_BIAS "{lang}": {dist},')
-        if args.fit_out:
-            Path(args.fit_out).write_text(json.dumps({k: [v[0], v[3]] for k, v in fitted_tables.items()}))
+                print(f"  {lev:18} {link[lev]:7d} {non[lev]:9d} {llr[lev]:7.3f}")
+        write_fit(args.fit_out, fitted_tables)
+        print(f"\nwrote the fitted tables to {args.fit_out}")
 
 
 if __name__ == "__main__":

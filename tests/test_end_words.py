@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from poeval.bpomp import pairs
-from poeval.data import corpus as C
+from poeval.data import quatrains as Q
 from poeval.generators.poetic import common
 from poeval.metrics import schemes
 from poeval.poetry import rhyme
+from poeval.poetry.schemes import scheme
 from poeval.text import END_STRIP_KINDS, end_word, verse_end
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
@@ -148,8 +149,8 @@ HAND_STANZAS = [
 @needs_espeak
 @pytest.mark.parametrize("ended, bare", HAND_STANZAS)
 def test_hand_made_endings_do_not_change_the_scheme(ended, bare):
-    assert rhyme.scheme(ended, "en") == rhyme.scheme(bare, "en")
-    assert rhyme.scheme(bare, "en") in ("abab", "aabb")
+    assert scheme(ended, "en") == scheme(bare, "en")
+    assert scheme(bare, "en") in ("abab", "aabb")
 
 
 MARGINAL = re.compile(r"\s+\d+\s*$")   # the 22 dev stanzas: a number after a space ends some verse
@@ -170,7 +171,7 @@ def test_the_22_dev_stanzas_with_marginal_numbers():
     for r in stanzas:
         bare = [MARGINAL.sub("", v) for v in r["lines"]]
         assert bare != r["lines"]
-        assert rhyme.scheme(r["lines"], "en") == rhyme.scheme(bare, "en"), r["id"]
+        assert scheme(r["lines"], "en") == scheme(bare, "en"), r["id"]
 
 
 # --- the corpus report ----------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_corpus_report_counts_what_was_stripped(tmp_path):
     }
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in quatrains.items()))
-    records, rep = C.build_quatrains("quatrain", str(path), progress=False)
+    records, rep = Q.build_quatrains("quatrain", str(path), progress=False)
     assert [r["source"] for r in records] == ["q1", "q2", "q4"]
     assert [r["lines"] for r in records] == [quatrains[k] for k in ("q1", "q2", "q4")]   # verses unchanged
     assert rep["end_word_stripped"] == {"line_number": 3, "dashes": 1, "bracket": 1, "quote": 2,
@@ -202,6 +203,6 @@ def test_write_quatrains_report_has_the_counts(tmp_path):
     path.write_text(json.dumps({"id": "q1", "text": ["The sun goes down behind the hill,   5", "The birds have flown",
                                                       "The air is soft and still —", "And night has grown"]}) + "\n")
     out, report = tmp_path / "quatrains.jsonl", tmp_path / "corpus_report.json"
-    C.write_quatrains("en", {"format": "quatrain", "path": str(path)}, {}, str(out), str(report))
+    Q.write_quatrains("en", {"format": "quatrain", "path": str(path)}, {}, str(out), str(report))
     rep = json.loads(report.read_text())
     assert rep["end_word_stripped"] == {"line_number": 1, "dashes": 1, "bracket": 0, "quote": 0, "footnote_mark": 0}

@@ -12,7 +12,7 @@ from poeval import params as poeval_params
 from poeval import render
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.report import figures
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import datasets
 import pytest
 
 from poeval import bpomp, cli, hfdata, io
-from poeval.data import corpus
+from poeval.data.quatrains import build_quatrains
 from poeval.errors import PoevalError
 from poeval.metrics.evaluate import evaluate
 
@@ -73,7 +73,7 @@ def test_evaluate_cli_reads_the_papers_saved_sample(tmp_path, capsys):
 
 def split_records(tmp_path):
     """A train split as the data stage writes it, from QuaTrain's release fixture."""
-    records, _ = corpus.build_quatrains("quatrain", str(RELEASE), progress=False)
+    records, _ = build_quatrains("quatrain", str(RELEASE), progress=False)
     return records
 
 
@@ -118,7 +118,7 @@ def test_quatrain_release_format(tmp_path):
     release = [json.loads(line) for line in RELEASE.read_text("utf-8").splitlines()]
     datasets.Dataset.from_list(release).to_json(str(tmp_path / "QuaTrain-en.json"))
     assert (tmp_path / "QuaTrain-en.json").read_bytes() == RELEASE.read_bytes()
-    records, report = corpus.build_quatrains("quatrain", str(tmp_path / "QuaTrain-en.json"), progress=False)
+    records, report = build_quatrains("quatrain", str(tmp_path / "QuaTrain-en.json"), progress=False)
     assert report["source"]["read"] == 5 and report["dedup"]["removed"] == 1   # two windows share 3 verses
     assert records[0] == {"id": "qt-0000000", "lines": release[0]["text"], "source": "quatrain:1", "rhyme": "ABAB",
                           "metre": "iambus", "alliteration": release[0]["alliteration"]}

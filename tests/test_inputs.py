@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from poeval import bpomp, io
 from poeval.bpomp.report import write_accuracy_cell
 from poeval.cli import main
-from poeval.data import corpus
+from poeval.data.quatrains import build_quatrains
 from poeval.errors import PoevalError
 from poeval.metrics.evaluate import evaluate
-from poeval.poetry import rhyme
+from poeval.poetry.annotate import write_annotated
 
 QUATRAIN = ["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]
 LIMERICK = ["There once was a man from the sea", "Who wanted to climb up a tree",
@@ -229,13 +229,13 @@ READERS = {
     "samples": lambda p, tmp: len(io.read_poems(p)[0]),
     "reference": lambda p, tmp: evaluate(_jsonl(tmp / "one.jsonl", [{"id": "one", "lines": QUATRAIN}]), p, "en",
                                          ["length"])["n_reference"],
-    "rhyme stanzas": lambda p, tmp: rhyme.write_annotated(p, "en", str(tmp / "out"), progress=False),
+    "rhyme stanzas": lambda p, tmp: write_annotated(p, "en", str(tmp / "out"), progress=False),
     "fortune limericks": lambda p, tmp: bpomp.write_corpus("fortune", p, str(tmp / "out"))["kept"],
     "oedilf limericks": lambda p, tmp: bpomp.write_corpus("oedilf", p, str(tmp / "out"))["kept"],
     "pairs from limericks": lambda p, tmp: bpomp.write_pairs(p, "line_swap", str(tmp / "out"), progress=False)["pairs"],
     "scored pairs": lambda p, tmp: sum(t["n"] for t in write_accuracy_cell(p, reps=5)["tasks"].values()),
-    "quatrain corpus": lambda p, tmp: len(corpus.build_quatrains("quatrain", p, progress=False)[0]),
-    "dlk corpus": lambda p, tmp: len(corpus.build_quatrains("dlk", p, progress=False)[0]),
+    "quatrain corpus": lambda p, tmp: len(build_quatrains("quatrain", p, progress=False)[0]),
+    "dlk corpus": lambda p, tmp: len(build_quatrains("dlk", p, progress=False)[0]),
 }
 
 

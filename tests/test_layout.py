@@ -96,7 +96,7 @@ def test_resolved_params_hold_every_key_with_a_schema_default(overlays):
 NOT_PARAMS = {
     ("generators/engine.py", "tokens"): "a training run's token count",
     ("generators/poetic/deepspeare/generation.py", "lang"): "a checkpoint manifest written before lang was recorded",
-    ("report/provenance.py", "path"): "an out of dvc.lock",
+    ("report/dvc_lock.py", "path"): "an out of dvc.lock",
     ("report/tables.py", "arch"): "Table 4 shows what a checkpoint recorded (NA when it did not)",
     ("report/tables.py", "size"): "as above",
     ("report/tables.py", "init"): "as above",

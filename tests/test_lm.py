@@ -624,29 +624,29 @@ def test_style_vocabulary():
     assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
     assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
     # one vocabulary: the detector's schemes and metres are the tokens'
-    from poeval.poetry import rhyme
+    from poeval.poetry import metre, schemes
 
-    assert rhyme.SCHEMES_4 == SCHEMES_BY_HAND and rhyme.METRES == METERS_BY_HAND
+    assert schemes.SCHEMES_4 == SCHEMES_BY_HAND and metre.METRES == METERS_BY_HAND
 
 
 def test_the_scheme_detector_finds_each_of_the_15_schemes_and_no_other():
-    """The detector's own set-partition enumeration (behind rhyme.best_partition) is the style vocabulary:
+    """The detector's own set-partition enumeration (behind schemes.best_partition) is the style vocabulary:
     with pair weights +1 where a scheme links two verses and -1 where it does not, that scheme alone has the
     best score, so each of the 15 comes back; random weights give nothing outside them."""
     import numpy as np
 
-    from poeval.poetry import rhyme
+    from poeval.poetry import schemes
 
     for scheme in SCHEMES_BY_HAND:
         w = np.array([[1.0 if scheme[i] == scheme[j] else -1.0 for j in range(4)] for i in range(4)])
-        assert rhyme.best_partition(w) == scheme
+        assert schemes.best_partition(w) == scheme
     rng = np.random.default_rng(0)
-    found = {rhyme.best_partition(rng.normal(size=(4, 4))) for _ in range(2000)}
+    found = {schemes.best_partition(rng.normal(size=(4, 4))) for _ in range(2000)}
     assert found <= set(SCHEMES_BY_HAND) and len(found) > 10
     # three verses: the 5 partitions (B3 = 5), by the same construction
     for scheme in ("aaa", "aab", "aba", "abb", "abc"):
         w = np.array([[1.0 if scheme[i] == scheme[j] else -1.0 for j in range(3)] for i in range(3)])
-        assert rhyme.best_partition(w) == scheme
+        assert schemes.best_partition(w) == scheme
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "bygpt5"])

@@ -11,7 +11,7 @@ from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.metrics import distribution, metre, schemes
 from poeval.metrics.evaluate import evaluate
-from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.poetry.style import METERS
 from poeval.report import figures, tables
 

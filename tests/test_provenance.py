@@ -13,6 +13,7 @@ from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.io import file_sha256, write_json, write_jsonl
 from poeval import stamps
+from poeval.metrics.evaluate import evaluation_stamp
 from poeval.report import provenance as P
 from poeval.report import recompute as R
 from poeval.report.tables import family_table
@@ -39,7 +40,7 @@ def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
     path = paths.cell(lang, system, decoding, "lexical")
     write_json(path, {"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": 2,
                       "lexical": {"attr": value, "mattr": value, "mtld": 40.0},
-                      "provenance": stamps.evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
     return path
 
 
@@ -178,7 +179,7 @@ def test_the_whole_training_set_row_traces_to_train(run):
     path = paths.cell("en", "HUMAN", "train", "lexical")
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": stamps.evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
     cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [path]
     family_table(cells, "lexical", TABLE2)
     result = _trace(run, row="HUMAN (train)")
@@ -357,17 +358,18 @@ def test_dvc_lock_params_and_md5_are_cross_checked(run):
 # --- the producers stamp what they write ----------------------------------------------------------
 
 def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
-    from poeval.data import corpus
+    from poeval.data.quatrains import write_quatrains
+    from poeval.data.split import write_split
     from poeval.metrics.evaluate import write_evaluation
 
     monkeypatch.chdir(tmp_path)
     write_jsonl("q.jsonl", _records("x", 40))
-    rep = corpus.write_split("q.jsonl", {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 5, "seed": 1},
-                             "train.jsonl", "dev.jsonl", ["h0.jsonl"], "split.json")
+    rep = write_split("q.jsonl", {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 5, "seed": 1},
+                      "train.jsonl", "dev.jsonl", ["h0.jsonl"], "split.json")
     assert rep["provenance"]["inputs"]["quatrains"]["sha256"] == file_sha256("q.jsonl")
     assert rep["provenance"]["params"]["human"]["size"] == 5
     src = ROOT / "tests" / "fixtures" / "corpus_quatrain.jsonl"
-    rep = corpus.write_quatrains("en", {"format": "quatrain", "path": str(src)}, {}, "quatrains.jsonl", "corpus.json")
+    rep = write_quatrains("en", {"format": "quatrain", "path": str(src)}, {}, "quatrains.jsonl", "corpus.json")
     assert rep["provenance"]["inputs"]["source"]["sha256"] == file_sha256(src)
     cell = write_evaluation("h0.jsonl", "train.jsonl", "en", ["length"], "cell.json", options={"length": {}},
                             bootstrap_reps=0, exclude_sample_from_reference=True)

@@ -1,12 +1,18 @@
 import itertools
 import json
+import re
 import shutil
 
 import pytest
 
 from poeval.errors import PoevalError
-from poeval.poetry import espeak, rhyme
-from poeval.poetry.rhyme import SCHEMES_4, end_word, normalise_scheme, rhyme_relation, scheme, schemes
+from poeval.poetry import espeak, rhyme, spelling
+from poeval.poetry.metre import METRES, metre, metre_from_measures
+from poeval.poetry.rhyme import rhyme_relation
+from poeval.poetry.schemes import (CONTEXT, SCHEMES_4, best_partition, context_penalty, level_weights,
+                                   normalise_scheme, scheme, scheme_prior, schemes)
+from poeval.poetry.spelling import en_candidates
+from poeval.text import end_word
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 
@@ -37,10 +43,10 @@ def test_all_15_labels_reachable_from_pair_scores():
         for i, j in itertools.combinations(range(4), 2):
             if target[i] == target[j]:
                 w[i, j] = w[j, i] = 3.0
-        assert rhyme.best_partition(w) == target
+        assert best_partition(w) == target
         # with the shipped weak prior too
-        assert rhyme.best_partition(w, rhyme.scheme_prior("en")) == target
-        assert rhyme.best_partition(w, rhyme.scheme_prior("de")) == target
+        assert best_partition(w, scheme_prior("en")) == target
+        assert best_partition(w, scheme_prior("de")) == target
 
 
 def test_inconsistent_pairs_resolved():
@@ -51,7 +57,7 @@ def test_inconsistent_pairs_resolved():
     w[0, 1] = w[1, 0] = 4.0
     w[1, 2] = w[2, 1] = 4.0
     w[0, 2] = w[2, 0] = -1.0
-    assert rhyme.best_partition(w) == "aaab"
+    assert best_partition(w) == "aaab"
 
 
 def test_long_stanza_greedy():
@@ -63,7 +69,7 @@ def test_long_stanza_greedy():
     for i, j in itertools.combinations(range(n), 2):
         if target[i] == target[j]:
             w[i, j] = w[j, i] = 3.0
-    assert rhyme.best_partition(w) == target
+    assert best_partition(w) == target
 
 
 # ---------------------------------------------------------------- end words
@@ -78,15 +84,15 @@ def test_end_word():
 
 
 def test_normalise_de():
-    assert rhyme.normalise_de("ſchlimmer") == "schlimmer"
-    assert rhyme.normalise_de("Huͤten") == "Hüten"
-    assert rhyme.normalise_de("ſchaͤtzen") == "schätzen"
-    assert rhyme.normalise_de("beliebẽ") == "belieben"
-    assert rhyme.normalise_de("Fiſcherey") == "Fischerei"
-    assert rhyme.normalise_de("vmb") == "um"
-    assert rhyme.normalise_de("Noth") == "Not"
-    assert rhyme.normalise_de("Jch ſehe/ daß") == "Ich sehe, daß"
-    assert rhyme.normalise_de("weꝛden") == "werden"
+    assert spelling.normalise_de("ſchlimmer") == "schlimmer"
+    assert spelling.normalise_de("Huͤten") == "Hüten"
+    assert spelling.normalise_de("ſchaͤtzen") == "schätzen"
+    assert spelling.normalise_de("beliebẽ") == "belieben"
+    assert spelling.normalise_de("Fiſcherey") == "Fischerei"
+    assert spelling.normalise_de("vmb") == "um"
+    assert spelling.normalise_de("Noth") == "Not"
+    assert spelling.normalise_de("Jch ſehe/ daß") == "Ich sehe, daß"
+    assert spelling.normalise_de("weꝛden") == "werden"
 
 
 # ---------------------------------------------------------------- pairwise
@@ -149,9 +155,9 @@ def test_historical_and_eye_rhymes():
 def test_early_modern_spellings():
     for old, new in (("loue", "love"), ("ioy", "joy"), ("mylde", "mild"), ("penne", "pen"), ("griefe", "grief"),
                      ("despayre", "despair"), ("theefe", "thief"), ("flye", "fly"), ("vnto", "unto")):
-        assert new in rhyme.en_candidates(old), (old, rhyme.en_candidates(old))
+        assert new in en_candidates(old), (old, en_candidates(old))
     # the long s misread as f comes after the modern spellings (griefe is grief, not griese)
-    cands = rhyme.en_candidates("griefe")
+    cands = en_candidates("griefe")
     assert cands.index("grief") < cands.index("griese")
     assert rhyme_relation("loue", "aboue", "en") == "rhyme"
     assert rhyme_relation("passe", "glass", "en") == "rhyme"  # not the French passé
@@ -183,7 +189,7 @@ def test_scheme_loose_rimes_across_exact_couplets(monkeypatch):
     # a poet who rhymes loosely throughout (no exact pair beside the loose ones) is not held to exactness
     assert scheme(["Come live with me and be my love,", "And all the joys of earth we'll join,",
                    "That valleys, groves, and hills may prove,", "Where every rose and lily line."], "en") == "abab"
-    monkeypatch.setitem(rhyme.CONTEXT, "en", None)
+    monkeypatch.setitem(CONTEXT, "en", None)
     assert scheme(couplets, "en") == "aaaa" and scheme(moon, "en") == "aaaa"
 
 
@@ -192,21 +198,21 @@ def test_context_penalty():
     # aabb by exact rhymes (x), every cross pair loose (l)
     lev = [["identical", "x", "l", "l"], ["x", "identical", "l", "l"], ["l", "l", "identical", "x"],
            ["l", "l", "x", "identical"]]
-    pen = rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0)
+    pen = context_penalty(lev, llr, 3.0, 3.0, 1.0)
     assert pen[0, 1] == pen[2, 3] == 0.0 and pen[0, 2] == pen[1, 3] == pen[0, 3] == 3.0
-    w = rhyme.level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
-    assert rhyme.best_partition(w) == "aabb"
-    assert rhyme.best_partition(rhyme.level_weights(lev, llr, 0.0, None)) == "aaaa"
+    w = level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
+    assert best_partition(w) == "aabb"
+    assert best_partition(level_weights(lev, llr, 0.0, None)) == "aaaa"
     # a loose third line beside one exact pair loses `one`; a repetition and a non-rhyme are never lowered
     lev = [["identical", "x", "l", "identical"], ["x", "identical", "n", "n"], ["l", "n", "identical", "n"],
            ["identical", "n", "n", "identical"]]
-    pen = rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0)
+    pen = context_penalty(lev, llr, 3.0, 3.0, 1.0)
     assert pen[0, 2] == 1.0 and pen[0, 3] == 0.0
-    w = rhyme.level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
+    w = level_weights(lev, llr, 0.0, None, (3.0, 3.0, 1.0))
     assert w[1, 2] == -3.0 and w[0, 3] == 0.0  # unchanged
     # no strong pair at all: nothing changes
     lev = [["identical", "l", "n"], ["l", "identical", "l"], ["n", "l", "identical"]]
-    assert not rhyme.context_penalty(lev, llr, 3.0, 3.0, 1.0).any()
+    assert not context_penalty(lev, llr, 3.0, 3.0, 1.0).any()
 
 
 @needs_espeak
@@ -236,7 +242,7 @@ def test_bad_language():
 def test_missing_phonemizer(monkeypatch):
     monkeypatch.setattr(espeak.shutil, "which", lambda name: None)
     with pytest.raises(PoevalError, match="apt-get install espeak-ng"):
-        rhyme.check_phonemizer()
+        espeak.check_phonemizer()
     e = espeak.Espeak("de")
     with pytest.raises(PoevalError, match="apt-get install espeak-ng"):
         e.ipa("Haus")
@@ -312,22 +318,22 @@ def test_metre_english():
         "Rough winds do shake the darling buds of May,",
         "And summer's lease hath all too short a date:",
     ]
-    assert rhyme.metre(sonnet, "en") == "iambic"
+    assert metre(sonnet, "en") == "iambic"
     byron = [
         "The Assyrian came down like the wolf on the fold,",
         "And his cohorts were gleaming in purple and gold;",
     ]
-    assert rhyme.metre(byron, "en") == "anapaestic"
-    assert rhyme.metre(["", "123"], "en") in rhyme.METRES
+    assert metre(byron, "en") == "anapaestic"
+    assert metre(["", "123"], "en") in METRES
     with pytest.raises(PoevalError):
-        rhyme.metre(["Herz"], "de")
+        metre(["Herz"], "de")
 
 
 def test_metre_from_measures():
-    assert rhyme.metre_from_measures(["iambic.tetra", "iambic.tri", "trochaic.tetra"]) == "iambic"
-    assert rhyme.metre_from_measures(["trochaic.tetra", None, "other"]) == "trochaic"
-    assert rhyme.metre_from_measures(["alexandrine"]) == "iambic"
-    assert rhyme.metre_from_measures([]) == "other"
+    assert metre_from_measures(["iambic.tetra", "iambic.tri", "trochaic.tetra"]) == "iambic"
+    assert metre_from_measures(["trochaic.tetra", None, "other"]) == "trochaic"
+    assert metre_from_measures(["alexandrine"]) == "iambic"
+    assert metre_from_measures([]) == "other"
 
 
 # ---------------------------------------------------------------- the benchmark's cross-validation by poet
@@ -403,3 +409,90 @@ def test_gold_audit_fixture(shared_data):
         for a in (a for a in audit if a["lang"] == lang):
             assert normalise_scheme(gold[a["id"]]["scheme"]) == a["gold"] != a["detector"]
             assert len(a["detector"]) == len(gold[a["id"]]["lines"])
+
+
+# ---------------------------------------------------------------- the fitted tables (poetry/data/rhyme_fit.json)
+
+def test_fitted_tables_are_the_package_file():
+    import math
+
+    from poeval.poetry import schemes as detector
+
+    fit = rhyme.fitted()
+    assert fit is rhyme.fitted()   # read once
+    assert rhyme.LLR is fit["llr"] and detector.DIST_BIAS is fit["dist_bias"]
+    assert detector.SCHEME_COUNTS_4 is fit["scheme_counts_4"]
+    for lang in ("en", "de"):
+        assert set(fit["llr"][lang]) == set(rhyme.LEVELS)
+        assert all(math.isfinite(x) and abs(x) < 20 for x in fit["llr"][lang].values())
+        assert len(fit["dist_bias"][lang]) == 12
+        assert set(fit["scheme_counts_4"][lang]) <= set(SCHEMES_4)
+    prov = fit["provenance"]
+    assert prov["command"] == "python benchmarks/bench_rhyme.py --fit"
+    assert all(len(prov["dev_gold"][lang]["sha256"]) == 64 for lang in ("en", "de"))
+
+
+def test_fitted_tables_are_counted_on_the_dev_gold(shared_data):
+    """The file's provenance names the dev gold it was counted on, and its scheme counts and distance
+    shifts are what that gold gives (counted here by hand, without the detector)."""
+    import hashlib
+    import math
+    from collections import Counter
+
+    fit = rhyme.fitted()
+    for lang in ("en", "de"):
+        path = shared_data / "gold" / f"rhyme_{lang}_dev.jsonl"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == fit["provenance"]["dev_gold"][lang]["sha256"]
+        golds = [json.loads(x)["scheme"] for x in path.open(encoding="utf-8")]
+
+        def first_appearance(s):
+            seen = {}
+            return "".join(seen.setdefault(c.lower(), "abcdefghijklmnopqrstuvwxyz"[len(seen)]) for c in s)
+
+        assert fit["scheme_counts_4"][lang] == dict(Counter(first_appearance(s) for s in golds if len(s) == 4))
+        link, non = Counter(), Counter()
+        for s in golds:
+            if len(s) >= 5:
+                for i, j in itertools.combinations(range(len(s)), 2):
+                    (link if s[i] == s[j] else non)[min(j - i, 12)] += 1
+        base = math.log(sum(link.values()) / sum(non.values()))
+        hand = [math.log((link[d] + 1) / (non[d] + 1)) - base for d in range(1, 13)]
+        assert fit["dist_bias"][lang] == pytest.approx(hand, abs=5e-4)
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda t: t["llr"]["en"].pop("v2c3"), "llr.en: missing key 'v2c3'"),
+    (lambda t: t["llr"]["de"].update(v9c9=1.0), "llr.de: unknown key 'v9c9'"),
+    (lambda t: t["llr"]["en"].update(v2c3=float("nan")), "llr.en.v2c3: expected a finite number"),
+    (lambda t: t["dist_bias"]["de"].__setitem__(2, "x"), "dist_bias.de[3]: expected a finite number"),
+    (lambda t: t["scheme_counts_4"]["en"].update(abab=-1), "scheme_counts_4.en.abab: expected a count >= 0"),
+    (lambda t: t["scheme_counts_4"]["en"].update(abcde=1), "scheme_counts_4.en: unknown key 'abcde'"),
+    (lambda t: t["provenance"].pop("commit"), "provenance: missing key 'commit'"),
+    (lambda t: t.pop("dist_bias"), "missing key 'dist_bias'"),
+])
+def test_a_bad_fit_file_is_named(tmp_path, change, named):
+    table = json.loads(json.dumps(rhyme.fitted()))
+    change(table)
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(table), encoding="utf-8")
+    with pytest.raises(PoevalError, match=re.escape(f"{path}: {named}")):
+        rhyme.load_fit(path)
+
+
+def test_the_fit_command_writes_the_package_format(tmp_path, monkeypatch):
+    import hashlib
+
+    bench = _bench()
+    for lang in ("en", "de"):
+        (tmp_path / f"rhyme_{lang}_dev.jsonl").write_text(f'{{"lang": "{lang}"}}\n', encoding="utf-8")
+    monkeypatch.setattr(bench, "GOLD", tmp_path)
+    fit = rhyme.fitted()
+    tables = {lang: (fit["llr"][lang], None, None, fit["dist_bias"][lang], fit["scheme_counts_4"][lang])
+              for lang in ("en", "de")}
+    bench.write_fit(tmp_path / "out.json", tables)
+    out = rhyme.load_fit(tmp_path / "out.json")
+    assert {k: out[k] for k in ("llr", "dist_bias", "scheme_counts_4")} == {
+        k: fit[k] for k in ("llr", "dist_bias", "scheme_counts_4")}
+    gold = (tmp_path / "rhyme_de_dev.jsonl").read_bytes()
+    assert out["provenance"]["dev_gold"]["de"]["sha256"] == hashlib.sha256(gold).hexdigest()
+    assert out["provenance"]["command"] == "python benchmarks/bench_rhyme.py --fit"

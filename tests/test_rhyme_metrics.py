@@ -11,7 +11,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_jsonl
 from poeval.metrics import schemes
 from poeval.metrics.evaluate import evaluate
-from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.report import tables
 
 ABAB = ["The sun is warm and bright", "the waves are calm today", "I walk into the light",

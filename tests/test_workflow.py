@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -305,6 +306,18 @@ def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     assert jobs["figure15"] == cells("de", "bygpt5-s-cond")
 
 
+def _evaluate_commands(out: str, family: str) -> dict[str, tuple[str, dict]]:
+    """{LANG/SYSTEM/DECODING: (command, its --job)} of the dry run's `poeval evaluate` commands of ``family``."""
+    found = {}
+    for line in out.splitlines():
+        if line.startswith("Shell command: poeval evaluate "):
+            words = shlex.split(line)
+            job = json.loads(words[words.index("--job") + 1])
+            if job["families"] == [family]:
+                found["/".join(job["cell"][k] for k in ("lang", "system", "decoding"))] = (line, job)
+    return found
+
+
 def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path):
     """Table 10: the poetry-specific systems under every decoding they run; Table 11: one system
     (default the first of systems) under every decoding; Table 8: semantic and memorization cells;
@@ -331,11 +344,10 @@ def test_tables_read_the_cells_of_their_systems_families_and_human_rows(tmp_path
     assert jobs["table8"] == (human("semantic") + [paths.cell("en", s, d, "semantic") for s, d in cells]
                               + human("memorization") + [paths.cell("en", s, d, "memorization") for s, d in cells])
     # the whole training set is its own reference (the paper's HUMAN row); a HUMAN sample is left out of it
-    shell = {line.split("--cell ")[1].split()[0]: line for line in (proc.stdout + proc.stderr).splitlines()
-             if "poeval evaluate" in line and "--metrics rhyme" in line}
-    assert f"evaluate {paths.train('en')} --reference {paths.train('en')}" in shell["en/HUMAN/train"]
-    assert "--exclude-sample-from-reference" not in shell["en/HUMAN/train"]
-    assert "--exclude-sample-from-reference" in shell["en/HUMAN/human0"]
+    shell = _evaluate_commands(proc.stdout + proc.stderr, "rhyme")
+    assert f"evaluate {paths.train('en')} --reference {paths.train('en')}" in shell["en/HUMAN/train"][0]
+    assert shell["en/HUMAN/train"][1]["exclude_sample_from_reference"] is False
+    assert shell["en/HUMAN/human0"][1]["exclude_sample_from_reference"] is True
 
 
 def test_metre_and_topics_tables_read_their_cells_and_the_topic_model(tmp_path):
@@ -350,8 +362,8 @@ def test_metre_and_topics_tables_read_their_cells_and_the_topic_model(tmp_path):
     assert jobs["topics"][:3] == human and jobs["topic_model"] == [paths.train("en")]
     assert jobs["metre"][0] == paths.cell("en", "HUMAN", "human0", "metre")
     assert jobs["metre_figure"] == jobs["metre"]
-    shells = [line for line in out.splitlines() if "poeval evaluate" in line and "--metrics topics" in line]
-    assert shells and all(f"--topic-model {paths.topic_model('en')}" in line for line in shells)
+    shells = [line for line, _ in _evaluate_commands(out, "topics").values()]
+    assert shells and all(f"--cached topic_model={paths.topic_model('en')}" in line for line in shells)
     assert f"poeval topics {paths.train('en')} --lang en" in out
 
 

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, job_of, json_object,
-                             nonneg_int, positive_int, print_json, require_options, seed_int, write_stamp)
+from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, job_of, job_option,
+                             json_object, positive_int, print_json, require_options, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
+from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
 from poeval.report.tables import FAMILY_OF_TABLE
@@ -59,9 +60,9 @@ def _parser_prepare(sub) -> None:
 
 
 def cmd_quatrains(args) -> None:
-    from poeval.data import corpus
+    from poeval.data.quatrains import write_quatrains
 
-    corpus.write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
+    write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
 
 
 def _parser_quatrains(sub) -> None:
@@ -76,9 +77,9 @@ def _parser_quatrains(sub) -> None:
 
 
 def cmd_split(args) -> None:
-    from poeval.data import corpus
+    from poeval.data.split import write_split
 
-    corpus.write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
+    write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
 
 
 def _parser_split(sub) -> None:
@@ -95,9 +96,9 @@ def _parser_split(sub) -> None:
 
 
 def cmd_rhyme(args) -> None:
-    from poeval.poetry import rhyme
+    from poeval.poetry.annotate import write_annotated
 
-    rhyme.write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
+    write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None)
     if args.out is not None:
         write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,
@@ -144,7 +145,7 @@ def cmd_train(args) -> None:
         train_jobs.note_ignored_training(args.model, args.training)
         return train_jobs.from_options(args.model, args.training, args.name, args.lang)
 
-    job = job_of(args, train_jobs.TrainJob, ("model", "training", "name", "lang"), by_hand)
+    job = job_of(args, ("model", "training", "name", "lang"), by_hand)
     check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec)
     registry.trainer(job.model).fit(TrainInputs(args.train, args.dev, args.sonnets, args.word2vec), args.out,
                                     job.model, job.training, lang=job.lang, name=job.name, threads=args.threads)
@@ -155,8 +156,7 @@ def _parser_train(sub) -> None:
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
     p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--job", help="the train job as JSON (poeval.jobs.train; the workflow's): model, training, "
-                                 "name and lang in one value")
+    job_option(p, _train_job_type, "poeval.jobs.train.TrainJob (model, training, name, lang)")
     p.add_argument("--model", type=json_object, help="by hand, without --job: params models.<name> as JSON")
     p.add_argument("--training", type=json_object, help="by hand, without --job: params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
@@ -169,6 +169,12 @@ def _parser_train(sub) -> None:
     p.set_defaults(func=cmd_train)
 
 
+def _train_job_type():
+    from poeval.jobs.train import TrainJob
+
+    return TrainJob
+
+
 def cmd_sample(args) -> None:
     from poeval.generators import registry
     from poeval.jobs import sample as sample_jobs
@@ -177,9 +183,15 @@ def cmd_sample(args) -> None:
         require_options(args, "decoding", "sampling")
         return sample_jobs.from_options(args.decoding, args.sampling, args.style)
 
-    job = job_of(args, sample_jobs.SampleJob, ("decoding", "sampling", "style"), by_hand)
+    job = job_of(args, ("decoding", "sampling", "style"), by_hand)
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
                                             threads=args.threads, id_prefix=args.id_prefix, style=job.style)
+
+
+def _sample_job_type():
+    from poeval.jobs.sample import SampleJob
+
+    return SampleJob
 
 
 def cmd_import_samples(args) -> None:
@@ -207,8 +219,7 @@ def _parser_import_samples(sub) -> None:
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
-    p.add_argument("--job", help="the sample job as JSON (poeval.jobs.sample; the workflow's): decoding, sampling "
-                                 "and style in one value")
+    job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style)")
     p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
                                                         "(params decoding.<name>)")
     p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON")
@@ -296,74 +307,6 @@ def _parser_word2vec(sub) -> None:
     p.add_argument("--out", required=True)
     io_paths(p, ("--out",), ("--train",))
     p.set_defaults(func=cmd_word2vec)
-
-
-def _cell_label(text: str) -> dict:
-    parts = text.split("/")
-    if len(parts) != 3 or not all(parts):
-        raise PoevalError(f"--cell {text!r}: expected LANG/SYSTEM/DECODING, e.g. en/gpt2-s/vanilla")
-    return dict(zip(("lang", "system", "decoding"), parts))
-
-
-def cmd_evaluate(args) -> None:
-    from poeval.metrics.evaluate import dumps, write_evaluation
-
-    cell = _cell_label(args.cell) if args.cell else None
-    families = [f.strip() for f in args.metrics.split(",") if f.strip()]
-    options = dict(args.options or {})
-    if args.reference_embeddings:
-        options["semantic"] = options.get("semantic", {}) | {"reference_embeddings": args.reference_embeddings}
-    if args.memorization_index:
-        options["memorization"] = options.get("memorization", {}) | {"index": args.memorization_index}
-    if args.topic_model:
-        options["topics"] = options.get("topics", {}) | {"topic_model": args.topic_model}
-    if args.threads:
-        if {"semantic", "diversity"} & set(families):   # torch takes seconds to import; only the encoder needs it
-            import torch
-
-            torch.set_num_threads(args.threads)
-        if "diversity" in families:   # MAUVE's k-means
-            import faiss
-
-            faiss.omp_set_num_threads(args.threads)
-        options["memorization"] = options.get("memorization", {}) | {"workers": args.threads}
-    result = write_evaluation(args.samples, args.reference, args.lang, families, args.out, cell, options=options,
-                              bootstrap_reps=args.bootstrap_reps, seed=args.seed, progress=True,
-                              exclude_sample_from_reference=args.exclude_sample_from_reference,
-                              allow_empty=args.allow_empty)
-    if not args.quiet:
-        print(dumps(result))
-
-
-def _parser_evaluate(sub) -> None:
-    p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
-    p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
-    p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
-    add_lang(p, required=True)
-    p.add_argument("--metrics", default="length,lexical,memorization,rhyme,semantic",
-                   help="comma-separated metric families (length, lexical, memorization, rhyme, semantic; not in "
-                        "the paper: metre, topics, diversity, which embeds with the semantic options); "
-                        "rhyme takes a record's `scheme` field as given where present, else detects it")
-    p.add_argument("--out", required=True)
-    p.add_argument("--options", type=json_object, help="per-family options as JSON, e.g. params metrics")
-    p.add_argument("--reference-embeddings", help="cached reference embeddings (.npy from `poeval embed`)")
-    p.add_argument("--memorization-index", help="cached memorization index of the reference (`poeval index`)")
-    p.add_argument("--topic-model",
-                   help="topic model of the reference (`poeval topics`); without it, the topics family trains one")
-    p.add_argument("--bootstrap-reps", type=nonneg_int, default=0, help="bootstrap resamples for 95%% intervals")
-    p.add_argument("--seed", type=seed_int, default=1)
-    p.add_argument("--threads", type=positive_int, help="CPU threads (torch, rapidfuzz)")
-    p.add_argument("--exclude-sample-from-reference", action="store_true",
-                   help="compare with the reference minus the sample's own quatrains, matched by verses (a human "
-                        "sample drawn from it); a sample quatrain not in the reference is an error")
-    p.add_argument("--cell", help="LANG/SYSTEM/DECODING label of a workflow table cell")
-    p.add_argument("--allow-empty", action="store_true",
-                   help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
-                        "instead of an error (the workflow: a model may write no valid quatrain)")
-    p.add_argument("--quiet", action="store_true", help="do not print the result on stdout")
-    io_paths(p, ("--out",),
-             ("samples", "--reference", "--reference-embeddings", "--memorization-index", "--topic-model"))
-    p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_embed(args) -> None:
@@ -560,7 +503,7 @@ def _parser_validate(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
-               _parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
+               parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
                _parser_curve, parser_provenance, parser_stale, parser_repro, _parser_validate, parser_bpomp,
                _parser_export_dataset)
 

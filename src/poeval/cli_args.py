@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Callable
 
 from poeval import config, io
 from poeval.errors import PoevalError
@@ -136,17 +137,43 @@ def _as_list(value) -> list[str]:
     return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
-def job_of(args, cls, by_hand: tuple[str, ...], build):
-    """The typed job of a command: ``--job`` (the workflow's JSON, :func:`poeval.jobs.base.parse`), or
-    built by ``build`` from the options a user gives by hand instead (``by_hand``: never with ``--job``)."""
-    from poeval.jobs.base import parse
 
+def job_option(parser: argparse.ArgumentParser, job_type: Callable[[], type], what: str) -> None:
+    """(workflow) ``--job JSON``: the typed job its rule passes (:mod:`poeval.jobs`), parsed strictly into
+    ``job_type()`` (imported only when a job is given); a bad job is a usage error naming the key."""
+    def parse_job(text: str):
+        from poeval.jobs.base import parse
+
+        try:
+            return parse(job_type(), text)
+        except PoevalError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parser.add_argument("--job", type=parse_job, metavar="JSON", help=f"(workflow) the typed job its rule passes, as one JSON value: {what}")
+
+
+def name_path(text: str) -> str:
+    """An argparse type: a ``NAME=PATH`` item (kept as written, for :func:`check_io`; :func:`pairs` splits it)."""
+    name, sep, path = text.partition("=")
+    if not (sep and name and path):
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    return text
+
+
+def pairs(items: list[str] | None) -> dict[str, str]:
+    """``NAME=PATH`` items as a dict (a later item of one name wins)."""
+    return dict(item.partition("=")[::2] for item in items or ())
+
+
+def job_of(args, by_hand: tuple[str, ...], build):
+    """The typed job of a command: ``--job`` (the workflow's, parsed by :func:`job_option`), or built by
+    ``build`` from the options a user gives by hand instead (``by_hand``: never with ``--job``)."""
     given = [f"--{name}" for name in by_hand if getattr(args, name) is not None]
     if args.job is not None:
         if given:
             raise PoevalError(f"--job holds {', '.join(f'--{n}' for n in by_hand)}: give it alone, not with "
                               f"{', '.join(given)}")
-        return parse(cls, args.job)
+        return args.job
     return build()
 
 

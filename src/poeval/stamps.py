@@ -22,10 +22,6 @@ from poeval.io import file_sha256, write_json
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
 # (weights, config, tokenizer) is all in the hash.
 DIR_HASH_EXCLUDE = frozenset({"training_log.json"})
-# Runtime settings passed along with a family's options that are not params: they do not change the
-# numbers (workers; the memorization index and the topic model, caches of the stamped reference that refuse
-# any other) or are recorded as inputs (the embeddings cache).
-RUNTIME_OPTIONS = frozenset({"workers", "progress", "reference_embeddings", "index", "topic_model"})
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -123,16 +119,3 @@ def supplied_stamp(source: str | os.PathLike) -> dict:
     """Stamp for the ``.stats.json`` of samples the user supplied (rule import_samples): the file (a
     folder: :func:`dir_sha256`) with its sha256, and its path as params gave it."""
     return stamp({"source": source}, {"source": str(source)})
-
-
-def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
-    """Stamp for a metric cell, from the arguments of :func:`poeval.metrics.evaluate.evaluate`."""
-    options = kwargs.get("options") or {}
-    inputs = {"samples": samples, "reference": reference}
-    # diversity embeds with the semantic family's options (metrics.evaluate.SHARED_OPTIONS): they count too
-    read = list(families) + (["semantic"] if "diversity" in families and "semantic" not in families else [])
-    if "semantic" in read:
-        inputs["embeddings"] = options.get("semantic", {}).get("reference_embeddings")
-    metrics = {f: {k: v for k, v in options.get(f, {}).items() if k not in RUNTIME_OPTIONS} for f in read}
-    return stamp(inputs, {"metrics": metrics, "bootstrap_reps": kwargs["bootstrap_reps"], "seed": kwargs["seed"],
-                          "exclude_sample_from_reference": bool(kwargs["exclude_sample_from_reference"])})

@@ -17,7 +17,8 @@ from poeval.errors import PoevalError
 from poeval.report import figures as report_figures
 from poeval.report import recorded
 from poeval.report.figures import FIGURES
-from poeval.metrics.evaluate import SHARED_OPTIONS
+from poeval.jobs import cell as cell_jobs
+from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
 from poeval.jobs.sample import sample_job
@@ -62,27 +63,27 @@ def human_files(lang):
 
 
 def cell_inputs(wildcards):
-    """A cell's samples (a human reference sample, the whole training set or a model's samples) and its
-    reference, the training split."""
+    """A cell's samples (a human reference sample, the whole training set or a model's samples), its
+    reference, the training split, and the caches of it that its family's record names (each built by
+    the rule the record names)."""
     w = wildcards
     inputs = {"samples": paths.cell_samples(w.lang, w.system, w.decoding), "reference": paths.train(w.lang)}
-    if w.family in ("semantic", "diversity"):   # diversity reuses the semantic family's embeddings
-        inputs["embeddings"] = paths.embeddings(w.lang)
-    if w.family == "memorization":
-        inputs["index"] = paths.memorization_index(w.lang)
-    if w.family == "topics":
-        inputs["topic_model"] = paths.topic_model(w.lang)
-    return inputs
+    return inputs | {name: c.path(w.lang) for name, (_, c) in cached_inputs([w.family]).items()}
 
 
-def cell_options(wildcards):
-    """The params sections a cell's command reads: its family's, and those it shares (diversity: semantic)."""
-    return as_json({f: config["metrics"].get(f, {}) for f in (wildcards.family, *SHARED_OPTIONS.get(wildcards.family, ()))})
+def cell_job(wildcards):
+    """The cell's typed job (poeval.jobs.cell.cell_job) as one JSON value, from the params as written."""
+    return cell_jobs.cell_job(config, wildcards.lang, wildcards.system, wildcards.decoding, wildcards.family).to_json()
 
 
-def bootstrap_reps(wildcards):
-    """Model cells get bootstrap intervals; the HUMAN row's spread comes from its ten samples."""
-    return 0 if wildcards.system == HUMAN else P["metrics"]["bootstrap"]["reps"]
+def cell_cached(wildcards, input):
+    """--cached NAME=PATH for each cache the cell reads (`poeval evaluate`)."""
+    return shlex.join(arg for name in cached_inputs([wildcards.family]) for arg in ("--cached", f"{name}={input[name]}"))
+
+
+def cell_threads(wildcards):
+    """All the run's threads for a family that uses them (its record's ``threads``), else one."""
+    return P["threads"] if METRIC_FAMILIES[wildcards.family].threads else 1
 
 
 def is_poetic(system):

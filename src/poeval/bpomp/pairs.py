@@ -32,7 +32,7 @@ from poeval import io
 from poeval.bpomp import synonyms as syn
 from poeval.bpomp.context import NO_SYNONYM
 from poeval.errors import PoevalError
-from poeval.poetry.rhyme import scheme
+from poeval.poetry.schemes import scheme
 from poeval.text import end_word, verse_end
 
 TASKS = ("word_swap", "line_swap", "synonym")

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval import paths
-from poeval.data.corpus import write_quatrains, write_split
-from poeval.poetry import rhyme
+from poeval.data.quatrains import write_quatrains
+from poeval.data.split import write_split
+from poeval.poetry.annotate import write_annotated
 
 
 def prepare(lang: str, corpus_cfg: dict, quatrain_cfg: dict, split_cfg: dict, human_cfg: dict, out_dir: str | Path,
@@ -21,7 +22,7 @@ def prepare(lang: str, corpus_cfg: dict, quatrain_cfg: dict, split_cfg: dict, hu
 
     corpus = write_quatrains(lang, corpus_cfg, quatrain_cfg, at(paths.quatrains(lang)), at(paths.corpus_report(lang)),
                              path_key=path_key)
-    rhyme.write_annotated(at(paths.quatrains(lang)), lang, at(paths.labelled(lang)), meter=True)
+    write_annotated(at(paths.quatrains(lang)), lang, at(paths.labelled(lang)), meter=True)
     human = [at(paths.human(lang, paths.human_id(i))) for i in range(human_cfg["n_samples"])]
     split = write_split(at(paths.labelled(lang)), split_cfg, human_cfg, at(paths.train(lang)), at(paths.dev(lang)),
                         human, at(paths.split_report(lang)))

@@ -24,7 +24,7 @@ from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.io import read_json, read_jsonl, write_json
 from poeval.metrics.schemes import DEFAULT_REPETITION, UNRHYMED, is_repeating_quatrain
-from poeval.poetry.rhyme import scheme
+from poeval.poetry.schemes import scheme
 from poeval.render import fmt, write_tsv
 
 UNPROMPTED = "none"

@@ -5,7 +5,7 @@ label_numbers`: bits, KL(Q_sample || P_human), P smoothed only when the human da
 
 A quatrain's metre label, in this order: its ``meter`` field (the workflow's corpus files carry the label
 that conditioning uses, computed once by ``poeval rhyme --meter``); the majority of its DLK ``measure``
-annotations; for English, the CMUdict stress template matcher (:func:`poeval.poetry.rhyme.metre`). German
+annotations; for English, the CMUdict stress template matcher (:func:`poeval.poetry.metre.metre`). German
 quatrains without either have no label: poeval has no German stress model, and a model's German samples never
 carry DLK annotations. Rather than label them all ``other`` (what conditioning falls back to, which would
 make every German model look maximally far from the human metres), a sample or reference with an unlabelled
@@ -17,12 +17,12 @@ import numpy as np
 
 from poeval.errors import PoevalError
 from poeval.metrics.distribution import label_numbers
-from poeval.poetry import rhyme
+from poeval.poetry import metre as detector
 from poeval.poetry.style import METERS
 
 _INDEX = {m: i for i, m in enumerate(METERS)}
 UNLABELLED_NOTE = ("no metre label: {what} has quatrains without a `meter` field or DLK `measure` annotations, "
-                   "and metre detection from stresses is English-only (poeval.poetry.rhyme.metre)")
+                   "and metre detection from stresses is English-only (poeval.poetry.metre.metre)")
 
 
 def label(record: dict, lang: str) -> str | None:
@@ -35,8 +35,8 @@ def label(record: dict, lang: str) -> str | None:
         return given
     measures = record.get("measure")
     if isinstance(measures, list) and any(measures):
-        return rhyme.metre_from_measures(measures)
-    return rhyme.metre(record["lines"], "en") if lang == "en" else None
+        return detector.metre_from_measures(measures)
+    return detector.metre(record["lines"], "en") if lang == "en" else None
 
 
 def labels(records: list[dict], lang: str, progress: bool = False) -> list[str] | None:

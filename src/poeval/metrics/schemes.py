@@ -25,7 +25,8 @@ from poeval import config
 from poeval.errors import PoevalError
 # the entropy, KL and cross-entropy of label counts, shared with the metre family (imported here by name)
 from poeval.metrics.distribution import divergence, entropy, human_distribution, label_numbers, smooths_human  # noqa: F401
-from poeval.poetry.rhyme import SCHEMES_4, is_repetition
+from poeval.poetry.rhyme import is_repetition
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.text import end_word
 
 _PARAMS = config.defaults("#/properties/metrics/properties/rhyme")   # the params schema holds the defaults

@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import chi2 as chi2_distribution
 
 from poeval.errors import PoevalError
 
@@ -64,7 +63,9 @@ def chi2_homogeneity(sample: Sequence[float], human: Sequence[float], permutatio
         return base | {"test": "chi2", "statistic": 0.0, "p": 1.0}
     statistic, expected = chi2_statistic(table)
     if not small_expected(expected):
-        return base | {"test": "chi2", "statistic": statistic, "p": float(chi2_distribution.sf(statistic, base["dof"]))}
+        from scipy.stats import chi2   # deferred: scipy.stats takes ~0.7 s to import (metrics/length.py)
+
+        return base | {"test": "chi2", "statistic": statistic, "p": float(chi2.sf(statistic, base["dof"]))}
     if not np.allclose(table, np.round(table)):
         raise PoevalError("chi2_homogeneity: the permutation test needs whole counts")
     colors = np.round(table.sum(axis=0)).astype(np.int64)

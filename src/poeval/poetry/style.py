@@ -18,7 +18,7 @@ def first_appearance(labels: str) -> str:
 SCHEMES: tuple[str, ...] = tuple(
     s for s in ("".join(p) for p in itertools.product("abcd", repeat=4)) if first_appearance(s) == s
 )
-# metre families of the rhyme detector's metre labels (rhyme.METRES) and of the style tokens
+# metre families of the rhyme detector's metre labels (metre.METRES) and of the style tokens
 METERS: tuple[str, ...] = ("iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other")
 STYLE_TOKENS: tuple[str, ...] = tuple(f"<scheme={s}>" for s in SCHEMES) + tuple(f"<meter={m}>" for m in METERS)
 STYLE_RE = re.compile(r"<(?:scheme|meter)=[^<>\s]*>")

@@ -3,7 +3,8 @@ one link per line."""
 
 from __future__ import annotations
 
-from poeval.report.provenance import ABBREV, _abbrev, _show
+from poeval.report.checks import ABBREV, _abbrev
+from poeval.report.recorded import _show
 
 
 def _file_text(entry: dict) -> str:

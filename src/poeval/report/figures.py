@@ -30,7 +30,7 @@ import numpy as np
 from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.io import read_json
-from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.poetry.style import METERS
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
 from poeval.report.tables import HUMAN, n_range

@@ -11,7 +11,10 @@ from typing import Any
 
 from poeval.errors import PoevalError
 from poeval.io import read_json
-from poeval.report.provenance import _cell_samples, _cell_value, _default_root, _read_tsv, _show, _stamp, resolve
+from poeval.report.checks import _stamp
+from poeval.report.provenance import _default_root
+from poeval.report.recorded import _show
+from poeval.report.table_cell import _cell_samples, _cell_value, _read_tsv, resolve
 from poeval.stamps import path_sha256
 
 # Rerunning an evaluation on the same inputs repeats the same float operations; the tolerance only
@@ -37,6 +40,7 @@ def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tu
     rerun on the inputs and params its stamp records. An input that changed since is a difference
     (nothing is recomputed from other inputs than the cell's)."""
     from poeval.metrics.evaluate import evaluate
+    from poeval.metrics.families import runtime_options
 
     root, path = Path(root), Path(path)
     full = path if path.is_absolute() else root / path
@@ -52,10 +56,12 @@ def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tu
     if changed:
         return changed, None
     params = st["params"]
-    options = {family: dict(opts) for family, opts in params["metrics"].items()}
-    if "embeddings" in inputs:
-        options.setdefault("semantic", {})["reference_embeddings"] = str(inputs["embeddings"])
-    families = [f for f in options if f in doc]   # a diversity cell's stamp also has the semantic options
+    families = [f for f in params["metrics"] if f in doc]   # a diversity cell's stamp also has the semantic options
+    # the caches the stamp records as inputs (the reference embeddings), handed over as the families' records say
+    cached = {name: str(p) for name, p in inputs.items() if name not in ("samples", "reference")}
+    runtime = runtime_options(families, cached, None)
+    options = {f: dict(params["metrics"].get(f, {})) | runtime.get(f, {})
+               for f in params["metrics"].keys() | runtime.keys()}
     now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=options,
                    bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
                    exclude_sample_from_reference=params["exclude_sample_from_reference"])

@@ -1,13 +1,13 @@
 """The params each stamped artifact records, as the workflow would pass them now (workflow/rules/*.smk;
 a stage with a typed job, :mod:`poeval.jobs`: the job rebuilt by the rule's own builder):
 what `poeval provenance` (:mod:`poeval.report.provenance`) and `poeval stale` (:mod:`poeval.report.stale`)
-compare a stamp's recorded params with."""
+compare a stamp's recorded params with, and how (:func:`param_diffs`). A metric cell's are its typed job's
+(:meth:`poeval.jobs.cell.CellJob.recorded`), rebuilt with the rule's own builder."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
-
-from poeval.paths import HUMAN, TRAIN
 
 
 def dotted(config: dict, key: str) -> Any:
@@ -19,16 +19,31 @@ def dotted(config: dict, key: str) -> Any:
     return config
 
 
-def metric_params(config: dict, system: str, decoding: str, family: str) -> dict:
-    """What a metric cell records (:func:`poeval.stamps.evaluation_stamp`): a HUMAN cell has no bootstrap
-    and, unless it is the whole training set, is compared with the rest of train (rule metric_cell)."""
-    from poeval.metrics.evaluate import SHARED_OPTIONS   # diversity also records the semantic params
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
 
-    read = (family, *SHARED_OPTIONS.get(family, ()))
-    return {"metrics": {f: config.get("metrics", {}).get(f, {}) for f in read},
-            "bootstrap_reps": 0 if system == HUMAN else dotted(config, "metrics.bootstrap.reps"),
-            "seed": dotted(config, "metrics.bootstrap.seed"),
-            "exclude_sample_from_reference": system == HUMAN and decoding != TRAIN}
+
+def _show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def param_diffs(recorded: dict, current: dict, exact: bool = True) -> tuple[list[str], list[str]]:
+    """(differences, unrecorded) between two params dicts, by dotted key.
+
+    A difference is ``key: recorded X, now Y`` for a recorded key whose value changed or that is gone
+    now (null). A key set now but absent from the record is *unrecorded*, not a difference: a producer
+    records what it used (a generator without byte-level decoding never sees max_new_bytes).
+    ``exact=False`` compares only the keys both sides have, for legacy records that mix in defaults."""
+    r, c = _flatten(recorded), _flatten(current)
+    keys = sorted(r) if exact else sorted(r.keys() & c.keys())
+    diffs = [f"{k}: recorded {_show(r[k])}, now {_show(c.get(k))}" for k in keys if r[k] != c.get(k)]
+    unrecorded = [f"{k} = {_show(c[k])}" for k in sorted(c.keys() - r.keys()) if exact and c[k] is not None]
+    return diffs, unrecorded
 
 
 def sample_params(config: dict, system: str, decoding: str) -> dict:

@@ -34,9 +34,9 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.report.provenance import param_diffs
+from poeval.jobs.cell import cell_job
 from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
-                                    dotted, embeddings_params, figure_record, metric_params, rhyme_label_params,
+                                    dotted, embeddings_params, figure_record, param_diffs, rhyme_label_params,
                                     sample_params, sonnets_params, split_params, supplied_params, table_params,
                                     topics_params, training_params, word2vec_params)
 from poeval.stamps import code_revision, path_sha256
@@ -157,8 +157,8 @@ KINDS = (
          lambda c, w: {}),
     Kind("topic_model", _cache_meta(paths.topic_model, "topics.json"), paths.topic_model,
          lambda c, w: topics_params(c, w["lang"])),
-    Kind("metric_cell", paths.cell, paths.cell,
-         lambda c, w: metric_params(c, w["system"], w["decoding"], w["family"])),
+    Kind("metric_cell", paths.cell, paths.cell,   # the job the rule would pass now, as its stamp records it
+         lambda c, w: cell_job(c, w["lang"], w["system"], w["decoding"], w["family"]).recorded()),
     *_bpomp_kinds(),
     *_adherence_kinds(),
     *_report_kinds(),

@@ -11,7 +11,7 @@ import numpy as np
 from poeval.errors import PoevalError
 from poeval.io import read_json, read_jsonl
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
-from poeval.poetry.rhyme import SCHEMES_4
+from poeval.poetry.schemes import SCHEMES_4
 from poeval.poetry.style import METERS
 from poeval.render import NA, fmt, write_tsv
 from poeval.text import tokens

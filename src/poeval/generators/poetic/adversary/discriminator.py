@@ -8,7 +8,7 @@ with Adam at 1e-4 on one real and one generated quatrain at a time (``update_dis
 The character encoder is pretrained on a pronouncing dictionary (:func:`pretrain_encoder`; the
 original pretrains it as a spelling autoencoder): CMUdict via ``pronouncing`` for English (archaic
 spellings looked up under the modern ones poeval's rhyme detector tries), espeak-ng via
-``poeval.poetry.rhyme.phones`` for German. Each word's *rhyme part* is its phones from the last stressed
+``poeval.poetry.phones.phones`` for German. Each word's *rhyme part* is its phones from the last stressed
 vowel (primary, or a later secondary one) to the end. The objective is pairwise: for a batch of word pairs
 sharing a rhyme part plus random other words, the scaled cosine similarity of every (left, right) pair is
 trained with a class-balanced logistic loss to say whether the two words share the rhyme part. Words
@@ -116,11 +116,11 @@ def _phones_en(word: str):
     rhyme detector tries (CMUdict only: no grapheme-to-phoneme guessing)."""
     import pronouncing
 
-    from poeval.poetry import rhyme
+    from poeval.poetry.spelling import en_candidates
 
     word = word.replace("’", "'")
     prons: list[str] = []
-    for cand in rhyme.en_candidates(word):
+    for cand in en_candidates(word):
         prons = pronouncing.phones_for_word(cand)
         if prons:
             break
@@ -135,12 +135,13 @@ def _phones_en(word: str):
 
 def _phones_de(word: str):
     """espeak-ng phones (poeval's rhyme detector) of a German word, or None."""
-    from poeval.poetry import rhyme
+    from poeval.poetry.phones import phones
+    from poeval.poetry.spelling import clean_word
 
-    w = rhyme.clean_word(word, "de")
+    w = clean_word(word, "de")
     if not w:
         return None
-    alts = rhyme.phones(w, "de")
+    alts = phones(w, "de")
     return list(alts[0]) if alts and alts[0] else None
 
 
@@ -167,9 +168,9 @@ def pronunciations(words: Iterable[str], lang: str) -> tuple[dict[str, str], lis
     if lang == "en":
         lookup: Callable = _phones_en
     elif lang == "de":
-        from poeval.poetry import rhyme
+        from poeval.poetry.espeak import check_phonemizer
 
-        rhyme.check_phonemizer()
+        check_phonemizer()
         lookup = _phones_de
     else:
         raise PoevalError(f"unsupported language {lang!r} for {ARCH}; use en or de")

@@ -1,0 +1,335 @@
+"""The metric families of `poeval evaluate`, one record each (:class:`Family`): the function that computes
+it, the params sections it reads besides its own, the caches of the reference it reads (each built by a
+rule of the workflow at a path of :mod:`poeval.paths`) and how it uses the command's threads. The rules
+(``cell_inputs``, rule ``metric_cell``), the CLI (``--cached NAME=PATH``), the stamps and the typed
+metric-cell job (:mod:`poeval.jobs.cell`) read these records: adding a family means its module, its
+record in :data:`FAMILIES` and its params section in the schema (docs/metrics.md "Adding a metric family").
+
+Each family function takes (poems, reference, options) and returns (result, resample): ``resample(idx)``
+recomputes the family's scalars on the poems ``idx`` (drawn with replacement) from per-poem quantities
+computed once, with the same function as the point estimate, so bootstrap intervals need no second scan
+of the data. ``reference`` is a :class:`poeval.metrics.evaluate.Reference`; ``options`` is the family's
+params section (defaults filled) with its runtime keys, ``lang``, ``progress`` and each shared section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from poeval import config, paths
+from poeval.config import for_lang
+from poeval.errors import PoevalError
+from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic, significance
+from poeval.metrics import metre as metres
+from poeval.metrics import topics
+from poeval.poetry import espeak
+from poeval.poetry import schemes as detector
+
+def _lines(poems: list[dict]) -> list[list[str]]:
+    return [p["lines"] for p in poems]
+
+
+
+def _length(poems, ref, opts):
+    a, b = (length.lengths(_lines(x), opts["tokens"]) for x in (poems, ref.poems))
+    # per-poem lengths feed the length histograms (Figure 1)
+    bins = opts["bins"]
+    return (length.from_lengths(a, b, bins) | {"per_poem": a.tolist()},
+            lambda idx: length.from_lengths(a[idx], b, bins))
+
+
+def _lexical(poems, ref, opts):
+    per_poem = [lexical.TOKENIZERS[opts["tokens"]](lines) for lines in _lines(poems)]
+    kw = {key: opts[key] for key in ("mattr_window", "mtld_threshold", "mtld_rule")}
+    # per-poem TTRs (None: no token), whose mean is ATTR: the tables' permutation test reads them
+    ttr = [round(len(set(t)) / len(t), 6) if t else None for t in per_poem]
+    return (lexical.from_tokens(per_poem, **kw) | {"per_poem": {"ttr": ttr}},
+            lambda idx: lexical.from_tokens([per_poem[i] for i in idx], **kw))
+
+
+def _memorization(poems, ref, opts):
+    ids = [p["id"] for p in poems]
+    levels = tuple(memorization.LEVELS)
+    # with the cached index of the whole reference file, the quatrains a HUMAN sample took from it are excluded
+    cached = opts.get("index")
+    reference = ref.usable if cached else ref.poems
+    index = memorization.load_index(cached, levels, input_path=ref.path) if cached else None
+    exclude = np.setdiff1d(np.arange(len(ref.usable)), ref.rows).tolist() if cached else ()
+    result = memorization.compute(_lines(poems), _lines(reference), sample_ids=ids,
+                                  reference_ids=[p["id"] for p in reference], index=index, exclude=exclude,
+                                  thresholds=opts, levels=levels, workers=opts.get("workers", -1),
+                                  progress=opts.get("progress", False), autojunk=opts["autojunk"])
+    # memorized units per poem (the tables' permutation test reads them); at most a poem's units, so a
+    # resampled rate lies in [0, 1]
+    per_poem = {level: np.asarray(c, dtype=float) for level, c in result["per_poem"].items()}
+    units = {level: n / len(poems) for level, n in result["n_units"].items()} if poems else {}
+
+    def resample(idx):
+        return {level: float(c[idx].sum() / (units[level] * len(idx))) for level, c in per_poem.items()}
+
+    return result, resample
+
+
+def _cached_sample_rows(poems, ref) -> np.ndarray | None:
+    """Rows of the reference cache holding the sample's quatrains (a HUMAN sample drawn from train),
+    or None unless every sample quatrain is there with the same id and verses."""
+    position = {p["id"]: i for i, p in enumerate(ref.usable)}
+    rows = [position.get(p["id"]) for p in poems]
+    if not poems or any(r is None or ref.usable[r]["lines"] != p["lines"] for r, p in zip(rows, poems)):
+        return None
+    return np.asarray(rows, dtype=np.int64)
+
+
+def _cached_embeddings(poems, ref, opts):
+    """(semantic options with the language's encoder, reference embeddings, sample embeddings) from the
+    cache ``reference_embeddings`` (the semantic family's options); each None where not cached."""
+    opts = opts | {"encoder": for_lang(opts["encoder"], opts["lang"])}
+    cache = opts.get("reference_embeddings")
+    ref_emb = sample_emb = None
+    if cache:
+        cached = semantic.load_embeddings(cache, encoder=opts["encoder"], backend=opts["backend"], input_path=ref.path)
+        ref_emb = cached[ref.rows]
+        rows = _cached_sample_rows(poems, ref)
+        sample_emb = None if rows is None else cached[rows]   # no encoder run for HUMAN samples
+    return opts, ref_emb, sample_emb
+
+
+def _semantic(poems, ref, opts):
+    opts, ref_emb, sample_emb = _cached_embeddings(poems, ref, opts)
+    within, across = semantic.max_sims(_lines(poems), _lines(ref.poems), encoder=opts["encoder"],
+                                       reference_embeddings=ref_emb, sample_embeddings=sample_emb,
+                                       batch_size=opts["batch_size"], backend=opts["backend"],
+                                       progress=opts.get("progress", False))
+
+    def resample(idx):
+        # within keeps each poem's max cosine in the full sample: a resampled duplicate is not a new poem
+        return semantic.from_max_sims(None if within is None else within[idx], None if across is None else across[idx])
+
+    # per-poem max cosines feed the similarity distributions (Figure 4)
+    per_poem = {k: None if v is None else [round(float(x), 6) for x in v] for k, v in (("within", within), ("across", across))}
+    encoder = semantic.canonical_encoder_name(opts["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
+    return semantic.from_max_sims(within, across) | {"per_poem": per_poem, "encoder": encoder,
+                                                      "backend": opts["backend"]} | note, resample
+
+
+def _schemes(poems: list[dict], lang: str, progress: bool) -> list[str]:
+    """Scheme labels: a record's ``scheme`` field where present (the workflow's corpus files carry the
+    detector's labels, cached when the corpus was built), else the detector's label."""
+    todo = [i for i, p in enumerate(poems) if "scheme" not in p]
+    if todo:
+        espeak.check_phonemizer()
+    fresh = iter(detector.schemes([poems[i]["lines"] for i in todo], lang, progress=progress))
+    return [detector.normalise_scheme(p["scheme"]) if "scheme" in p else next(fresh) for p in poems]
+
+
+def _rhyme(poems, ref, opts):
+    lang, smoothing, mode = opts["lang"], opts["smoothing"], opts["repetition"]
+    labels = _schemes(poems, lang, opts.get("progress", False))
+    human = schemes.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
+    index = schemes.scheme_index(labels)
+    pairs = np.array([schemes.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
+    repeating = np.array([schemes.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps))
+                          for p, s, reps in zip(poems, labels, pairs[:, 1])], dtype=bool)
+
+    def numbers(idx):
+        counts = np.bincount(index[idx], minlength=len(schemes.SCHEMES_4)).astype(float)
+        return schemes.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
+                                 int(repeating[idx].sum()), len(idx), smoothing)
+
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
+                                               "human_n": int(human.sum()),
+                                               "human_smoothed": schemes.smooths_human(human, smoothing),
+                                               "chi2_reference": _chi2_reference(index, human)}
+    return result, lambda idx: _flat_distribution(numbers(idx))
+
+
+def _flat_distribution(out: dict) -> dict:
+    """A resample's scalars, each label share flattened so that it gets its own interval."""
+    return {k: v for k, v in out.items() if k not in ("distribution", "counts")} | {
+        f"distribution.{label}": v for label, v in out["distribution"].items()}
+
+
+def _metre(poems, ref, opts):
+    """Metre families (poeval.metrics.metre): not in the paper."""
+    lang, smoothing, progress = opts["lang"], opts["smoothing"], opts.get("progress", False)
+    found = metres.labels(poems, lang, progress)
+    human = metres.labels(ref.poems, lang, progress) if found is not None else None
+    if found is None or human is None:
+        return metres.unlabelled("the sample" if found is None else "the reference"), lambda idx: {}
+    index, human_counts = metres.index(found), metres.counts(human)
+
+    def numbers(idx):
+        counts = np.bincount(index[idx], minlength=len(metres.METERS)).astype(float)
+        return metres.from_counts(counts, human_counts, smoothing)
+
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "human_n": int(human_counts.sum()),
+                                               "human_smoothed": schemes.smooths_human(human_counts, smoothing)}
+    return result, lambda idx: _flat_distribution(numbers(idx))
+
+
+def _topics(poems, ref, opts):
+    """Topics of an LDA model of the reference (poeval.metrics.topics): not in the paper."""
+    cached = opts.get("topic_model")
+    if cached:
+        model = topics.load_model(cached, input_path=ref.path, options=opts)
+    else:   # the model the workflow's topic_model rule trains: on the whole reference file
+        model = topics.train(_lines(ref.usable), opts["lang"], opts)
+    if model.lang != opts["lang"]:
+        raise PoevalError(f"topic model {cached}: trained for {model.lang!r}, not {opts['lang']!r}")
+    theta = model.theta(_lines(poems))
+    full = ~np.isnan(theta).any(axis=1)
+    reference = model.train_theta[ref.rows]
+    human = reference[~np.isnan(reference).any(axis=1)].mean(axis=0)
+    human = human / human.sum()
+
+    def resample(idx):
+        out = topics.numbers(theta[idx][full[idx]], human)
+        return {k: out[k] for k in ("entropy", "kl", "dominant_entropy")}
+
+    result = topics.numbers(theta[full], human) | {
+        "n_empty": int((~full).sum()), "num_topics": model.num_topics,
+        "human_entropy": schemes.entropy(human), "human_distribution": {str(t): float(v) for t, v in enumerate(human)}}
+    return result, resample
+
+
+def _embed(quatrains, sem):
+    return semantic.embed_quatrains(quatrains, sem["encoder"], batch_size=sem["batch_size"],
+                                    progress=sem.get("progress", False), backend=sem["backend"])
+
+
+def _diversity(poems, ref, opts):
+    # the semantic family's encoder, backend and cached reference embeddings (its record shares them)
+    sem, ref_emb, sample_emb = _cached_embeddings(poems, ref, opts["semantic"] | {"lang": opts["lang"],
+                                                                                   "progress": opts.get("progress", False)})
+    if sample_emb is None:
+        sample_emb = _embed(_lines(poems), sem) if poems else np.zeros((0, 1), dtype=np.float32)
+    human = diversity.human_rows(len(ref.poems), len(poems), opts["seed"])
+    human_emb = ref_emb[human] if ref_emb is not None else _embed([ref.poems[i]["lines"] for i in human], sem)
+    prep = diversity.prepare(_lines(poems), sample_emb, references=opts["self_bleu_references"],
+                             partners=opts["homogenization_partners"], seed=opts["seed"],
+                             compression=opts["compression"], progress=opts.get("progress", False))
+    encoder = semantic.canonical_encoder_name(sem["encoder"])
+    note = {"encoder_note": n} if (n := semantic.coverage_note(encoder, opts["lang"])) else {}
+    result = diversity.scalars(prep) | {
+        "mauve": diversity.mauve_score(sample_emb, human_emb, opts["mauve_buckets"], opts["mauve_seed"]),
+        "mauve_human_n": len(human), "per_poem": diversity.per_poem(prep),
+        "encoder": encoder, "backend": sem["backend"], **note,
+        **{key: opts[key] for key in ("self_bleu_references", "homogenization_partners", "seed", "compression",
+                                      "mauve_buckets", "mauve_seed")}}
+    # intervals for the per-poem measures only (poeval.metrics.diversity: why not the others)
+    return result, lambda idx: diversity.means(prep, idx)
+
+
+def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
+    """The sample's scheme counts against the reference's, tested as they should be (the paper's
+    ``chi2_test`` shuffles the training counts across schemes first: docs/paper-vs-poeval.md "poeval vs the paper's code");
+    a permutation test's draws follow params ``metrics.tests`` defaults. None for an empty sample."""
+    if not len(index):
+        return None
+    counts = np.bincount(index, minlength=len(schemes.SCHEMES_4))
+    test = significance.chi2_homogeneity(counts, human, **config.defaults("#/properties/metrics/properties/tests"))
+    return {key: test[key] for key in ("test", "statistic", "dof", "p")}
+
+
+# --- the records ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cached:
+    """A cache of the reference file that a family reads: rule ``rule`` builds it at
+    ``poeval.paths.<name>(lang)``; `poeval evaluate` takes it as ``--cached NAME=PATH`` and hands it to the
+    family as option ``option``. ``stamped``: the cell's stamp records it as an input (the others check
+    the reference's bytes themselves and refuse any other reference)."""
+
+    name: str
+    option: str
+    rule: str
+    stamped: bool = False
+
+    def path(self, lang: str) -> str:
+        return getattr(paths, self.name)(lang)
+
+
+def _torch_threads(n: int) -> dict:
+    import torch   # takes seconds to import: only the families that encode need it
+
+    torch.set_num_threads(n)
+    return {}
+
+
+def _diversity_threads(n: int) -> dict:
+    import faiss   # MAUVE's k-means
+
+    faiss.omp_set_num_threads(n)
+    return _torch_threads(n)
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the runner, the rules, the CLI and the stamps need of one metric family.
+
+    ``shares``: families whose params sections (and caches) it also reads; ``threads``: how it uses the
+    command's ``--threads`` (sets its libraries up and returns the runtime options it adds), None for one
+    thread (the rule then asks for one); ``runtime``: those option keys, which are not params."""
+
+    compute: Callable
+    cached: tuple[Cached, ...] = ()
+    shares: tuple[str, ...] = ()
+    threads: Callable[[int], dict] | None = None
+    runtime: tuple[str, ...] = ()
+
+    def runtime_keys(self) -> set[str]:
+        """Option keys the command sets besides params ``metrics.<family>``: caches and threads."""
+        return {c.option for c in self.cached} | set(self.runtime)
+
+
+EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True)
+FAMILIES = {
+    "length": Family(_length),
+    "lexical": Family(_lexical),
+    "memorization": Family(_memorization, (Cached("memorization_index", "index", "memorization_index"),),
+                           threads=lambda n: {"workers": n}, runtime=("workers",)),
+    "rhyme": Family(_rhyme),
+    "semantic": Family(_semantic, (EMBEDDINGS,), threads=_torch_threads),
+    "metre": Family(_metre),
+    "topics": Family(_topics, (Cached("topic_model", "topic_model", "topic_model"),)),
+    # embeds with the semantic family's encoder and reuses its cached reference embeddings
+    "diversity": Family(_diversity, shares=("semantic",), threads=_diversity_threads),
+}
+
+
+def family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise PoevalError(f"unknown metric family {name!r} (available: {', '.join(FAMILIES)})")
+    return FAMILIES[name]
+
+
+def read_sections(families: list[str]) -> list[str]:
+    """The params sections that ``families`` read: each family's own, then those they share."""
+    return list(dict.fromkeys(s for f in families for s in (f, *family(f).shares)))
+
+
+def cached_inputs(families: list[str]) -> dict[str, tuple[str, Cached]]:
+    """The caches ``families`` read, by name, each with the family whose options take it."""
+    return {c.name: (owner, c) for owner in read_sections(families) for c in family(owner).cached}
+
+
+def runtime_options(families: list[str], cached: dict[str, str], threads: int | None) -> dict[str, dict]:
+    """The options `poeval evaluate` adds to the params sections of ``families``: each cache of ``cached``
+    (name -> path) under its option, and what ``threads`` gives each family that uses threads."""
+    known = {c.name for f in FAMILIES.values() for c in f.cached}
+    unknown = sorted(set(cached) - known)
+    if unknown:
+        raise PoevalError(f"--cached: unknown cache {', '.join(map(repr, unknown))} "
+                          f"(known: {', '.join(sorted(known))})")
+    out: dict[str, dict] = {}
+    for name, (owner, c) in cached_inputs(families).items():
+        if name in cached:
+            out.setdefault(owner, {})[c.option] = cached[name]
+    for f in families:
+        if threads and family(f).threads:
+            out[f] = out.get(f, {}) | family(f).threads(threads)
+    return out

@@ -1,0 +1,71 @@
+"""dvc.lock as a second record of what `poeval provenance` checks: its params per stage and, where the DVC
+cache holds the listing of a directory output, its md5 per file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from poeval.errors import PoevalError
+from poeval.report.recorded import dotted, param_diffs
+
+
+def file_md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class DvcLock:
+    """dvc.lock (when present): params per stage and md5 per file of its outputs."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        path = root / "dvc.lock"
+        self.lock = None
+        if path.is_file():
+            import yaml
+
+            try:
+                self.lock = yaml.safe_load(path.read_text("utf-8")) or {}
+            except yaml.YAMLError as err:
+                raise PoevalError(f"{path}: not valid YAML ({err})") from None
+
+    def param_diffs(self, stage: str, config: dict) -> list[str]:
+        spec = (self.lock or {}).get("stages", {}).get(stage)
+        if not spec:
+            return []
+        recorded = spec.get("params", {}).get("params.yaml", {})
+        current = {key: dotted(config, key) for key in recorded}
+        return [f"dvc.lock stage '{stage}' ran with {d}" for d in param_diffs(recorded, current)[0]]
+
+    def _listing(self, md5: str) -> dict[str, str] | None:
+        path = self.root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+        if not path.is_file():
+            return None
+        return {entry["relpath"]: entry["md5"] for entry in json.loads(path.read_text("utf-8"))}
+
+    def recorded_md5(self, rel: str) -> tuple[str | None, dict[str, str] | None, str | None]:
+        """(stage, {relpath under ``rel``: md5} as recorded, note) for a file or directory ``rel``."""
+        for stage, spec in (self.lock or {}).get("stages", {}).items():
+            for out in spec.get("outs", []):
+                base = str(out.get("path", "")).rstrip("/")
+                md5 = str(out.get("md5", ""))
+                if rel != base and not rel.startswith(base + "/"):
+                    continue
+                if out.get("hash") != "md5":   # DVC 2 hashed text files after dos2unix: not comparable
+                    return stage, None, f"dvc.lock: '{base}' has DVC 2 hashes; not compared"
+                if rel == base and not md5.endswith(".dir"):
+                    return stage, {"": md5}, None
+                if not rel.startswith(base + "/") or not md5.endswith(".dir"):
+                    continue
+                listing = self._listing(md5)
+                if listing is None:
+                    return stage, None, f"dvc.lock: the listing of '{base}' is not in the DVC cache; not compared"
+                sub = rel[len(base) + 1:]
+                return stage, {k[len(sub):].lstrip("/"): v for k, v in listing.items()
+                               if k == sub or k.startswith(sub + "/")}, None
+        return None, None, None

@@ -1,0 +1,222 @@
+"""The typed metric-cell job (poeval.jobs.cell) and the metric family records (poeval.metrics.families):
+the job a rule passes is the job the command parses, a hand run builds the same type, a rule passes no
+value outside its command's job, and a new family needs only its module, its record and the schema."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from poeval import config as poeval_config, paths
+from poeval.cli import build_parser, main
+from poeval.errors import PoevalError
+from poeval.io import write_jsonl
+from poeval.jobs.base import parse
+from poeval.jobs.cell import CellJob, cell_job
+from poeval.metrics import families
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SHOWN = "Shell command: "   # how a dry run with -p prints each job's command
+
+
+def _quatrains(prefix: str, n: int) -> list[dict]:
+    return [{"id": f"{prefix}{i}", "lines": [f"verse {i} {k} of the {prefix} and more" for k in range(4)]}
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def tiny() -> dict:
+    return poeval_config.read(ROOT / "params.yaml", (ROOT / "config" / "tiny.yaml",))
+
+
+# --- the job ------------------------------------------------------------------------------------
+
+def test_a_cell_job_carries_the_values_the_rule_passed_as_options(tiny):
+    """The values of the old command line of en/HUMAN/human0 memorization (tiny overlay), written out."""
+    job = cell_job(tiny, "en", "HUMAN", "human0", "memorization")
+    assert job.to_dict() == {
+        "kind": "metric-cell", "families": ["memorization"], "lang": "en",
+        "options": {"memorization": {"autojunk": False, "couplet": 0.8, "quatrain": 0.7, "verse": 0.9}},
+        "bootstrap_reps": 0, "seed": 1, "exclude_sample_from_reference": True, "allow_empty": True,
+        "cell": {"lang": "en", "system": "HUMAN", "decoding": "human0"}}
+    model = cell_job(tiny, "en", "gpt2-s", "vanilla", "diversity")
+    assert model.bootstrap_reps == 50 and not model.exclude_sample_from_reference   # tiny: reps 50
+    assert set(model.options) == {"diversity", "semantic"}   # diversity reads the semantic section too
+    assert not cell_job(tiny, "en", "HUMAN", "train", "rhyme").exclude_sample_from_reference
+
+
+def test_a_job_round_trips_and_a_bad_one_is_named(tiny):
+    job = cell_job(tiny, "en", "gpt2-s", "vanilla", "semantic")
+    assert parse(CellJob, job.to_json()) == job
+    data = job.to_dict()
+    for broken, match in ((data | {"lnag": "en"}, "unknown key 'lnag'"),
+                          ({k: v for k, v in data.items() if k != "seed"}, "missing key 'seed'"),
+                          (data | {"families": ["rhythm"]}, "unknown metric family 'rhythm'"),
+                          (data | {"lang": "fr"}, "unknown lang 'fr'"),
+                          (data | {"kind": "train"}, "expected a metric-cell job")):
+        with pytest.raises(PoevalError, match=match):
+            CellJob.from_dict(broken)
+
+
+def test_the_job_and_a_hand_run_write_the_same_cell(tmp_path, capsys, tiny):
+    """`poeval evaluate --job` and the same values as options: one job type, one cell (stamp included)."""
+    ref, sample = tmp_path / "train.jsonl", tmp_path / "human0.jsonl"
+    write_jsonl(ref, _quatrains("q", 12))
+    write_jsonl(sample, _quatrains("q", 4))
+    job = cell_job(tiny, "en", "HUMAN", "human0", "lexical")
+    base = [str(sample), "--reference", str(ref)]
+    assert main(["evaluate", *base, "--job", job.to_json(), "--out", str(tmp_path / "a.json")]) == 0
+    assert capsys.readouterr().out == ""   # the workflow's form writes the cell to --out only
+    assert main(["evaluate", *base, "--lang", "en", "--metrics", "lexical", "--options", json.dumps(job.options),
+                 "--exclude-sample-from-reference", "--allow-empty", "--cell", "en/HUMAN/human0",
+                 "--out", str(tmp_path / "b.json"), "--quiet"]) == 0
+    a, b = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))
+    assert a["lexical"] == b["lexical"] and a["cell"] == b["cell"] and a["n_reference"] == 8
+    assert a["provenance"]["params"] == b["provenance"]["params"] == job.recorded()
+    # the job carries those options: giving one beside it is refused by name
+    assert main(["evaluate", *base, "--job", job.to_json(), "--lang", "en", "--out", str(tmp_path / "c.json")]) == 2
+    assert "--job carries --lang" in capsys.readouterr().err
+
+
+def test_a_cache_is_passed_by_name_and_an_unknown_name_is_refused(tmp_path, capsys):
+    ref, sample = tmp_path / "train.jsonl", tmp_path / "s.jsonl"
+    write_jsonl(ref, _quatrains("q", 6))
+    write_jsonl(sample, _quatrains("s", 2))
+    assert main(["index", str(ref), "--out", str(tmp_path / "index")]) == 0
+    cells = {}
+    for name, cached in (("new", ["--cached", f"memorization_index={tmp_path / 'index'}"]),
+                         ("alias", ["--memorization-index", str(tmp_path / "index")]), ("none", [])):
+        assert main(["evaluate", str(sample), "--reference", str(ref), "--lang", "en", "--metrics", "memorization",
+                     "--out", str(tmp_path / f"{name}.json"), "--quiet", *cached]) == 0
+        cells[name] = json.loads((tmp_path / f"{name}.json").read_text())["memorization"]
+    assert cells["new"] == cells["alias"] == cells["none"]
+    assert main(["evaluate", str(sample), "--reference", str(ref), "--lang", "en", "--metrics", "memorization",
+                 "--out", str(tmp_path / "x.json"), "--cached", f"index={tmp_path / 'index'}"]) == 2
+    assert "unknown cache 'index'" in capsys.readouterr().err
+
+
+# --- rules against their commands' jobs ---------------------------------------------------------
+
+def _snakemake(work: Path, *args: str, configs=("config/tiny.yaml",), root: Path = ROOT) -> str:
+    """Snakemake on the Snakefile of ``root`` (its own ``src`` first on the path) in ``work``; its output."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1",
+               PYTHONPATH=str(root / "src"))
+    cmd = [str(BIN / "snakemake"), "--snakefile", str(root / "Snakefile"), "--directory", str(work), *args,
+           "--configfile", *configs]
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def stray_values(command: str) -> list[str]:
+    """What a command that takes ``--job`` is given besides its job: every option that is not an I/O path
+    it declares (cli_args.io_paths), ``--threads`` or a log redirect, and any positional word that is not
+    one of its path arguments. Parsing the command also parses its job (strictly: a bad job fails)."""
+    words = shlex.split(command)
+    if ">" in words:   # the log redirect (a JSON word holding ">" is one word)
+        words = words[:words.index(">")]
+    args = build_parser().parse_args(words[1:])
+    name, outputs, inputs = args.io_paths
+    allowed = {a.rstrip("=:") for a in (*outputs, *inputs) if a.startswith("--")} | {"--threads", "--job"}
+    positional = [a for a in inputs if not a.startswith("--")]
+    stray, i = [], 1 + len(name.split())   # after `poeval` and the subcommand's words
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--"):
+            if word not in allowed:
+                stray.append(word)
+            i += 2   # every allowed option takes one value
+        else:
+            if not positional:
+                stray.append(word)
+            positional = positional[1:]
+            i += 1
+    return stray
+
+
+def _job_commands(out: str) -> list[str]:
+    return [line[len(SHOWN):] for line in out.splitlines()
+            if line.startswith(SHOWN) and " --job " in line]
+
+
+def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp_path):
+    work = tmp_path / "work"
+    (work / "config").mkdir(parents=True)
+    shutil.copy(ROOT / "params.yaml", work)
+    shutil.copy(ROOT / "config" / "tiny.yaml", work / "config")
+    out = _snakemake(work, "-n", "-p", "--forceall")
+    commands = _job_commands(out)
+    assert any(c.startswith("poeval evaluate ") for c in commands)
+    assert not [(c, stray_values(c)) for c in commands if stray_values(c)]
+    # the check can fail: a value beside the job, in a real command, is named
+    cell = next(c for c in commands if c.startswith("poeval evaluate "))
+    assert stray_values(cell.replace(" --job ", " --lang en --job ")) == ["--lang"]
+    assert stray_values(cell.replace(" --threads ", " --seed 3 --threads ")) == ["--seed"]
+    with pytest.raises(SystemExit):   # a job the command cannot parse
+        stray_values(cell.replace('"seed": 1', '"sede": 1'))
+    # each cache a record names is built by the rule it names, at the path it names
+    outputs = {rule: set(re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    output: (.*)$", out, re.M)[0].split(", "))
+               for rule in {c.rule for f in families.FAMILIES.values() for c in f.cached}}
+    for f in families.FAMILIES.values():
+        for c in f.cached:
+            assert c.path("en") in outputs[c.rule], (c, outputs[c.rule])
+
+
+# --- a new family: its module, its record, the schema -------------------------------------------
+
+TOY = '''"""A toy metric family: verses per poem, times a params option."""
+import numpy as np
+
+
+def cell(poems, ref, opts):
+    verses = np.array([len(p["lines"]) for p in poems], dtype=float)
+    return ({"verses": float(verses.mean()) * opts["scale"], "n_reference": len(ref.poems)},
+            lambda idx: {"verses": float(verses[idx].mean()) * opts["scale"]})
+'''
+
+
+def _add_toy_family(copy: Path) -> None:
+    """The toy family in a copy of the repository: a new module, its record and its schema section."""
+    (copy / "src/poeval/metrics/toy.py").write_text(TOY)
+    registry = copy / "src/poeval/metrics/families.py"
+    text = registry.read_text()
+    text = text.replace("from poeval.metrics import topics\n", "from poeval.metrics import topics, toy\n", 1)
+    text = text.replace("FAMILIES = {\n", 'FAMILIES = {\n    "toy": Family(toy.cell),\n', 1)
+    registry.write_text(text)
+    schema_path = copy / "src/poeval/schemas/params.schema.json"
+    schema = json.loads(schema_path.read_text())
+    metrics = schema["properties"]["metrics"]["properties"]
+    metrics["families"]["items"]["enum"].append("toy")
+    metrics["toy"] = {"type": "object", "additionalProperties": False,
+                      "properties": {"scale": {"type": "number", "default": 2.0}}}
+    schema_path.write_text(json.dumps(schema, indent=2))
+
+
+def test_a_new_family_runs_its_cell_through_the_workflow(tmp_path):
+    copy = tmp_path / "repo"
+    for name in ("src", "workflow", "profiles"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("Snakefile", "params.yaml"):
+        shutil.copy(ROOT / name, copy)
+    (copy / "config").mkdir()
+    shutil.copy(ROOT / "config" / "tiny.yaml", copy / "config")
+    _add_toy_family(copy)
+    # the run's choice of families (an overlay of this run, no code), and its data made by hand
+    (copy / "config" / "toy.yaml").write_text("metrics: {families: [toy]}\n")
+    train = _quatrains("q", 10)
+    write_jsonl(copy / paths.train("en"), train)
+    write_jsonl(copy / paths.human("en", "human0"), train[:3])
+    cell = paths.cell("en", "HUMAN", "human0", "toy")
+    _snakemake(copy, "-c", "1", cell, "--allowed-rules", "metric_cell", configs=("config/tiny.yaml", "config/toy.yaml"),
+               root=copy)
+    result = json.loads((copy / cell).read_text())
+    assert result["toy"] == {"verses": 8.0, "n_reference": 7}   # 4 verses x the schema's default scale 2
+    assert result["provenance"]["params"]["metrics"] == {"toy": {}}   # the section as written: none
+    assert result["cell"] == {"lang": "en", "system": "HUMAN", "decoding": "human0"}

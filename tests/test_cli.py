@@ -207,10 +207,10 @@ def test_sample_by_hand_and_by_job_call_the_generator_alike(tmp_path, monkeypatc
     seen = _recorder(monkeypatch, registry.module("gpt2"))
     assert main(_sample_args(tmp_path, "--style", "abab")) == 0
     by_hand = dict(seen)
-    job = from_options({"temperature": 0.9}, SAMPLING, "abab")
+    job = from_options({"temperature": 0.9}, SAMPLING, "abab", "x-")
     assert SampleJob.from_dict(json.loads(job.to_json())) == job
     args = [a for a in _sample_args(tmp_path) if a not in ("--decoding", "--sampling", '{"temperature": 0.9}',
-                                                           json.dumps(SAMPLING))]
+                                                           json.dumps(SAMPLING), "--id-prefix", "x-")]
     assert main([*args, "--job", job.to_json()]) == 0
     assert seen == by_hand and seen["kw"]["style"] == "abab"
 
@@ -218,15 +218,16 @@ def test_sample_by_hand_and_by_job_call_the_generator_alike(tmp_path, monkeypatc
 def test_a_job_goes_alone_and_the_options_by_hand_go_together(tmp_path, capsys):
     from poeval.jobs.sample import from_options
 
-    job = from_options({"temperature": 0.9}, SAMPLING).to_json()
+    job = from_options({"temperature": 0.9}, SAMPLING, None, "x-").to_json()
     assert main(["sample", str(tmp_path), "--job", job, "--style", "abab", "--out", "o.jsonl", "--stats", "o.json"]) == 2
     assert "give it alone, not with --style" in capsys.readouterr().err
     assert main(["sample", str(tmp_path), "--sampling", json.dumps(SAMPLING), "--out", "o.jsonl",
                  "--stats", "o.json"]) == 2
     assert "missing: --decoding" in capsys.readouterr().err
-    assert main(["sample", str(tmp_path), "--job", job.replace('"style"', '"styles"'), "--out", "o.jsonl",
-                 "--stats", "o.json"]) == 2
-    assert "unknown key 'styles'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:   # a bad job is a usage error naming the key (cli_args.job_option)
+        main(["sample", str(tmp_path), "--job", job.replace('"style"', '"styles"'), "--out", "o.jsonl",
+              "--stats", "o.json"])
+    assert exit_.value.code == 2 and "unknown key 'styles'" in capsys.readouterr().err
 
 
 def test_train_jobs_of_the_params_round_trip_and_carry_what_the_generator_takes(root):
@@ -247,7 +248,8 @@ def test_train_jobs_of_the_params_round_trip_and_carry_what_the_generator_takes(
         model = schema.model_for_lang(entry, "en")
         assert (job.model, job.training) == registry.training_params(model, shared)
         for decoding in params["decoding"]:
-            job = sample_job(params, system, decoding)
+            job = sample_job(params, "en", system, decoding)
             assert parse(SampleJob, job.to_json()) == job
             assert job.decoding == parse_decoding(params["decoding"][decoding])
+            assert job.id_prefix == f"en-{system}-{decoding}-" and job.style is None
             assert job.sampling == resolve(registry.sampling_params(entry, params["sampling"]))

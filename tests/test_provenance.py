@@ -624,7 +624,7 @@ def test_a_sample_stamped_with_its_job_matches_the_rebuilt_job_key_for_key(run):
     from poeval.jobs.sample import sample_job
 
     cfg = poeval_config.read("params.yaml", ("config/tiny.yaml",))
-    job = sample_job(cfg, "gpt2-s", "vanilla")
+    job = sample_job(cfg, "en", "gpt2-s", "vanilla")
     write_json(STATS, {"provenance": stamps.sample_stamp(MODEL, job.decoding.to_dict(), job.sampling)})
     result = _trace(run)
     link = _link(result, "decoding")

@@ -496,7 +496,8 @@ def test_train_and_sample_commands_carry_the_job_their_builder_makes(tmp_path):
     seen = set()
     for argv in commands:
         job_json = argv[argv.index("--job") + 1]
-        assert not {"--model", "--training", "--decoding", "--sampling", "--style", "--name", "--lang"} & set(argv)
+        assert not {"--model", "--training", "--decoding", "--sampling", "--style", "--name", "--lang",
+                    "--id-prefix"} & set(argv)
         if argv[1] == "train":
             lang, system = Path(argv[argv.index("--out") + 1]).parts[-2:]
             assert parse(TrainJob, job_json) == train_job(params, lang, system)
@@ -505,10 +506,10 @@ def test_train_and_sample_commands_carry_the_job_their_builder_makes(tmp_path):
             parts = Path(out).with_suffix("").parts
             if out == paths.adherence_samples("en", parts[-3], parts[-1]):   # .../<system>/samples/<scheme>
                 system, ad = parts[-3], params["style_adherence"]
-                expected = sample_job(params, system, ad["decoding"], style=parts[-1], n=ad["n"])
+                expected = sample_job(params, "en", system, ad["decoding"], style=parts[-1], n=ad["n"])
             else:
                 system, name = parts[-2:]
-                expected = sample_job(params, system, name)
+                expected = sample_job(params, "en", system, name)
             assert parse(SampleJob, job_json) == expected
         seen.add((argv[1], system))
     assert {("train", "gpt2-s"), ("train", "sa-s-cond"), ("sample", "gpt2-s"), ("sample", "sa-s-cond"),

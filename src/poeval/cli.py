@@ -181,11 +181,11 @@ def cmd_sample(args) -> None:
 
     def by_hand():
         require_options(args, "decoding", "sampling")
-        return sample_jobs.from_options(args.decoding, args.sampling, args.style)
+        return sample_jobs.from_options(args.decoding, args.sampling, args.style, args.id_prefix or "")
 
-    job = job_of(args, ("decoding", "sampling", "style"), by_hand)
+    job = job_of(args, ("decoding", "sampling", "style", "id_prefix"), by_hand)
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
-                                            threads=args.threads, id_prefix=args.id_prefix, style=job.style)
+                                            threads=args.threads, id_prefix=job.id_prefix, style=job.style)
 
 
 def _sample_job_type():
@@ -219,13 +219,13 @@ def _parser_import_samples(sub) -> None:
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
-    job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style)")
+    job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
     p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
                                                         "(params decoding.<name>)")
     p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
-    p.add_argument("--id-prefix", default="")
+    p.add_argument("--id-prefix", help="by hand, without --job: what each quatrain's id starts with")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
     io_paths(p, ("--out", "--stats"), ("model_dir",))

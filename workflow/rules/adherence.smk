@@ -21,13 +21,12 @@ rule adherence_sample:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
-        job=lambda wc: sample_job(config, wc.system, ADHERENCE["decoding"], style=wc.scheme,
+        job=lambda wc: sample_job(config, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,
                                   n=ADHERENCE["n"]).to_json(),
-        prefix="{lang}-{system}-{scheme}-",
     threads: P["threads"]
     shell:
         "poeval sample {input:q} --job {params.job:q}"
-        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
+        " --out {output.samples:q} --stats {output.stats:q} --threads {threads} > {log:q} 2>&1"
 
 
 def adherence_samples(wildcards):

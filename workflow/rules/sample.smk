@@ -10,12 +10,11 @@ rule sample:
         system=not_one_of(SUPPLIED),   # a samples system's files are imported (rule import_samples)
     priority: 1
     params:
-        job=lambda wc: sample_job(config, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
-        prefix="{lang}-{system}-{decoding}-",
+        job=lambda wc: sample_job(config, wc.lang, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
     threads: P["threads"]
     shell:
         "poeval sample {input:q} --job {params.job:q}"
-        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
+        " --out {output.samples:q} --stats {output.stats:q} --threads {threads} > {log:q} 2>&1"
 
 
 # A samples system (arch: samples): the user's file for one language and decoding name, through the

@@ -113,7 +113,7 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     if cell.decoding not in t.config.get("decoding", {}):
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
     if st is not None:
-        t.check_params(decoding, st["params"], sample_params(t.config, cell.system, cell.decoding), stats_path)
+        t.check_params(decoding, st["params"], sample_params(t.config, cell.lang, cell.system, cell.decoding), stats_path)
 
     model_dir = paths.model_dir(cell.lang, cell.system)
     t.file_entry(checkpoint, model_dir)

@@ -46,7 +46,7 @@ def param_diffs(recorded: dict, current: dict, exact: bool = True) -> tuple[list
     return diffs, unrecorded
 
 
-def sample_params(config: dict, system: str, decoding: str) -> dict:
+def sample_params(config: dict, lang: str, system: str, decoding: str) -> dict:
     """What a samples file's stats record (:meth:`poeval.jobs.sample.SampleJob.stamp_params`): the job rule
     sample passes, rebuilt by its own builder (:func:`poeval.jobs.sample.sample_job`); a system or decoding
     config no longer in the params records nothing now."""
@@ -54,7 +54,7 @@ def sample_params(config: dict, system: str, decoding: str) -> dict:
 
     if system not in config.get("models", {}) or decoding not in config.get("decoding", {}):
         return {"decoding": None, "sampling": None}
-    return sample_job(config, system, decoding).stamp_params()
+    return sample_job(config, lang, system, decoding).stamp_params()
 
 
 def supplied_params(config: dict, system: str, lang: str, decoding: str) -> dict:

@@ -60,7 +60,7 @@ def _memorization(poems, ref, opts):
     exclude = np.setdiff1d(np.arange(len(ref.usable)), ref.rows).tolist() if cached else ()
     result = memorization.compute(_lines(poems), _lines(reference), sample_ids=ids,
                                   reference_ids=[p["id"] for p in reference], index=index, exclude=exclude,
-                                  thresholds=opts, levels=levels, workers=opts.get("workers", -1),
+                                  thresholds={level: opts[level] for level in levels}, levels=levels, workers=opts.get("workers", -1),
                                   progress=opts.get("progress", False), autojunk=opts["autojunk"])
     # memorized units per poem (the tables' permutation test reads them); at most a poem's units, so a
     # resampled rate lies in [0, 1]

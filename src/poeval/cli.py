@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from poeval import hub
-from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, json_object, positive_int,
-                             print_json, seed_int, write_stamp)
+from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, job_of, job_option,
+                             json_object, positive_int, print_json, require_options, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
@@ -137,20 +137,18 @@ def _parser_import(sub) -> None:
 
 def cmd_train(args) -> None:
     from poeval.generators import registry
+    from poeval.generators.interface import TrainInputs
+    from poeval.jobs import train as train_jobs
 
-    model, training = registry.training_params(args.model, args.training)
+    def by_hand():
+        require_options(args, "model", "training")
+        train_jobs.note_ignored_training(args.model, args.training)
+        return train_jobs.from_options(args.model, args.training, args.name, args.lang)
+
+    job = job_of(args, ("model", "training", "name", "lang"), by_hand)
     check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec)
-    if not registry.is_poetic(model):
-        registry.trainer(model).train(args.train, args.dev, args.out, model, training, threads=args.threads,
-                                      name=args.name)
-        return
-    if not args.sonnets or not args.lang:
-        raise PoevalError(f"arch {args.model['arch']} trains on pseudo-sonnets: give --sonnets and --lang")
-    if args.training:   # said, not silently dropped: the params' shared block never reaches a port
-        print(f"poeval train: arch {args.model['arch']} ignores --training (the transformers' shared block); its "
-              "training block is --model's `training` over the arch's own defaults", file=sys.stderr)
-    registry.trainer(model).train(args.sonnets, args.dev, args.out, model, training, lang=args.lang,
-                                  word2vec=args.word2vec, threads=args.threads, name=args.name)
+    registry.trainer(job.model).fit(TrainInputs(args.train, args.dev, args.sonnets, args.word2vec), args.out,
+                                    job.model, job.training, lang=job.lang, name=job.name, threads=args.threads)
 
 
 def _parser_train(sub) -> None:
@@ -158,8 +156,9 @@ def _parser_train(sub) -> None:
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
     p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--model", type=json_object, required=True, help="params models.<name> as JSON")
-    p.add_argument("--training", type=json_object, required=True, help="params training as JSON")
+    job_option(p, _train_job_type, "poeval.jobs.train.TrainJob (model, training, name, lang)")
+    p.add_argument("--model", type=json_object, help="by hand, without --job: params models.<name> as JSON")
+    p.add_argument("--training", type=json_object, help="by hand, without --job: params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
@@ -170,15 +169,29 @@ def _parser_train(sub) -> None:
     p.set_defaults(func=cmd_train)
 
 
+def _train_job_type():
+    from poeval.jobs.train import TrainJob
+
+    return TrainJob
+
+
 def cmd_sample(args) -> None:
     from poeval.generators import registry
-    from poeval.generators.checkpoint import port_arch
+    from poeval.jobs import sample as sample_jobs
 
-    style = {"style": args.style} if args.style else {}
-    if style and port_arch(args.model_dir):
-        raise PoevalError(f"{args.model_dir}: --style prompts only the transformer generators")
-    registry.sampler(args.model_dir).sample(args.model_dir, args.decoding, args.sampling, args.out, args.stats,
-                                            threads=args.threads, id_prefix=args.id_prefix, **style)
+    def by_hand():
+        require_options(args, "decoding", "sampling")
+        return sample_jobs.from_options(args.decoding, args.sampling, args.style, args.id_prefix or "")
+
+    job = job_of(args, ("decoding", "sampling", "style", "id_prefix"), by_hand)
+    registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
+                                            threads=args.threads, id_prefix=job.id_prefix, style=job.style)
+
+
+def _sample_job_type():
+    from poeval.jobs.sample import SampleJob
+
+    return SampleJob
 
 
 def cmd_import_samples(args) -> None:
@@ -206,11 +219,13 @@ def _parser_import_samples(sub) -> None:
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
-    p.add_argument("--decoding", type=json_object, required=True)
-    p.add_argument("--sampling", type=json_object, required=True)
+    job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
+    p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
+                                                        "(params decoding.<name>)")
+    p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
-    p.add_argument("--id-prefix", default="")
+    p.add_argument("--id-prefix", help="by hand, without --job: what each quatrain's id starts with")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--style", help="prompt a style-conditioned model with this rhyme scheme (e.g. abab)")
     io_paths(p, ("--out", "--stats"), ("model_dir",))

@@ -163,3 +163,21 @@ def name_path(text: str) -> str:
 def pairs(items: list[str] | None) -> dict[str, str]:
     """``NAME=PATH`` items as a dict (a later item of one name wins)."""
     return dict(item.partition("=")[::2] for item in items or ())
+
+
+def job_of(args, by_hand: tuple[str, ...], build):
+    """The typed job of a command: ``--job`` (the workflow's, parsed by :func:`job_option`), or built by
+    ``build`` from the options a user gives by hand instead (``by_hand``: never with ``--job``)."""
+    given = [f"--{name}" for name in by_hand if getattr(args, name) is not None]
+    if args.job is not None:
+        if given:
+            raise PoevalError(f"--job holds {', '.join(f'--{n}' for n in by_hand)}: give it alone, not with "
+                              f"{', '.join(given)}")
+        return args.job
+    return build()
+
+
+def require_options(args, *names: str) -> None:
+    missing = [f"--{name}" for name in names if getattr(args, name) is None]
+    if missing:
+        raise PoevalError(f"give --job, or {' and '.join(f'--{n}' for n in names)} (missing: {', '.join(missing)})")

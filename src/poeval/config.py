@@ -70,9 +70,10 @@ def fill(value: Any, pointer: str = "#") -> Any:
 
 def _fill(value: Any, node: dict) -> Any:
     node = _follow(node)
-    if "if" in node:   # models: a port or a transformer entry, by its arch
+    if "if" in node:   # models: a port or a transformer entry, by its arch; a contrastive decoding, by its mode
         branch = node["then"] if _validator().evolve(schema=node["if"]).is_valid(value) else node.get("else")
-        return _fill(value, branch) if branch else value
+        if branch:   # then the node's own properties, if it has any
+            value = _fill(value, branch)
     for key in ("oneOf", "anyOf"):
         branch = next((b for b in node.get(key, []) if _validator().evolve(schema=b).is_valid(value)), None)
         if branch is not None:

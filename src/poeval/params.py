@@ -23,6 +23,7 @@ from poeval.bpomp.report import check_params as bpomp_problems
 from poeval.config import PER_LANG_MODEL_KEYS, model_for_lang, rule_problems
 from poeval.errors import PoevalError
 from poeval.generators import registry, supplied
+from poeval.generators.decoding import parse_decoding
 from poeval.metrics.adherence import pair_problems
 
 # Each stage's checks of the resolved params, each returning problems that name their key.
@@ -60,6 +61,7 @@ def cross_check(p: dict) -> list[str]:
         problems.append(f"key tables.table11.system: '{table11}' is not one of systems")
     problems += [f"key decodings.{i}: unknown decoding config '{name}' (defined: {', '.join(p['decoding'])})"
                  for i, name in enumerate(p["decodings"]) if name not in p["decoding"]]
+    problems += _decoding_problems(p)
     problems += _corpus_problems(p)
     problems += _model_problems(p)
     problems += [f"key figures.{name}.system: '{shown['system']}' is not defined under models"
@@ -73,6 +75,18 @@ def _per_lang_gaps(value: Any, langs: list[str], key: str) -> list[str]:
     if not isinstance(value, dict):
         return []
     return [f"key {key}.{lang}: missing, but '{lang}' is listed in languages" for lang in langs if lang not in value]
+
+
+def _decoding_problems(p: dict) -> list[str]:
+    """What the schema cannot say of a decoding config (a score_temperature outside mode stochastic), by
+    parsing each one as every sampler does (:func:`poeval.generators.decoding.parse_decoding`)."""
+    problems = []
+    for name, decoding in p["decoding"].items():
+        try:
+            parse_decoding(decoding, f"decoding.{name}")
+        except PoevalError as err:
+            problems.append(f"key {err}")
+    return problems
 
 
 def _corpus_problems(p: dict) -> list[str]:

@@ -92,11 +92,11 @@ def test_the_stages_form_a_chain(dvc):
 
 
 def test_the_checks_catch_an_incomplete_dvc_yaml(dvc):
-    """The shape of dvc.yaml before deps and params were completed: the sample stage read lm.py only,
+    """The shape of dvc.yaml before deps and params were completed: the sample stage read the transformers sampler only,
     no stage listed `poetic`, and metrics depended on the tables' output."""
     broken = copy.deepcopy(dvc)
     stages = broken["stages"]
-    stages["sample"]["deps"] = ["models", "src/poeval/generators/lm.py", "workflow/rules/sample.smk"]
+    stages["sample"]["deps"] = ["models", "src/poeval/generators/lm/generation.py", "workflow/rules/sample.smk"]
     for stage in stages.values():
         stage["params"] = [p for p in stage.get("params") or [] if p not in ("poetic", "sampling")]
     stages["tables"]["params"] += ["sampling.n"]
@@ -108,7 +108,7 @@ def test_the_checks_catch_an_incomplete_dvc_yaml(dvc):
         stages[stage]["deps"] = [d for d in stages[stage]["deps"] if d not in CODE]
     missing = uncovered_files(broken, files)
     assert "src/poeval/generators/poetic/deepspeare/model.py" in missing and "workflow/rules/common.smk" in missing
-    assert "src/poeval/generators/lm.py" not in missing and "workflow/rules/sample.smk" not in missing
+    assert "src/poeval/generators/lm/generation.py" not in missing and "workflow/rules/sample.smk" not in missing
     assert chain_breaks(broken) == ["metrics depends on results/tables of tables (not before it)"]
     stages["train"]["deps"].remove("data")
     assert "train depends on no output of data" in chain_breaks(broken)

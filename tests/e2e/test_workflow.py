@@ -414,7 +414,8 @@ def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
 
 def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training_block(tmp_path):
     """models.<system>: init pretrained, name_or_path a .gguf path, training none: the train rule reads the
-    file as an input and passes `--training {}`, so that editing the shared training block reruns nothing."""
+    file as an input and its job trains nothing (`training: "none"`, nothing of the shared block), so that
+    editing the shared training block reruns nothing."""
     import shlex
 
     work = _workdir(tmp_path)
@@ -426,7 +427,56 @@ def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
     command = shlex.split(next(line for line in out.splitlines() if "poeval train" in line).split("poeval", 1)[1])
-    assert command[command.index("--training") + 1] == "{}"
-    assert json.loads(command[command.index("--model") + 1])["training"] == "none"
+    from poeval import config as schema
+    from poeval.jobs.train import train_job
+
+    job_json = command[command.index("--job") + 1]
+    assert json.loads(job_json)["training"] == "none" and "training" not in json.loads(job_json)["model"]
+    params = schema.read(work / "params.yaml", (work / "config" / "scale" / "tiny.yaml", work / "config" / "as-is.yaml"))
+    params["training"] = {**params["training"], "lr": 0.5}   # the shared block edited: the job stays the same
+    assert train_job(params, "en", "gpt2-s").to_json() == job_json
     job = out[out.index("rule train:"):]
     assert "base.gguf" in job[:job.index("output:")]   # an input of the job
+
+
+def test_train_and_sample_commands_carry_the_job_their_builder_makes(tmp_path):
+    """The rules put each typed job on the command line as one JSON value (`--job`): parsed back, it is the
+    job its builder makes from the params as written and the wildcards (poeval.jobs.train / .sample), and
+    the command has no other params option."""
+    import shlex
+
+    from poeval import config as schema
+    from poeval.jobs.base import parse
+    from poeval.jobs.sample import SampleJob, sample_job
+    from poeval.jobs.train import TrainJob, train_job
+
+    work = _workdir(tmp_path)
+    params = schema.read(work / "params.yaml", (work / "config" / "scale" / "tiny.yaml",))
+    targets = [paths.stats("en", s, d) for s in ("gpt2-s", "sa-s-cond") for d in ("vanilla", "contrastive-k6-a0.7")
+               if not (s == "sa-s-cond" and d != "vanilla")] + [paths.adherence_stats("en", "bygpt5-s-cond", "abab")]
+    proc = snakemake(work, "-n", "-p", "--forceall", *targets)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    shown = "Shell command: "   # how a dry run with -p prints each job's command
+    commands = [shlex.split(line[len(shown):].split(" > ")[0]) for line in (proc.stdout + proc.stderr).splitlines()
+                if line.startswith((shown + "poeval train ", shown + "poeval sample "))]
+    seen = set()
+    for argv in commands:
+        job_json = argv[argv.index("--job") + 1]
+        assert not {"--model", "--training", "--decoding", "--sampling", "--style", "--name", "--lang",
+                    "--id-prefix"} & set(argv)
+        if argv[1] == "train":
+            lang, system = Path(argv[argv.index("--out") + 1]).parts[-2:]
+            assert parse(TrainJob, job_json) == train_job(params, lang, system)
+        else:
+            out = argv[argv.index("--out") + 1]
+            parts = Path(out).with_suffix("").parts
+            if out == paths.adherence_samples("en", parts[-3], parts[-1]):   # .../<system>/samples/<scheme>
+                system, ad = parts[-3], params["style_adherence"]
+                expected = sample_job(params, "en", system, ad["decoding"], style=parts[-1], n=ad["n"])
+            else:
+                system, name = parts[-2:]
+                expected = sample_job(params, "en", system, name)
+            assert parse(SampleJob, job_json) == expected
+        seen.add((argv[1], system))
+    assert {("train", "gpt2-s"), ("train", "sa-s-cond"), ("sample", "gpt2-s"), ("sample", "sa-s-cond"),
+            ("sample", "bygpt5-s-cond")} <= seen

@@ -112,7 +112,7 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
         prompts.append(prompt.tolist())
         return generate(model, prompt, *args)
 
-    monkeypatch.setattr(lm, "generate_batch", spy)
+    monkeypatch.setattr(lm.generation, "generate_batch", spy)
     stats = lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
                       sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), style="abab", progress=False)
@@ -146,7 +146,7 @@ def test_dry_run_of_the_adherence_targets(tmp_path):
     assert jobs["style_adherence_table"] == [paths.adherence_cell("en", system, p) for p in ("prompted", "unprompted")]
     assert jobs["adherence_cell"] in ([paths.samples("en", system, "vanilla")],
                                       [paths.adherence_samples("en", system, s) for s in ("aabb", "abab")])
-    assert out.count("rule adherence_sample:") == 2 and "--style abab" in out and '"n": 5' in out
+    assert out.count("rule adherence_sample:") == 2 and '"style": "abab"' in out and '"n": 5' in out
     assert "rule all:" not in out   # only what the targets need
 
     proc = snakemake(work, "-n", "-p", *targets, configs=("config/scale/tiny.yaml", "config/adherence/cpu-long.yaml"))

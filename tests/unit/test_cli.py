@@ -8,6 +8,8 @@ import pytest
 from poeval import paths
 from poeval.cli import main
 from poeval.generators import checkpoint, registry
+from poeval.generators.decoding import parse_decoding
+from poeval.generators.sampling import resolve
 from poeval.io import read_jsonl
 
 
@@ -135,19 +137,21 @@ def _port_checkpoint(path: Path, arch: str) -> Path:
 
 @pytest.mark.parametrize("arch", ["deepspeare", "sa"])
 def test_sample_hands_a_port_the_whole_sampling_block(arch, tmp_path, monkeypatch):
-    """The block arrives as given, max_new_bytes included (it was dropped for the ports, and the block
+    """The block arrives whole (the sample job's, resolved by the schema), max_new_bytes included (it was dropped for the ports, and the block
     split into keyword arguments that each sample() put back together)."""
     seen = _recorder(monkeypatch, registry.module(arch))
     model = _port_checkpoint(tmp_path / "m", arch)
     assert main(_sample_args(model)) == 0
-    assert seen["args"] == (str(model), {"temperature": 0.9}, SAMPLING, "o.jsonl", "o.json")
-    assert seen["kw"] == {"threads": 2, "id_prefix": "x-"}
+    assert seen["args"] == (str(model), parse_decoding({"temperature": 0.9}), resolve(SAMPLING), "o.jsonl", "o.json")
+    assert seen["args"][2]["max_new_bytes"] == SAMPLING["max_new_bytes"]
+    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": None}
 
 
 def test_sample_hands_a_transformers_checkpoint_the_block_and_the_style(tmp_path, monkeypatch):
     seen = _recorder(monkeypatch, registry.module("gpt2"))
     assert main(_sample_args(tmp_path, "--style", "abab")) == 0
-    assert seen["args"] == (str(tmp_path), {"temperature": 0.9}, SAMPLING, "o.jsonl", "o.json")
+    assert seen["args"] == (str(tmp_path), parse_decoding({"temperature": 0.9}), resolve(SAMPLING), "o.jsonl",
+                            "o.json")
     assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": "abab"}
 
 
@@ -193,3 +197,59 @@ def test_evaluate_with_the_cached_memorization_index_equals_the_search_without(t
     assert main(["evaluate", str(model), "--reference", str(ref), "--lang", "en", "--metrics", "memorization",
                  "--out", str(tmp_path / "stale.json"), "--memorization-index", str(tmp_path / "index")]) == 2
     assert "rebuild it" in capsys.readouterr().err
+
+
+# --- typed jobs (poeval.jobs): one JSON value from the rule, the same type back; by hand, the same type
+
+def test_sample_by_hand_and_by_job_call_the_generator_alike(tmp_path, monkeypatch):
+    from poeval.jobs.sample import SampleJob, from_options
+
+    seen = _recorder(monkeypatch, registry.module("gpt2"))
+    assert main(_sample_args(tmp_path, "--style", "abab")) == 0
+    by_hand = dict(seen)
+    job = from_options({"temperature": 0.9}, SAMPLING, "abab", "x-")
+    assert SampleJob.from_dict(json.loads(job.to_json())) == job
+    args = [a for a in _sample_args(tmp_path) if a not in ("--decoding", "--sampling", '{"temperature": 0.9}',
+                                                           json.dumps(SAMPLING), "--id-prefix", "x-")]
+    assert main([*args, "--job", job.to_json()]) == 0
+    assert seen == by_hand and seen["kw"]["style"] == "abab"
+
+
+def test_a_job_goes_alone_and_the_options_by_hand_go_together(tmp_path, capsys):
+    from poeval.jobs.sample import from_options
+
+    job = from_options({"temperature": 0.9}, SAMPLING, None, "x-").to_json()
+    assert main(["sample", str(tmp_path), "--job", job, "--style", "abab", "--out", "o.jsonl", "--stats", "o.json"]) == 2
+    assert "give it alone, not with --style" in capsys.readouterr().err
+    assert main(["sample", str(tmp_path), "--sampling", json.dumps(SAMPLING), "--out", "o.jsonl",
+                 "--stats", "o.json"]) == 2
+    assert "missing: --decoding" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:   # a bad job is a usage error naming the key (cli_args.job_option)
+        main(["sample", str(tmp_path), "--job", job.replace('"style"', '"styles"'), "--out", "o.jsonl",
+              "--stats", "o.json"])
+    assert exit_.value.code == 2 and "unknown key 'styles'" in capsys.readouterr().err
+
+
+def test_train_jobs_of_the_params_round_trip_and_carry_what_the_generator_takes(root):
+    """Each system's train job, from the params as written (as the rule builds it): its JSON parses back
+    to the same job, and it holds what the generator receives (registry.training_params)."""
+    from poeval import config as schema
+    from poeval.jobs.base import parse
+    from poeval.jobs.sample import SampleJob, sample_job
+    from poeval.jobs.train import TrainJob, train_job
+
+    params = schema.read(root / "params.yaml", (root / "config" / "scale" / "tiny.yaml",))
+    for system, entry in params["models"].items():
+        if registry.is_supplied(entry):
+            continue
+        job = train_job(params, "en", system)
+        assert parse(TrainJob, job.to_json()) == job and job.name == system and job.lang == "en"
+        shared = {} if registry.is_poetic(entry) or registry.untrained(entry) else params["training"]
+        model = schema.model_for_lang(entry, "en")
+        assert (job.model, job.training) == registry.training_params(model, shared)
+        for decoding in params["decoding"]:
+            job = sample_job(params, "en", system, decoding)
+            assert parse(SampleJob, job.to_json()) == job
+            assert job.decoding == parse_decoding(params["decoding"][decoding])
+            assert job.id_prefix == f"en-{system}-{decoding}-" and job.style is None
+            assert job.sampling == resolve(registry.sampling_params(entry, params["sampling"]))

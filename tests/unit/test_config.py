@@ -99,14 +99,15 @@ def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(ro
 def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
     """temperature-0.7 (the paper's Table 10, Figure 11) names the temperature alone: top-p and top-k off."""
     from poeval.generators import lm
-    from poeval.generators.poetic import common
+    from poeval.generators.decoding import Ancestral, ancestral_only, parse_decoding
 
     decoding = params["decoding"]["temperature-0.7"]
     assert decoding == {"temperature": 0.7}
     params["decodings"] = ["vanilla", "temperature-0.7"]
     poeval_params.resolve(params)
-    assert common.ancestral_params(decoding, "sa") == (0.7, 1.0, 0)
-    assert lm.decoding_kwargs(decoding) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0, "top_k": 0}
+    assert ancestral_only(parse_decoding(decoding), "sa") == Ancestral(temperature=0.7, top_p=1.0, top_k=0)
+    assert lm.generate_kwargs(parse_decoding(decoding)) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0,
+                                                            "top_k": 0}
     params["decoding"]["bad"] = {"top_p": 0.9}            # ancestral sampling needs its temperature
     with pytest.raises(PoevalError, match=r"decoding\.bad"):
         poeval_params.resolve(params)
@@ -395,3 +396,35 @@ def test_paper_overlay_sets_the_papers_sampling_sonnets_and_word2vec(root):
     w2v = config.resolve_section(cfg["poetic"]["word2vec"], "#/properties/poetic/properties/word2vec", "w2v")
     assert {k: w2v[k] for k in ("dim", "window", "min_count", "sg", "epochs", "sample")} == {
         "dim": 100, "window": 5, "min_count": 3, "sg": True, "epochs": 200, "sample": 0.00001}
+
+
+def test_every_arch_module_implements_the_generator_interface():
+    """One written interface (poeval.generators.interface.Generator): every arch's module has fit and sample
+    with the protocol's own signatures, so `poeval train` / `poeval sample` never branch on the family."""
+    import inspect
+
+    from poeval.generators import registry
+    from poeval.generators.interface import Generator
+
+    def without_self(method) -> inspect.Signature:
+        sig = inspect.signature(method)
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+    for arch in registry.ARCHS:
+        module = registry.module(arch.name)
+        assert isinstance(module, Generator), arch.name
+        for name in ("fit", "sample"):
+            assert inspect.signature(getattr(module, name)) == without_self(getattr(Generator, name)), (arch, name)
+    assert not isinstance(registry, Generator)   # the check can fail: a module without them is no generator
+
+
+def test_validate_refuses_a_score_temperature_outside_mode_stochastic(params):
+    """The schema fills score_temperature in mode stochastic only; one given for another mode is a params
+    error naming its key (parsed as every sampler parses it), before anything runs."""
+    params["decoding"]["contrastive-k6-a0.7"] = {"top_k": 6, "penalty_alpha": 0.7, "mode": "paper",
+                                                 "score_temperature": 0.2}
+    with pytest.raises(PoevalError, match=r"key decoding\.contrastive-k6-a0\.7: score_temperature applies to mode "
+                                          r"stochastic only, not 'paper'"):
+        poeval_params.resolve(params)
+    params["decoding"]["contrastive-k6-a0.7"].pop("score_temperature")
+    assert poeval_params.resolve(params)["decoding"]["contrastive-k6-a0.7"]["mode"] == "paper"

@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm  # noqa: E402
+from poeval.generators.decoding import parse_decoding  # noqa: E402
 from poeval.generators.poetic import common, deepspeare as ds  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 from conftest import Interrupted, assert_stamped, sampling  # noqa: E402
@@ -189,7 +190,7 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
         assert key in st
     assert st["distinct_share"] == len({"\n".join(r["lines"]) for r in records}) / 30
     assert sum(st["target_schemes"].values()) == 30   # the schemes of the valid quatrains only
-    assert st["provenance"]["params"]["decoding"] == VANILLA   # stamped by the shared loop
+    assert st["provenance"]["params"]["decoding"] == parse_decoding(VANILLA).to_dict()   # stamped by the shared loop
     assert st["arch"] == "deepspeare" and st["attempts"] >= 30
     assert (st["line_order"], st["verse_state"]) == ("bottom_up", "carried")
     # the toy schemes always rhyme: two constrained verses per quatrain, and the rhyme model mostly finds a rhyme

@@ -58,16 +58,18 @@ def test_the_script_runs_the_layer_check_on_a_tree(tmp_path):
 
 def _missing_defaults(value, node, where: str) -> list[str]:
     """Keys of ``value`` that have a schema default at ``node`` but are absent, at every depth the
-    resolved params reach (objects, maps of entries, list items, the branch a value takes)."""
+    resolved params reach (objects, maps of entries, list items, the branch a value takes: of an ``if``
+    besides the node's own properties, a contrastive decoding's score_temperature in mode stochastic)."""
     node = config._follow(node)
-    if "if" in node:
+    missing = []
+    if "if" in node:   # the branch the value takes, then the node's own properties
         valid = config._validator().evolve(schema=node["if"]).is_valid(value)
-        return _missing_defaults(value, node["then"] if valid else node["else"], where)
+        branch = node["then"] if valid else node.get("else")
+        missing += _missing_defaults(value, branch, where) if branch else []
     for key in ("oneOf", "anyOf"):
         for branch in node.get(key, []):
             if config._validator().evolve(schema=branch).is_valid(value):
                 return _missing_defaults(value, branch, where)
-    missing = []
     if isinstance(value, dict):
         for key, spec in node.get("properties", {}).items():
             if spec.get("overrides"):

@@ -22,7 +22,13 @@ from conftest import assert_stamped, sampling  # noqa: E402
 from helpers import (ADJ, DEV_ONLY, NOUN, PREP, TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, VERB, _quatrains, _state,  # noqa: E402
                      _styled, reference_dev_loss)
 from poeval.errors import PoevalError  # noqa: E402
+from poeval.generators.decoding import parse_decoding  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
+
+
+def kwargs_of(decoding: dict) -> dict:
+    """transformers generate's keyword arguments of a decoding config."""
+    return lm.generate_kwargs(parse_decoding(decoding))
 
 
 @pytest.fixture(scope="module")
@@ -61,19 +67,19 @@ def test_parse_quatrain(text, finished, lines, reason):
     assert lm.parse_quatrain(text, finished) == (lines, reason)
 
 
-def test_decoding_kwargs():
-    assert lm.decoding_kwargs(VANILLA) == {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0}
-    assert lm.decoding_kwargs({"temperature": 0.7})["top_k"] == 0  # top-k off unless asked for
+def test_generate_kwargs():
+    assert kwargs_of(VANILLA) == {"do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0}
+    assert kwargs_of({"temperature": 0.7})["top_k"] == 0  # top-k off unless asked for
     from poeval.generators.contrastive import contrastive_generate
 
     cs = {"custom_generate": contrastive_generate, "do_sample": False, "top_k": 6, "penalty_alpha": 0.7}
     # the stochastic mode's tau defaults to 0.1 (docs/results/generators.md: distinct share vs tau)
-    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": 0.1}
-    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
-    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
+    assert kwargs_of({"top_k": 6, "penalty_alpha": 0.7}) == {**cs, "score_temperature": 0.1}
+    assert kwargs_of({"top_k": 6, "penalty_alpha": 0.7, "score_temperature": 0.3})["score_temperature"] == 0.3
+    assert kwargs_of({"top_k": 6, "penalty_alpha": 0.7, "mode": "argmax"}) == {**cs, "score_temperature": 0.0}
     # what transformers 4 ran for the paper's do_sample=True contrastive configs: top-k sampling at t 1
-    assert lm.decoding_kwargs({"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}) == \
-        lm.decoding_kwargs({"top_k": 6, "temperature": 1.0, "top_p": 1.0})
+    assert kwargs_of({"top_k": 6, "penalty_alpha": 0.7, "mode": "paper"}) == \
+        kwargs_of({"top_k": 6, "temperature": 1.0, "top_p": 1.0})
     for bad in ({"temperature": 0}, {"temperature": 1, "top_p": 0}, {"temperature": 1, "top_p": 1.5},
                 {"temperature": 1, "top_k": -1}, {"temperature": 1, "typical_p": 0.9}, {"top_k": 5},
                 {"top_k": 0, "penalty_alpha": 0.6}, {"top_k": 4, "penalty_alpha": 1.5},
@@ -82,7 +88,7 @@ def test_decoding_kwargs():
                 {"top_k": 4, "penalty_alpha": 0.6, "score_temperature": 0},
                 {"top_k": 4, "penalty_alpha": 0.6, "mode": "paper", "score_temperature": 0.1}):
         with pytest.raises(PoevalError):
-            lm.decoding_kwargs(bad)
+            kwargs_of(bad)
 
 
 # ---------------------------------------------------------------------------------------------- training
@@ -265,7 +271,7 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
         rows.extend(seqs[:, prompt.shape[1]:].tolist())
         return seqs
 
-    monkeypatch.setattr(lm, "generate_batch", spy)
+    monkeypatch.setattr(lm.generation, "generate_batch", spy)
     records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-", batch_size=40)
     assert stats == json.loads(json.dumps(result))
     _, tok = lm.load(str(trained))
@@ -282,8 +288,8 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
     assert stats["attempts"] == counted <= len(rows) and stats["reasons"] == reasons
     assert stats["validity_rate"] == pytest.approx(len(valid) / counted)
     assert stats["distinct_share"] == len({tuple(q) for q in valid}) / len(valid)
-    assert stats["provenance"]["params"]["decoding"] == VANILLA
-    assert stats["decoding"] == VANILLA and stats["seed"] == 1
+    assert stats["provenance"]["params"]["decoding"] == parse_decoding(VANILLA).to_dict()
+    assert stats["decoding"] == parse_decoding(VANILLA).to_dict() and stats["seed"] == 1
     assert stats["elapsed_s"] >= 0
 
 
@@ -295,11 +301,12 @@ def test_ancestral_sampling_draws_what_transformers_generate_draws(trained, deco
     model, tok = lm.load(str(trained))
     model.eval()
     prompt = torch.full((1, 1), tok.bos_token_id)
-    kw = lm.decoding_kwargs(decoding)
+    typed = parse_decoding(decoding)
+    kw = lm.generate_kwargs(typed)
     ended = 0
     for seed in range(6):
         torch.manual_seed(seed)
-        ours = lm.generate_batch(model, prompt, kw, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
+        ours = lm.generate_batch(model, prompt, typed, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
         torch.manual_seed(seed)
         theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
@@ -321,7 +328,7 @@ def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
 
     monkeypatch.setattr(type(model), "forward", spy)
     torch.manual_seed(1)
-    rows = lm.generate_batch(model, torch.full((20, 1), tok.bos_token_id), lm.decoding_kwargs(VANILLA), 60,
+    rows = lm.generate_batch(model, torch.full((20, 1), tok.bos_token_id), parse_decoding(VANILLA), 60,
                         [tok.eos_token_id], tok.pad_token_id, lm.newline_counts(tok, len(tok)))
     assert sizes[0] == 20 and sizes[-1] < 20 and sizes == sorted(sizes, reverse=True)
     cut = 0
@@ -359,7 +366,7 @@ def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
         out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
         result = lm.sample(str(trained), decoding, sampling(4, batch_size=8, max_attempts=16, max_new_tokens=60),
                            str(out), str(stats), progress=False)
-        assert result["attempts"] >= 1 and result["decoding"] == decoding, name
+        assert result["attempts"] >= 1 and result["decoding"] == parse_decoding(decoding).to_dict(), name
 
 
 def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_path):
@@ -378,7 +385,7 @@ def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_pa
     model.eval()
     torch.manual_seed(3)
     bos = torch.full((5, 1), tok.bos_token_id)
-    rows = lm.generate_batch(model, bos, lm.decoding_kwargs(cs), 60, [tok.eos_token_id], tok.pad_token_id)
+    rows = lm.generate_batch(model, bos, parse_decoding(cs), 60, [tok.eos_token_id], tok.pad_token_id)
     for row in rows:
         again = contrastive_search(model, row[None, :2], top_k=4, penalty_alpha=0.6, max_new_tokens=59,
                                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)[0]
@@ -397,7 +404,7 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
     model.eval()
     bos = torch.full((5, 1), tok.bos_token_id)
     torch.manual_seed(3)
-    rows = lm.generate_batch(model, bos, lm.decoding_kwargs({"top_k": 4, "penalty_alpha": 0.6}), 60,
+    rows = lm.generate_batch(model, bos, parse_decoding({"top_k": 4, "penalty_alpha": 0.6}), 60,
                         [tok.eos_token_id], tok.pad_token_id)
     torch.manual_seed(3)
     again = contrastive_search(model, bos, top_k=4, penalty_alpha=0.6, max_new_tokens=60,
@@ -415,7 +422,7 @@ def test_paper_mode_is_top_k_sampling(trained, tmp_path):
     lm.sample(str(trained), {"top_k": 6, "temperature": 1.0, "top_p": 1.0}, block, str(tmp_path / "k.jsonl"),
               str(tmp_path / "k.json"), progress=False)
     assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "k.jsonl").read_bytes()
-    assert read_json(tmp_path / "p.json")["decoding"] == paper
+    assert read_json(tmp_path / "p.json")["decoding"] == parse_decoding(paper).to_dict()
 
 
 def test_sampling_is_deterministic(trained, tmp_path):
@@ -595,7 +602,7 @@ def test_conditioned_samples_have_no_style_tokens(styled_corpus, tmp_path):
     torch.manual_seed(1)
     prompt = torch.full((16, 1), tok.bos_token_id)
     raw = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=40,
-                         pad_token_id=tok.pad_token_id, **lm.decoding_kwargs(VANILLA))
+                         pad_token_id=tok.pad_token_id, **kwargs_of(VANILLA))
     assert any(i in style_ids for i in raw[:, 1:3].flatten().tolist())
     # ... but they never reach the sampled records
     records, stats, _ = _sample(out, tmp_path, n=8)
@@ -817,14 +824,15 @@ def test_min_new_tokens_draws_what_transformers_generate_draws(trained):
     model, tok = lm.load(str(trained))
     model.eval()
     prompt = torch.full((1, 1), tok.bos_token_id)
-    kw, k, eos = lm.decoding_kwargs(VANILLA), 30, tok.eos_token_id
+    typed, k, eos = parse_decoding(VANILLA), 30, tok.eos_token_id
+    kw = lm.generate_kwargs(typed)
     early = 0
     for seed in range(6):
         torch.manual_seed(seed)
-        free = lm.generate_batch(model, prompt, kw, 60, [eos], tok.pad_token_id)[0, 1:].tolist()
+        free = lm.generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id)[0, 1:].tolist()
         early += eos in free[:k]
         torch.manual_seed(seed)
-        ours = lm.generate_batch(model, prompt, kw, 60, [eos], tok.pad_token_id, min_new_tokens=k)[0].tolist()
+        ours = lm.generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id, min_new_tokens=k)[0].tolist()
         torch.manual_seed(seed)
         theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
                                 min_new_tokens=k, eos_token_id=eos, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
@@ -863,7 +871,7 @@ def test_paper_procedure_keeps_what_the_papers_code_keeps(trained, tmp_path, mon
         rows.extend(seqs[:, prompt.shape[1]:].tolist())
         return seqs
 
-    monkeypatch.setattr(lm, "generate_batch", spy)
+    monkeypatch.setattr(lm.generation, "generate_batch", spy)
     records, stats, _ = _sample(trained, tmp_path, procedure="paper", n=1, batch_size=10, max_attempts=30,
                                 max_new_tokens=70)
     _, tok = lm.load(str(trained))

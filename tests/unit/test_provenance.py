@@ -615,3 +615,21 @@ def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
     assert found[acc] == [f"params: bootstrap.seed: recorded {cfg['bpomp']['bootstrap']['seed']}, now 9"]
     (run / "config" / "off.yaml").write_text("systems: [gpt2-s]\n")   # no conditioned system: no adherence
     assert _stale(run, "config/seed.yaml", "config/off.yaml") == {}   # nor BPoMP: not the run's to rebuild
+
+
+def test_a_sample_stamped_with_its_job_matches_the_rebuilt_job_key_for_key(run):
+    """A sampler stamps its job's decoding (typed, with its method) and resolved sampling block; provenance
+    rebuilds the job from the params (poeval.jobs.sample) and finds every key, none unrecorded; a changed
+    top_p is named."""
+    from poeval.jobs.sample import sample_job
+
+    cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
+    job = sample_job(cfg, "en", "gpt2-s", "vanilla")
+    write_json(STATS, {"provenance": stamps.sample_stamp(MODEL, job.decoding.to_dict(), job.sampling)})
+    result = _trace(run)
+    link = _link(result, "decoding")
+    assert not result["stale"] and link["notes"] == [], (result["reasons"], link["notes"])
+    assert link["params"]["decoding"] == {"method": "ancestral", "temperature": 1.0, "top_p": 1.0, "top_k": 0}
+    Path("config/p.yaml").write_text("decoding: {vanilla: {top_p: 0.9}}\n")
+    reasons = _trace(run, configs=("config/scale/tiny.yaml", "config/p.yaml"))["reasons"]
+    assert any("decoding.top_p: recorded 1.0, now 0.9" in r for r in reasons), reasons

@@ -3,14 +3,18 @@ reasons, resampling until n valid or max_attempts, distinct share, seeding and t
 
 import json
 import random
+import re
 
 import pytest
 import torch
 
 from poeval.errors import PoevalError
+from poeval.generators.decoding import parse_decoding
 from poeval.generators.sampling import (Attempt, check_quatrain, distinct_share, paper_chunks, paper_keep, paper_loop,
                                        resolve, sample_loop)
 from poeval.io import read_json, read_jsonl
+
+TEMPERATURE_1 = parse_decoding({"temperature": 1.0})
 
 Q = ["a", "b", "c", "d"]
 
@@ -61,7 +65,7 @@ def _run(tmp_path, attempts, n, **kw):
     generate, sizes = _script(attempts)
     block = resolve({"n": n, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, **kw})
     stats = sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model),
-                        decoding={"temperature": 1.0}, sampling=block, progress=False, id_prefix="x-")
+                        decoding=TEMPERATURE_1, sampling=block, progress=False, id_prefix="x-")
     return list(read_jsonl(tmp_path / "s.jsonl")), stats, sizes
 
 
@@ -80,7 +84,8 @@ def test_loop_resamples_until_n_valid_and_counts_reasons(tmp_path):
     assert stats["validity_rate"] == 3 / 7
     assert stats["distinct_share"] == 2 / 3
     assert read_json(tmp_path / "s.json") == stats
-    assert stats["provenance"]["params"] == {"decoding": {"temperature": 1.0}, "sampling": {
+    assert stats["provenance"]["params"] == {"decoding": {"method": "ancestral", "temperature": 1.0, "top_p": 1.0,
+                                                          "top_k": 0}, "sampling": {
         "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, "procedure": "poeval"}}
     assert stats["provenance"]["inputs"]["model"]["sha256"]
 
@@ -98,7 +103,7 @@ def test_loop_extra_sees_which_attempts_were_valid(tmp_path):
     model.mkdir()
     generate, _ = _script(script)
     block = {"n": 2, "batch_size": 5, "max_new_tokens": 10, "max_attempts": 10, "seed": 1}
-    stats = sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+    stats = sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding=TEMPERATURE_1,
                         sampling=resolve(block), progress=False,
                         extra=lambda counted: {"valid_k": sum(a.info["k"] for a in counted if a.reason is None)})
     assert stats["valid_k"] == 5
@@ -113,7 +118,7 @@ def test_loop_seeds_the_global_rng(tmp_path):
     outs = []
     for seed in (1, 1, 2):
         block = {"n": 4, "batch_size": 2, "max_new_tokens": 10, "max_attempts": 10, "seed": seed}
-        sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding={},
+        sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding=TEMPERATURE_1,
                     sampling=resolve(block), progress=False)
         outs.append((tmp_path / "s.jsonl").read_bytes())
     assert outs[0] == outs[1] != outs[2]
@@ -212,7 +217,7 @@ def _paper_run(tmp_path, texts, generations, batch_size):
     block = resolve({"n": 1, "batch_size": batch_size, "max_new_tokens": 10, "max_attempts": generations, "seed": 1,
                      "procedure": "paper"})
     stats = paper_loop(generate, tmp_path / "p.jsonl", tmp_path / "p.json", model_dir=str(model),
-                       decoding={"temperature": 1.0}, sampling=block, progress=False, id_prefix="p-")
+                       decoding=TEMPERATURE_1, sampling=block, progress=False, id_prefix="p-")
     return list(read_jsonl(tmp_path / "p.jsonl")), stats, sizes
 
 
@@ -232,3 +237,60 @@ def test_paper_loop_draws_every_generation_and_applies_the_rule_per_batch(tmp_pa
     assert (stats["chunks"], stats["kept_with_empty_line"], stats["ended_with_eos"]) == (7, 1, 3)
     assert stats["procedure"] == "paper" and stats["min_new_tokens"] == 20
     assert json.loads((tmp_path / "p.json").read_text())["valid"] == 3
+
+
+# --- the typed decoding (poeval.generators.decoding): parsed once, by the schema's two shapes
+
+def test_a_decoding_config_parses_to_its_method_and_round_trips():
+    from poeval.generators.decoding import Ancestral, Contrastive
+
+    assert parse_decoding({"temperature": 0.7}) == Ancestral(temperature=0.7, top_p=1.0, top_k=0)
+    assert parse_decoding({"top_k": 6, "penalty_alpha": 0.7}) == Contrastive(top_k=6, penalty_alpha=0.7,
+                                                                             mode="stochastic", score_temperature=0.1)
+    paper = parse_decoding({"method": "contrastive", "top_k": 6, "penalty_alpha": 0.7, "mode": "paper"})
+    assert paper.score_temperature is None and paper.search_temperature == 0.0
+    for config in ({"temperature": 1, "top_p": 0.9, "top_k": 5}, {"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"},
+                   {"top_k": 4, "penalty_alpha": 0.6, "score_temperature": 0.3}):
+        typed = parse_decoding(config)
+        assert typed.to_dict()["method"] == typed.method == ("contrastive" if "penalty_alpha" in config else "ancestral")
+        assert parse_decoding(typed.to_dict()) == typed   # what a job's JSON carries reads back the same
+        assert parse_decoding(json.loads(json.dumps(typed.to_dict()))) == typed
+    assert parse_decoding({"temperature": 1}).temperature == 1.0 and isinstance(
+        parse_decoding({"temperature": 1}).temperature, float)
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"method": "contrastive", "top_k": 10}, "'penalty_alpha' is a required property"),
+    ({"top_k": 10}, "required property"),
+    ({"temperature": 1.0, "typical_p": 0.9}, "unknown key decoding.typical_p"),
+    ({"method": "ancestral", "top_k": 4, "penalty_alpha": 0.6}, "key decoding.method"),
+    ({"top_k": 4, "penalty_alpha": 0.6, "mode": "paper", "score_temperature": 0.1},
+     "score_temperature applies to mode stochastic only, not 'paper'"),
+    ("vanilla", "a decoding config is a mapping"),
+])
+def test_a_bad_decoding_config_is_a_clear_error_naming_its_key(config, message):
+    with pytest.raises(PoevalError, match=re.escape(message)):
+        parse_decoding(config)
+
+
+def test_the_params_step_fills_the_method_from_the_schema(root):
+    """params.yaml writes no `method`: the schema's shape of each config says it, once."""
+    from poeval import params
+
+    resolved = params.load(root / "params.yaml")
+    methods = {name: d["method"] for name, d in resolved["decoding"].items()}
+    assert methods["vanilla"] == "ancestral" and methods["contrastive-k10-a0.6"] == "contrastive"
+    assert all(parse_decoding(d).method == methods[name] for name, d in resolved["decoding"].items())
+    # score_temperature is a default of mode stochastic only: a resolved argmax or paper config parses too
+    from poeval import config
+
+    assert config.fill({"top_k": 4, "penalty_alpha": 0.6}, "#/$defs/decoding")["score_temperature"] == 0.1
+    argmax = config.fill({"top_k": 4, "penalty_alpha": 0.6, "mode": "argmax"}, "#/$defs/decoding")
+    assert "score_temperature" not in argmax and parse_decoding(argmax).search_temperature == 0.0
+
+
+def test_a_port_refuses_a_contrastive_decoding():
+    from poeval.generators.decoding import ancestral_only
+
+    with pytest.raises(PoevalError, match="sa samples ancestrally"):
+        ancestral_only(parse_decoding({"top_k": 4, "penalty_alpha": 0.6}), "sa")

@@ -20,14 +20,13 @@ rule adherence_sample:
     log:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     params:
-        decoding=as_json(config["decoding"][ADHERENCE["decoding"]]),
-        sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])
-                                    | {"n": ADHERENCE["n"]}),
-        prefix="{lang}-{system}-{scheme}-",
+        # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
+        job=lambda wc: sample_job(config, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,
+                                  n=ADHERENCE["n"]).to_json(),
     threads: P["threads"]
     shell:
-        "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q} --style {wildcards.scheme:q}"
-        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
+        "poeval sample {input:q} --job {params.job:q}"
+        " --out {output.samples:q} --stats {output.stats:q} --threads {threads} > {log:q} 2>&1"
 
 
 def adherence_samples(wildcards):

@@ -1,8 +1,9 @@
 # The params step and input functions. At parse time, before any job, poeval.params.resolve (the same as
 # `poeval validate`: schema, every default filled, cross-checks) gives P, the resolved params that every
 # decision below reads. `config`, the params as written, is read only where a command line carries a
-# params section as JSON: a default filled by the params step then never changes a command (nor its
-# params trigger, nor the params a provenance stamp records), and the command fills it the same way.
+# params section as JSON, or builds a typed job from them (poeval.jobs: train, sample): a default filled by
+# the params step then never changes a command (nor its params trigger, nor the params a provenance stamp
+# records), and the command fills it the same way.
 import json
 import shlex
 from re import escape as _re_escape
@@ -20,6 +21,8 @@ from poeval.jobs import cell as cell_jobs
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
+from poeval.jobs.sample import sample_job
+from poeval.jobs.train import train_job
 from poeval.paths import HUMAN, TRAIN
 from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
 
@@ -172,7 +175,7 @@ def release_file(wildcards):
 def train_poetic_options(wildcards, input):
     if not is_poetic(wildcards.system):
         return ""
-    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec, "--lang", wildcards.lang])
+    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec])
 
 
 def table11_system():

@@ -10,13 +10,11 @@ rule sample:
         system=not_one_of(SUPPLIED),   # a samples system's files are imported (rule import_samples)
     priority: 1
     params:
-        decoding=lambda wc: as_json(config["decoding"][wc.decoding]),
-        sampling=lambda wc: as_json(registry.sampling_params(config["models"][wc.system], config["sampling"])),
-        prefix="{lang}-{system}-{decoding}-",
+        job=lambda wc: sample_job(config, wc.lang, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
     threads: P["threads"]
     shell:
-        "poeval sample {input:q} --decoding {params.decoding:q} --sampling {params.sampling:q}"
-        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} --threads {threads} > {log:q} 2>&1"
+        "poeval sample {input:q} --job {params.job:q}"
+        " --out {output.samples:q} --stats {output.stats:q} --threads {threads} > {log:q} 2>&1"
 
 
 # A samples system (arch: samples): the user's file for one language and decoding name, through the

@@ -23,13 +23,11 @@ rule train:
         paths.log("train", "{lang}", "{system}"),
     priority: 1
     params:
-        model=lambda wc: as_json(poeval_config.model_for_lang(config["models"][wc.system], wc.lang)),
-        # a poetry port or an untrained system (training: none) never takes the shared (LLM) training block:
-        # `{}`, so that changing it reruns neither
-        training=lambda wc: as_json(registry.shared_training(P["models"][wc.system], config["training"])),
+        # the typed train job (poeval.jobs.train: from the params as written, like every command's JSON)
+        job=lambda wc: train_job(config, wc.lang, wc.system).to_json(),
         poetic=train_poetic_options,
     threads: P["threads"]
     shell:
-        "poeval train --train {input.train:q} --dev {input.dev:q} --out {output:q} --model {params.model:q}"
-        " --training {params.training:q} --name {wildcards.system:q} --threads {threads} {params.poetic}"
+        "poeval train --train {input.train:q} --dev {input.dev:q} --out {output:q} --job {params.job:q}"
+        " --threads {threads} {params.poetic}"
         " > {log:q} 2>&1"

@@ -2,4 +2,5 @@
 and the one training loop (:mod:`.engine`: seeding, optimiser groups, warmup, clipping, evaluation, early
 stopping, resume, atomic checkpoint, provenance). The architecture modules (:mod:`poeval.generators.lm`,
 :mod:`poeval.generators.mlm`, :mod:`poeval.generators.poetic.deepspeare`, :mod:`poeval.generators.poetic.adversary`) keep only their
-model, their batching and their loss step."""
+model, their batching and their loss step; each implements the one generator interface (:mod:`.interface`)
+and samples under a typed decoding (:mod:`.decoding`)."""

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from poeval import config
 from poeval.generators.checkpoint import port_arch
+from poeval.generators.decoding import Ancestral, parse_decoding
 
 
 @dataclass(frozen=True)
 class Arch:
     name: str      # the params value
-    module: str    # module (under poeval) with train(...) and sample(...)
+    module: str    # module (under poeval) with fit(...) and sample(...): poeval.generators.interface
     family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
                    # "supplied": samples the user supplies (no checkpoint: nothing trains or samples)
     level: str     # "word" (word or BPE tokens), "byte", or "-" (supplied samples)
@@ -70,20 +71,19 @@ def is_supplied(model_cfg: dict) -> bool:
     return arch is not None and arch.family == "supplied"
 
 
-def _port_or_transformers(port: str | None):
-    return module(port) if port else importlib.import_module(f"poeval.{TRANSFORMERS}")
-
-
 def trainer(model_cfg: dict):
-    """The module whose ``train(...)`` trains a params ``models`` entry: a poetry port's own, else the
-    transformers' (which fills the schema's defaults, ``arch`` included, and refuses an unknown arch)."""
-    return _port_or_transformers(model_cfg["arch"] if is_poetic(model_cfg) else None)
+    """The generator module (:class:`poeval.generators.interface.Generator`) whose ``fit`` trains a params
+    ``models`` entry: its arch's; an entry without a known arch goes to the transformers', which fills the
+    schema's default arch and refuses an unknown one."""
+    arch = model_cfg.get("arch")
+    return module(arch) if arch in BY_NAME else importlib.import_module(f"poeval.{TRANSFORMERS}")
 
 
 def sampler(model_dir: str | Path):
-    """The module whose ``sample(...)`` samples the checkpoint in ``model_dir``: the poetry port its
+    """The generator module whose ``sample`` samples the checkpoint in ``model_dir``: the poetry port its
     manifest names, else the transformers' (a checkpoint poeval trained, or an imported release)."""
-    return _port_or_transformers(port_arch(model_dir))
+    port = port_arch(model_dir)
+    return module(port) if port else importlib.import_module(f"poeval.{TRANSFORMERS}")
 
 
 def schema_node(arch: str) -> str:
@@ -103,8 +103,9 @@ def untrained(model_cfg: dict) -> bool:
 
 
 def shared_training(model_cfg: dict, shared: dict) -> dict:
-    """The shared params ``training`` block as `poeval train --training` gets it for ``model_cfg``: ``{}``
-    for a poetry port or an untrained system, which never take it, so that editing it reruns neither."""
+    """The shared params ``training`` block as a train job (:mod:`poeval.jobs.train`) takes it for
+    ``model_cfg``: ``{}`` for a poetry port or an untrained system, which never take it, so that editing it
+    reruns neither."""
     return {} if is_poetic(model_cfg) or untrained(model_cfg) else shared
 
 
@@ -162,5 +163,5 @@ def system_decodings(params: dict, system: str, decodings: list[str], lang: str,
         return own if every else [d for d in own if d in decodings] or own[:1]
     if not is_poetic(model_cfg):
         return list(decodings)
-    return [d for d in decodings if "penalty_alpha" not in params["decoding"][d]]
+    return [d for d in decodings if isinstance(parse_decoding(params["decoding"][d], f"decoding.{d}"), Ancestral)]
 

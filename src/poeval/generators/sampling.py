@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from poeval import config
+from poeval.generators.decoding import Decoding
 from poeval.io import write_json, write_jsonl
 from poeval.stamps import sample_stamp
 from poeval.text import verses_problem
@@ -112,7 +113,7 @@ def resolve(sampling: dict) -> dict:
     return config.resolve_section(sampling, NODE, "sampling")
 
 
-def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_dir: str, decoding: dict,
+def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_dir: str, decoding: Decoding,
                 sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
                 extra: Callable[[list[Attempt]], dict] | None = None) -> dict:
     """Call ``generate(size)`` (one batch of ``size`` attempts) until ``n`` valid quatrains or
@@ -146,9 +147,9 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
     finally:
         bar.close()
     return write_samples(records, reasons, len(counted), n, out, stats, {
-        "decoding": decoding, "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
+        "decoding": decoding.to_dict(), "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
-        "provenance": sample_stamp(model_dir, decoding, sampling)})
+        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling)})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def _paper_tally(chunks: list[list[str]], kept: list[list[str]], reasons: collec
     return sum(_has_empty_line(chunk) for chunk in kept)
 
 
-def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *, model_dir: str, decoding: dict,
+def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *, model_dir: str, decoding: Decoding,
                sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
                extra: dict | None = None) -> dict:
     """The paper's procedure: call ``generate(size)`` (one batch: each generation's text and whether it
@@ -217,7 +218,7 @@ def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *,
             records += [{"id": f"{id_prefix}{len(records) + k:05d}", "lines": chunk} for k, chunk in enumerate(kept)]
             bar.update(len(batch))
     return write_samples(records, {k: v for k, v in reasons.items() if v}, generations, None, out, stats, {
-        "procedure": "paper", **dict(sorted(tally.items())), "decoding": decoding, "seed": seed,
+        "procedure": "paper", **dict(sorted(tally.items())), "decoding": decoding.to_dict(), "seed": seed,
         "batch_size": batch_size, "min_new_tokens": PAPER_MIN_NEW_TOKENS,
         "elapsed_s": time.perf_counter() - t0, **(extra or {}),
-        "provenance": sample_stamp(model_dir, decoding, sampling)})
+        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling)})

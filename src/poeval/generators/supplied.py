@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 from poeval.errors import PoevalError
+from poeval.generators.decoding import Decoding
+from poeval.generators.interface import TrainInputs
 from poeval.generators.sampling import check_quatrain, write_samples
 from poeval.io import nothing_usable, read_records
 from poeval.stamps import supplied_stamp
@@ -97,3 +99,18 @@ def import_samples(source: str | os.PathLike, lang: str, out: str | os.PathLike,
     return write_samples(kept, reasons, len(records), len(records), out, stats, {
         "source": {"path": str(source), "kind": "folder" if path.is_dir() else path.suffix.lstrip(".") or "text"},
         "elapsed_s": time.perf_counter() - t0, "provenance": supplied_stamp(source)})
+
+
+# The generator interface (poeval.generators.interface): a samples system's checkpoint is its files, which
+# rule import_samples imports; there is nothing to train or sample.
+NOTHING_TO_RUN = "arch samples is known by its sample files (poeval import-samples): nothing {} it"
+
+
+def fit(inputs: TrainInputs, out_dir: str, model_cfg: dict, train_cfg: dict | str, *, lang: str | None,
+        name: str | None = None, threads: int = 1, progress: bool = True) -> dict:
+    raise PoevalError(NOTHING_TO_RUN.format("trains"))
+
+
+def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+    raise PoevalError(NOTHING_TO_RUN.format("samples"))

@@ -20,7 +20,7 @@ helpers :func:`poeval.stamps.train_stamp` and :func:`poeval.stamps.sample_stamp`
 
 * metric cell: inputs ``samples``, ``reference`` (``embeddings``); params ``metrics``, ``bootstrap_reps``,
   ``seed``, ``exclude_sample_from_reference``
-* sample stats: input ``model`` (checkpoint directory); params ``decoding``, ``sampling``
+* sample stats: input ``model`` (checkpoint directory); params ``decoding`` (typed, with its ``method``), ``sampling``
 * training_log.json: inputs ``train``, ``dev``; params ``model``, ``training``
 * split report: input ``quatrains``; params ``split``, ``human``
 * corpus report: input ``source`` (absent when nothing was read from disk); params ``corpus``, ``quatrains``
@@ -113,7 +113,7 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     if cell.decoding not in t.config.get("decoding", {}):
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
     if st is not None:
-        t.check_params(decoding, st["params"], sample_params(t.config, cell.system, cell.decoding), stats_path)
+        t.check_params(decoding, st["params"], sample_params(t.config, cell.lang, cell.system, cell.decoding), stats_path)
 
     model_dir = paths.model_dir(cell.lang, cell.system)
     t.file_entry(checkpoint, model_dir)

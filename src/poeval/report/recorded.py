@@ -1,4 +1,5 @@
-"""The params each stamped artifact records, as the workflow would pass them now (workflow/rules/*.smk):
+"""The params each stamped artifact records, as the workflow would pass them now (workflow/rules/*.smk;
+a stage with a typed job, :mod:`poeval.jobs`: the job rebuilt by the rule's own builder):
 what `poeval provenance` (:mod:`poeval.report.provenance`) and `poeval stale` (:mod:`poeval.report.stale`)
 compare a stamp's recorded params with, and how (:func:`param_diffs`). A metric cell's are its typed job's
 (:meth:`poeval.jobs.cell.CellJob.recorded`), rebuilt with the rule's own builder."""
@@ -45,16 +46,15 @@ def param_diffs(recorded: dict, current: dict, exact: bool = True) -> tuple[list
     return diffs, unrecorded
 
 
-def sample_params(config: dict, system: str, decoding: str) -> dict:
-    """What a samples file's stats record (:func:`poeval.stamps.sample_stamp`; rule sample): the sampling
-    block as the generator resolved it (:func:`poeval.generators.sampling.resolve`, the schema's defaults
-    filled in, e.g. ``procedure``)."""
-    from poeval.generators import sampling
-    from poeval.generators.registry import sampling_params
+def sample_params(config: dict, lang: str, system: str, decoding: str) -> dict:
+    """What a samples file's stats record (:meth:`poeval.jobs.sample.SampleJob.stamp_params`): the job rule
+    sample passes, rebuilt by its own builder (:func:`poeval.jobs.sample.sample_job`); a system or decoding
+    config no longer in the params records nothing now."""
+    from poeval.jobs.sample import sample_job
 
-    model_cfg = config.get("models", {}).get(system) or {}
-    return {"decoding": config.get("decoding", {}).get(decoding),
-            "sampling": sampling.resolve(sampling_params(model_cfg, config.get("sampling") or {}))}
+    if system not in config.get("models", {}) or decoding not in config.get("decoding", {}):
+        return {"decoding": None, "sampling": None}
+    return sample_job(config, lang, system, decoding).stamp_params()
 
 
 def supplied_params(config: dict, system: str, lang: str, decoding: str) -> dict:
@@ -76,16 +76,14 @@ def corpus_params(config: dict, lang: str) -> dict:
 
 
 def training_params(config: dict, system: str, lang: str) -> dict:
-    """params ``models.<system>`` and ``training`` as the generator of ``lang`` receives them, as `poeval
-    train` does (:func:`poeval.generators.registry.training_params`): per-language keys resolved, a system's
-    own ``training`` block over the shared one (a transformer LM) or over its arch's own training defaults
-    (a poetry-specific port, which never gets the shared block)."""
-    from poeval.config import model_for_lang
-    from poeval.generators.registry import training_params
+    """What a checkpoint's training stamp records (:meth:`poeval.jobs.train.TrainJob.stamp_params`): the job
+    rule train passes, rebuilt by its own builder (:func:`poeval.jobs.train.train_job`); a system no longer
+    in the params records nothing now."""
+    from poeval.jobs.train import train_job
 
-    model = model_for_lang(dict(config.get("models", {}).get(system) or {}), lang)
-    model, training = training_params(model, config.get("training") or {})
-    return {"model": model, "training": training}
+    if system not in config.get("models", {}):
+        return {"model": None, "training": None}
+    return train_job(config, lang, system).stamp_params()
 
 
 # --- what the steps without a stamp of their own record (:func:`poeval.stamps.write_stamp_file`, or a

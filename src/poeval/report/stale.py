@@ -146,7 +146,7 @@ KINDS = (
     Kind("word2vec", _in_stamp_file(paths.word2vec), paths.word2vec, lambda c, w: word2vec_params(c)),
     Kind("import_pretrained", _import_json, paths.pretrained, lambda c, w: {"source": w["release"]}),
     Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
-    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["system"], w["decoding"]),
+    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["lang"], w["system"], w["decoding"]),
          lambda c, w: not _supplied(c, w), lambda **w: (paths.samples(**w),)),
     Kind("import_samples", paths.stats, paths.stats,
          lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]), _supplied,

@@ -11,15 +11,17 @@ temporary sibling directory and renamed into place, like every poeval checkpoint
 from __future__ import annotations
 
 import collections
+import importlib
 import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from poeval import config, hub
 from poeval.errors import PoevalError
 from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
+from poeval.generators.interface import TrainInputs
 from poeval.io import read_json_object, read_jsonl, write_json
 from poeval.text import verse_end, verse_problem
 
@@ -44,6 +46,23 @@ def train_cfg(defaults: dict, overrides: dict | None, rules: str | None = None) 
     tcfg = {**defaults, **(overrides or {})}
     config.check(tcfg, "#/$defs/train", "training", rules=rules)
     return tcfg
+
+
+def port_fit(package: str, arch: str) -> Callable[..., dict]:
+    """A port's ``fit`` (the generator interface, :mod:`poeval.generators.interface`): the ``train`` of its
+    ``package`` (looked up at each call, as any module attribute) on
+    the split's pseudo-sonnets in ``lang`` (its pronouncing dictionary), with word2vec vectors when given;
+    without either, a one-line error naming the options."""
+
+    def fit(inputs: TrainInputs, out_dir: str, model_cfg: dict, train_cfg: dict | str, *, lang: str | None,
+            name: str | None = None, threads: int = 1, progress: bool = True) -> dict:
+        if not inputs.sonnets or not lang:
+            raise PoevalError(f"arch {arch} trains on pseudo-sonnets: give --sonnets and --lang")
+        train = importlib.import_module(package).train
+        return train(inputs.sonnets, inputs.dev, out_dir, model_cfg, train_cfg, lang=lang, word2vec=inputs.word2vec,
+                     threads=threads, name=name, progress=progress)
+
+    return fit
 
 
 def draw(probs, k: int = 1):
@@ -256,17 +275,6 @@ def init_embedding(embedding, vocab: Vocab, path: str | Path | None) -> dict:
 
 # --------------------------------------------------------------------------------------------------
 # sampling
-
-
-def ancestral_params(decoding: dict, arch: str) -> tuple[float, float, int]:
-    """(temperature, top_p, top_k) of an ancestral decoding config, checked and filled by the params
-    schema; contrastive search is defined for the transformer generators only (it needs their
-    hidden-state geometry), so it is refused here."""
-    if "penalty_alpha" in decoding:
-        raise PoevalError(f"{arch} samples ancestrally; contrastive search (penalty_alpha) is only defined "
-                          "for the transformer generators — leave it out of this system's decodings")
-    full = config.resolve_section(decoding, "#/$defs/decoding", "decoding")
-    return float(full["temperature"]), float(full["top_p"]), full["top_k"]
 
 
 def filtered_probs(logits, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, banned=()):

@@ -68,7 +68,10 @@ from poeval.generators.poetic.adversary.settings import (ARCH, MODEL_DEFAULTS, N
                                                         mle_steps, resolve_model_cfg, resolve_train_cfg,
                                                         steps_for_epochs)
 from poeval.generators.poetic.adversary.training import train
+from poeval.generators.poetic.common import port_fit
+
+fit = port_fit(__name__, ARCH)   # the generator interface (poeval.generators.interface)
 
 __all__ = ["ARCH", "MODEL_DEFAULTS", "N_LINES", "TRAIN_DEFAULTS", "CharVocab", "adv_batches", "clean_word",
            "endings_of", "load", "mle_steps", "pronunciations", "quatrain_texts", "read_units", "resolve_model_cfg",
-           "resolve_train_cfg", "rhyme_part", "sample", "steps_for_epochs", "train"]
+           "resolve_train_cfg", "rhyme_part", "sample", "steps_for_epochs", "train", "fit"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval.errors import PoevalError
+from poeval.generators.decoding import Decoding, ancestral_only, parse_decoding
+from poeval.generators.interface import refuse_style
 from poeval.generators.poetic import common
 from poeval.generators.poetic.adversary import endings, linelm
 from poeval.generators.poetic.adversary.settings import ARCH, SERIAL_THREADS
@@ -61,8 +63,8 @@ def generate(lm, ends, vocab, n: int, max_tokens: int, *, conditioned: bool, tem
     return linelm.write(lm, vocab, prefix, ids[:, len(slots):], max_tokens)
 
 
-def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
-           id_prefix: str = "", progress: bool = True) -> dict:
+def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON
     (:func:`poeval.generators.sampling.sample_loop`, which holds the validity rule and failure reasons).
 
@@ -72,7 +74,8 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
     (module docstring). Deterministic for equal seed, batch_size, threads."""
     import torch
 
-    temperature, top_p, top_k = common.ancestral_params(decoding, ARCH)
+    refuse_style(model_dir, style)
+    decoding = ancestral_only(parse_decoding(decoding), ARCH)
     sampling = resolve_sampling(sampling)
     max_tokens, procedure = sampling["max_new_tokens"], sampling["procedure"]
     torch.set_num_threads(min(int(threads), SERIAL_THREADS))   # see SERIAL_THREADS
@@ -81,7 +84,7 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
 
     def batch(size: int) -> list[Attempt]:
         verses, done = generate(lm, ends, vocab, size, max_tokens, conditioned=conditioned,
-                                temperature=temperature, top_p=top_p, top_k=top_k)
+                                temperature=decoding.temperature, top_p=decoding.top_p, top_k=decoding.top_k)
         return [Attempt(quatrain_texts(vocab, v, procedure), d) for v, d in zip(verses, done)]
 
     def extra(counted: list[Attempt]) -> dict:

@@ -132,6 +132,7 @@ the environment avoids it.
 
 from __future__ import annotations
 
+from poeval.generators.poetic.common import port_fit
 from poeval.generators.poetic.deepspeare.data import (ARCH, MODEL_DEFAULTS, SIZES, TRAIN_DEFAULTS, Tables,
                                                       is_vowel, pm_text, read_dev, read_sonnets,
                                                       resolve_model_cfg, resolve_train_cfg, row_order)
@@ -143,9 +144,11 @@ from poeval.generators.poetic.deepspeare.model import (Batcher, BiLSTM, DeepSpea
                                                        RhymeModel, decoder_sequences)
 from poeval.generators.poetic.deepspeare.training import OPTIMIZERS, PartOptimizers, optimizers, train
 
+fit = port_fit(__name__, ARCH)   # the generator interface (poeval.generators.interface)
+
 __all__ = ["ARCH", "AVOID_SYMBOLS", "Batcher", "BiLSTM", "DeepSpeare", "Generator", "LanguageModel", "Loaded",
            "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "OPTIMIZERS", "ORIGINAL_SCHEMES", "PartOptimizers",
            "PentameterModel", "RESTART_REASONS", "RhymeModel", "SIZES", "STOPWORDS", "TRAIN_DEFAULTS", "Tables",
            "constrained_draw", "decoder_sequences", "draw_schemes", "is_vowel", "optimizers", "pm_text", "read_dev",
            "read_sonnets", "rerank", "rerank_probs", "resolve_model_cfg", "resolve_train_cfg", "rhyme_targets",
-           "row_order", "sample", "train"]
+           "row_order", "sample", "train", "fit"]

@@ -11,7 +11,9 @@ from pathlib import Path
 import torch
 
 from poeval.errors import PoevalError
-from poeval.generators.poetic.common import (ancestral_params, detokenize, draw, filtered_probs, is_word,
+from poeval.generators.decoding import Decoding, ancestral_only, parse_decoding
+from poeval.generators.interface import refuse_style
+from poeval.generators.poetic.common import (detokenize, draw, filtered_probs, is_word,
                                              load_checkpoint, tokenize, verse_ok)
 from poeval.generators.poetic.deepspeare.data import ARCH, MODEL_DEFAULTS, PAD_CHAR, Tables, pm_text
 from poeval.generators.poetic.deepspeare.model import Batcher, DeepSpeare, _pad2
@@ -457,15 +459,16 @@ def _attempt(res: dict) -> Attempt:
     return Attempt(res["lines"], True, info=info)
 
 
-def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
-           id_prefix: str = "", progress: bool = True) -> dict:
+def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` quatrain generations; write the samples JSONL
     and the stats JSON (:func:`poeval.generators.sampling.sample_loop`). ``sampling`` is a params
     ``sampling`` block (:func:`poeval.generators.sampling.resolve`; ``max_new_bytes``, for byte-level
     models, does not apply). A quatrain is valid when each of its four verses ended with ``<eol>`` within
     ``max_new_tokens`` generated tokens in all (``<eol>`` included; else ``truncated``) and has a word
     (else ``empty_line``). Deterministic for equal seed, batch_size and threads."""
-    temperature, top_p, top_k = ancestral_params(decoding, ARCH)
+    refuse_style(model_dir, style)
+    decoding = ancestral_only(parse_decoding(decoding), ARCH)
     sampling = resolve_sampling(sampling)
     max_tokens = sampling["max_new_tokens"]
     if max_tokens < 4:   # a rule of this port that the schema's posint cannot express
@@ -474,7 +477,7 @@ def sample(model_dir: str, decoding: dict, sampling: dict, out: str, stats: str,
         raise PoevalError(f"model directory not found: {model_dir}")
     torch.set_num_threads(int(threads))
     loaded = Loaded(model_dir)
-    gen = Generator(loaded, temperature, top_p, top_k)
+    gen = Generator(loaded, decoding.temperature, decoding.top_p, decoding.top_k)
 
     def extra(counted: list[Attempt]) -> dict:
         targets = collections.Counter(a.info["scheme"] for a in counted if a.reason is None)

@@ -1,0 +1,46 @@
+"""The one interface every generator module implements (:data:`poeval.generators.registry.ARCHS` names
+them): ``fit`` trains a checkpoint from the split's files, ``sample`` samples one. The signatures are the
+same in every module, so that `poeval train` / `poeval sample` call the module the registry picks without
+knowing its family; what a module cannot do with its arguments (a port prompted with a style, a samples
+system asked to train) it refuses with a one-line error of its own. tests/test_interface.py checks every
+module against :class:`Generator`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from poeval.generators.decoding import Decoding
+
+
+@dataclass(frozen=True)
+class TrainInputs:
+    """The files a training reads: the train and dev splits; the poetry ports train on the split's
+    pseudo-sonnets instead (``sonnets``, `poeval sonnets`) with word2vec vectors (`poeval word2vec`)."""
+
+    train: str
+    dev: str
+    sonnets: str | None = None
+    word2vec: str | None = None
+
+
+@runtime_checkable
+class Generator(Protocol):
+    def fit(self, inputs: TrainInputs, out_dir: str, model_cfg: dict, train_cfg: dict | str, *, lang: str | None,
+            name: str | None = None, threads: int = 1, progress: bool = True) -> dict:
+        """Train params ``model_cfg`` (a ``models`` entry) with ``train_cfg`` (its training block, or
+        ``"none"``) into the checkpoint ``out_dir``; return the training log's summary."""
+
+    def sample(self, model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
+               threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+        """Sample quatrains from ``model_dir`` under ``decoding`` (a config dict is parsed by
+        :func:`~poeval.generators.decoding.parse_decoding`) and the params ``sampling`` block into ``out``
+        (JSONL) and ``stats`` (JSON); ``style``: a rhyme scheme to prompt with. Return the stats."""
+
+
+def refuse_style(model_dir: str, style: str | None) -> None:
+    """A generator that cannot be prompted with a style says so (`poeval sample --style`)."""
+    if style is not None:
+        from poeval.errors import PoevalError
+
+        raise PoevalError(f"{model_dir}: --style prompts only the transformer generators")

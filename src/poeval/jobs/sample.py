@@ -1,0 +1,57 @@
+"""The sample job: what `poeval sample` receives (rules sample and adherence_sample), one record.
+
+Built by :func:`sample_job` from the params as written (as the train job, :mod:`poeval.jobs.train`) and
+the wildcards. Its decoding is typed (:func:`poeval.generators.decoding.parse_decoding`) and its sampling
+block resolved (:func:`poeval.generators.sampling.resolve`): both take defaults from the schema alone, the
+same whichever params they start from, and every sampler fills them the same way, so a resolved job
+samples what the section as written sampled. `poeval provenance` and `poeval stale` rebuild the job to
+compare it with a sample's stamp (:meth:`SampleJob.stamp_params`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from poeval.errors import PoevalError
+from poeval.generators import registry
+from poeval.generators.decoding import Decoding, parse_decoding
+from poeval.generators.sampling import resolve as resolve_sampling
+from poeval.jobs.base import Job
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleJob(Job):
+    """``decoding``: the typed decoding; ``sampling``: the params ``sampling`` block resolved, the system's
+    own keys over the shared block; ``style``: a rhyme scheme that prompts a style-conditioned model
+    (style adherence), else None; ``id_prefix``: what each quatrain's id starts with."""
+
+    KIND = "sample"
+    decoding: Decoding
+    sampling: dict
+    style: str | None
+    id_prefix: str
+
+    def stamp_params(self) -> dict:
+        """What the sample's stats stamp records (:func:`poeval.stamps.sample_stamp`)."""
+        return {"decoding": self.decoding.to_dict(), "sampling": self.sampling}
+
+
+def sample_job(params: dict, lang: str, system: str, decoding: str, *, style: str | None = None,
+               n: int | None = None) -> SampleJob:
+    """The job of rule sample for ``lang``, ``system`` and the decoding config named ``decoding``; rule
+    adherence_sample adds the prompted ``style`` and its own sample size ``n``. Ids start with
+    ``<lang>-<system>-<decoding>-`` (a prompted sample: its scheme for the decoding), unique in a run."""
+    for section, name in (("models", system), ("decoding", decoding)):
+        if name not in (params.get(section) or {}):
+            raise PoevalError(f"'{name}' is not defined under {section}")
+    sampling = registry.sampling_params(params["models"][system], params.get("sampling") or {})
+    return from_options(params["decoding"][decoding], sampling | ({"n": n} if n is not None else {}), style,
+                        f"{lang}-{system}-{style or decoding}-", where=f"decoding.{decoding}")
+
+
+def from_options(decoding: dict, sampling: dict, style: str | None, id_prefix: str,
+                 where: str = "decoding") -> SampleJob:
+    """The job of `poeval sample --decoding --sampling [--style] [--id-prefix]` (by hand; :func:`sample_job`
+    builds the rule's the same way): the decoding and the sampling block filled and checked by the schema."""
+    return SampleJob(decoding=parse_decoding(decoding, where), sampling=resolve_sampling(sampling), style=style,
+                     id_prefix=id_prefix)

@@ -120,15 +120,13 @@ def cmd_import(args) -> None:
     from poeval.generators import pretrained
 
     record = pretrained.import_gguf(args.source, args.out, force=args.force)
-    shown = {k: v for k, v in record.items() if k != "provenance"}
-    # the file's sha256 is the stamp's; shown with the source it identifies
-    shown["source"] = {**shown["source"], "sha256": record["provenance"]["inputs"]["gguf"]["sha256"]}
+    shown = {k: v for k, v in record.items() if k != "provenance"}   # the source holds the file's sha256
     print(json.dumps(shown, indent=2, ensure_ascii=False))
 
 
 def _parser_import(sub) -> None:
     p = sub.add_parser("import", help="a pretrained model's GGUF file -> a plain Hugging Face checkpoint folder")
-    p.add_argument("source", help="a known release's short id (e.g. smollm2-135m) or a .gguf file")
+    p.add_argument("source", help="a known release's short id (smollm2-135m, gemma3-270m) or a .gguf file")
     p.add_argument("--out", required=True, help="checkpoint directory (the workflow: models/pretrained/<id>)")
     io_paths(p, ("--out",), ("source",))
     add_force(p)

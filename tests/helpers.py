@@ -273,3 +273,41 @@ def _params_keys() -> set[str]:
     walk(config.schema())
     return keys
 
+
+
+# ------------------------------------------------------------------------- installed distributions, faked
+
+def fake_distributions(monkeypatch, root: Path, wheels: dict[str, dict], missing=()) -> None:
+    """Installed distributions as ``importlib.metadata`` shows them, for code that finds data files through
+    it (poeval.packages): ``wheels`` maps a name to ``{"version", "files": {path: (bytes on disk, bytes whose
+    sha256 the RECORD lists)}, "requires"}``; each file is written under ``root``. The names in ``missing``
+    are not installed; any other name is what is really installed."""
+    import base64
+    import hashlib
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    dists = {}
+    for name, wheel in wheels.items():
+        entries = []
+        for file, (content, recorded) in wheel["files"].items():
+            (root / file).parent.mkdir(parents=True, exist_ok=True)
+            (root / file).write_bytes(content)
+            entry = metadata.PackagePath(file)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(recorded).digest()).rstrip(b"=").decode()
+            entry.hash = metadata.FileHash(f"sha256={digest}")
+            entries.append(entry)
+        dists[name] = SimpleNamespace(files=entries, version=wheel["version"], requires=wheel.get("requires"),
+                                      locate_file=lambda f: root / f)
+    real_distribution, real_version = metadata.distribution, metadata.version
+
+    def distribution(name):
+        if name in missing:
+            raise metadata.PackageNotFoundError(name)
+        return dists[name] if name in dists else real_distribution(name)
+
+    def version(name):
+        return distribution(name).version if name in dists or name in missing else real_version(name)
+
+    monkeypatch.setattr(metadata, "distribution", distribution)
+    monkeypatch.setattr(metadata, "version", version)

@@ -226,6 +226,8 @@ def _transformer_rules(cfg: dict):
     if cfg.get("training") == UNTRAINED:
         yield from _untrained_rules(cfg)
     if cfg["init"] == "scratch":
+        if cfg["arch"] == "gemma3":   # no scratch build of its own: it names a pretrained Gemma 3 checkpoint
+            yield "init", "arch gemma3 is fine-tuned from a pretrained checkpoint (e.g. gemma3-270m): set init: pretrained"
         for key in ("tokenizer", "lora"):
             if cfg.get(key) is not None:
                 yield key, "only used with init: pretrained"

@@ -132,16 +132,17 @@ def test_schema_arch_enums_are_the_registry(root):
 
     schema = json.loads((root / "src" / "poeval" / "schemas" / "params.schema.json").read_text())
     assert _arch_enums(schema, "transformer_model") == list(registry.names("llm")) == ["gpt2", "gptneo", "llama",
-                                                                                       "bygpt5"]
+                                                                                       "gemma3", "bygpt5"]
     assert _arch_enums(schema, "poetic_model") == list(registry.names("poetic")) == ["deepspeare", "sa"]
     assert schema["$defs"]["model"]["if"]["properties"]["arch"]["const"] == "samples" == registry.names("supplied")[0]
     assert schema["$defs"]["model"]["else"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
-    assert list(registry.names()) == ["gpt2", "gptneo", "llama", "bygpt5", "deepspeare", "sa", "samples"]
+    assert list(registry.names()) == ["gpt2", "gptneo", "llama", "gemma3", "bygpt5", "deepspeare", "sa",
+                                     "samples"]
 
 
 # which module trains and samples each arch, written out by hand
 ARCH_MODULES = {"gpt2": "poeval.generators.lm", "gptneo": "poeval.generators.lm", "llama": "poeval.generators.lm",
-                "bygpt5": "poeval.generators.lm", "deepspeare": "poeval.generators.poetic.deepspeare",
+                "gemma3": "poeval.generators.lm", "bygpt5": "poeval.generators.lm", "deepspeare": "poeval.generators.poetic.deepspeare",
                 "sa": "poeval.generators.poetic.adversary"}
 
 

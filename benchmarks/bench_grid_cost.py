@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_CONFIGS = ["config/systems/grid.yaml", "config/lang/de.yaml", "config/scale/paper.yaml"]
+PAPER_CONFIGS = ["config/lang/de.yaml", "config/systems/grid.yaml", "config/scale/paper.yaml"]   # grid's systems win
 FAMILIES = ["length", "lexical", "rhyme", "semantic", "memorization"]
 
 

@@ -221,3 +221,27 @@ def test_the_installed_releases_parts_give_its_sha256sums():
         size += len(data)
     line = files[0].read_text().split()
     assert (digest.hexdigest(), size) == (line[0], RELEASE.size) and line[1] == NAME
+
+
+def test_the_german_overlay_adds_gemma_and_a_systems_overlay_after_it_wins():
+    from helpers import ROOT
+    from poeval import config, params
+
+    def resolved(*overlays):
+        return params.resolve(config.read(ROOT / "params.yaml", tuple(ROOT / "config" / o for o in overlays)))
+
+    main, de = resolved(), resolved("lang/de.yaml")
+    assert "gemma3" not in main["systems"] and main["models"]["gemma3"]["name_or_path"] == "gemma3-270m"
+    assert "gemma3" in de["systems"] and "de" in de["languages"]
+    grid = yaml_of("config/systems/grid.yaml")["systems"]
+    assert resolved("lang/de.yaml", "systems/grid.yaml")["systems"] == grid
+    cpu = resolved("systems/pretrained-cpu.yaml")
+    assert {"gemma3", "gemma3-cond"} <= set(cpu["systems"]) and cpu["languages"] == ["en", "de"]
+    assert [cpu["models"][s]["sampling"]["n"] for s in ("gemma3", "gemma3-cond")] == [1000, 1000]
+
+
+def yaml_of(path):
+    import yaml
+    from helpers import ROOT
+
+    return yaml.safe_load((ROOT / path).read_text())

@@ -16,7 +16,7 @@ from poeval import config, params
 from poeval.devtools import import_layers as layers
 
 ROOT = Path(__file__).resolve().parents[2]
-OVERLAYS = [(), ("config/scale/tiny.yaml",), ("config/systems/grid.yaml", "config/lang/de.yaml"), ("config/scale/paper.yaml",),
+OVERLAYS = [(), ("config/scale/tiny.yaml",), ("config/lang/de.yaml", "config/systems/grid.yaml"), ("config/scale/paper.yaml",),
             ("config/systems/pretrained-cpu.yaml",), ("config/systems/poetic.yaml",)]
 
 

@@ -311,3 +311,12 @@ def fake_distributions(monkeypatch, root: Path, wheels: dict[str, dict], missing
 
     monkeypatch.setattr(metadata, "distribution", distribution)
     monkeypatch.setattr(metadata, "version", version)
+
+
+def split_folder(root: Path, records: list[dict], n_dev: int = 4) -> Path:
+    """``root`` holding ``train.jsonl`` (``records``) and ``dev.jsonl`` (the first ``n_dev`` of them)."""
+    from poeval.io import write_jsonl
+
+    write_jsonl(root / "train.jsonl", records)
+    write_jsonl(root / "dev.jsonl", records[:n_dev])
+    return root

@@ -16,11 +16,11 @@ pytest.importorskip("gguf")
 pytest.importorskip("peft")
 
 from conftest import sampling  # noqa: E402
-from helpers import fake_distributions, reference_dev_loss  # noqa: E402
+from helpers import fake_distributions, reference_dev_loss, split_folder  # noqa: E402
 from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
-from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
+from poeval.io import read_json, read_jsonl  # noqa: E402
 
 RELEASE = pretrained.RELEASES["gemma3-270m"]
 MAIN = RELEASE.wheel
@@ -153,10 +153,7 @@ TRAINING = {"seed": 1, "batch_size": 8, "max_steps": 20, "lr": 5e-3, "warmup_ste
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gemma_corpus")
-    write_jsonl(root / "train.jsonl", QUATRAINS)
-    write_jsonl(root / "dev.jsonl", QUATRAINS[:4])
-    return root
+    return split_folder(tmp_path_factory.mktemp("gemma_corpus"), QUATRAINS)
 
 
 def _weights(folder):

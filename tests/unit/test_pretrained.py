@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
 from conftest import sampling  # noqa: E402
-from helpers import fake_distributions  # noqa: E402
+from helpers import fake_distributions, split_folder  # noqa: E402
 from poeval import paths  # noqa: E402
 from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
@@ -295,10 +295,7 @@ def test_a_missing_or_unreadable_gguf_file_names_its_key(tmp_path):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("any")
-    write_jsonl(root / "train.jsonl", QUATRAINS)
-    write_jsonl(root / "dev.jsonl", QUATRAINS[:4])
-    return root
+    return split_folder(tmp_path_factory.mktemp("any"), QUATRAINS)
 
 
 def test_finetuning_from_a_gguf_file_stamps_the_file_as_its_base(tiny, corpus, tmp_path):

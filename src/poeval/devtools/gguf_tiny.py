@@ -57,25 +57,32 @@ def _permute(w, n_head: int):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write(path: Path, hf_model, tok) -> Path:
-    """``hf_model`` and ``tok`` as a GGUF file at ``path``; returns ``path``."""
+def _writer(path: Path, arch: str, cfg):
+    """A GGUF writer for ``arch`` holding the dimensions both layouts share, the file type Q8_0 (the MLP's)."""
     import gguf
-    import numpy as np
 
-    cfg = hf_model.config
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name("tiny llama")
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(f"tiny {arch}")
     writer.add_context_length(cfg.max_position_embeddings)
     writer.add_embedding_length(cfg.hidden_size)
     writer.add_block_count(cfg.num_hidden_layers)
     writer.add_feed_forward_length(cfg.intermediate_size)
     writer.add_head_count(cfg.num_attention_heads)
     writer.add_head_count_kv(cfg.num_key_value_heads)
-    writer.add_rope_freq_base(cfg.rope_parameters["rope_theta"] if getattr(cfg, "rope_parameters", None)
-                              else cfg.rope_theta)
     writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     writer.add_vocab_size(cfg.vocab_size)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    return writer
+
+
+def write(path: Path, hf_model, tok) -> Path:
+    """``hf_model`` and ``tok`` as a GGUF file at ``path``; returns ``path``."""
+    import gguf
+
+    cfg = hf_model.config
+    writer = _writer(path, "llama", cfg)
+    writer.add_rope_freq_base(cfg.rope_parameters["rope_theta"] if getattr(cfg, "rope_parameters", None)
+                              else cfg.rope_theta)
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("smollm")
     tokens = tok.convert_ids_to_tokens(list(range(len(tok))))
@@ -164,20 +171,10 @@ def write_gemma3(path: Path, hf_model) -> Path:
 
     cfg = hf_model.config
     tokens, types = gemma_vocab()
-    writer = gguf.GGUFWriter(str(path), "gemma3")
-    writer.add_name("tiny gemma3")
-    writer.add_context_length(cfg.max_position_embeddings)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_feed_forward_length(cfg.intermediate_size)
-    writer.add_head_count(cfg.num_attention_heads)
-    writer.add_head_count_kv(cfg.num_key_value_heads)
+    writer = _writer(path, "gemma3", cfg)
     writer.add_key_length(cfg.head_dim)
     writer.add_value_length(cfg.head_dim)
     writer.add_sliding_window(cfg.sliding_window)
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    writer.add_vocab_size(cfg.vocab_size)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
     writer.add_tokenizer_model("llama")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)

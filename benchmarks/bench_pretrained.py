@@ -99,13 +99,14 @@ def main() -> int:
     ap.add_argument("--gemma", required=True, help="imported Gemma 3 270M checkpoint")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5, help="LoRA training steps per model")
-    ap.add_argument("--n", type=int, default=100, help="generations to sample, pairs to score")
+    ap.add_argument("--n", type=int, default=100, help="generations to sample")
+    ap.add_argument("--pairs", type=int, default=100, help="BPoMP word_swap pairs to score")
     ap.add_argument("--import-gguf", help="also time `poeval import` of this .gguf (and of smollm2-135m)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     print(f"before: {load()}; torch {torch.__version__}, {args.threads} threads", flush=True)
     pairs = bpomp.make_pairs(bpomp.build_corpus("fortune", str(FORTUNE))[0], "word_swap", check_scheme=False)[0]
-    texts = sorted({scoring.pair_text(p[f]) for p in pairs[: args.n] for f in ("original", "corrupted")})
+    texts = sorted({scoring.pair_text(p[f]) for p in pairs[: args.pairs] for f in ("original", "corrupted")})
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -122,9 +123,10 @@ def main() -> int:
     for key in rows["gemma"]:
         a, b = rows["smollm2"][key], rows["gemma"][key]
         print(f"{key:<14} {a:>9.1f} {b:>9.1f} {b / a if a else float('nan'):>14.2f}")
-    print(f"after: {load()}; scoring: {len(texts)} texts of {min(args.n, len(pairs))} pairs")
+    print(f"after: {load()}; scoring: {len(texts)} texts of {min(args.pairs, len(pairs))} pairs")
     if args.json:
-        Path(args.json).write_text(json.dumps({"threads": args.threads, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"threads": args.threads, "n": args.n, "pairs": args.pairs,
+                                               "steps": args.steps, "rows": rows}, indent=1))
     return 0
 
 

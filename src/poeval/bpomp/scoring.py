@@ -4,7 +4,8 @@
   as the generators frame a quatrain (:func:`poeval.generators.checkpoint.text_bounds`): the tokenizer's BOS
   (else EOS) before it, so that the first real token is scored too, and its EOS after it, so that the
   score is that of the complete text (the chance that it ends there included). Texts are
-  batched with right padding; padded positions are masked out of both attention and the sum. A model
+  batched with right padding; padded positions are masked out of attention and never reach the output
+  layer (:func:`poeval.generators.lm.logits.next_token_logprobs`: no batch x length x vocabulary tensor). A model
   trained with reversed verses (``verse_order: reversed``) scores each line reversed, as it learnt them.
 * Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
   turn and ``log P(token | rest)`` is summed. Variant ``within_word_l2r`` (Kauf & Ivanova 2023, "A Better

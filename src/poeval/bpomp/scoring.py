@@ -4,7 +4,8 @@
   as the generators frame a quatrain (:func:`poeval.generators.checkpoint.text_bounds`): the tokenizer's BOS
   (else EOS) before it, so that the first real token is scored too, and its EOS after it, so that the
   score is that of the complete text (the chance that it ends there included). Texts are
-  batched with right padding; padded positions are masked out of both attention and the sum. A model
+  batched with right padding; padded positions are masked out of attention and never reach the output
+  layer (:func:`poeval.generators.lm.logits.next_token_logprobs`: no batch x length x vocabulary tensor). A model
   trained with reversed verses (``verse_order: reversed``) scores each line reversed, as it learnt them.
 * Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
   turn and ``log P(token | rest)`` is summed. Variant ``within_word_l2r`` (Kauf & Ivanova 2023, "A Better
@@ -16,12 +17,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Sequence
 
 from poeval import hub, io
 from poeval.errors import PoevalError
 from poeval.generators.checkpoint import load, max_positions, orient, text_bounds, verse_order
+from poeval.generators.lm.logits import logits_at, next_token_logprobs
 
 KINDS = ("causal", "masked")
 VARIANTS = ("original", "within_word_l2r")
@@ -103,10 +104,11 @@ def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, 
                 ids[r, : len(seqs[k])] = torch.tensor(seqs[k])
                 att[r, : len(seqs[k])] = 1
             ids, att = ids.to(device), att.to(device)
-            logp = torch.log_softmax(model(input_ids=ids, attention_mask=att).logits[:, :-1].float(), dim=-1)
-            tok_lp = logp.gather(-1, ids[:, 1:, None]).squeeze(-1) * att[:, 1:]
+            targets = ids[:, 1:].masked_fill(att[:, 1:] == 0, -100)
+            rows, lp = next_token_logprobs(model, ids, att, targets)
+            sums = torch.zeros(len(idx), device=lp.device).index_add_(0, rows, lp)
             for r, k in enumerate(idx):
-                out[k] = float(tok_lp[r].sum())
+                out[k] = float(sums[r])
             bar.update(len(idx))
     bar.close()
     return out
@@ -135,22 +137,6 @@ def _masked_rows(tokenizer, text: str, variant: str, span: tuple[int, int] | Non
                 q += 1
         rows.append((p, masked))
     return ids, rows
-
-
-@contextlib.contextmanager
-def _head_at(model, rows, pos):
-    """Feed the output projection only the hidden state of each row's masked position: the full
-    (rows x length x vocabulary) logits would cost about as much as a small encoder. Heads that do not
-    call their output-embedding module leave the logits full-length; the caller handles both shapes."""
-    head = model.get_output_embeddings()
-    if head is None:
-        yield
-        return
-    handle = head.register_forward_pre_hook(lambda _m, args: (args[0][rows, pos].unsqueeze(1),) + tuple(args[1:]))
-    try:
-        yield
-    finally:
-        handle.remove()
 
 
 def masked_scores(model, tokenizer, texts: Sequence[str], variant: str = "original", batch_size: int = 64,
@@ -187,9 +173,7 @@ def masked_scores(model, tokenizer, texts: Sequence[str], variant: str = "origin
                 targets.append(seq[p])
             rows = torch.arange(len(batch), device=device)
             pos = torch.tensor([p for _, p, _ in batch], device=device)
-            with _head_at(model, rows, pos):
-                logits = model(input_ids=ids.to(device), attention_mask=att.to(device)).logits
-            sel = logits[:, 0] if logits.shape[1] == 1 else logits[rows, pos]
+            sel = logits_at(model, rows, pos, input_ids=ids.to(device), attention_mask=att.to(device))
             logp = torch.log_softmax(sel.float(), dim=-1)
             lp = logp[rows, torch.tensor(targets, device=logp.device)].tolist()
             for (k, _, _), v in zip(batch, lp):

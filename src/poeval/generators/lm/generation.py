@@ -12,6 +12,7 @@ from poeval.generators.checkpoint import load, max_positions, orient, text_bound
 from poeval.generators.decoding import Ancestral, Contrastive, Decoding, as_run, parse_decoding
 from poeval.generators.engine import quiet_transformers
 from poeval.generators.lm.build import has_style_tokens
+from poeval.generators.lm.logits import keep_last
 from poeval.generators.sampling import (N_VERSES, PAPER_MIN_NEW_TOKENS, Attempt, check_quatrain, paper_loop,
                                        sample_loop)
 from poeval.generators.sampling import resolve as resolve_sampling
@@ -81,7 +82,7 @@ def generate_batch(model, prompt, decoding: Decoding, max_new_tokens: int, stops
     decoding = as_run(decoding)
     if isinstance(decoding, Contrastive) and decoding.search_temperature == 0.0:
         with torch.no_grad():
-            logits = model(input_ids=prompt).logits[:, -1].float()
+            logits = model(input_ids=prompt, **keep_last(model)).logits[:, -1].float()
         if min_new_tokens > 0:
             logits[:, stops[0]] = -math.inf
         prompt = torch.cat([prompt, torch.multinomial(torch.softmax(logits, dim=-1), 1)], dim=1)
@@ -132,9 +133,9 @@ def _ancestral(model, prompt, decoding: Ancestral, max_new_tokens: int, stops: l
     rows = torch.arange(prompt.shape[0], device=dev)          # the batch rows still in the cache
     ended = torch.zeros(prompt.shape[0], dtype=torch.bool, device=dev)
     newlines = torch.zeros(prompt.shape[0], dtype=torch.long, device=dev)
-    cache, step_input = None, prompt
+    cache, step_input, last = None, prompt, keep_last(model)
     for step in range(max_new_tokens):
-        output = model(input_ids=step_input, cache=cache, use_cache=True)
+        output = model(input_ids=step_input, cache=cache, use_cache=True, **last)
         cache = output.cache
         logits = output.logits[:, -1].float()
         if step < min_new_tokens:

@@ -13,6 +13,7 @@ from poeval.generators.engine import quiet_transformers
 from poeval.generators.lm.build import (TRAIN_DEFAULTS, _apply_lora, _base, _build_scratch, add_style_tokens,
                                         resolve_model_cfg, resolve_train_cfg)
 from poeval.generators.lm.data import quatrain_text, read_split, training_texts
+from poeval.generators.lm.logits import next_token_logprobs
 from poeval.stamps import train_stamp
 
 
@@ -48,17 +49,12 @@ def _collate(seqs: list[list[int]], pad_id: int):
 
 
 def _loss_sum(model, input_ids, mask, labels):
-    """Summed next-token cross-entropy and the number of predicted tokens."""
-    import torch.nn.functional as F
-
+    """Summed next-token cross-entropy and the number of predicted tokens; the output layer runs on the
+    predicted positions only (:func:`~poeval.generators.lm.logits.next_token_logprobs`), not on every one."""
     dev = device.of(model)
     input_ids, mask, labels = input_ids.to(dev), mask.to(dev), labels.to(dev)
-    logits = model(input_ids=input_ids, attention_mask=mask).logits[:, :-1, :]
-    target = labels[:, 1:]
-    loss = F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), ignore_index=-100, reduction="sum"
-    )
-    return loss, int((target != -100).sum())
+    _, logp = next_token_logprobs(model, input_ids, mask, labels[:, 1:])
+    return -logp.sum(), len(logp)
 
 
 def _dev_loss(model, dev_ids: list[list[int]], pad_id: int, batch_size: int) -> float:

@@ -62,7 +62,9 @@ def quatrain_splits(work: Path) -> tuple[str, str]:
 
 
 def lora_step_ms(model_dir: str, splits: tuple[str, str], work: Path, steps: int, threads: int) -> float:
-    cfg = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": model_dir, "conditioned": False,
+    # the arch is a label for a pretrained checkpoint (it loads as its own class): gemma3 for Gemma, else llama
+    arch = "gemma3" if "gemma" in json.loads((Path(model_dir) / "config.json").read_text())["model_type"] else "llama"
+    cfg = {"arch": arch, "size": "S", "init": "pretrained", "name_or_path": model_dir, "conditioned": False,
            "lora": LORA}
     tcfg = {"batch_size": 4, "max_steps": steps, "lr": 0.002, "warmup_steps": 1, "eval_every": steps,
             "eval_quatrains": 4, "seed": 1}

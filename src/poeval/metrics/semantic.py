@@ -26,8 +26,13 @@ in the captions of Tables 3 and 8).
 Backend (``metrics.semantic.backend``): how the encoder runs. A sample is only compared with reference
 embeddings of its own backend (the reference cache records it and is refused otherwise).
 
-* ``torch`` – float32 PyTorch, the reference.
-* ``torch-bf16`` – the same model under ``torch.autocast(dtype=bfloat16)``: matrix products in bfloat16
+* ``torch`` – float32 PyTorch, the reference. A BERT encoder with mean pooling (the default is one) runs
+  in poeval's own forward pass (:mod:`poeval.metrics.bert_encoder`: the same function without importing
+  sentence-transformers, which costs a cell process more than embedding its sample); any other folder
+  through sentence-transformers.
+* ``sentence-transformers`` – float32 through the sentence-transformers library for every encoder, as
+  the paper's code embeds (the two float32 paths differ by float rounding, about 1e-7 per coordinate).
+* ``torch-bf16`` – the ``torch`` path under ``torch.autocast(dtype=bfloat16)``: matrix products in bfloat16
   with float32 accumulation, layer norms, softmax and pooling in float32. Fast where the CPU has
   AMX / AVX512-BF16 (oneDNN); elsewhere the same numbers up to rounding, only slower.
 
@@ -57,7 +62,7 @@ from poeval.stamps import stamp
 
 PARAM = "metrics.semantic.encoder"
 BACKEND_PARAM = "metrics.semantic.backend"
-BACKENDS = ("torch", "torch-bf16")   # the first is the reference (module doc)
+BACKENDS = ("torch", "sentence-transformers", "torch-bf16")   # the first is the reference (module doc)
 DEFAULT_ALIASES = ("default", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 JOIN = " "
@@ -136,9 +141,14 @@ def backend_of(model) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _load(resolved: str, device: str | None, backend: str):
-    from sentence_transformers import SentenceTransformer
+    from poeval.metrics import bert_encoder
 
-    model = SentenceTransformer(resolved, device=device, local_files_only=hub.local_files_only())
+    if backend != "sentence-transformers" and bert_encoder.supports(resolved):
+        model = bert_encoder.BertSentenceEncoder(resolved, device=device)
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(resolved, device=device, local_files_only=hub.local_files_only())
     model.poeval_backend = backend   # a separate object per backend: embed reads the mark
     return model
 

@@ -42,20 +42,106 @@ def _evaluate_job(args):
     return given_job(metrics, given.pop("lang"), **given)
 
 
+# The headline numbers a hand run prints (family: (key, label, percent?)); the whole result is in --out.
+SUMMARY = {
+    "memorization": (("quatrain", "quatrains memorized", True), ("couplet", "couplets memorized", True),
+                     ("verse", "verses memorized", True)),
+    "length": (("mean", "length, mean tokens", False), ("std", "length, std", False),
+               ("hist_intersection", "length, histogram intersection", False)),
+    "lexical": (("attr", "ATTR", True), ("mattr", "MATTR", True), ("mtld", "MTLD", False)),
+    "rhyme": (("entropy", "rhyme entropy", False), ("kl", "rhyme KL(sample||reference)", False),
+              ("distribution.abcd", "abcd (no rhyme)", True)),
+    "semantic": (("within", "semantic within (mean max cosine)", True),
+                 ("across", "semantic across (to the reference)", True)),
+    "metre": (("entropy", "metre entropy", False), ("kl", "metre KL", False)),
+    "topics": (("entropy", "topic entropy", False), ("kl", "topic KL", False)),
+    "diversity": (("distinct_2", "distinct-2", False), ("self_bleu", "self-BLEU", False), ("vendi", "Vendi", False),
+                  ("mauve", "MAUVE", False), ("homogenization", "homogenization", False)),
+}
+# how to build each reference cache once (``--cached NAME=PATH`` then reuses it)
+CACHE_COMMANDS = {"embeddings": "poeval embed REFERENCE --out FILE.npy",
+                  "memorization_index": "poeval index REFERENCE --out DIR",
+                  "topic_model": "poeval topics REFERENCE --lang LANG --out DIR"}
+
+
+def _value(record: dict, key: str):
+    for part in key.split("."):
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
+
+
+def summary(result: dict) -> str:
+    """The headline numbers of a result, one per line, with their 95 % intervals where bootstrapped."""
+    lines = [f"{result['n_poems']} poems ({result['lang']}) against {result['n_reference']} reference quatrains"]
+    for family, rows in SUMMARY.items():
+        for key, label, percent in rows if family in result else ():
+            value, ci = _value(result[family], key), (result[family].get("ci") or {}).get(key)
+            if not isinstance(value, (int, float)):
+                lines.append(f"  {label:<38} {'-':>9}")
+                continue
+            scale, unit, digits = (100, " %", 2) if percent else (1, "", 3)
+            interval = f"  [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]" if ci and None not in ci else ""
+            lines.append(f"  {label:<38} {value * scale:>9.{digits}f}{unit}{interval}")
+    return "\n".join(lines)
+
+
+def _skipped_note(result: dict) -> str | None:
+    skipped = result.get("skipped") or {}
+    if not skipped:
+        return None
+    total = sum(skipped.values())
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()))
+    return (f"poeval evaluate: {total} of {total + result['n_poems']} poems skipped ({reasons}): a poem counts "
+            "when it has 4 verses, each with a word")
+
+
+def cache_hints(families, lang: str, reference: str, given: dict) -> list[str]:
+    """For each reference cache the families built in this run: the workflow's copy where one was made from
+    this very file (same sha256), else the command that builds it once."""
+    from pathlib import Path
+
+    from poeval.io import file_sha256, read_json
+    from poeval.metrics.families import cached_inputs
+
+    hints, digest = [], None
+    for name, (owner, cached) in cached_inputs(families).items():
+        if name in given:
+            continue
+        workflow = Path(cached.path(lang))
+        meta = Path(f"{workflow}.json") if workflow.suffix == ".npy" else next(iter(workflow.glob("*.json")), None)
+        recorded = read_json(meta).get("input_sha256") if meta and meta.is_file() else None
+        digest = digest or (file_sha256(reference) if recorded else None)
+        if recorded and recorded == digest:
+            hints.append(f"hint: {owner}: {workflow} was made from this reference (same sha256); "
+                         f"--cached {name}={workflow} reuses it")
+        else:
+            hints.append(f"hint: {owner} built its {name} of the reference in this run; build it once with "
+                         f"`{CACHE_COMMANDS[name]}` and pass --cached {name}=PATH")
+    return hints
+
+
 def cmd_evaluate(args) -> None:
+    import sys
+
     from poeval.jobs.cell import run
     from poeval.metrics.evaluate import dumps
 
     job = _evaluate_job(args)
     cached = {name: getattr(args, alias) for alias, name in CACHE_ALIASES.items() if getattr(args, alias)}
-    result = run(job, args.samples, args.reference, args.out, cached | pairs(args.cached), args.threads, progress=True)
-    if not (args.quiet or args.job):   # the workflow's log holds the log, not the cell
-        print(dumps(result))
+    cached |= pairs(args.cached)
+    result = run(job, args.samples, args.reference, args.out, cached, args.threads, progress=True)
+    if args.job:   # the workflow's log holds the log, not the cell
+        return
+    for note in filter(None, [_skipped_note(result), *cache_hints(job.families, job.lang, args.reference, cached)]):
+        print(note, file=sys.stderr)
+    if not args.quiet:
+        print(dumps(result) if args.json else summary(result))
 
 
 def parser_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="metrics of a sample of quatrains against a reference (training) set")
-    p.add_argument("samples", help="JSONL ({'id','lines'} per line) or plain text with blank lines between poems")
+    p.add_argument("samples", help="JSONL ({'id','lines'} per line), plain text with blank lines between poems, "
+                   "a folder written by Hugging Face Dataset.save_to_disk, or Parquet / CSV / TSV with a text column")
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
     job_option(p, _cell_job_type, "poeval.jobs.cell.CellJob (families, lang, options, bootstrap, cell "
                "label...), instead of the options --lang to --allow-empty; the result then goes to --out only")
@@ -81,7 +167,9 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
                         "instead of an error (the workflow: a model may write no valid quatrain)")
-    p.add_argument("--quiet", action="store_true", help="do not print the result on stdout")
+    p.add_argument("--json", action="store_true", help="print the whole result (what --out holds) on stdout "
+                   "instead of the headline numbers")
+    p.add_argument("--quiet", action="store_true", help="print nothing on stdout")
     io_paths(p, ("--out",),
              ("samples", "--reference", "--cached=", "--reference-embeddings", "--memorization-index", "--topic-model"))
     p.set_defaults(func=cmd_evaluate)

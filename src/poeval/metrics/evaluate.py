@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from poeval import config
 from poeval.errors import PoevalError
 from poeval.io import PoemSource, is_path, read_poems, source_name, write_json
 from poeval.metrics.families import FAMILIES, cached_inputs, family, read_sections
+from poeval.poetry.spelling import check_lang, guess_lang
 from poeval.stamps import stamp
 
 
@@ -89,6 +91,16 @@ def family_options(name: str, given: dict) -> dict:
     return config.resolve_section(params, f"#/properties/metrics/properties/{name}", f"options.{name}") | runtime
 
 
+def _warn_language(lang: str, sources: dict[str, list[dict]], first: int = 200) -> None:
+    """A warning on stderr where a sample's or the reference's first poems read as another language
+    (rhyme, metre and the encoder's coverage depend on ``lang``); nothing stops."""
+    for name, poems in sources.items():
+        guess = guess_lang(v for p in poems[:first] for v in p["lines"])
+        if guess not in (None, lang):
+            print(f"poeval evaluate: warning: {name} reads as {guess!r}, not as --lang {lang!r} "
+                  f"(by its function words); rhyme and metre are detected for {lang!r}", file=sys.stderr)
+
+
 def _check_caches(reference: PoemSource, resolved: dict) -> None:
     """A cache is checked against the bytes of the reference file it was built from: in-memory poems have none."""
     if is_path(reference):
@@ -109,6 +121,7 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not
     with itself. A sample without a usable quatrain is an error unless ``allow_empty`` (then every metric is
     null)."""
+    check_lang(lang)
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")
@@ -116,6 +129,7 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     _check_caches(reference, resolved)
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, poems if exclude_sample_from_reference else None, source_name(samples, "poems"))
+    _warn_language(lang, {source_name(samples, "poems"): poems, ref.path or "the reference": ref.poems})
     result = {"lang": lang, "samples": source_name(samples, "poems"), "reference": ref.path,
               "n_reference": len(ref.poems), "n_poems": len(poems), "skipped": dict(sorted(skipped.items())),
               "reference_skipped": ref.skipped}

@@ -25,6 +25,29 @@ def check_lang(lang: str) -> None:
         raise PoevalError(f"unsupported language {lang!r}; use one of {', '.join(LANGS)}")
 
 
+# Frequent function words of one language only (neither "in", "so", "was" nor "die", which both have), for
+# a cheap check that a text is in the language it is said to be in, not a language identifier.
+FUNCTION_WORDS = {
+    "en": frozenset("the and of to a that is with his her my thou thy for not but he she it on all from be as by "
+                    "this".split()),
+    "de": frozenset("der das und ich nicht zu mit ist ein eine sie er den dem des sich auf es du wie mein dein im "
+                    "von auch".split()),
+}
+
+
+def guess_lang(verses, min_hits: int = 30, share: float = 0.8) -> str | None:
+    """The language whose function words make at least ``share`` of the function words in ``verses`` (at
+    least ``min_hits`` of them); None when the text is too short or mixed."""
+    counts = dict.fromkeys(LANGS, 0)
+    for verse in verses:
+        for word in re.findall(r"[^\W\d_]+", verse.lower()):
+            for lang, words in FUNCTION_WORDS.items():
+                counts[lang] += word in words
+    total = sum(counts.values())
+    best = max(counts, key=counts.get)
+    return best if total >= min_hits and counts[best] >= share * total else None
+
+
 _APOS = "’`´ʼ‘"
 
 

@@ -1,0 +1,97 @@
+"""What a hand run of `poeval evaluate` shows on the terminal, and the checks of --lang before any work."""
+
+import json
+
+import pytest
+
+from poeval import api, paths
+from poeval.cli import main
+from poeval.errors import PoevalError
+from poeval.io import file_sha256
+from poeval.poetry.spelling import guess_lang
+
+ENGLISH = [["The wind is in the willows and the rain", "is on the roof of all the houses here,",
+            "and she that sang to me will sing again", "when all the summer of the world is near."],
+           ["My heart is with the hills, and with the sea", "the ships go out to all the lands afar;",
+            "but thou art here, and thou art all to me,", "and this is all the light of every star."]] * 4
+GERMAN = [["Der Wind ist in den Weiden und der Regen", "fällt auf das Dach von allen Häusern hier,",
+           "und sie, die mir gesungen, wird es wieder", "wenn auch der Sommer kommt, ich bin bei dir."],
+          ["Mein Herz ist bei den Bergen und dem Meer,", "die Schiffe fahren aus mit ihrem Licht;",
+           "doch du bist hier, und du bist mir so sehr", "das Licht von jedem Stern, ich weiß es nicht."]] * 4
+
+
+def _write(path, poems, broken=()):
+    path.write_text("\n\n".join("\n".join(p) for p in [*poems, *broken]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    reference = tmp_path / "train.jsonl"
+    reference.write_text("".join(json.dumps({"id": f"t{i}", "lines": p}) + "\n" for i, p in enumerate(ENGLISH * 3)))
+    return _write(tmp_path / "mine.txt", ENGLISH[:6], broken=(["one verse"], ["two", "verses"])), reference
+
+
+def _evaluate(tmp_path, samples, reference, *extra, metrics="length,lexical"):
+    out = tmp_path / "cell.json"
+    code = main(["evaluate", str(samples), "--reference", str(reference), "--lang", "en", "--metrics", metrics,
+                 "--out", str(out), "--bootstrap-reps", "20", *extra])
+    return code, out
+
+
+def test_a_hand_run_prints_the_headline_numbers_and_says_what_was_skipped(tmp_path, files, capsys):
+    code, out = _evaluate(tmp_path, *files)
+    assert code == 0
+    result, shown = json.loads(out.read_text()), capsys.readouterr()
+    lexical = result["lexical"]
+    assert "per_poem" not in shown.out and len(shown.out.splitlines()) == 1 + 3 + 3
+    attr = next(line for line in shown.out.splitlines() if line.strip().startswith("ATTR"))
+    low, high = (100 * v for v in lexical["ci"]["attr"])
+    assert attr.split()[1:] == [f"{100 * lexical['attr']:.2f}", "%", f"[{low:.2f},", f"{high:.2f}]"]
+    assert shown.out.splitlines()[0] == "6 poems (en) against 24 reference quatrains"
+    assert "2 of 8 poems skipped (not_4_lines 2)" in shown.err
+    # --json: the whole result, as --out holds it
+    code, out = _evaluate(tmp_path, *files, "--json")
+    assert code == 0 and json.loads(capsys.readouterr().out) == json.loads(out.read_text())
+
+
+def test_the_hint_names_the_workflows_cache_made_from_this_very_reference(tmp_path, files, capsys, monkeypatch):
+    samples, reference = files
+    monkeypatch.chdir(tmp_path)
+    index = tmp_path / paths.memorization_index("en")
+    index.mkdir(parents=True)
+    (index / "index.json").write_text(json.dumps({"input_sha256": "0" * 64}))
+    assert _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")[0] == 0
+    err = capsys.readouterr().err
+    assert "build it once with `poeval index REFERENCE --out DIR`" in err and "same sha256" not in err
+    (index / "index.json").write_text(json.dumps({"input_sha256": file_sha256(reference)}))
+    assert _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")[0] == 0
+    err = capsys.readouterr().err
+    assert f"--cached memorization_index={paths.memorization_index('en')} reuses it" in err
+    index_given = ["--cached", f"memorization_index={tmp_path / 'built'}"]
+    assert main(["index", str(reference), "--out", str(tmp_path / "built")]) == 0
+    capsys.readouterr()
+    assert _evaluate(tmp_path, samples, reference, "--quiet", *index_given, metrics="memorization")[0] == 0
+    assert "hint" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang", ["english", "EN", "fr", ""])
+def test_an_unknown_language_stops_before_any_work(tmp_path, files, lang):
+    samples, reference = files
+    with pytest.raises(PoevalError, match=r"unsupported language .*use one of en, de"):
+        api.evaluate(str(samples), reference=str(reference), lang=lang, metrics=["lexical"])
+
+
+def test_a_sample_in_another_language_than_lang_is_warned_about(tmp_path, files, capsys):
+    samples, reference = files
+    german = _write(tmp_path / "deutsch.txt", GERMAN)
+    assert (guess_lang(v for p in ENGLISH for v in p), guess_lang(v for p in GERMAN for v in p)) == ("en", "de")
+    assert guess_lang(["the and of"]) is None   # too few function words to tell
+    api.evaluate(str(samples), reference=str(reference), lang="en", metrics=["lexical"])
+    assert "warning" not in capsys.readouterr().err
+    api.evaluate(str(german), reference=str(reference), lang="en", metrics=["lexical"])
+    err = capsys.readouterr().err
+    assert f"{german} reads as 'de', not as --lang 'en'" in err and str(reference) not in err
+    api.evaluate(str(samples), reference=str(reference), lang="de", metrics=["lexical"])
+    err = capsys.readouterr().err
+    assert "reads as 'en', not as --lang 'de'" in err and str(reference) in err

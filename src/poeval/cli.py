@@ -469,8 +469,9 @@ def _parser_curve(sub) -> None:
 def cmd_validate(args) -> None:
     from poeval import params
 
-    params.load(args.params, tuple(args.overlay))
-    print(f"{args.params}: valid")
+    overlays = [*args.configfile, *args.overlay]
+    params.load(args.params, tuple(overlays))
+    print(f"{args.params}{' with ' + ', '.join(overlays) if overlays else ''}: valid")
 
 
 def cmd_export_dataset(args) -> None:
@@ -495,7 +496,9 @@ def _parser_export_dataset(sub) -> None:
 def _parser_validate(sub) -> None:
     p = sub.add_parser("validate", help="validate params.yaml (and overlays) against the schema")
     p.add_argument("--params", default="params.yaml")
-    p.add_argument("overlay", nargs="*")
+    p.add_argument("--configfile", nargs="+", action="extend", default=[],
+                   help="overlays, as for snakemake and `poeval stale` (later wins)")
+    p.add_argument("overlay", nargs="*", help="overlays given without --configfile, after them")
     p.set_defaults(func=cmd_validate)
 
 

@@ -29,7 +29,7 @@ def _recompute(args) -> int:
         diffs, checked = [], []
         for row, column, lang, decoding in picks:
             diffs += recompute.recompute(args.table[0], row, column, lang=lang, decoding=decoding, root=args.root)
-            checked.append(f"{lang or '-'}/{row}/{decoding or '-'} {column}")
+            checked.append(f"{'/'.join(part for part in (lang, row, decoding) if part)} {column}")
     print("\n".join([f"  ! {d}" for d in diffs] + [f"{'DIFFERS' if diffs else 'OK'}: {len(checked)} checked "
                                                   f"({', '.join(checked)}); {len(diffs)} difference(s)"]))
     return 3 if diffs else 0
@@ -77,12 +77,16 @@ def cmd_stale(args) -> int:
     from poeval.report import stale
 
     root = Path(args.root)
-    cfg = config.read(Path(args.params) if args.params else root / "params.yaml", tuple(args.configfile))
+    cfg_path = Path(args.params) if args.params else root / "params.yaml"
+    cfg = config.read(cfg_path, tuple(args.configfile))
     found = stale.stale_outputs(cfg, root, args.rule or None, code=args.code)
     if args.json:
         print(json.dumps([vars(s) for s in found], indent=2, ensure_ascii=False))
     for item in [] if args.json else found:
         print("\n".join([f"{item.output}  ({item.rule}; stamp in {item.stamped})"] + [f"  ! {r}" for r in item.reasons]))
+    if not (found or args.json):
+        print(f"nothing stale ({', '.join(args.rule) if args.rule else 'every rule'}; params "
+              f"{' + '.join([str(cfg_path)] + list(args.configfile))})")
     return 3 if args.check and found else 0
 
 

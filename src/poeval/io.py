@@ -301,10 +301,19 @@ def cache_meta(meta_path: str | os.PathLike, fmt: str, input_path: str | os.Path
         raise _unhashed(meta_path.parent, meta_path, command)
     for name, recorded in sorted(files.items()):
         check_sha256(meta_path.parent / name, recorded, meta_path, command)
-    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
-        raise PoevalError(f"{meta_path.parent} was built from a different version of {input_path}; "
-                          f"rebuild it with `{command}`")
+    if input_path is not None:
+        check_built_from(meta_path.parent, meta.get("input_sha256"), input_path, f"rebuild it with `{command}`")
     return meta
+
+
+def check_built_from(cache, recorded: str | None, input_path: str | os.PathLike, fix: str) -> None:
+    """A cache of a file (its recorded ``input_sha256``) must be of that file's current bytes: else an error
+    with both hashes, since a cache of another file and one of an older version look alike by name."""
+    now = file_sha256(input_path)
+    if now != recorded:
+        was = f"sha256 {recorded[:12]}…" if isinstance(recorded, str) else "no recorded sha256"
+        raise PoevalError(f"{cache} was built from another file, or another version of it ({was}), not from "
+                          f"{input_path} as it is now (sha256 {now[:12]}…); {fix}")
 
 
 def load_npz(path: str | os.PathLike, keys: Sequence[str], rebuild: str) -> dict:

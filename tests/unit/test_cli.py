@@ -52,6 +52,15 @@ def test_validate_names_the_bad_key(tmp_path, root, capsys):
     assert main(["validate", "--params", str(params)]) == 2
     assert "metrics.lexical.mattr_window" in capsys.readouterr().err
     assert main(["validate", "--params", str(root / "params.yaml")]) == 0
+    # overlays as for stale and provenance (--configfile) or positional, named in the verdict
+    tiny, de = (str(root / "config" / c) for c in ("scale/tiny.yaml", "lang/de.yaml"))
+    capsys.readouterr()
+    assert main(["validate", "--params", str(root / "params.yaml"), "--configfile", tiny, de]) == 0
+    assert capsys.readouterr().out.strip() == f"{root / 'params.yaml'} with {tiny}, {de}: valid"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training: {patience: three}\n")
+    assert main(["validate", "--params", str(root / "params.yaml"), "--configfile", str(bad)]) == 2
+    assert "training.patience" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("samples", ["one two\nthree\nfour five\nsix\n\n" * 2,

@@ -344,12 +344,21 @@ def test_a_model_finetuned_from_a_split_release_is_followed_to_every_part(run):
     assert any("x.part01: hash differs" in r for r in _trace(run)["reasons"])
 
 
-def test_table_older_than_its_cell(run):
+def test_table_older_than_its_cell_or_changed_after_it_was_written(run):
+    """The table's stamp records its cells' bytes: a number edited in the table is told apart from a cell
+    that changed after the table was built."""
+    cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [CELL]
+    stamps.write_stamp_file(TABLE2, stamps.numbered(cells), {})
+    table = run / TABLE2
+    table.write_text(table.read_text().replace("80.00", "81.00"))
+    assert any("the table shows 81.00 but its cell files give 80.00: the table file was changed after it was "
+               "written" in r for r in _trace(run)["reasons"])
     path = run / CELL
     doc = json.loads(path.read_text())
     doc["lexical"]["mattr"] = 0.75
     path.write_text(json.dumps(doc))
-    assert any("the table shows 80.00 but its cell files give 75.00" in r for r in _trace(run)["reasons"])
+    assert any("the table shows 81.00 but its cell files give 75.00: the table is older than its cells" in r
+               for r in _trace(run)["reasons"])
 
 
 def test_dvc_lock_params_and_md5_are_cross_checked(run):
@@ -480,7 +489,7 @@ def _evaluated(run: Path) -> None:
 def test_recompute_finds_a_number_edited_by_hand_that_check_misses(run, capsys):
     _evaluated(run)
     args = ["provenance", str(run / TABLE2), "--row", "gpt2-s", "--column", "mtld"]
-    assert main(args + ["--recompute"]) == 0 and "OK: 1 checked" in capsys.readouterr().out
+    assert main(args + ["--recompute"]) == 0 and "OK: 1 checked (gpt2-s mtld)" in capsys.readouterr().out
     doc = json.loads((run / CELL).read_text())
     doc["lexical"]["mtld"] += 1.5                    # edited by hand, then the table rebuilt
     (run / CELL).write_text(json.dumps(doc))
@@ -557,9 +566,10 @@ def test_a_tables_permutations_are_recorded_and_a_change_makes_it_stale(run, cap
         write_json(cell, doc)
     assert main(["table", "table2", *cells, "--out", TABLE2, "--tests-out", paths.table_tests("table2"),
                  "--tests", json.dumps(cfg["metrics"]["tests"])]) == 0
-    assert _stale_cli(run) == 0
-    (run / "config" / "perm.yaml").write_text("metrics: {tests: {permutations: 99}}\n")
     capsys.readouterr()
+    assert _stale_cli(run) == 0
+    assert capsys.readouterr().out.startswith("nothing stale (every rule; params ")   # not silence
+    (run / "config" / "perm.yaml").write_text("metrics: {tests: {permutations: 99}}\n")
     assert _stale_cli(run, "config/perm.yaml") == 3
     out = capsys.readouterr().out
     assert f"{TABLE2}  (table2; stamp in {paths.stamp_file(TABLE2)})" in out

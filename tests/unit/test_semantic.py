@@ -160,7 +160,7 @@ def test_embed_file_round_trip(fake, tmp_path):
     with pytest.raises(PoevalError, match="made with encoder"):
         semantic.load_embeddings(out, encoder="some/other-model")
     _write_quatrains(src, [Q1, Q2])
-    with pytest.raises(PoevalError, match="different version"):
+    with pytest.raises(PoevalError, match="built from another file, or another version of it"):
         semantic.load_embeddings(out, input_path=src)
     with pytest.raises(PoevalError, match="not found"):
         semantic.load_embeddings(tmp_path / "missing.npy")

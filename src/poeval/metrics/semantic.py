@@ -57,7 +57,7 @@ import numpy as np
 
 from poeval import hub
 from poeval.errors import PoevalError
-from poeval.io import atomic_write, check_sha256, file_sha256, load_npy, read_json_object, read_poems, write_json
+from poeval.io import atomic_write, check_built_from, check_sha256, file_sha256, load_npy, read_json_object, read_poems, write_json
 from poeval.stamps import stamp
 
 PARAM = "metrics.semantic.encoder"
@@ -302,8 +302,8 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
     if backend is not None and check_backend(backend) != made_with:
         raise PoevalError(f"{npy} was made with backend {made_with!r}, but {BACKEND_PARAM} is {backend!r} "
                           "(the sample must be embedded the same way); recreate it")
-    if input_path is not None and file_sha256(input_path) != meta.get("input_sha256"):
-        raise PoevalError(f"{npy} was made from a different version of {input_path}; recreate it")
+    if input_path is not None:
+        check_built_from(npy, meta.get("input_sha256"), input_path, f"recreate it with `{EMBED}`")
     return np.asarray(emb, dtype=np.float32)
 
 

@@ -43,7 +43,23 @@ from poeval.report.table_cell import HUMAN_TRAIN, TableCell, _cell_decodings, _c
 from poeval.stamps import code_revision
 
 
-def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | None]]:
+def _table_stamp(table: Path) -> dict | None:
+    stamped = Path(paths.stamp_file(str(table)))
+    return _stamp(read_json(stamped)) if stamped.is_file() else None
+
+
+def _value_mismatch(cell: TableCell, value, table_stamp: dict | None, cell_files: list[dict]) -> str:
+    """Why the table shows another number than its cells give: the cells changed after the table was built,
+    or (the cells being the bytes the table's stamp records) the table was changed after it was written."""
+    recorded = {e["path"]: e["sha256"] for e in ((table_stamp or {}).get("inputs") or {}).values()
+                if isinstance(e, dict)}
+    unchanged = bool(cell_files) and all(recorded.get(f["path"]) == f["sha256"] for f in cell_files)
+    why = ("the table file was changed after it was written (its cells are the files its stamp records)"
+           if unchanged else "the table is older than its cells (they changed after it was built)")
+    return f"the table shows {cell.value} but its cell files give {value}: {why}"
+
+
+def _cell_links(t: _Tracer, cell: TableCell, table_stamp: dict | None = None) -> tuple[list[Link], list[dict | None]]:
     """Links cell, metric params and samples (one file per HUMAN sample cell)."""
     cells, params, samples = Link("cell"), Link("metric params"), Link("samples")
     docs, stamps = [], []
@@ -56,8 +72,7 @@ def _cell_links(t: _Tracer, cell: TableCell) -> tuple[list[Link], list[dict | No
         docs.append(doc)
         stamps.append(_stamp(doc))
     if docs and (value := _cell_value(cell, docs)) != cell.value:
-        cells.stale.append(f"the table shows {cell.value} but its cell files give {value}: the table is older "
-                           "than its cells")
+        cells.stale.append(_value_mismatch(cell, value, table_stamp, cells.files))
     system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
     reference = paths.train(cell.lang)
     for (path, sample), st, decoding in zip(cell_samples, stamps, _cell_decodings(cell)):
@@ -218,7 +233,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     params_file = Path(params) if params else base / "params.yaml"
     cfg = poeval_config.read(params_file, tuple(configfiles))
     t = _Tracer(base.resolve(), cfg, poeval_config.read(params_file) if configfiles else cfg)
-    links, stamps = _cell_links(t, cell)
+    links, stamps = _cell_links(t, cell, _table_stamp(Path(table)))
     links.insert(0, _table_link(t, Path(table)))
     if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")
@@ -241,7 +256,7 @@ def _table_link(t: _Tracer, table: Path) -> Link:
     link = Link("table")
     t.file_entry(link, table.resolve())
     stamped = Path(paths.stamp_file(str(table)))
-    st = _stamp(read_json(stamped)) if stamped.is_file() else None
+    st = _table_stamp(table)
     t.check_params(link, (st or {}).get("params"), table_params(t.config, table.stem), t.rel(stamped.resolve()))
     link.built = _built(st)
     return link

@@ -218,3 +218,28 @@ def test_table5_has_the_papers_human_row_next_to_the_samples(tmp_path):
     assert rows == [["en", "HUMAN (mean of 2)", "-", "10", "21.00"], ["en", "HUMAN (train)", "-", "900", "21.50"],
                     ["en", "gpt2-s", "vanilla", "7", "18.50"]]
     assert tables.HUMAN_TRAIN_TABLES == {"table5", "table6"}
+
+
+def test_a_tables_rule_params_hold_its_own_families_only(root):
+    """A family table's rule passes the captions only the metrics sections of the families it reads (and
+    of its tests), so that a param of another family does not rerun it (Snakemake's params trigger), and
+    every section a caption names is among them."""
+    import copy
+    import re
+
+    from poeval import config, params
+    from poeval.report.recorded import table_caption_metrics
+    from poeval.report.tables import FAMILY_OF_TABLE, table_families
+
+    resolved = params.resolve(config.read(root / "params.yaml"))
+    changed = copy.deepcopy(resolved)
+    changed["metrics"]["lexical"]["mattr_window"] += 1
+    moved = [t for t in FAMILY_OF_TABLE
+             if table_caption_metrics(resolved, t) != table_caption_metrics(changed, t)]
+    assert moved == ["table2", "table12"]
+    for table in FAMILY_OF_TABLE:
+        given = table_caption_metrics(resolved, table)
+        assert set(given) == {*table_families(table), "tests"}
+        for caption in (f"{table}.rst", "tests.rst"):
+            text = (root / "workflow" / "report" / caption).read_text()
+            assert set(re.findall(r'snakemake\.params\.metrics\["(\w+)"\]', text)) <= set(given), (table, caption)

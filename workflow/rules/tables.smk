@@ -62,8 +62,10 @@ for _table in FAMILY_OF_TABLE:
             paths.log("tables", _table),
         params:
             table=_table,
-            encoders=semantic_encoders(),  # for the semantic tables' captions
-            metrics=P["metrics"],  # for the captions that name a metric's switches (Tables 2 and 5)
+            # for the captions of the tables that embed (semantic, diversity); the others never rerun for it
+            encoders=semantic_encoders() if {"semantic", "diversity"} & set(table_families(_table)) else "",
+            # the sections the captions name switches of (Tables 2 and 5, the tests): only this table's families
+            metrics=recorded.table_caption_metrics(P, _table),
             tests=as_json(config["metrics"].get("tests", {})),
         threads: 1
         shell:

@@ -120,6 +120,15 @@ def topics_params(config: dict, lang: str) -> dict:
     return {"lang": lang, "topics": config.get("metrics", {}).get("topics", {})}
 
 
+def table_caption_metrics(resolved: dict, table: str) -> dict:
+    """The ``metrics`` sections a family table's caption names switches of (its rule's ``params``): those of
+    the families it reads and of its tests, so that a param of another family does not rerun it."""
+    from poeval.report.tables import table_families
+
+    metrics = resolved.get("metrics", {})
+    return {name: metrics[name] for name in [*table_families(table), "tests"] if name in metrics}
+
+
 def table_params(config: dict, table: str) -> dict:
     """What a table records (its rule): a family table its significance tests' params."""
     from poeval.report.tables import FAMILY_OF_TABLE

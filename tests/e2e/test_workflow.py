@@ -172,8 +172,9 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)) and not p.name.endswith(".stamp.json"))
     # table1, table4, sampling, style_adherence; 11 family tables with intervals and tests and, not in the paper,
-    # metre, topics, diversity, diversity_decodings (also with both); 15 figures, style_adherence and metre_figure
-    assert len(outputs) == 4 + (11 + 4) * 3 + 17
+    # metre, topics, diversity, diversity_decodings (also with both); 10 of the 15 figures (not 2, 6 and 8: no
+    # German; not 13 and 15: their system, smollm2, is not in this run), style_adherence and metre_figure
+    assert len(outputs) == 4 + (11 + 4) * 3 + 12
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -342,10 +343,11 @@ def test_report_holds_every_table_and_figure(tiny_run):
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
     # tables 1, 4, sampling, style adherence; 11 family tables and, not in the paper, metre, topics, diversity,
-    # diversity_decodings with their .ci.tsv and _tests.tsv; figures 1-15, style adherence and metre_figure
-    assert len(names) == 4 + (11 + 4) * 3 + 17
+    # diversity_decodings with their .ci.tsv and _tests.tsv; the 10 figures of 1-15 with something to draw here,
+    # style adherence and metre_figure
+    assert len(names) == 4 + (11 + 4) * 3 + 12
     assert [name for name in names if name not in html] == []
-    assert "Figure 2: rhyme schemes" in html and "{{" not in html.split("Figure 2: rhyme schemes")[1][:2000]
+    assert "Figure 3: rhyme schemes" in html and "{{" not in html.split("Figure 3: rhyme schemes")[1][:2000]
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]
     assert all(c.read_text().startswith("step\tdev_loss\ttrain_loss\n") for c in curves)

@@ -129,6 +129,27 @@ def test_figure2_is_german_and_figure3_english_with_human_best_worst_average_pan
         figures.make("figure3", paths, str(tmp_path / "f3.png"))
 
 
+def test_with_two_models_the_average_is_the_best_and_shares_its_panel(tmp_path, captured):
+    paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", lang="en"), _rhyme_cell(tmp_path, "a", lang="en", ce=2.0),
+             _rhyme_cell(tmp_path, "b", lang="en", ce=3.0)]
+    figures.make("figure3", paths, str(tmp_path / "f3.png"))
+    assert list(_panel_bars(captured[0])) == ["(a) HUMAN (n=10)", "(b) best and average: a (v)\nCE 2.000 bits, n=10",
+                                              "(c) worst: b (v)\nCE 3.000 bits, n=10"]
+
+
+def test_the_main_job_makes_only_figures_with_something_to_draw_and_names_the_ones_that_coincide(root):
+    from poeval import config, params
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    made = [name for name in figures.FIGURES if figures.has_panels(main_job, name)]
+    # English only: no German figure (2, 6, 8); no poetry-specific system (5), no style-conditioned LLM (9)
+    assert [n for n in figures.FIGURES if n not in made] == ["figure2", "figure5", "figure6", "figure8", "figure9"]
+    assert figures.same_as(main_job, "figure12") == ["figure14"] and figures.same_as(main_job, "figure13") == ["figure15"]
+    assert figures.same_as(main_job, "figure11") == [] and figures.same_as(main_job, "figure1") == []
+    german = params.resolve(config.read(root / "params.yaml", (root / "config" / "lang" / "de.yaml",)))
+    assert {"figure2", "figure6"} <= {n for n in figures.FIGURES if figures.has_panels(german, n)}
+
+
 def test_a_language_not_in_the_run_gives_a_labelled_empty_figure(tmp_path, captured):
     assert main(["figure", "figure2", "--out", str(tmp_path / "f2.png")]) == 0
     assert "language 'de' not in this run" in _texts(captured[0])

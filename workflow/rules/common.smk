@@ -247,7 +247,8 @@ def table1_args():
 def all_targets():
     families = P["metrics"]["families"]
     tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
-    figures = [name for name, fig in FIGURES.items() if fig.family in families]
+    # a figure with nothing to draw in this run (its language or systems not configured) is not made
+    figures = [name for name, fig in FIGURES.items() if fig.family in families and report_figures.has_panels(P, name)]
     return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
             + [paths.figure(name) for name in figures]
             + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS if not is_supplied(system)])
@@ -295,7 +296,9 @@ def figure_shows(name):
         return ", ".join(FIGURES[name].systems(MODELS_OF)) or "none"
     sel = FIGURE_SELECTION[name]
     where = "" if sel["system"] in SYSTEMS and sel["lang"] in LANGS else ", not in this run"
-    return f"{sel['system']} ({sel['lang']}{where}); panels: {', '.join(figure_decodings(name))}"
+    same = report_figures.same_as(P, name)
+    note = f" (the same figure as {', '.join(same)}: params figures gives them one system)" if same else ""
+    return f"{sel['system']} ({sel['lang']}{where}); panels: {', '.join(figure_decodings(name))}{note}"
 
 
 # --- BPoMP (rules/bpomp.smk): runs only when bpomp.enabled ---------------------------------------

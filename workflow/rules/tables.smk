@@ -74,7 +74,8 @@ for _table in FAMILY_OF_TABLE:
 
 
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.
-# A figure of a language or system that is not configured draws a "not in this run" panel.
+# `rule all` makes only the figures with something to draw in this run (poeval.report.figures.has_panels); one
+# of a language or system that is not configured, asked for by name, draws a "not in this run" panel.
 for _figure, _spec in FIGURES.items():
 
     rule:

@@ -319,8 +319,13 @@ def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", models=Non
     human = _humans(series).get(spec.lang)
     picks = extremes(series)
     panels: list[SchemePanel] = [(f"HUMAN (n={human.n_range})", human, None, None)] if human else []
+    roles: dict[int, list[str]] = {}   # one panel per model: with 1 or 2 models, "average" is best or worst
     for role, s in picks.items():
-        panels.append((f"{role}: {s.label}\nCE {s.cross_entropy:.3f} bits, n={s.n_range}", s, human, None))
+        roles.setdefault(id(s), []).append(role)
+    for role, s in picks.items():
+        if roles[id(s)][0] == role:
+            panels.append((f"{' and '.join(roles[id(s)])}: {s.label}\nCE {s.cross_entropy:.3f} bits, n={s.n_range}",
+                           s, human, None))
     if not series:
         panels.append(("", None, None, f"language '{spec.lang}' not in this run"))
     elif not picks:
@@ -490,6 +495,31 @@ def figure_decodings(params: dict, name: str) -> list[str]:
     if sel["system"] not in params["systems"]:
         return list(params["decodings"])
     return registry.system_decodings(params, sel["system"], params["decodings"], sel["lang"], every=True)
+
+
+def has_panels(params: dict, name: str) -> bool:
+    """Whether figure ``name`` has something to draw in this run (``params``: resolved): its language
+    configured and, for figures 5-9, a system of its kind; figures 10-15 their one system, in the run, in
+    a configured language. The main job makes only these; one asked for by name draws a labelled note."""
+    fig, langs = FIGURES[name], params["languages"]
+    if fig.single:
+        sel = params["figures"][name]
+        return sel["lang"] in langs and sel["system"] in params["systems"]
+    if fig.lang is not None and fig.lang not in langs:
+        return False
+    return fig.kind is None or bool(fig.systems(models_of(params)))
+
+
+def same_as(params: dict, name: str) -> list[str]:
+    """The other single-system figures that draw exactly what ``name`` draws in this run (figures 12-15
+    share a title and differ only by their params ``figures`` entries: on a small run they coincide)."""
+    fig = FIGURES[name]
+    if not fig.single:
+        return []
+    key = (fig.draw, params["figures"][name]["system"], params["figures"][name]["lang"], tuple(figure_decodings(params, name)))
+    return [other for other, spec in FIGURES.items() if other != name and spec.single and spec.title == fig.title
+            and (spec.draw, params["figures"][other]["system"], params["figures"][other]["lang"],
+                 tuple(figure_decodings(params, other))) == key]
 
 
 def figure_params(models: dict | None, selection: Selection | None) -> dict:

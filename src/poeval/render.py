@@ -44,8 +44,77 @@ def load_pyplot():
 
 def finish_figure(plt, fig, out: str) -> None:
     fig.tight_layout()
+    if place_legends(fig):   # a legend moved out of its axes takes room: lay out again, then check the rest
+        fig.tight_layout()
+        place_legends(fig)
     save_figure(fig, out)
     plt.close(fig)
+
+
+# Where a legend may go inside its axes, in the order tried; where none is clear of the data, it goes outside.
+LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "center right", "center left",
+                "upper center", "lower center")
+
+
+def _data_shapes(ax, renderer):
+    """What an axes plots, in display coordinates: the boxes of its bars (rectangles of some height) and
+    points along its lines and outlines (histogram steps), 10 per segment so that a crossing is seen."""
+    from matplotlib.patches import Polygon, Rectangle
+
+    boxes = [p.get_window_extent(renderer) for p in ax.patches
+             if isinstance(p, Rectangle) and p.get_visible() and p.get_height() != 0]
+    paths = [p.get_transform().transform(p.get_path().vertices) for p in ax.patches
+             if isinstance(p, Polygon) and p.get_visible()]
+    paths += [ax.transData.transform(line.get_xydata()) for line in ax.lines
+              if line.get_visible() and line.get_transform() == ax.transData]
+    points = [np.asarray(a) + t * (np.asarray(b) - np.asarray(a))
+              for path in paths for a, b in zip(path[:-1], path[1:]) for t in np.linspace(0, 1, 10)]
+    return boxes, np.asarray([p for p in points if np.isfinite(p).all()]).reshape(-1, 2)
+
+
+def _covers(box, shapes) -> bool:
+    boxes, points = shapes
+    inside = ((points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0) & (points[:, 1] < box.y1))
+    return bool(inside.any()) or any(box.overlaps(b) for b in boxes)
+
+
+def _renderer(fig):
+    """The figure's Agg renderer (a closed pyplot figure gets a new Agg canvas)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def legend_overlaps(fig) -> list[str]:
+    """The titles of the axes whose legend covers plotted data (after drawing the figure)."""
+    renderer = _renderer(fig)
+    fig.draw(renderer)
+    return [ax.get_title() or f"axes {i}" for i, ax in enumerate(fig.axes)
+            if ax.get_legend() and _covers(ax.get_legend().get_window_extent(renderer), _data_shapes(ax, renderer))]
+
+
+def place_legends(fig) -> bool:
+    """Put each axes' legend at the first of :data:`LEGEND_SPOTS` where it covers no data, else outside, to
+    the right of the axes; True when one went outside."""
+    renderer = _renderer(fig)
+    outside = False
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        style = {"fontsize": legend.get_texts()[0].get_fontsize() if legend.get_texts() else None,
+                 "frameon": legend.get_frame_on()}
+        shapes = _data_shapes(ax, renderer)
+        for spot in LEGEND_SPOTS:
+            legend = ax.legend(loc=spot, **style)
+            if not _covers(legend.get_window_extent(renderer), shapes):
+                break
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, **style)
+            outside = True
+    return outside
 
 
 def note_panel(ax, text: str) -> None:

@@ -326,3 +326,55 @@ def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_pa
     params["figures"]["figure12"]["system"] = "gpt2-xl"
     with pytest.raises(PoevalError, match=r"figures\.figure12\.system: 'gpt2-xl' is not defined under models"):
         poeval_params.resolve(params)
+
+
+# --- legends clear of the data (issue 44, point 5) -----------------------------------------------------
+
+def test_a_legend_goes_where_it_covers_no_data_else_outside(tmp_path):
+    plt = render.load_pyplot()
+    fig, (free, full) = plt.subplots(1, 2, figsize=(6, 2.5))
+    free.bar(range(6), [1, 1, 1, 1, 1, 9], label="low but the last")   # the upper left is clear
+    full.bar(range(6), [9] * 6, width=1.0, label="everywhere")          # nothing inside is clear
+    for ax in (free, full):
+        ax.legend(loc="upper right")                                   # over the data in both
+    fig.canvas.draw()
+    assert len(render.legend_overlaps(fig)) == 2
+    assert render.place_legends(fig) is True and render.legend_overlaps(fig) == []
+    assert free.get_legend()._loc == 2   # upper left: inside, where it was clear
+    assert full.get_legend().get_bbox_to_anchor().x0 > full.get_window_extent().x1 - 1   # outside, to the right
+    plt.close(fig)
+
+
+def _length_cell(tmp_path, system, lengths, decoding="v"):
+    path = tmp_path / f"len-{system}-{decoding}.json"
+    path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding},
+                                "length": {"per_poem": lengths}}))
+    return str(path)
+
+
+def test_every_figure_keeps_its_legends_off_the_data(tmp_path, captured):
+    """Crowded panels, as the main job's smollm2 histogram and tall bars at both ends of the schemes: every
+    legend is placed where it covers no bar, outline or line (render.legend_overlaps on the saved figure)."""
+    from poeval.bpomp import report as bpomp_report
+    from poeval.metrics import adherence
+
+    spread = [k for k in range(4, 44) for _ in range(3)]
+    figures.make("figure1", [_length_cell(tmp_path, "HUMAN", spread, "human0"), _length_cell(tmp_path, "a", spread),
+                             _length_cell(tmp_path, "b", [20] * 90 + spread)], str(tmp_path / "f1.png"))
+    tall = {"aaaa": 0.45, "abcd": 0.45, "abab": 0.1}
+    figures.make("figure3", [_rhyme_cell(tmp_path, "HUMAN", "human0", shares=tall),
+                             _rhyme_cell(tmp_path, "a", shares=tall, ce=2.0)], str(tmp_path / "f3.png"))
+    cuts = [{"quantile": q, **{s: {"n": 10, "pearson": r, "pearson_p": 0.5, "spearman": r, "spearman_p": 0.5}
+                               for s, r in (("all", 0.9 - q), ("errors", q - 0.9))}} for q in (0.0, 0.3, 0.6, 0.9)]
+    cell = tmp_path / "errors.json"
+    cell.write_text(json.dumps({"scorer": "bert-s", "tasks": {"word_swap": cuts, "line_swap": cuts}, "overall": cuts}))
+    bpomp_report.errors_figure([str(cell)], str(tmp_path / "errors.png"))
+    assert len(captured) == 3
+    for fig in captured:
+        assert render.legend_overlaps(fig) == [], fig.get_suptitle()
+    # in the BPoMP figure a task's "(all)" and "(errors)" entries differ in line style and marker
+    handles = {t.get_text(): h for h, t in zip(captured[2].axes[0].get_legend().legend_handles,
+                                               captured[2].axes[0].get_legend().get_texts())}
+    solid, dashed = handles["word_swap (all)"], handles["word_swap (errors)"]
+    assert (solid.get_linestyle(), solid.get_marker()) != (dashed.get_linestyle(), dashed.get_marker())
+    assert dashed.get_markerfacecolor() == "none"

@@ -141,9 +141,10 @@ def errors_figure(cells: list[str], out: str) -> None:
     for ax, cell in zip(axes[0], loaded):
         for k, (task, cutoffs) in enumerate(_error_parts(cell)):
             q = [c["quantile"] for c in cutoffs]
-            for subset, style in (("all", "-"), ("errors", "--")):
+            # all kept pairs: solid line, filled dots; errors: dashed line, open squares (apart in the legend too)
+            for subset, style, marker, face in (("all", "-", "o", f"C{k}"), ("errors", "--", "s", "none")):
                 r = [np.nan if c[subset]["pearson"] is None else c[subset]["pearson"] for c in cutoffs]
-                ax.plot(q, r, style, marker="o", color=f"C{k}", label=f"{task} ({subset})")
+                ax.plot(q, r, style, marker=marker, markerfacecolor=face, color=f"C{k}", label=f"{task} ({subset})")
         ax.axhline(0, color="grey", lw=0.5)
         ax.set(title=str(cell.get("scorer")), xlabel="confidence cut-off (quantile of |score diff|)",
                ylabel="Pearson r with bigram-frequency diff", ylim=(-1.05, 1.05))

@@ -243,3 +243,36 @@ def test_a_tables_rule_params_hold_its_own_families_only(root):
         for caption in (f"{table}.rst", "tests.rst"):
             text = (root / "workflow" / "report" / caption).read_text()
             assert set(re.findall(r'snakemake\.params\.metrics\["(\w+)"\]', text)) <= set(given), (table, caption)
+
+
+def test_the_report_puts_the_papers_tables_first_by_family_in_number_order():
+    from poeval.report.figures import FIGURES, figure_place
+    from poeval.report.tables import FAMILY_OF_TABLE, PAPER_TABLES, REPORT_CATEGORIES, report_place
+
+    assert sorted(REPORT_CATEGORIES) == list(REPORT_CATEGORIES)   # Snakemake sorts categories by name
+    tables = ["table1", "table4", "sampling", "style_adherence", *FAMILY_OF_TABLE]
+    places = {t: report_place(t) for t in tables}
+    paper = [t for t in tables if places[t]["category"] == REPORT_CATEGORIES[0]]
+    assert sorted(paper) == sorted(PAPER_TABLES)
+    assert sorted(places[t]["labels"]["table"] for t in paper if t != "memorization") == [
+        f"Table {i:02d}" for i in range(1, 13)]   # text order is number order
+    assert places["table2"]["subcategory"] == places["table12"]["subcategory"] == "Lexical diversity"
+    assert places["table8"]["subcategory"] == "Semantic similarity" and places["table6"]["subcategory"] == "Rhyme"
+    assert {places[t]["category"] for t in ("metre", "topics", "diversity", "sampling")} == {REPORT_CATEGORIES[2]}
+    assert report_place("table2", "tests")["category"] == REPORT_CATEGORIES[3]
+    figs = {f: figure_place(f) for f in FIGURES}
+    assert [figs[f]["labels"]["figure"] for f in sorted(FIGURES, key=lambda f: figs[f]["labels"]["figure"])
+            if figs[f]["category"] == REPORT_CATEGORIES[1]] == [f"Figure {i:02d}" for i in range(1, 16)]
+    assert figs["metre_figure"]["category"] == REPORT_CATEGORIES[2]
+
+
+def test_no_report_output_falls_into_other(root):
+    """Every report() of the rules names its category (Snakemake files the others under "Other"), and the
+    training curves are in the report."""
+    import re
+
+    rules = {p.name: p.read_text() for p in (root / "workflow" / "rules").glob("*.smk")}
+    calls = [m.group(0) for text in rules.values()
+             for m in re.finditer(r"(?<![\w.])report\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)", text)]
+    assert calls and all("category=" in c or "_place(" in c for c in calls), calls
+    assert "paths.curve" in "".join(calls)

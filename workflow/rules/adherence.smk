@@ -69,7 +69,7 @@ for _action, _out in (("table", paths.table("style_adherence")), ("figure", path
             [path for item in adherence_pair_cells() for path in item.split("=")],
         output:
             report(_out, caption=f"../report/{_name.removesuffix('_table')}.rst",
-                   category="Tables" if _out.endswith(".tsv") else "Figures"),
+                   **(report_place("style_adherence") if _out.endswith(".tsv") else figure_place("style_adherence"))),
         log:
             paths.log("adherence", _name),
         params:

@@ -138,7 +138,7 @@ rule bpomp_accuracy_table:
     input:
         bpomp_accuracy_cells(),
     output:
-        report(paths.table("bpomp_accuracy"), caption="../report/bpomp_accuracy.rst", category="BPoMP"),
+        report(paths.table("bpomp_accuracy"), caption="../report/bpomp_accuracy.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("tables", "bpomp_accuracy"),
     threads: 1
@@ -150,7 +150,7 @@ rule bpomp_errors_table:
     input:
         bpomp_error_cells(),
     output:
-        report(paths.table("bpomp_errors"), caption="../report/bpomp_errors.rst", category="BPoMP"),
+        report(paths.table("bpomp_errors"), caption="../report/bpomp_errors.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("tables", "bpomp_errors"),
     threads: 1
@@ -162,7 +162,7 @@ rule bpomp_errors_figure:
     input:
         bpomp_error_cells(),
     output:
-        report(paths.figure("bpomp_errors"), caption="../report/bpomp_errors_figure.rst", category="BPoMP"),
+        report(paths.figure("bpomp_errors"), caption="../report/bpomp_errors_figure.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("figures", "bpomp_errors"),
     threads: 1

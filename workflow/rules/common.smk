@@ -16,7 +16,7 @@ from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakema
 from poeval.errors import PoevalError
 from poeval.report import figures as report_figures
 from poeval.report import recorded
-from poeval.report.figures import FIGURES
+from poeval.report.figures import FIGURES, figure_place
 from poeval.jobs import cell as cell_jobs
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
@@ -24,7 +24,8 @@ from poeval.generators.pretrained import is_release
 from poeval.jobs.sample import sample_job
 from poeval.jobs.train import train_job
 from poeval.paths import HUMAN, TRAIN
-from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, table_families
+from poeval.report.tables import (DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, REPORT_CATEGORIES,
+                                  report_place, table_families)
 
 try:
     P = poeval_params.resolve(config)

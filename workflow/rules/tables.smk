@@ -2,7 +2,7 @@ rule table1:
     input:
         [item.split(":", 2)[2] for item in table1_args()],
     output:
-        report(paths.table("table1"), caption="../report/table1.rst", category="Tables"),
+        report(paths.table("table1"), caption="../report/table1.rst", **report_place("table1")),
     log:
         paths.log("tables", "table1"),
     params:
@@ -16,7 +16,7 @@ rule table4:
     input:
         [item.split(":", 2)[2] for item in model_items()],
     output:
-        report(paths.table("table4"), caption="../report/table4.rst", category="Tables"),
+        report(paths.table("table4"), caption="../report/table4.rst", **report_place("table4")),
     log:
         paths.log("tables", "table4"),
     params:
@@ -31,7 +31,7 @@ rule sampling_table:
     input:
         [item.split(":", 3)[3] for item in sample_items()],
     output:
-        report(paths.table("sampling"), caption="../report/sampling.rst", category="Tables"),
+        report(paths.table("sampling"), caption="../report/sampling.rst", **report_place("sampling")),
     log:
         paths.log("tables", "sampling"),
     params:
@@ -55,9 +55,9 @@ for _table in FAMILY_OF_TABLE:
         input:
             table_cells(_table),
         output:
-            table=report(paths.table(_table), caption=f"../report/{_table}.rst", category="Tables"),
-            ci=report(paths.table_ci(_table), caption="../report/ci.rst", category="Intervals"),
-            tests=report(paths.table_tests(_table), caption="../report/tests.rst", category="Tests"),
+            table=report(paths.table(_table), caption=f"../report/{_table}.rst", **report_place(_table)),
+            ci=report(paths.table_ci(_table), caption="../report/ci.rst", **report_place(_table, "intervals")),
+            tests=report(paths.table_tests(_table), caption="../report/tests.rst", **report_place(_table, "tests")),
         log:
             paths.log("tables", _table),
         params:
@@ -84,8 +84,7 @@ for _figure, _spec in FIGURES.items():
         input:
             figure_cells(_figure),
         output:
-            report(paths.figure(_figure), caption=f"../report/{_figure}.rst", category="Figures",
-                   subcategory=_spec.group),
+            report(paths.figure(_figure), caption=f"../report/{_figure}.rst", **figure_place(_figure)),
         log:
             paths.log("figures", _figure),
         params:
@@ -102,7 +101,8 @@ rule training_curve:
     input:
         paths.pattern(paths.model_dir),
     output:
-        paths.pattern(paths.curve),
+        report(paths.pattern(paths.curve), caption="../report/curve.rst", category=REPORT_CATEGORIES[5],
+               subcategory="{lang}", labels={"system": "{system}"}),
     log:
         paths.log("curves", "{lang}", "{system}"),
     threads: 1

@@ -568,3 +568,15 @@ def training_curve(model_dir: str, out: str) -> int:
         rows.append([str(int(entry["step"])), fmt(entry["dev_loss"], 6), "" if train is None else fmt(train, 6)])
     write_tsv(out, ["step", "dev_loss", "train_loss"], rows)
     return len(rows)
+
+
+def figure_place(name: str) -> dict:
+    """``category``, ``subcategory`` and ``labels`` of figure ``name`` in the Snakemake report: the paper's
+    figures by their group, numbered so that Figure 2 comes before Figure 10; the others beyond the paper."""
+    from poeval.report.tables import REPORT_CATEGORIES, numbered_label
+
+    if name.removeprefix("figure").isdigit():
+        return {"category": REPORT_CATEGORIES[1], "subcategory": FIGURES[name].group,
+                "labels": {"figure": numbered_label(name)}}
+    group = FIGURES[name].group if name in FIGURES else "Style adherence"
+    return {"category": REPORT_CATEGORIES[2], "subcategory": group, "labels": {"figure": numbered_label(name)}}

@@ -301,3 +301,36 @@ HUMAN_TRAIN_TABLES = {"table5", "table6"}
 def table_families(table: str) -> list[str]:
     """The metric families whose cells a table reads: its own, then those of its ``family:key`` columns."""
     return _families(FAMILY_OF_TABLE[table], TABLE_COLUMNS.get(table, []))
+
+
+# --- places in the Snakemake report ---------------------------------------------------------------------
+# Snakemake sorts categories by name: the numbers put the paper's tables and figures first.
+REPORT_CATEGORIES = ("1 · The paper's tables", "2 · The paper's figures", "3 · Beyond the paper",
+                     "4 · Intervals and tests", "5 · BPoMP", "6 · Training curves")
+PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7", "table8", "table9", "table10",
+                "table11", "table12", "memorization")
+FAMILY_TITLES = {"length": "Length", "lexical": "Lexical diversity", "memorization": "Memorization",
+                 "rhyme": "Rhyme", "semantic": "Semantic similarity", "metre": "Metre", "topics": "Topics",
+                 "diversity": "Diversity"}
+
+
+OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence"}
+
+
+def numbered_label(name: str) -> str:
+    """A label that sorts by number as text does: ``Table 02`` before ``Table 10``."""
+    stem, digits = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
+    return f"{stem.capitalize()} {int(digits):02d}" if digits else name.replace("_", " ").capitalize()
+
+
+def report_place(name: str, kind: str = "table") -> dict:
+    """``category``, ``subcategory`` and ``labels`` of a table (``kind`` table, intervals or tests) in the
+    Snakemake report: the paper's tables in its category by metric family, the others beyond the paper;
+    labels numbered so that Table 2 comes before Table 10."""
+    family = FAMILY_OF_TABLE.get(name)
+    subcategory = FAMILY_TITLES[family] if family else OTHER_SUBCATEGORIES.get(name, "Data and models")
+    if kind != "table":
+        return {"category": REPORT_CATEGORIES[3], "subcategory": subcategory, "labels": {"table": numbered_label(name),
+                                                                                       "kind": kind}}
+    category = REPORT_CATEGORIES[0] if name in PAPER_TABLES else REPORT_CATEGORIES[2]
+    return {"category": category, "subcategory": subcategory, "labels": {"table": numbered_label(name)}}

@@ -10,6 +10,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # as `poeval` sets it (cli.main): busy-waiting OpenMP threads crawl when pytest shares the cores
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# pytest-xdist runs one worker per core: one thread each (torch, BLAS, tokenizers), else every worker's thread
+# pool spans all the cores and they fight; a test that asks for threads still gets them (torch.set_num_threads)
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") != "1":
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from helpers import QUATRAIN, ROOT, _jsonl  # noqa: E402 (after the environment above)
 

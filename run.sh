@@ -59,7 +59,7 @@ case "${1:-run}" in
   run) setup; snakemake -c "${CORES:-all}" ;;
   # the fast set first, spread over the cores (pytest-xdist), so that a unit failure shows in minutes; then the
   # end-to-end runs of the tiny DAG one at a time: each already uses every core (snakemake -c 2), and two at once
-  # took longer than one after the other (benchmarks/README.md "The test suite")
+  # gained nothing (benchmarks/README.md "The test suite")
   test) setup; pytest -q -n auto -m "not e2e" --durations=10; pytest -q -m e2e --durations=10 ;;
   docs) setup; mkdocs build --strict --site-dir site; echo "docs built: open $PWD/site/index.html" ;;
   setup) setup ;;

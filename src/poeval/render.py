@@ -67,9 +67,10 @@ def _data_shapes(ax, renderer):
              if isinstance(p, Polygon) and p.get_visible()]
     paths += [ax.transData.transform(line.get_xydata()) for line in ax.lines
               if line.get_visible() and line.get_transform() == ax.transData]
-    points = [np.asarray(a) + t * (np.asarray(b) - np.asarray(a))
-              for path in paths for a, b in zip(path[:-1], path[1:]) for t in np.linspace(0, 1, 10)]
-    return boxes, np.asarray([p for p in points if np.isfinite(p).all()]).reshape(-1, 2)
+    t = np.linspace(0, 1, 10)[:, None, None]
+    points = np.concatenate([(path[:-1] + t * (path[1:] - path[:-1])).reshape(-1, 2) for path in paths if len(path) > 1]
+                            or [np.empty((0, 2))])
+    return boxes, points[np.isfinite(points).all(axis=1)]
 
 
 def _covers(box, shapes) -> bool:

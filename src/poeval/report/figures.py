@@ -513,13 +513,13 @@ def has_panels(params: dict, name: str) -> bool:
 def same_as(params: dict, name: str) -> list[str]:
     """The other single-system figures that draw exactly what ``name`` draws in this run (figures 12-15
     share a title and differ only by their params ``figures`` entries: on a small run they coincide)."""
-    fig = FIGURES[name]
-    if not fig.single:
+    def drawn(figure):
+        spec, sel = FIGURES[figure], params["figures"][figure]
+        return spec.draw, spec.title, sel["system"], sel["lang"], tuple(figure_decodings(params, figure))
+
+    if not FIGURES[name].single:
         return []
-    key = (fig.draw, params["figures"][name]["system"], params["figures"][name]["lang"], tuple(figure_decodings(params, name)))
-    return [other for other, spec in FIGURES.items() if other != name and spec.single and spec.title == fig.title
-            and (spec.draw, params["figures"][other]["system"], params["figures"][other]["lang"],
-                 tuple(figure_decodings(params, other))) == key]
+    return [other for other, spec in FIGURES.items() if other != name and spec.single and drawn(other) == drawn(name)]
 
 
 def figure_params(models: dict | None, selection: Selection | None) -> dict:

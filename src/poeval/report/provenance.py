@@ -233,8 +233,9 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     params_file = Path(params) if params else base / "params.yaml"
     cfg = poeval_config.read(params_file, tuple(configfiles))
     t = _Tracer(base.resolve(), cfg, poeval_config.read(params_file) if configfiles else cfg)
-    links, stamps = _cell_links(t, cell, _table_stamp(Path(table)))
-    links.insert(0, _table_link(t, Path(table)))
+    table_stamp = _table_stamp(Path(table))   # read once: the table's link and the cells' link both use it
+    links, stamps = _cell_links(t, cell, table_stamp)
+    links.insert(0, _table_link(t, Path(table), table_stamp))
     if cell.system in (HUMAN, HUMAN_TRAIN):
         split = Link("split")
         t.file_entry(split, paths.train(cell.lang))
@@ -251,12 +252,11 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
             "code_now": code_revision(), "stale": bool(reasons), "reasons": reasons}
 
 
-def _table_link(t: _Tracer, table: Path) -> Link:
+def _table_link(t: _Tracer, table: Path, st: dict | None) -> Link:
     """The table itself: the params its stamp (beside it) records against those its rule passes now."""
     link = Link("table")
     t.file_entry(link, table.resolve())
     stamped = Path(paths.stamp_file(str(table)))
-    st = _table_stamp(table)
     t.check_params(link, (st or {}).get("params"), table_params(t.config, table.stem), t.rel(stamped.resolve()))
     link.built = _built(st)
     return link

@@ -3,6 +3,7 @@ cells always give byte-identical TSVs."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -319,7 +320,7 @@ OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherenc
 
 def numbered_label(name: str) -> str:
     """A label that sorts by number as text does: ``Table 02`` before ``Table 10``."""
-    stem, digits = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
+    stem, digits = re.fullmatch(r"(.*?)(\d*)", name).groups()
     return f"{stem.capitalize()} {int(digits):02d}" if digits else name.replace("_", " ").capitalize()
 
 

@@ -56,7 +56,9 @@ setup() {
 }
 
 case "${1:-run}" in
-  run) setup; snakemake -c "${CORES:-all}" ;;
+  # then dvc.lock records what Snakemake built (dvc commit), so that the first `dvc repro` after a params change reruns only
+  # the stages that change touches (without the lock DVC runs every stage once: docs/dvc.md)
+  run) setup; snakemake -c "${CORES:-all}"; poeval dvc-commit ;;
   # the fast set first, spread over the cores (pytest-xdist), so that a unit failure shows in minutes; then the
   # end-to-end runs of the tiny DAG one at a time: each already uses every core (snakemake -c 2), and two at once
   # gained nothing (benchmarks/README.md "The test suite")

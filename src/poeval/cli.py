@@ -178,8 +178,8 @@ def cmd_sample(args) -> None:
     from poeval.jobs import sample as sample_jobs
 
     def by_hand():
-        require_options(args, "decoding", "sampling")
-        return sample_jobs.from_options(args.decoding, args.sampling, args.style, args.id_prefix or "")
+        require_options(args, "decoding")   # a sampling key left out takes the schema's default
+        return sample_jobs.from_options(args.decoding, args.sampling or {}, args.style, args.id_prefix or "")
 
     job = job_of(args, ("decoding", "sampling", "style", "id_prefix"), by_hand)
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
@@ -220,7 +220,8 @@ def _parser_sample(sub) -> None:
     job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
     p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
                                                         "(params decoding.<name>)")
-    p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON")
+    p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON; a key left out "
+                        "takes the schema's default, the main job's value")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
     p.add_argument("--id-prefix", help="by hand, without --job: what each quatrain's id starts with")
@@ -466,6 +467,35 @@ def _parser_curve(sub) -> None:
     p.set_defaults(func=cmd_curve)
 
 
+def cmd_static_report(args) -> None:
+    from poeval.report import static_report
+
+    count = static_report.write(args.report, args.out)
+    print(f"{args.out}: {count} tables and figures, no script")
+
+
+def _parser_static_report(sub) -> None:
+    p = sub.add_parser("static-report", help="a Snakemake report (snakemake --report FILE.html) as one static HTML "
+                       "page that needs no JavaScript: tables as HTML tables, figures inline, captions")
+    p.add_argument("report", help="the .html file `snakemake --report` wrote")
+    p.add_argument("--out", required=True, help="the static page (.html)")
+    io_paths(p, ("--out",), ("report",))
+    p.set_defaults(func=cmd_static_report)
+
+
+def cmd_dvc_commit(args) -> None:
+    from poeval.report import dvc_lock
+
+    made = dvc_lock.commit()
+    print(f"dvc.lock written{' (made empty: ' + ', '.join(made) + ')' if made else ''}")
+
+
+def _parser_dvc_commit(sub) -> None:
+    p = sub.add_parser("dvc-commit", help="record the outputs Snakemake built in dvc.lock (dvc commit -f), so that "
+                       "the next `dvc repro` reruns only what a change touches (./run.sh does it after the main job)")
+    p.set_defaults(func=cmd_dvc_commit)
+
+
 def cmd_validate(args) -> None:
     from poeval import params
 
@@ -505,7 +535,7 @@ def _parser_validate(sub) -> None:
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
                parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
-               _parser_curve, parser_provenance, parser_stale, parser_repro, _parser_validate, parser_bpomp,
+               _parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro, _parser_validate, parser_bpomp,
                _parser_export_dataset)
 
 

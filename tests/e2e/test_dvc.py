@@ -157,10 +157,16 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
         "figures": {f"figure{i}": {"system": "gpt2-s"} for i in range(10, 16)}})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"   # poeval, snakemake
+    # built as the main job builds (./run.sh run): Snakemake, then `dvc commit` writes dvc.lock (issue 44, item 7)
+    main_job = next(line for line in (ROOT / "run.sh").read_text().splitlines() if line.strip().startswith("run)"))
+    assert [c.strip() for c in main_job.split(";")[1:3]] == ['snakemake -c "${CORES:-all}"', "poeval dvc-commit"], main_job
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"], ["git", "config", "user.name", "t"],
-                ["dvc", "init", "-q"], ["dvc", "repro"], ["dvc", "remote", "add", "-d", "store", str(tmp_path / "store")],
+                ["dvc", "init", "-q"], ["snakemake", "-c", "2"], ["poeval", "dvc-commit"],
+                ["dvc", "remote", "add", "-d", "store", str(tmp_path / "store")],
                 ["dvc", "push"], ["git", "add", "-A"], ["git", "commit", "-qm", "tiny run"]):
         _git_dvc(repo, *cmd)
+    # the lock holds every stage as built: only the stage marked always_changed would run
+    assert _git_dvc(repo, "dvc", "status").split() == ["sample:", "always", "changed"]
     clone = tmp_path / "clone"
     _git_dvc(tmp_path, "git", "clone", "-q", str(repo), str(clone))
     _git_dvc(clone, "dvc", "pull")

@@ -165,9 +165,20 @@ def test_tiny_dag_end_to_end(tiny_run):
 
 @pytest.mark.e2e
 def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
+    """A second run from the first one's corpus files and checkpoints (copied with their times, so Snakemake
+    keeps them): samples, cells, tables and figures again. That training is deterministic is tested per
+    generator (test_lm, test_mlm, test_deepspeare, test_adversary); rerunning it here cost 90 s of CI."""
     work = _workdir(tmp_path)
+    for kept in (paths.DATA, paths.MODELS):
+        shutil.copytree(tiny_run / kept, work / kept)   # copy2: modification times kept
     proc = snakemake(work, "-c", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout + proc.stderr
+    assert "rule train:" not in out and "rule quatrains:" not in out and "rule sample:" in out
+    samples = sorted(p.relative_to(tiny_run) for p in (tiny_run / "results" / "samples").rglob("*.jsonl"))
+    assert len(samples) == 6   # 2 systems x 2 decodings, the ports at vanilla
+    for name in samples:
+        assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
     # the stamps beside them record when they were built: provenance, not results
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)) and not p.name.endswith(".stamp.json"))
@@ -348,6 +359,15 @@ def test_report_holds_every_table_and_figure(tiny_run):
     assert len(names) == 4 + (11 + 4) * 3 + 12
     assert [name for name in names if name not in html] == []
     assert "Figure 3: rhyme schemes" in html and "{{" not in html.split("Figure 3: rhyme schemes")[1][:2000]
+    # the same report as one static page (issue 44, item 6): no script, every entry, the tables as HTML tables
+    from poeval.cli import main
+
+    assert main(["static-report", str(work / "results" / "report.html"), "--out", str(work / "results" / "static.html")]) == 0
+    static = (work / "results" / "static.html").read_text()
+    assert "<script" not in static and [name for name in names if name not in static] == []
+    assert static.index("<h4>Table 02</h4>") < static.index("<h4>Table 12</h4>") < static.index("<h4>Figure 01</h4>")
+    assert "<th>mattr_pct</th>" in static and static.count('<img src="data:image/png') == 12
+    assert "<h2>6 · Training curves</h2>" in static and "<th>dev_loss</th>" in static
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]
     assert all(c.read_text().startswith("step\tdev_loss\ttrain_loss\n") for c in curves)

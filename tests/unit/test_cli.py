@@ -164,6 +164,17 @@ def test_sample_hands_a_transformers_checkpoint_the_block_and_the_style(tmp_path
     assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": "abab"}
 
 
+def test_sample_by_hand_fills_the_sampling_keys_it_is_not_given(tmp_path, monkeypatch):
+    """issue 44: `--sampling '{"n": 3}'` (or no --sampling) samples with the schema's values for the rest"""
+    seen = _recorder(monkeypatch, registry.module("gpt2"))
+    argv = _sample_args(tmp_path)
+    assert main(argv[:argv.index("--sampling")] + ["--sampling", '{"n": 3}'] + argv[argv.index("--out"):]) == 0
+    assert seen["args"][2] == {"n": 3, "batch_size": 100, "max_new_tokens": 100, "max_attempts": 4000, "seed": 1,
+                               "procedure": "poeval"}
+    assert main(argv[:argv.index("--sampling")] + argv[argv.index("--out"):]) == 0
+    assert seen["args"][2]["n"] == 1000
+
+
 def test_sample_refuses_a_style_for_a_port_and_an_unknown_arch(tmp_path, capsys):
     assert main(_sample_args(_port_checkpoint(tmp_path / "sa", "sa"), "--style", "abab")) == 2
     assert "--style prompts only the transformer generators" in capsys.readouterr().err
@@ -231,7 +242,7 @@ def test_a_job_goes_alone_and_the_options_by_hand_go_together(tmp_path, capsys):
     assert main(["sample", str(tmp_path), "--job", job, "--style", "abab", "--out", "o.jsonl", "--stats", "o.json"]) == 2
     assert "give it alone, not with --style" in capsys.readouterr().err
     assert main(["sample", str(tmp_path), "--sampling", json.dumps(SAMPLING), "--out", "o.jsonl",
-                 "--stats", "o.json"]) == 2
+                 "--stats", "o.json"]) == 2   # the decoding has no default: it names the cell
     assert "missing: --decoding" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:   # a bad job is a usage error naming the key (cli_args.job_option)
         main(["sample", str(tmp_path), "--job", job.replace('"style"', '"styles"'), "--out", "o.jsonl",

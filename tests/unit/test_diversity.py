@@ -114,6 +114,17 @@ def test_compression_ratio_gzip_by_hand():
 
 # --- homogenization: rouge-score and the package ------------------------------------------------------------
 
+def test_rouge_tokens_equal_rouge_scores_default_tokenizer():
+    """On German and English verse, digits, apostrophes, dashes, Unicode case (İ, ß, Σ) and empty text."""
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    tokenizer = DefaultTokenizer(use_stemmer=False)
+    cases = TEXTS + ["Schön blüht die Heide, über'm Fluß", "İstanbul ΣΟΦΊΑ straße", "O'er the 2nd--and 3RD hill!",
+                     "", "  \t\n", "ﬁne ﬂower Ⅻ ²", "don't won't can't", "naïve café résumé"]
+    for text in cases:
+        assert diversity.rouge_tokens(text) == tokenizer.tokenize(text), text
+
+
 def test_lcs_bit_parallel_equals_rouge_scores_table():
     from rouge_score.rouge_scorer import _lcs_table
 

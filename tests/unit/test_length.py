@@ -91,3 +91,12 @@ def test_compute_hand_computed_and_scipy():
 def test_compute_on_empty_sample_gives_none_not_nan():
     out = length.compute([], [_q(4)])
     assert out["n"] == 0 and out["mean"] is None and out["wasserstein"] is None
+
+
+def test_wasserstein_equals_scipy_on_samples_of_unequal_size_with_ties():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a, b = rng.integers(1, 30, rng.integers(1, 60)), rng.integers(1, 30, rng.integers(1, 400))
+        out = length.compute([_q(int(n)) for n in a], [_q(int(n)) for n in b])
+        assert out["wasserstein"] == pytest.approx(wasserstein_distance(a, b), rel=1e-12, abs=1e-12)
+    assert length.compute([_q(5)] * 3, [_q(5)])["wasserstein"] == 0.0

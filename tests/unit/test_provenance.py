@@ -1,6 +1,7 @@
 """`poeval provenance` on a hand-made run directory: every artifact written with the real stamp helpers,
 the table assembled by the real tables.family_table, params from the real params.yaml + tiny overlay."""
 
+import os
 import json
 import shutil
 from pathlib import Path
@@ -665,3 +666,26 @@ def test_a_sample_stamped_with_its_job_matches_the_rebuilt_job_key_for_key(run):
     Path("config/p.yaml").write_text("decoding: {vanilla: {top_p: 0.9}}\n")
     reasons = _trace(run, configs=("config/scale/tiny.yaml", "config/p.yaml"))["reasons"]
     assert any("decoding.top_p: recorded 1.0, now 0.9" in r for r in reasons), reasons
+
+
+def test_dvc_commit_writes_the_lock_making_an_output_the_run_did_not_write(tmp_path, capsys, monkeypatch):
+    """`poeval dvc-commit` (./run.sh after the main job): DVC refuses a missing output, so one the run had no
+    reason to write is made empty; the lock then records every stage."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    (tmp_path / "params.yaml").write_text("a: 1\n")
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "one": {"cmd": "true", "params": ["a"], "outs": [{"built": {"persist": True}}, "skipped"]}}}))
+    (tmp_path / "built").mkdir()
+    (tmp_path / "built" / "x.txt").write_text("x")
+    subprocess.run(["dvc", "init", "-q", "--no-scm"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["dvc-commit"]) == 0
+    assert "made empty: skipped" in capsys.readouterr().out
+    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]["one"]
+    assert lock["params"]["params.yaml"] == {"a": 1} and [o["path"] for o in lock["outs"]] == ["built", "skipped"]
+    (tmp_path / "dvc.yaml").write_text("stages: {two: {cmd: true, deps: [nowhere]}}\n")   # dvc refuses
+    assert main(["dvc-commit"]) == 2
+    assert "dvc commit failed" in capsys.readouterr().err

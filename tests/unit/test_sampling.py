@@ -13,6 +13,7 @@ from poeval.generators.decoding import parse_decoding
 from poeval.generators.sampling import (Attempt, check_quatrain, distinct_share, paper_chunks, paper_keep, paper_loop,
                                        resolve, sample_loop)
 from poeval.io import read_json, read_jsonl
+from helpers import ROOT
 
 TEMPERATURE_1 = parse_decoding({"temperature": 1.0})
 
@@ -133,13 +134,16 @@ def test_a_bad_sampling_block_is_refused_naming_its_key(kw):
 
 
 @pytest.mark.parametrize("key", ["n", "batch_size", "max_new_tokens", "max_attempts", "seed"])
-def test_a_sampling_block_needs_every_key_but_max_new_bytes(key):
-    """the schema's top-level block: a library call without params.yaml has no defaults to fall back on
-    (there were literal ones in each sample() signature: max_attempts 3000 against params.yaml's 4000)"""
+def test_a_key_left_out_of_a_sampling_block_takes_the_main_jobs_value(key):
+    """the schema is the one holder of defaults: a library call or `poeval sample --sampling` without
+    params.yaml gets what the main job samples with (issue 44: max_new_tokens was required by hand)"""
+    import yaml
+
+    main_job = yaml.safe_load((ROOT / "params.yaml").read_text())["sampling"]
     block = {"n": 1, "batch_size": 1, "max_new_tokens": 1, "max_attempts": 1, "seed": 1}
-    assert resolve(block) == {**block, "procedure": "poeval"}   # the one key with a default
-    with pytest.raises(PoevalError, match=f"missing key in sampling: '{key}'"):
-        resolve({k: v for k, v in block.items() if k != key})
+    assert resolve(block) == {**block, "procedure": "poeval"}
+    assert resolve({k: v for k, v in block.items() if k != key}) == {**block, key: main_job[key], "procedure": "poeval"}
+    assert "max_new_bytes" not in resolve({})   # without it a byte-level model gets max_new_tokens
 
 
 def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):

@@ -403,9 +403,10 @@ def test_backends_agree_with_the_float32_reference_within_the_measured_tolerance
     assert max(_table3_moves(big, ref)) < 1e-5
     bf16_model = semantic.load_encoder("default", device="cpu", backend="torch-bf16")
     assert bf16_model is not minilm and semantic.backend_of(bf16_model) == "torch-bf16"
-    bf16 = semantic.embed(real_texts, bf16_model, batch_size=128, progress=False)
-    assert bf16.dtype == np.float32 and bf16.shape == ref.shape
+    # 200 of the 300 at batch 16 (less padding): bfloat16 is emulated on most CPUs, half the test's time
+    bf16 = semantic.embed(real_texts[:200], bf16_model, batch_size=16, progress=False)
+    assert bf16.dtype == np.float32 and bf16.shape == ref[:200].shape
     np.testing.assert_allclose(np.linalg.norm(bf16, axis=1), 1.0, atol=1e-5)
-    across, within, pair = _table3_moves(bf16, ref)
+    across, within, pair = _table3_moves(bf16, ref[:200])
     assert 1e-5 < pair < 0.01 and across < 0.01 and within < 0.01
     assert semantic.load_encoder("all-MiniLM-L6-v2", device="cpu", backend="torch-bf16") is bf16_model   # cached

@@ -101,7 +101,7 @@ def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | No
     return result
 
 
-# The top-level params node: it requires every key but max_new_bytes, so a library call without
+# The top-level params node: its defaults fill what a block leaves out, so a library call without
 # params.yaml meets the same rules as the workflow (a system's own block only overrides some keys).
 NODE = "#/properties/sampling"
 

@@ -69,3 +69,27 @@ class DvcLock:
                 return stage, {k[len(sub):].lstrip("/"): v for k, v in listing.items()
                                if k == sub or k.startswith(sub + "/")}, None
         return None, None, None
+
+
+def commit(root: str | Path = ".") -> list[str]:
+    """Record what Snakemake built in dvc.lock (``dvc commit -f``), as ``./run.sh`` does after the main job, so
+    that the first ``dvc repro`` after a params change reruns only the stages it touches. A stage output that
+    this run had no reason to make (``results/embeddings`` without the semantic family) is made empty first,
+    as the stage's own command makes it; DVC refuses to commit a missing output. Returns the outputs made."""
+    import subprocess
+
+    import yaml
+
+    root = Path(root)
+    stages = yaml.safe_load((root / "dvc.yaml").read_text("utf-8"))["stages"]
+    made = []
+    for spec in stages.values():
+        for out in spec.get("outs") or []:
+            rel = str(next(iter(out)) if isinstance(out, dict) else out)
+            if not (root / rel).exists():
+                (root / rel).mkdir(parents=True)
+                made.append(rel)
+    proc = subprocess.run(["dvc", "commit", "-f", "-q"], cwd=root, capture_output=True, text=True)
+    if proc.returncode:
+        raise PoevalError(f"dvc commit failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+    return made

@@ -56,8 +56,8 @@ setup() {
 }
 
 case "${1:-run}" in
-  # then dvc.lock records what Snakemake built (dvc commit), so that the first `dvc repro` after a params change reruns only
-  # the stages that change touches (without the lock DVC runs every stage once: docs/dvc.md)
+  # then dvc.lock records what Snakemake built (dvc commit), so that the first `dvc repro` after a params change
+  # reruns only the stages the change touches (without the lock DVC runs every stage once: docs/dvc-provenance.md)
   run) setup; snakemake -c "${CORES:-all}"; poeval dvc-commit ;;
   # the fast set first, spread over the cores (pytest-xdist), so that a unit failure shows in minutes; then the
   # end-to-end runs of the tiny DAG one at a time: each already uses every core (snakemake -c 2), and two at once

@@ -535,8 +535,8 @@ def _parser_validate(sub) -> None:
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
                parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
-               _parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro, _parser_validate, parser_bpomp,
-               _parser_export_dataset)
+               _parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
+               _parser_validate, parser_bpomp, _parser_export_dataset)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -126,6 +126,8 @@ def cmd_evaluate(args) -> None:
     from poeval.jobs.cell import run
     from poeval.metrics.evaluate import dumps
 
+    if args.job and not args.out:
+        raise PoevalError("evaluate --job writes its cell to --out: give --out")
     job = _evaluate_job(args)
     cached = {name: getattr(args, alias) for alias, name in CACHE_ALIASES.items() if getattr(args, alias)}
     cached |= pairs(args.cached)
@@ -149,7 +151,8 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--metrics", help=f"comma-separated metric families (default: {DEFAULT_METRICS}; not in "
                         "the paper: metre, topics, diversity, which embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="the whole result as JSON (a workflow cell; required with --job); without it a "
+                   "hand run writes no file")
     p.add_argument("--options", type=json_object, help="per-family options as JSON, e.g. params metrics")
     p.add_argument("--cached", type=name_path, action="append", metavar="NAME=PATH",
                    help="a cache of the reference, repeatable: embeddings (`poeval embed`), memorization_index "

@@ -55,6 +55,19 @@ def test_a_hand_run_prints_the_headline_numbers_and_says_what_was_skipped(tmp_pa
     assert code == 0 and json.loads(capsys.readouterr().out) == json.loads(out.read_text())
 
 
+def test_a_hand_run_needs_no_out_file_and_a_job_does(tmp_path, files, capsys, monkeypatch):
+    samples, reference = files
+    monkeypatch.chdir(tmp_path)
+    argv = ["evaluate", str(samples), "--reference", str(reference), "--lang", "en", "--metrics", "lexical"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "6 poems (en) against 24 reference quatrains"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "train.jsonl"]   # nothing written
+    job = json.dumps({"kind": "metric-cell", "lang": "en", "families": ["lexical"], "options": {}, "bootstrap_reps": 0,
+                      "seed": 1, "exclude_sample_from_reference": False, "allow_empty": False, "cell": None})
+    assert main(argv[:4] + ["--job", job]) == 2
+    assert "evaluate --job writes its cell to --out: give --out" in capsys.readouterr().err
+
+
 def test_the_hint_names_the_workflows_cache_made_from_this_very_reference(tmp_path, files, capsys, monkeypatch):
     samples, reference = files
     monkeypatch.chdir(tmp_path)

@@ -87,9 +87,9 @@ def cell_job(params: dict, lang: str, system: str, decoding: str, family: str) -
                      cell={"lang": lang, "system": system, "decoding": decoding})
 
 
-def run(job: CellJob, samples: str, reference: str, out: str, cached: dict[str, str] | None = None,
+def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dict[str, str] | None = None,
         threads: int | None = None, progress: bool = False) -> dict:
-    """Evaluate ``job`` and write its cell to ``out``: ``cached`` names the caches of the reference
+    """Evaluate ``job`` and write its cell to ``out`` (None: return it only): ``cached`` names the caches of the reference
     (name -> path, :func:`poeval.metrics.families.runtime_options`), ``threads`` the CPU threads."""
     runtime = runtime_options(job.families, cached or {}, threads)
     options = {f: dict(job.options.get(f, {})) | runtime.get(f, {}) for f in job.options.keys() | runtime.keys()}

@@ -143,16 +143,18 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     return result
 
 
-def write_evaluation(samples: str, reference: str, lang: str, families: list[str], out: str,
+def write_evaluation(samples: str, reference: str, lang: str, families: list[str], out: str | None,
                      cell: dict | None = None, **kwargs) -> dict:
-    """Evaluate and write atomically; ``cell`` (lang/system/decoding) labels a workflow table cell."""
+    """Evaluate and write atomically to ``out`` (None: the result only); ``cell`` (lang/system/decoding)
+    labels a workflow table cell."""
     result = evaluate(samples, reference, lang, families, **kwargs)
     if cell:
         result["cell"] = cell
     used = inspect.signature(evaluate).bind(samples, reference, lang, families, **kwargs)
     used.apply_defaults()   # the stamp records what evaluate used, its own defaults included
     result["provenance"] = evaluation_stamp(samples, reference, families, used.arguments)  # poeval provenance reads it
-    write_json(out, result)
+    if out is not None:
+        write_json(out, result)
     return result
 
 

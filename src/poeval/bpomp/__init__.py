@@ -15,12 +15,12 @@ Pipeline (library side; one function per step, each writing its output atomicall
 """
 
 from poeval.bpomp.analysis import accuracy, bigram_counts, error_analysis, write_bigram_counts
-from poeval.bpomp.limericks import DEFAULT_SYLLABLES, FORMATS, build_corpus, write_corpus
+from poeval.bpomp.limericks import DEFAULT_SYLLABLES, FORMATS, MINER_SYLLABLES, build_corpus, write_corpus
 from poeval.bpomp.pairs import SYNONYM_CHOICES, TASKS, make_pairs, write_pairs
 from poeval.bpomp.scoring import KINDS, VARIANTS, causal_scores, load_masked, masked_scores, write_scores
 
 __all__ = [
-    "DEFAULT_SYLLABLES", "FORMATS", "KINDS", "SYNONYM_CHOICES", "TASKS", "VARIANTS",
+    "DEFAULT_SYLLABLES", "FORMATS", "KINDS", "MINER_SYLLABLES", "SYNONYM_CHOICES", "TASKS", "VARIANTS",
     "accuracy", "bigram_counts", "build_corpus", "causal_scores", "error_analysis", "load_masked",
     "make_pairs", "masked_scores", "write_bigram_counts", "write_corpus", "write_pairs", "write_scores",
 ]

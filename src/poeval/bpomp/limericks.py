@@ -5,7 +5,8 @@ Filters, checked in this order (a dropped stanza is counted under the first one 
 1. ``not_limerick``: OEDILF records with ``is_limerick`` false.
 2. ``not_5_lines``: not exactly 5 non-blank lines.
 3. ``syllables``: a line's syllable count is outside its range (long lines 1, 2 and 5, short lines 3 and
-   4; ``DEFAULT_SYLLABLES`` for the curated sources, ``MINER_SYLLABLES`` for mining). Counts come from CMUdict via ``pronouncing``; words it lacks use a
+   4; ``DEFAULT_SYLLABLES`` for the curated sources, ``MINER_SYLLABLES`` for mining). Counts come from
+   CMUdict via ``pronouncing``; words it lacks use a
    vowel-group heuristic. Words with several pronunciations make a line's count an interval, and the
    line passes when that interval meets the range. Checked before the rhyme scheme because it is cheap.
    ``syllable_gap``: every short line must be at least ``min_syllable_gap`` syllables shorter than

@@ -108,3 +108,12 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
     target = word.split("-")[-1] or word
     ipa = espeak.ipa(target, "de")
     return (_ipa_to_phones(ipa),) if ipa else ()
+
+
+def ipa_stresses(word: str, lang: str = "de") -> str:
+    """espeak-ng's stress of a word, one code per vowel (``S`` primary, ``x`` secondary, ``U`` none;
+    :mod:`poeval.poetry.stress`); ``""`` when espeak-ng has no answer."""
+    ipa = espeak.ipa(word, lang)
+    if not ipa:
+        return ""
+    return "".join("S" if st == 1 else "x" if st == 2 else "U" for _, vowel, st in _ipa_to_phones(ipa) if vowel)

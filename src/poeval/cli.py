@@ -111,7 +111,7 @@ def _parser_rhyme(sub) -> None:
     add_lang(p, required=True)
     p.add_argument("--out", help="output JSONL (default: standard output)")
     p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
-    p.add_argument("--meter", action="store_true", help="also add a `meter` label (DLK measure or CMUdict stress)")
+    p.add_argument("--meter", action="store_true", help="also add a `meter` label (the metre labeller by feet)")
     io_paths(p, ("--out",), ("input",))
     p.set_defaults(func=cmd_rhyme)
 

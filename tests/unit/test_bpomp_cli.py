@@ -113,7 +113,8 @@ def test_params_cross_checks():
     # the masked LM that chooses the synonyms must not also score them: both keys named
     same = given | {"bpomp": b | {"pairs": b["pairs"] | {"synonym_choice": "mlm", "synonym_model": "bert-s"}}}
     problems = _problems(same).splitlines()[1:]
-    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and "bpomp.scorers.2.model" in problems[0]
+    masked = next(i for i, s in enumerate(b["scorers"]) if s["model"] == "bert-s")
+    assert len(problems) == 1 and "bpomp.pairs.synonym_model" in problems[0] and f"bpomp.scorers.{masked}.model" in problems[0]
     other = same["bpomp"] | {"scorers": [s for s in b["scorers"] if s["model"] != "bert-s"]}
     assert _problems(given | {"bpomp": other}) == ""
     assert report.scorer_model({"kind": "causal", "model": "gpt2-s"}, base) == (paths.model_dir("en", "gpt2-s"), True)

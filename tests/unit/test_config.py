@@ -382,8 +382,9 @@ def test_a_port_cannot_be_untrained(params, system):
 
 def test_bpomp_checks_run_in_validate(params):
     params["bpomp"]["enabled"] = True
-    params["bpomp"]["scorers"][2]["model"] = "gpt2-s"              # a causal generator as a masked scorer
-    with pytest.raises(PoevalError, match=r"key bpomp\.scorers\.2\.model: 'gpt2-s' is a causal generator"):
+    masked = next(i for i, s in enumerate(params["bpomp"]["scorers"]) if s["kind"] == "masked")
+    params["bpomp"]["scorers"][masked]["model"] = "gpt2-s"         # a causal generator as a masked scorer
+    with pytest.raises(PoevalError, match=rf"key bpomp\.scorers\.{masked}\.model: 'gpt2-s' is a causal generator"):
         poeval_params.resolve(params)
 
 

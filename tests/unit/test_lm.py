@@ -531,7 +531,7 @@ def styled_corpus(tmp_path_factory) -> tuple[Path, Path]:
 # order, written out by hand; and the metre families the detector labels
 SCHEMES_BY_HAND = ["aaaa", "aaab", "aaba", "aabb", "aabc", "abaa", "abab", "abac", "abba", "abbb", "abbc", "abca",
                    "abcb", "abcc", "abcd"]
-METERS_BY_HAND = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other"]
+METERS_BY_HAND = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "alexandrine", "other"]
 
 
 def test_style_vocabulary():
@@ -572,7 +572,7 @@ def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_pat
     summary = _train(styled_corpus, tmp_path / "c", model_cfg=cfg, max_steps=2, eval_every=2)
     _, tok = lm.load(str(tmp_path / "c"))
     base = 259 if arch == "bygpt5" else TINY["vocab_size"]
-    assert len(tok) == summary["vocab_size"] == base + 21 and lm.has_style_tokens(tok)
+    assert len(tok) == summary["vocab_size"] == base + 22 and lm.has_style_tokens(tok)
     records = list(read_jsonl(styled_corpus[0]))
     quatrains, styles = lm.read_split(styled_corpus[0], "train", conditioned=True)
     assert styles[0] == ["<scheme=abab>", "<meter=iambic>"]
@@ -720,7 +720,7 @@ def test_pretrained_conditioned_adds_style_tokens(styled_corpus, trained, tmp_pa
     cfg = {"arch": "gpt2", "size": "S", "init": "pretrained", "name_or_path": str(trained), "conditioned": True}
     summary = _train(styled_corpus, tmp_path / "ft", model_cfg=cfg, max_steps=5, eval_every=5)
     model, tok = lm.load(str(tmp_path / "ft"))
-    assert summary["vocab_size"] == len(tok) == TINY["vocab_size"] + 21 == model.get_input_embeddings().num_embeddings
+    assert summary["vocab_size"] == len(tok) == TINY["vocab_size"] + 22 == model.get_input_embeddings().num_embeddings
 
 
 def test_lora_without_peft_is_a_clear_error(corpus, trained, tmp_path, monkeypatch):

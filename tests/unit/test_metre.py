@@ -30,7 +30,8 @@ def test_label_numbers_by_hand_and_against_scipy():
     human = _counts(METERS, iambic=25, trochaic=25, anapaestic=50, dactylic=0)   # unused families: smoothed
     out = distribution.label_numbers(METERS, sample, human, 0.0)
     assert out["entropy"] == 1.5 and out["kl"] == 0.25 and out["cross_entropy"] == 1.75
-    assert out["counts"] == {"iambic": 2, "trochaic": 1, "anapaestic": 1, "dactylic": 0, "amphibrachic": 0, "other": 0}
+    assert out["counts"] == {"iambic": 2, "trochaic": 1, "anapaestic": 1, "dactylic": 0, "amphibrachic": 0,
+                             "alexandrine": 0, "other": 0}
     assert list(out["distribution"]) == list(METERS) and out["distribution"]["iambic"] == 0.5
     smoothed = distribution.label_numbers(METERS, sample, human, 1.0)
     p = (human + 1) / (human.sum() + len(METERS))
@@ -57,12 +58,18 @@ def test_rhyme_keeps_its_numbers_through_the_shared_function():
     assert schemes.entropy is distribution.entropy and schemes.divergence is distribution.divergence
 
 
-def test_labels_come_from_the_meter_field_the_measures_then_stresses():
+# Goethe's "Mailied" (iambic dimeter, a feminine ending in every other verse) and his "Heidenröslein" (trochaic)
+GERMAN_IAMBIC = ["Wie herrlich leuchtet", "Mir die Natur!", "Wie glänzt die Sonne!", "Wie lacht die Flur!"]
+GERMAN_TROCHAIC = ["Sah ein Knab ein Röslein stehn,", "Röslein auf der Heiden,", "War so jung und morgenschön,",
+                   "Lief er schnell es nah zu sehn,"]
+
+
+def test_labels_come_from_the_meter_field_else_the_labeller_in_both_languages():
     assert metre.label({"lines": VERSES, "meter": "trochaic"}, "de") == "trochaic"
-    assert metre.label({"lines": VERSES, "measure": ["iambic.tetra", "iambic.tri", "trochaic.tetra", None]},
-                       "de") == "iambic"
-    assert metre.label({"lines": VERSES}, "en") in METERS
-    assert metre.label({"lines": VERSES}, "de") is None            # no German stress model
+    assert metre.label({"lines": VERSES}, "en") == "iambic"
+    assert metre.label({"lines": GERMAN_TROCHAIC}, "de") == "trochaic"     # Goethe's Heidenröslein
+    # DLK's measures are not read: one labeller for corpus and samples
+    assert metre.label({"lines": GERMAN_TROCHAIC, "measure": ["iambic.tetra"] * 4}, "de") == "trochaic"
     with pytest.raises(PoevalError, match="unknown metre label 'spondaic'"):
         metre.label({"id": "q1", "lines": VERSES, "meter": "spondaic"}, "en")
 
@@ -81,10 +88,10 @@ def test_evaluate_cell_counts_labels_and_bootstraps(tmp_path):
     sample = _write(tmp_path / "s.jsonl", _records("s", ["iambic"] * 6 + ["anapaestic"] * 2))
     train = _write(tmp_path / "t.jsonl", _records("t", ["iambic"] * 5 + ["anapaestic"] * 3 + ["other"] * 2))
     out = evaluate(sample, train, "en", ["metre"], bootstrap_reps=20, seed=3)["metre"]
-    q = np.array([6, 0, 2, 0, 0, 0]) / 8
-    p = (np.array([5, 0, 3, 0, 0, 2]) + 1.0) / (10 + 6)          # human misses families: smoothed by 1
+    q = np.array([6, 0, 2, 0, 0, 0, 0]) / 8
+    p = (np.array([5, 0, 3, 0, 0, 0, 2]) + 1.0) / (10 + 7)          # human misses families: smoothed by 1
     assert out["counts"] == {"iambic": 6, "trochaic": 0, "anapaestic": 2, "dactylic": 0, "amphibrachic": 0,
-                             "other": 0}
+                             "alexandrine": 0, "other": 0}
     assert out["kl"] == pytest.approx(scipy_entropy(q, p, base=2))
     assert out["entropy"] == pytest.approx(scipy_entropy(q, base=2))
     assert out["human_n"] == 10 and out["human_smoothed"] is True
@@ -93,14 +100,14 @@ def test_evaluate_cell_counts_labels_and_bootstraps(tmp_path):
     assert low <= 0.75 <= high
 
 
-def test_german_model_samples_get_null_numbers_with_a_note(tmp_path):
-    sample = _write(tmp_path / "s.jsonl", [{"id": "s0", "lines": VERSES}])      # a model's: no meter, no measure
+def test_german_model_samples_are_labelled_by_their_stresses(tmp_path):
+    """A German model's quatrains carry no label: the labeller gives them one, as it gave the corpus's."""
+    sample = _write(tmp_path / "s.jsonl", [{"id": "s0", "lines": GERMAN_TROCHAIC}, {"id": "s1", "lines": GERMAN_IAMBIC}])
     train = _write(tmp_path / "t.jsonl", _records("t", ["iambic", "trochaic"]))
     out = evaluate(sample, train, "de", ["metre"], bootstrap_reps=10)["metre"]
-    assert out["entropy"] is None and out["kl"] is None and out["counts"] is None
-    assert "English-only" in out["note"] and out["ci"] == {}
-    ok = evaluate(_write(tmp_path / "h.jsonl", _records("h", ["trochaic"])), train, "de", ["metre"])["metre"]
-    assert ok["counts"]["trochaic"] == 1 and ok["entropy"] == 0.0           # labelled German quatrains are fine
+    assert out["counts"]["trochaic"] == 1 and out["counts"]["iambic"] == 1 and out["entropy"] == 1.0
+    # P: the two training families smoothed by 1 over the 7 (the others unused): 2/9 each; KL = log2(0.5 / (2/9))
+    assert out["kl"] == pytest.approx(np.log2(9 / 4)) and "note" not in out
 
 
 def test_cli_table_and_figure(tmp_path):
@@ -119,4 +126,4 @@ def test_cli_table_and_figure(tmp_path):
     assert rows[1][1] == "gpt2-s" and rows[1][4] == "1.000" and rows[1][9] == "50.00"
     shares = figures.make("metre_figure", cells, str(tmp_path / "metre.png"))
     assert list(shares) == ["HUMAN (en), n=2", "gpt2-s (vanilla) (en), n=2"]
-    assert list(shares["gpt2-s (vanilla) (en), n=2"]) == [50.0, 0.0, 50.0, 0.0, 0.0, 0.0]
+    assert list(shares["gpt2-s (vanilla) (en), n=2"]) == [50.0, 0.0, 50.0, 0.0, 0.0, 0.0, 0.0]

@@ -156,10 +156,7 @@ def _flat_distribution(out: dict) -> dict:
 def _metre(poems, ref, opts):
     """Metre families (poeval.metrics.metre): not in the paper."""
     lang, smoothing, progress = opts["lang"], opts["smoothing"], opts.get("progress", False)
-    found = metres.labels(poems, lang, progress)
-    human = metres.labels(ref.poems, lang, progress) if found is not None else None
-    if found is None or human is None:
-        return metres.unlabelled("the sample" if found is None else "the reference"), lambda idx: {}
+    found, human = metres.labels(poems, lang, progress), metres.labels(ref.poems, lang, progress)
     index, human_counts = metres.index(found), metres.counts(human)
 
     def numbers(idx):

@@ -29,8 +29,9 @@ from typing import Sequence
 from poeval.errors import PoevalError
 from poeval.poetry.spelling import check_lang
 from poeval.poetry.stress import line_stress
+from poeval.poetry.style import METERS
 
-LABELS = ("iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "alexandrine", "other")
+LABELS = METERS
 FOOT = {"iambic": "01", "trochaic": "10", "anapaestic": "001", "dactylic": "100", "amphibrachic": "010"}
 MAX_FEET = 8
 MIN_SYLLABLES = 3   # a shorter verse shows no foot: ``other``

@@ -18,8 +18,8 @@ def first_appearance(labels: str) -> str:
 SCHEMES: tuple[str, ...] = tuple(
     s for s in ("".join(p) for p in itertools.product("abcd", repeat=4)) if first_appearance(s) == s
 )
-# metre families of the rhyme detector's metre labels (metre.METRES) and of the style tokens
-METERS: tuple[str, ...] = ("iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "other")
+# metre families of the metre labeller (poetry.feet: alexandrine is German iambic hexameter) and of the style tokens
+METERS: tuple[str, ...] = ("iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic", "alexandrine", "other")
 STYLE_TOKENS: tuple[str, ...] = tuple(f"<scheme={s}>" for s in SCHEMES) + tuple(f"<meter={m}>" for m in METERS)
 STYLE_RE = re.compile(r"<(?:scheme|meter)=[^<>\s]*>")
 

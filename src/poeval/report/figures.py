@@ -380,20 +380,13 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
 
 # --- Metre figure (not in the paper) ------------------------------------------------------------------
 
-METRE_UNLABELLED = "no metre labels\n(German model samples carry\nno DLK annotations)"
-
-
 def metre_figure(paths: list[str], out: str, spec: "Figure", models=None, selection=None) -> dict:
     """Metre families: one panel per language's HUMAN samples and per system (first decoding config), HUMAN
-    of the same language outlined behind each system, as the rhyme-scheme figures; a cell without metre
-    labels says so."""
+    of the same language outlined behind each system, as the rhyme-scheme figures."""
     series = scheme_series(paths, "metre", METERS)
     humans = _humans(series)
-    panels: list[SchemePanel] = []
-    for s in series:
-        note = METRE_UNLABELLED if s.n and np.isnan(s.shares).any() else None
-        panels.append((f"{s.label} ({s.lang}), n={s.n_range}", s, None if s.system == HUMAN else humans.get(s.lang),
-                       note))
+    panels: list[SchemePanel] = [(f"{s.label} ({s.lang}), n={s.n_range}", s,
+                                  None if s.system == HUMAN else humans.get(s.lang), None) for s in series]
     # the legend clear of the iambic bar, usually the tallest
     return _scheme_figure(spec.title, panels or [("", None, None, "no metre cell in this run")], out, labels=METERS,
                           legend="upper center")

@@ -4,8 +4,8 @@ Per language, the verse-level metre family of :mod:`poeval.poetry.feet` against 
 
 * ``cv-poet``: cross-validation by poet on the dev part (``--folds``, default 5; no poet in two folds): the
   constants are fitted on the other folds' poets and the fold's verses labelled with them; the honest
-  figure. Per fold: verse accuracy (the spread over folds); pooled: accuracy, per-family precision and
-  recall, and quatrain accuracy (stanzas of 4 verses, the gold family the majority of its verses', ties
+  figure. Per fold: verse accuracy (the spread over folds) and each family's recall (its verses labelled
+  right); pooled: accuracy, per-family precision and recall, and quatrain accuracy (stanzas of 4 verses, the gold family the majority of its verses', ties
   left out; predicted by :func:`poeval.poetry.feet.stanza_metre`).
 * ``today`` (English): the labeller the workflow used before issue 42 (CMUdict stress templates at every foot
   offset, :func:`today_metre`, as ``poeval.poetry.metre.metre`` was) on the same verses, quatrains and folds;
@@ -153,19 +153,29 @@ def scores(gold: list[str], pred: list[str]) -> dict:
     return {"n": len(gold), "accuracy": sum(g == p for g, p in zip(gold, pred)) / max(len(gold), 1), "families": per}
 
 
+def by_fold(rows: list[dict], pred: list[str], fold: dict, k: int) -> dict:
+    """Verse accuracy per fold, and per family its recall (verse accuracy on the family's gold verses) per
+    fold (None where the fold has none of it)."""
+    def acc(keep) -> float | None:
+        hits = [p == r["label"] for r, p in zip(rows, pred) if keep(r)]
+        return sum(hits) / len(hits) if hits else None
+
+    return {"folds": [acc(lambda r, i=i: fold[r["poet"]] == i) for i in range(k)],
+            "fold_recall": {f: [acc(lambda r, i=i, f=f: fold[r["poet"]] == i and r["label"] == f) for i in range(k)]
+                            for f in feet.LABELS if any(r["label"] == f for r in rows)}}
+
+
 def cross_validate(rows: list[dict], lang: str, k: int) -> dict:
     fold = poet_folds(rows, k)
-    pred, consts, per_fold = {}, {}, []
+    pred, consts = {}, {}
     for i in range(k):
         train = [r for r in rows if fold[r["poet"]] != i]
         test = [r for r in rows if fold[r["poet"]] == i]
         consts[i] = {lang: feet.fit([r["codes"] for r in train], [r["label"] for r in train], lang)}
         labels = feet.Candidates([r["codes"] for r in test], lang).labels(consts[i][lang])
         pred.update((r["id"], p) for r, p in zip(test, labels))
-        per_fold.append(sum(p == r["label"] for r, p in zip(test, labels)) / len(test))
     gold = [r["label"] for r in rows]
-    out = scores(gold, [pred[r["id"]] for r in rows])
-    out["folds"] = per_fold
+    out = scores(gold, [pred[r["id"]] for r in rows]) | by_fold(rows, [pred[r["id"]] for r in rows], fold, k)
     quat = stanzas(rows)
     right = sum(feet.stanza_metre([v["text"] for v in vs], lang, consts[fold[vs[0]["poet"]]]) == _majority(vs)
                 for vs in quat.values())
@@ -176,10 +186,7 @@ def cross_validate(rows: list[dict], lang: str, k: int) -> dict:
 def _labelled(rows: list[dict], line_label, stanza_label, fold: dict | None = None, k: int = 0) -> dict:
     """Scores of a labeller (per verse and per quatrain), and per fold when ``fold`` maps poets to folds."""
     pred = [line_label(r) for r in rows]
-    out = scores([r["label"] for r in rows], pred)
-    if fold:
-        out["folds"] = [sum(p == r["label"] for r, p in zip(rows, pred) if fold[r["poet"]] == i)
-                        / sum(fold[r["poet"]] == i for r in rows) for i in range(k)]
+    out = scores([r["label"] for r in rows], pred) | (by_fold(rows, pred, fold, k) if fold else {})
     quat = stanzas(rows)
     right = sum(stanza_label([v["text"] for v in vs]) == _majority(vs) for vs in quat.values())
     out["quatrains"] = {"n": len(quat), "accuracy": right / max(len(quat), 1)}
@@ -230,8 +237,10 @@ def report(name: str, res: dict) -> None:
     qtext = f"  quatrains {quat['accuracy'] * 100:.1f} % of {quat['n']}" if quat else ""
     print(f"  {name:8s} verses {res['accuracy'] * 100:5.1f} % of {res['n']}{spread}{qtext}")
     for family, s in res["families"].items():
+        recall = res.get("fold_recall", {}).get(family)
+        by = "  R by fold " + " ".join(_fmt(x) for x in recall) if recall else ""
         print(f"    {family:13s} n {s['n']:5d}  predicted {s['predicted']:5d}  P {_fmt(s['precision'])}"
-              f"  R {_fmt(s['recall'])}")
+              f"  R {_fmt(s['recall'])}{by}")
 
 
 def main() -> None:

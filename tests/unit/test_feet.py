@@ -138,6 +138,14 @@ def test_dev_figures_by_poet():
         assert res["quatrains"]["accuracy"] == pytest.approx(quatrains, abs=5e-4)
         assert all(s["predicted"] > 0 for s in res["families"].values() if s["n"])
         assert len(res["folds"]) == 5 and len(set(bench.poet_folds(dev, 5).values())) == 5
+        # per family and fold: the family's verses labelled right, None where the fold has none
+        assert set(res["fold_recall"]) == {r["label"] for r in dev}
+        fold = bench.poet_folds(dev, 5)
+        train = [r for r in dev if fold[r["poet"]] != 0]
+        consts = feet.fit([r["codes"] for r in train], [r["label"] for r in train], lang)
+        iambic_0 = [r for r in dev if r["label"] == "iambic" and fold[r["poet"]] == 0]
+        labels = feet.Candidates([r["codes"] for r in iambic_0], lang).labels(consts)
+        assert res["fold_recall"]["iambic"][0] == pytest.approx(labels.count("iambic") / len(iambic_0))
     before = bench.today(bench.load("en", "dev"))
     assert before["accuracy"] == pytest.approx(0.525, abs=5e-4)
     assert before["families"]["trochaic"]["predicted"] == before["families"]["dactylic"]["predicted"] == 0

@@ -153,22 +153,29 @@ class Candidates:
         self.length = np.array([len(c) for c in codes], dtype=float)
         arr = np.array(rows, dtype=float).reshape(-1, 7)
         self.line, self.family, self.strong, self.weak, self.head, self.tail, self.feet = (arr[:, k] for k in range(7))
-        self.line = self.line.astype(int)
+        self.line, self.family = self.line.astype(int), self.family.astype(int)
+        # the rows of one verse are contiguous: where each verse's rows start
+        self.starts = np.flatnonzero(np.r_[True, self.line[1:] != self.line[:-1]]) if len(rows) else np.empty(0, int)
+        self.segment = np.cumsum(np.r_[False, self.line[1:] != self.line[:-1]]) if len(rows) else np.empty(0, int)
 
     def labels(self, consts: dict) -> list[str]:
         import numpy as np
 
+        out = ["other"] * self.n_lines
+        if not len(self.starts):
+            return out
         bias = np.array([consts["bias"][f] for f in _FAMILIES])
         cost = (self.strong + consts["weak"] * self.weak + consts["head"] * self.head + consts["tail"] * self.tail
-                + bias[self.family.astype(int)])
-        order = np.lexsort((cost, self.line))
-        first = order[np.r_[True, self.line[order][1:] != self.line[order][:-1]]]
-        out = ["other"] * self.n_lines
+                + bias[self.family])
+        # each verse's first cheapest row, in the order scan() tries them (its strict < keeps the first)
+        cheapest = cost == np.minimum.reduceat(cost, self.starts)[self.segment]
+        hits = np.flatnonzero(cheapest)
+        first = hits[np.r_[True, self.line[hits][1:] != self.line[hits][:-1]]]
         for k in first:
             i = self.line[k]
             if self.length[i] < MIN_SYLLABLES or cost[k] > consts["other"] * self.length[i]:
                 continue
-            family = _FAMILIES[int(self.family[k])]
+            family = _FAMILIES[self.family[k]]
             out[i] = "alexandrine" if self.lang == "de" and family == "iambic" and self.feet[k] == 6 else family
         return out
 
@@ -176,13 +183,10 @@ class Candidates:
 def objective(gold: Sequence[str], pred: Sequence[str]) -> float:
     """The mean of line accuracy and the macro F1 over the families the gold has: a fit that never names a
     rare family loses."""
-    acc = sum(g == p for g, p in zip(gold, pred)) / max(len(gold), 1)
-    f1 = []
-    for family in set(gold):
-        tp = sum(g == p == family for g, p in zip(gold, pred))
-        prec, rec = tp / max(list(pred).count(family), 1), tp / list(gold).count(family)
-        f1.append(2 * prec * rec / (prec + rec) if tp else 0.0)
-    return (acc + sum(f1) / len(f1)) / 2
+    right = collections.Counter(g for g, p in zip(gold, pred) if g == p)
+    n_gold, n_pred = collections.Counter(gold), collections.Counter(pred)
+    f1 = [2 * right[f] / (n_gold[f] + n_pred[f]) for f in n_gold]   # 2PR / (P + R) = 2 tp / (gold + predicted)
+    return (sum(right.values()) / max(len(gold), 1) + sum(f1) / len(f1)) / 2
 
 
 def fit(codes: Sequence[str], gold: Sequence[str], lang: str, rounds: int = 4) -> dict:

@@ -5,8 +5,9 @@ Per language, the verse-level metre family of :mod:`poeval.poetry.feet` against 
 * ``cv-poet``: cross-validation by poet on the dev part (``--folds``, default 5; no poet in two folds): the
   constants are fitted on the other folds' poets and the fold's verses labelled with them; the honest
   figure. Per fold: verse accuracy (the spread over folds) and each family's recall (its verses labelled
-  right); pooled: accuracy, per-family precision and recall, and quatrain accuracy (stanzas of 4 verses, the gold family the majority of its verses', ties
-  left out; predicted by :func:`poeval.poetry.feet.stanza_metre`).
+  right); pooled: accuracy, per-family precision and recall, and quatrain accuracy (stanzas of 4 verses,
+  the gold family the majority of its verses', ties left out; predicted by
+  :func:`poeval.poetry.feet.stanza_metre`).
 * ``today`` (English): the labeller the workflow used before issue 42 (CMUdict stress templates at every foot
   offset, :func:`today_metre`, as ``poeval.poetry.metre.metre`` was) on the same verses, quatrains and folds;
   it had no German.
@@ -49,7 +50,7 @@ FIT_PATH = ROOT / "src" / "poeval" / "poetry" / "data" / "metre_fit.json"
 DLK = ROOT.parent / "shared" / "data" / "de" / "dlk_poems.jsonl.gz"
 
 
-# --- the labeller before issue 42 (poeval.poetry.metre.metre up to ecc1360), kept here as the baseline ----------
+# --- the labeller before issue 42 (poeval.poetry.metre.metre up to ecc1360), kept as the baseline ---
 
 _UNITS = {"iambic": "01", "trochaic": "10", "anapaestic": "001", "dactylic": "100", "amphibrachic": "010"}
 
@@ -106,7 +107,7 @@ def dlk_family(measure: str | None) -> str:
     return "other"
 
 
-# --- the benchmark --------------------------------------------------------------------------------------------
+# --- the benchmark ------------------------------------------------------------------------------
 
 def load(lang: str, split: str) -> list[dict]:
     rows = [r for r in io.read_jsonl(GOLD / f"metre_{lang}.jsonl") if r["split"] == split]

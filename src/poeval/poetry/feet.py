@@ -5,12 +5,12 @@ Each family is a foot repeated (iambic ``01``, trochaic ``10``, anapaestic ``001
 amphibrachic ``010``) with the licences verse takes: a verse may lose the slack before its first stress (a
 headless iamb, an anapaest begun as an iamb or on its stress) and the slack after its last (catalexis: a
 trochaic or dactylic verse ending on a stress), and a verse of rising feet (iambic, anapaestic) may add one
-or two slack syllables after its last stress (a feminine ending). A pattern's cost is the sum over syllables of what a
-stress code (:mod:`poeval.poetry.stress`) costs in a strong or a weak position (``S`` in a weak one or ``U``
-in a strong one: 1; ``s`` in a weak one or ``w`` in a strong one: ``weak``; ``x``: 0), plus ``head`` when
-it drops the first slack, ``tail`` when it drops or adds slack at the end, plus the family's ``bias``; the
-verse takes the family of the cheapest pattern. The last
-syllable of a verse counts as ``x`` when it is a one-syllable function word (the rhyme stresses it). German
+or two slack syllables after its last stress (a feminine ending). A pattern's cost is the sum over syllables
+of what a stress code (:mod:`poeval.poetry.stress`) costs in a strong or a weak position (``S`` in a weak one
+or ``U`` in a strong one: 1; ``s`` in a weak one or ``w`` in a strong one: ``weak``; ``x``: 0), plus ``head``
+when it drops the first slack, ``tail`` when it drops or adds slack at the end, plus the family's ``bias``;
+the verse takes the family of the cheapest pattern. The last syllable of a verse counts as ``x`` when it is a
+one-syllable function word (the rhyme stresses it). German
 iambic hexameter is the alexandrine (DLK's and antikoerperchen's label). ``other``: a verse of fewer than
 :data:`MIN_SYLLABLES` syllables, or one whose cheapest pattern costs more than ``other`` per syllable.
 
@@ -38,7 +38,7 @@ MIN_SYLLABLES = 3   # a shorter verse shows no foot: ``other``
 
 
 @functools.lru_cache(maxsize=None)
-def patterns(family: str, n: int) -> tuple[tuple[str, int, int], ...]:
+def patterns(family: str, n: int) -> tuple[tuple[str, int, int, int], ...]:
     """Every ``(pattern, head licence, tail licence, feet)`` of ``family`` with ``n`` syllables (a licence used:
     1, else 0)."""
     foot = FOOT[family]
@@ -55,14 +55,19 @@ def patterns(family: str, n: int) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-def _cost(codes: str, pattern: str, weak: float) -> float:
-    cost = 0.0
-    for c, p in zip(codes, pattern):
-        if p == "1":
-            cost += 1.0 if c == "U" else weak if c == "w" else 0.0
-        else:
-            cost += 1.0 if c == "S" else weak if c == "s" else 0.0
-    return cost
+def _mismatches(codes: str, pattern: str) -> tuple[int, int]:
+    """(dictionary stresses, one-syllable words) against the pattern's strong and weak positions."""
+    strong = sum((p == "1" and c == "U") or (p == "0" and c == "S") for c, p in zip(codes, pattern))
+    weak = sum((p == "1" and c == "w") or (p == "0" and c == "s") for c, p in zip(codes, pattern))
+    return strong, weak
+
+
+def _label(family: str, feet: int, cost: float, n: int, consts: dict, lang: str) -> str:
+    """The cheapest pattern's family as the verse's label: ``other`` when the verse is too short or fits too
+    badly, the alexandrine for German iambic hexameter."""
+    if n < MIN_SYLLABLES or cost > consts["other"] * n:
+        return "other"
+    return "alexandrine" if lang == "de" and family == "iambic" and feet == 6 else family
 
 
 def load_fit(path=None) -> dict:
@@ -95,19 +100,16 @@ def scan(codes: str, lang: str, fit: dict | None = None) -> tuple[str, int, floa
     """``(family, feet, cost)`` of the cheapest pattern for a verse's stress codes (``other``, 0 feet
     when it has no syllable or no pattern fits it well enough)."""
     consts = (fit or fitted())[lang]
-    n = len(codes)
     best = ("other", 0, float("inf"))
     for family in FOOT:
-        for pattern, head, tail, feet in patterns(family, n):
-            cost = (_cost(codes, pattern, consts["weak"]) + consts["head"] * head + consts["tail"] * tail
+        for pattern, head, tail, feet in patterns(family, len(codes)):
+            strong, weak = _mismatches(codes, pattern)
+            cost = (strong + consts["weak"] * weak + consts["head"] * head + consts["tail"] * tail
                     + consts["bias"][family])
             if cost < best[2]:
                 best = (family, feet, cost)
-    if n < MIN_SYLLABLES or best[2] > consts["other"] * n:
-        return "other", 0, best[2]
-    if lang == "de" and best[0] == "iambic" and best[1] == 6:
-        return "alexandrine", 6, best[2]
-    return best
+    label = _label(*best, len(codes), consts, lang)
+    return (label, 0 if label == "other" else best[1], best[2])
 
 
 def line_metre(line: str, lang: str, fit: dict | None = None) -> str:
@@ -146,9 +148,7 @@ class Candidates:
         for i, c in enumerate(codes):
             for f, family in enumerate(_FAMILIES):
                 for pattern, head, tail, feet in patterns(family, len(c)):
-                    strong = sum((p == "1" and x == "U") or (p == "0" and x == "S") for x, p in zip(c, pattern))
-                    weak = sum((p == "1" and x == "w") or (p == "0" and x == "s") for x, p in zip(c, pattern))
-                    rows.append((i, f, strong, weak, head, tail, feet))
+                    rows.append((i, f, *_mismatches(c, pattern), head, tail, feet))
         self.lang, self.n_lines = lang, len(codes)
         self.length = np.array([len(c) for c in codes], dtype=float)
         arr = np.array(rows, dtype=float).reshape(-1, 7)
@@ -173,10 +173,7 @@ class Candidates:
         first = hits[np.r_[True, self.line[hits][1:] != self.line[hits][:-1]]]
         for k in first:
             i = self.line[k]
-            if self.length[i] < MIN_SYLLABLES or cost[k] > consts["other"] * self.length[i]:
-                continue
-            family = _FAMILIES[self.family[k]]
-            out[i] = "alexandrine" if self.lang == "de" and family == "iambic" and self.feet[k] == 6 else family
+            out[i] = _label(_FAMILIES[self.family[k]], self.feet[k], cost[k], self.length[i], consts, self.lang)
         return out
 
 

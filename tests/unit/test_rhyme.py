@@ -10,7 +10,7 @@ from poeval.poetry import espeak, rhyme, spelling
 from poeval.poetry.metre import METRES, metre
 from poeval.poetry.rhyme import rhyme_relation
 from poeval.poetry.schemes import (CONTEXT, SCHEMES_4, best_partition, context_penalty, level_weights,
-                                   normalise_scheme, scheme, scheme_prior, schemes)
+                                   PRIOR_WEIGHT, normalise_scheme, scheme, scheme_prior, schemes)
 from poeval.poetry.spelling import en_candidates
 from poeval.text import end_word
 
@@ -152,6 +152,31 @@ def test_historical_and_eye_rhymes():
     assert rhyme.rhyme_level("eternity", "dog", "en") == "v0c0"
 
 
+@needs_espeak
+def test_sounds_the_phones_write_apart():
+    """Rhymes that the phone strings spell differently: German espeak-ng's h after a vowel (the spelling's
+    length mark), the optional schwa of English fire-words, t between consonants, ŋk ~ ŋ and -en ~ -e
+    (loose consonants, level c1)."""
+    for a, b in (("geweiht", "Streit"), ("Zeit", "reiht")):
+        assert rhyme.rhyme_level(a, b, "de").startswith("v2c3"), (a, b)
+    assert rhyme.rhyme_level("higher", "lyre", "en") == rhyme.rhyme_level("liars", "spires", "en") == "v2c3"
+    assert rhyme.rhyme_level("sex", "effects", "en") == "v2c1"
+    assert rhyme.rhyme_level("krank", "Gesang", "de") == "v2c1"
+    assert rhyme.rhyme_level("Hechte", "fechten", "de") == "v2c1"
+    assert rhyme.rhyme_level("Hecht", "fechten", "de") == "v2c0"   # the weak n goes, the t does not
+
+
+@needs_espeak
+def test_german_eye_rhymes_read_the_sound_of_the_letters():
+    """espeak-ng stresses unknown words on the first syllable (Tapeten: tˈɑpətən), so their rhyme is found
+    by the letters, read for their sound: length marks, doubled letters, ä ~ e, ö ~ e, ü ~ i."""
+    for a, b in (("Tapeten", "Blumenbeeten"), ("Pokälen", "befehlen"), ("Trompete", "Purpurröte"),
+                 ("Liebesketten", "Singraketen")):
+        assert rhyme.rhyme_level(a, b, "de").endswith("+eye"), (a, b)
+        assert rhyme_relation(a, b, "de") == "rhyme", (a, b)
+    assert not rhyme.rhyme_level("Tapeten", "Tinte", "de").endswith("+eye")
+
+
 def test_early_modern_spellings():
     for old, new in (("loue", "love"), ("ioy", "joy"), ("mylde", "mild"), ("penne", "pen"), ("griefe", "grief"),
                      ("despayre", "despair"), ("theefe", "thief"), ("flye", "fly"), ("vnto", "unto")):
@@ -287,7 +312,7 @@ def test_long_stanza_label_length():
 
 # ---------------------------------------------------------------- regression on the dev gold
 
-REACHED = {"en": 0.94, "de": 0.94}  # exact 4-line accuracy measured on the fixed subset below (~300 stanzas)
+REACHED = {"en": 0.947, "de": 0.947}  # exact 4-line accuracy measured on the fixed subset below (300 stanzas)
 
 
 def _subset(shared_data, lang, k=300):
@@ -307,6 +332,24 @@ def test_regression_dev_subset(shared_data, lang):
     preds = schemes([r["lines"] for r in rows], lang)
     acc = sum(p == normalise_scheme(r["scheme"]) for p, r in zip(preds, rows)) / len(rows)
     assert acc >= REACHED[lang] - 0.02, acc
+
+
+@needs_espeak
+def test_dev_figures_by_poet(shared_data):
+    """The 5-fold cross-validation by poet of docs/results/rhyme.md and benchmarks/README.md: 4-line exact
+    scheme accuracy with everything fitted (level ratios, scheme prior, distance shifts) on the other folds'
+    poets (issue 42 asks for 95 %: German reaches it, English does not)."""
+    bench = _bench()
+    want = {"en": (0.9404, 1544), "de": (0.9530, 1701)}
+    for lang, (acc4, n4) in want.items():
+        if not (shared_data / "gold" / f"rhyme_{lang}_dev.jsonl").exists():
+            pytest.skip("the dev gold is not available")
+        rows = bench.load(lang)
+        for r in rows:
+            r["_lev"] = rhyme.pair_levels(r["lines"], lang)
+        preds = bench.cross_validate(rows, lang, 5, PRIOR_WEIGHT[lang], rhyme.LINK_BIAS[lang], True, CONTEXT[lang])
+        res = bench.evaluate(rows, preds)
+        assert res["n4"] == n4 and res["acc4"] == pytest.approx(acc4, abs=5e-4)
 
 
 # ---------------------------------------------------------------- metre (optional labels)

@@ -74,7 +74,13 @@ def _canon_cons(c: str, lang: str, loose: bool) -> str:
 def _seq(ph: Phones, start: int, lang: str, vloose: bool, closse: bool) -> tuple:
     out = []
     isv = []
-    for k, (sym, v, _) in enumerate(ph[start:], start):
+    for k, (sym, v, st) in enumerate(ph[start:], start):
+        if lang == "de" and sym == "h" and isv and isv[-1]:
+            continue  # espeak-ng's h after a vowel (geweiht, reiht) is the spelling's length mark, silent
+        if lang == "en" and sym == "ɚ" and not st and isv and isv[-1]:
+            out.append("r")  # the optional schwa of fire, higher (aɪɚ) against lyre (aɪɹ)
+            isv.append(False)
+            continue
         out.append(_canon_vowel(sym, lang, vloose) if v else _canon_cons(sym, lang, closse))
         isv.append(v)
         if v and lang == "en" and _EN_EXACT_V.get(sym, sym) == "ɜː" and (
@@ -171,11 +177,18 @@ def _licence_tail(pa: Phones, la: int, pb: Phones, lb: int, lang: str) -> bool:
 
 
 def _loose_tail(seq: tuple) -> tuple:
-    out = list(seq)
-    # plural / verb -s and -t after a consonant, ts ~ s
+    out = [x for x in seq if x not in ("h", "ʔ")]
+    # t between consonants (effects ~ sex), then plural / verb -s and -t after a consonant, ts ~ s
+    out = [x for k, x in enumerate(out) if not (x == "t" and 0 < k < len(out) - 1
+                                                and out[k - 1] not in _VOWEL_CLASSES
+                                                and out[k + 1] not in _VOWEL_CLASSES)]
     if len(out) >= 2 and out[-1] in ("s", "t") and out[-2] not in _VOWEL_CLASSES:
         out.pop()
-    return tuple(x for x in out if x not in ("h", "ʔ"))
+    if len(out) >= 2 and out[-1] == "k" and out[-2] == "n":
+        out.pop()  # ŋk ~ ŋ (gesang ~ krank), after the loose consonants' ŋ -> n
+    if len(out) >= 3 and out[-1] == "n" and out[-2] == "ə":
+        out.pop()  # -en ~ -e (hechte ~ fechten, diebe ~ lieben): the weak final n of older German verse
+    return tuple(out)
 
 
 _VOWEL_CLASSES: set[str] = set()
@@ -224,6 +237,15 @@ def _orth_ending(w: str, lang: str) -> str:
     return w[start:]
 
 
+def _de_letters(w: str) -> str:
+    """German spelling reduced to what it says about the sound of an ending: length marks (vowel + h, ie,
+    doubled vowels), doubled consonants, ä = e, ß = ss = s, th = t, dt = t, y = i."""
+    w = w.replace("ß", "s").replace("th", "t").replace("dt", "t").replace("ä", "e").replace("y", "i").replace("ö", "e").replace("ü", "i")
+    w = re.sub(r"(?<=[aeiouöü])h(?![aeiouöü])", "", w)
+    w = w.replace("ie", "i").replace("ai", "ei")
+    return re.sub(r"(.)\1+", r"\1", w)
+
+
 _NONE = "v0c0"
 _V_NAME = {2: "2", 1: "1", 0.5: "h", 0: "0"}  # h: historically rhyming vowels (English)
 LEVELS: list[str] = ["identical"] + [
@@ -249,6 +271,8 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     pa, pb = phones(a, lang), phones(b, lang)
     if lang == "en":  # eye rhymes by the modern letters: loue/prove, mylde/wild
         a, b = (((w,) + modern_spellings(w, letters_only=True))[-1] for w in (a, b))
+    else:  # German eye rhymes by the sound the letters spell: tapeten ~ beeten, pokälen ~ befehlen
+        a, b = _de_letters(a), _de_letters(b)
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
     best: tuple = (0, 0, "")
     for x in pa:

@@ -93,7 +93,9 @@ def _partition_matrix(n: int) -> np.ndarray:
 DIST_BIAS: dict[str, list[float]] = fitted()["dist_bias"]
 
 # four-line scheme counts of the dev gold (fitted: rhyme.FIT_FILE); the prior is smoothed with PRIOR_SMOOTHING
-# per scheme and scaled by PRIOR_WEIGHT, so it only breaks near-ties and every scheme stays reachable
+# per scheme and scaled by PRIOR_WEIGHT, so it only breaks near-ties and every scheme stays reachable. A heavier
+# prior scores higher on the dev gold (docs/results/rhyme.md) by linking lines the phones do not link (abac read
+# as abab): it would write the human scheme counts into a model sample's labels, so it stays weak.
 SCHEME_COUNTS_4: dict[str, dict[str, int]] = fitted()["scheme_counts_4"]
 PRIOR_SMOOTHING = 20.0
 PRIOR_WEIGHT: dict[str, float] = {"en": 0.5, "de": 0.5}

@@ -238,10 +238,13 @@ def test_the_german_overlay_adds_gemma_and_a_systems_overlay_after_it_wins():
     assert resolved("lang/de.yaml", "systems/grid.yaml")["systems"] == grid
     cpu = resolved("systems/pretrained-cpu.yaml")
     assert {"gemma3", "gemma3-cond"} <= set(cpu["systems"]) and cpu["languages"] == ["en", "de"]
-    # Gemma at config/lang/de.yaml's budget there: its step costs three SmolLM2 steps (docs/results/pretrained.md)
-    assert [cpu["models"][s]["sampling"]["n"] for s in ("gemma3", "gemma3-cond")] == [60, 60]
-    assert cpu["models"]["gemma3"]["training"] == de["models"]["gemma3"]["training"] and \
-        cpu["models"]["gemma3"]["lora"]["layers"] == 6 and cpu["models"]["smollm2"]["lora"]["layers"] is None
+    # both pretrained models at one budget there (params.yaml's), 150 valid quatrains each (docs/results/pretrained.md)
+    pretrained = ("smollm2", "smollm2-cond", "gemma3", "gemma3-cond")
+    assert [cpu["models"][s]["sampling"]["n"] for s in pretrained] == [150] * 4
+    assert all(cpu["models"][s]["training"] == main["models"][s]["training"] for s in pretrained)
+    assert cpu["models"]["gemma3"]["training"] == cpu["models"]["smollm2"]["training"] == de["models"]["gemma3"]["training"]
+    assert cpu["models"]["gemma3"]["lora"]["layers"] == 6 and cpu["models"]["smollm2"]["lora"]["layers"] == 10
+    assert cpu["style_adherence"]["n"] == 30
 
 
 def yaml_of(path):

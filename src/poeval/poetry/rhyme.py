@@ -7,10 +7,11 @@ best over all pronunciations, :mod:`poeval.poetry.phones`): V = stressed vowel 2
 loose vowel classes (German length, rounding ü~i ö~e, eu/äu~ei; English length and close qualities) / h
 (English) vowels that rhymed in older verse (``_EN_HIST_V``: love/prove, wind/kind, join/line, sea/way,
 were/there, heart/wert) / 0 different; C = the rest 3 same / 2 same with loose vowels / 1 same with loose
-consonants (voicing, nasals, final -s/-t) / 0; t = ``w``/``u`` when only the last (stressed / unstressed)
-vowel and what follows agree, ``y`` (English) for the licence of an unstressed ending against a stressed
-one (eternity/die, audience/offence); ``+eye`` when the spelled endings agree (English after the u~v, i~j,
-y~i swaps of old spelling). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
+consonants (voicing, nasals, final -s/-t, t between consonants, ŋk ~ ŋ, -en ~ -e) / 0; t = ``w``/``u`` when
+only the last (stressed / unstressed) vowel and what follows agree, ``y`` (English) for the licence of an
+unstressed ending against a stressed one (eternity/die, audience/offence); ``+eye`` when the spelled endings
+agree (English after the u~v, i~j, y~i swaps of old spelling; German by the sound the letters spell,
+``_de_letters``). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
 P(level | not linked)`` per language (``LLR``), counted on the dev gold by ``benchmarks/bench_rhyme.py
 --fit``, which writes it with the other fitted tables to the package's data file :data:`FIT_FILE`
 (:func:`fitted`; ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says

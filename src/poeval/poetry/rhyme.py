@@ -238,11 +238,15 @@ def _orth_ending(w: str, lang: str) -> str:
     return w[start:]
 
 
+_DE_SOUND = str.maketrans({"ß": "s", "ä": "e", "ö": "e", "ü": "i", "y": "i"})
+
+
 def _de_letters(w: str) -> str:
     """German spelling reduced to what it says about the sound of an ending: length marks (vowel + h, ie,
-    doubled vowels), doubled consonants, ä = e, ß = ss = s, th = t, dt = t, y = i."""
-    w = w.replace("ß", "s").replace("th", "t").replace("dt", "t").replace("ä", "e").replace("y", "i").replace("ö", "e").replace("ü", "i")
-    w = re.sub(r"(?<=[aeiouöü])h(?![aeiouöü])", "", w)
+    doubled vowels), doubled consonants, th = t, dt = t, ß = s, and ä, ö, ü, y read as e, e, i, i (the
+    unrounded rhymes German verse accepts)."""
+    w = w.translate(_DE_SOUND).replace("th", "t").replace("dt", "t")
+    w = re.sub(r"(?<=[aeiou])h(?![aeiou])", "", w)
     w = w.replace("ie", "i").replace("ai", "ei")
     return re.sub(r"(.)\1+", r"\1", w)
 

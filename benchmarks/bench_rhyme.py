@@ -4,13 +4,13 @@ Reports, per language: exact-scheme accuracy on 4-line stanzas (and on all stanz
 and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), and stanzas/s.
 
 * ``shipped``: the fitted tables the package ships (``poeval/poetry/data/rhyme_fit.json``: ``rhyme.LLR``,
-  ``schemes.DIST_BIAS``, ``schemes.SCHEME_COUNTS_4``).
-* ``dev-fit``: level log-likelihood ratios, distance shifts and scheme counts fitted on all of dev (what
+  ``rhyme.PAIR_LLR``, ``schemes.DIST_BIAS``, ``schemes.SCHEME_COUNTS_4``).
+* ``dev-fit``: level log-likelihood ratios, the pair table (``fit_pair_llr``), distance shifts and scheme counts fitted on all of dev (what
   ``--fit`` writes to that file, with the command, commit, date and the gold's sha256, or to ``--fit-out``;
   the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
 * ``cv5-poet``: 5-fold cross-validation by poet (``--folds``; ``poet_folds``: no poet in two folds, the
-  English 17th-18th-century poets spread over the folds): everything fitted (level ratios, scheme prior,
-  distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
+  English 17th-18th-century poets spread over the folds): everything fitted (level ratios, pair table,
+  scheme prior, distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
   hand-written knowledge in ``poeval.poetry`` (historical vowels, spellings) is general, not read off this
   gold. The stanza context (``schemes.CONTEXT``: how much less a loose pair counts beside exact ones) is
   fixed in every setup; ``--context STRONG,BOTH,ONE`` or ``--context off`` scores other values.
@@ -67,13 +67,15 @@ def load(lang: str, limit: int | None = None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
-def count_levels(rows: list[dict], lang: str) -> tuple[Counter, Counter]:
+def count_levels(rows: list[dict], lang: str, detail: bool = False) -> tuple[Counter, Counter]:
+    """Linked and unlinked gold pairs per level (``detail``: per pair key, level and detail)."""
     link, non = Counter(), Counter()
     for r in rows:
         lev = r["_lev"]
         s = r["scheme"]
         for i, j in itertools.combinations(range(len(s)), 2):
-            (link if s[i] == s[j] else non)[lev[i][j]] += 1
+            key = lev[i][j] if detail else lev[i][j].split(" ", 1)[0]
+            (link if s[i] == s[j] else non)[key] += 1
     return link, non
 
 
@@ -85,6 +87,33 @@ def fit_llr(link: Counter, non: Counter, alpha: float = 1.0) -> dict[str, float]
     for lev in rhyme.LEVELS:
         out[lev] = round(math.log((link[lev] + alpha) / (non[lev] + alpha * ratio)) + math.log(ratio), 3)
     return out
+
+
+PAIR_PRIOR = 5.0  # pseudo-pairs at the level's own link rate that every pair-table entry starts from
+
+
+def fit_pair_llr(rows: list[dict], lang: str, llr: dict[str, float]) -> dict[str, float]:
+    """The pair table: the ratio of each level-and-detail key seen on ``rows`` (two stressed vowels, a
+    shared last syllable), shrunk towards its level's ratio ``llr`` by ``PAIR_PRIOR`` pseudo-pairs, so that
+    a detail seen a few times moves its ratio a little and one seen often speaks for itself."""
+    link, non = count_levels(rows, lang, detail=True)
+    odds = math.log(sum(link.values()) / max(sum(non.values()), 1))  # a ratio is log-odds less this
+    out = {}
+    for key in sorted(set(link) | set(non)):
+        level = key.split(" ", 1)[0]
+        if level == key:
+            continue
+        q = 1.0 / (1.0 + math.exp(-(llr[level] + odds)))  # the level's link rate
+        x = round(math.log((link[key] + PAIR_PRIOR * q) / (non[key] + PAIR_PRIOR * (1 - q))) - odds, 3)
+        if x != llr[level]:
+            out[key] = x
+    return out
+
+
+def fit_ratios(rows: list[dict], lang: str) -> dict[str, float]:
+    """Level ratios and the pair table fitted on ``rows``, merged as ``rhyme.ratio`` reads them."""
+    llr = fit_llr(*count_levels(rows, lang))
+    return {**llr, **fit_pair_llr(rows, lang, llr)}
 
 
 FIT_PATH = ROOT / "src" / "poeval" / rhyme.FIT_FILE
@@ -103,6 +132,7 @@ def write_fit(path: str, fitted_tables: dict) -> None:
         "provenance": {"command": "python benchmarks/bench_rhyme.py --fit", "commit": commit,
                        "date": date.today().isoformat(), "dev_gold": gold},
         "llr": {lang: t[0] for lang, t in fitted_tables.items()},
+        "pair_llr": {lang: t[5] for lang, t in fitted_tables.items()},
         "dist_bias": {lang: t[3] for lang, t in fitted_tables.items()},
         "scheme_counts_4": {lang: t[4] for lang, t in fitted_tables.items()},
     }
@@ -161,8 +191,8 @@ def poet_folds(rows: list[dict], k: int, period: dict | None = None) -> dict[str
 
 def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
                    context: tuple | None = None, fold: dict | None = None) -> list[str]:
-    """Predictions with k-fold cross-validation by poet: the level ratios, the scheme prior and the distance
-    shifts are fitted on the other folds' poets only. ``fold`` (poet -> fold id) overrides the k folds of
+    """Predictions with k-fold cross-validation by poet: the level ratios, the pair table, the scheme prior
+    and the distance shifts are fitted on the other folds' poets only. ``fold`` (poet -> fold id) overrides the k folds of
     :func:`poet_folds` (leave-one-poet-out, leave-one-period-out)."""
     fold = poet_folds(rows, k) if fold is None else fold
     preds = [""] * len(rows)
@@ -171,7 +201,7 @@ def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: flo
         idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
         if not idx:
             continue
-        llr = fit_llr(*count_levels(train, lang))
+        llr = fit_ratios(train, lang)
         prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
         dist_f = fit_dist_bias(train) if dist else []
         for i, p in zip(idx, predict([rows[i] for i in idx], llr, bias, prior, dist_f, context)):
@@ -403,20 +433,21 @@ def main() -> None:
         dt_warm = time.perf_counter() - t1
         assert shipped == shipped2
         for r in rows:
-            r["_lev"] = rhyme.pair_levels(r["lines"], lang)
+            r["_lev"] = rhyme.pair_levels(r["lines"], lang, detail=True)
         res = evaluate(rows, shipped)
         res.update(name="shipped", sps=len(rows) / dt, sps_warm=len(rows) / dt_warm)
         table.append((lang, res))
         link, non = count_levels(rows, lang)
         llr = fit_llr(link, non)
+        pair_llr = fit_pair_llr(rows, lang, llr)
         bias = rhyme.LINK_BIAS[lang]
         weight = schemes.PRIOR_WEIGHT[lang] if args.prior_weight is None else args.prior_weight
         prior = schemes.scheme_prior(lang, weight, scheme_counts(rows)) if weight > 0 else None
         dist = fit_dist_bias(rows) if not args.no_dist else []
-        fitted_tables[lang] = (llr, link, non, dist, dict(scheme_counts(rows).most_common()))
+        fitted_tables[lang] = (llr, link, non, dist, dict(scheme_counts(rows).most_common()), pair_llr)
         ctx = schemes.CONTEXT[lang] if args.context is None else (
             None if args.context == "off" else tuple(float(x) for x in args.context.split(",")))
-        devfit = predict(rows, llr, bias, prior, dist, ctx)
+        devfit = predict(rows, {**llr, **pair_llr}, bias, prior, dist, ctx)
         res = evaluate(rows, devfit)
         res.update(name="dev-fit")
         table.append((lang, res))
@@ -468,10 +499,13 @@ def main() -> None:
               f"{', input normalise_de (+n)' if norm else ''}; {slow} stanzas retagged with fast_ipa=False, "
               f"{n_err} failed (counted unrhymed)")
     if args.fit:
-        for lang, (llr, link, non, _, _) in fitted_tables.items():
+        for lang, (llr, link, non, _, _, pair_llr) in fitted_tables.items():
             print(f"\n{lang}: level  linked  not-linked  llr")
             for lev in rhyme.LEVELS:
                 print(f"  {lev:18} {link[lev]:7d} {non[lev]:9d} {llr[lev]:7.3f}")
+            print(f"{lang}: pair table, {len(pair_llr)} keys; the 12 that move their level's ratio most:")
+            for key in sorted(pair_llr, key=lambda k: -abs(pair_llr[k] - llr[k.split(' ', 1)[0]]))[:12]:
+                print(f"  {key:24} {pair_llr[key]:7.3f} (level {llr[key.split(' ', 1)[0]]:7.3f})")
         write_fit(args.fit_out, fitted_tables)
         print(f"\nwrote the fitted tables to {args.fit_out}")
 

@@ -82,6 +82,34 @@ def _ipa_to_phones(ipa: str) -> Phones:
 _EN_EXTRA_PRONS = {"aye": ["EY1"], "wind": ["W AY1 N D"], "again": ["AH0 G EY1 N"], "been": ["B IY1 N"]}
 
 
+def _rhyme_prons(word: str, prons: list[str]) -> tuple[Phones, ...]:
+    """CMUdict's pronunciations of a word as it can end a verse: without a weak form that stresses nothing
+    (o'er as ER0 beside AO1 R) and without a letter-by-letter reading (us as U.S.), unless nothing else is
+    left; in rhyme position a word carries its stress and is read as a word."""
+    out = tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
+    spelled = _spelled_out(word)
+    keep = tuple(ph for ph in out if any(st for _, v, st in ph if v) and _bare(ph) != spelled)
+    return keep or out
+
+
+def _bare(ph: Phones) -> tuple:
+    return tuple(s for s, _, _ in ph)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelled_out(word: str) -> tuple:
+    """The phones of ``word`` read as its letters' names (CMUdict's own letter entries), or ``()``."""
+    import pronouncing
+
+    out: list = []
+    for ch in word:
+        names = pronouncing.phones_for_word(ch) if ch.isalpha() else []
+        if not names:
+            return ()
+        out += _bare(_arpa_to_phones(names[0]))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=200_000)
 def phones(word: str, lang: str) -> tuple[Phones, ...]:
     """All phone sequences for a (cleaned, lower-case) word; ``()`` when it has none."""
@@ -96,9 +124,9 @@ def phones(word: str, lang: str) -> tuple[Phones, ...]:
             prons += pronouncing.phones_for_word(cand) + _EN_EXTRA_PRONS.get(cand, [])
             # a doubled consonant + e (passe, belle) is old spelling even when CMUdict has a French word
             if prons and not (cand == word and re.search(r"([bdfgklmnprst])\1e$", word)):
-                return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
+                return _rhyme_prons(cand, prons)
         if prons:
-            return tuple(dict.fromkeys(_arpa_to_phones(p.split("#")[0]) for p in prons))
+            return _rhyme_prons(word, prons)
         target = word.replace("'", "e") if re.search(r"'(d|st)$", word) else word.replace("'", "")
         target = target.split("-")[-1] or target
         target = (target,) + modern_spellings(target, keep_e=True)

@@ -123,7 +123,7 @@ def _last_vowel_index(ph: Phones) -> int:
 
 
 def _phon_level(pa: Phones, pb: Phones, lang: str, spelled: tuple = ("", "")) -> tuple:
-    best: tuple = (0, 0, "")
+    best: tuple = (0, 0, "", "")
     for ia in _stress_starts(pa):
         for ib in _stress_starts(pb):
             best = max(best, _phon_level_at(pa, pb, ia, ib, lang, spelled), key=_level_key)
@@ -133,7 +133,7 @@ def _phon_level(pa: Phones, pb: Phones, lang: str, spelled: tuple = ("", "")) ->
 def _level_key(lev: tuple) -> tuple:
     """Which of two levels (other pronunciations or stress positions) is the closer rhyme: a shared rest
     first; without one, an agreeing last syllable before the stressed vowel."""
-    v, c, t = lev
+    v, c, t, _ = lev
     return (v >= 0.5 and c >= 1, c, t != "" if c == 0 else 0, v, t)
 
 
@@ -196,7 +196,10 @@ _VOWEL_CLASSES: set[str] = set()
 
 
 def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled: tuple = ("", "")) -> tuple:
-    """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail)."""
+    """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail,
+    detail): the detail names what a level leaves open, for the fitted pair table (``PAIR_LLR``): the two
+    stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit), the shared last syllable
+    of a ``w``/``u`` tail (``~i``: ferry ~ fee)."""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
     v = 2 if ea[:1] == eb[:1] else 1 if la_[:1] == lb_[:1] else 0
@@ -211,14 +214,17 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled:
         v = 0.5
     if v == 0 and len(ea) == 1 and len(eb) == 1:
         c = 0  # two open syllables with different vowels share nothing
-    tail = ""
+    tail = detail = ""
+    if v < 1 and c >= 1:
+        detail = "/".join(sorted((ea[0], eb[0])))
     if v < 1 or c == 0:
         la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
         if (la != ia or lb != ib) and _seq(pa, la, lang, True, False) == _seq(pb, lb, lang, True, False):
             tail = "w" if (pa[la][2] or pb[lb][2]) else "u"
+            detail = detail or "~" + "".join(_seq(pa, la, lang, True, False))
         elif _licence_tail(pa, la, pb, lb, lang):
             tail = "y"
-    return (v, c, tail)
+    return (v, c, tail, detail)
 
 
 _ORTH_V = set("aeiouyäöüàáâèéêìíîòóôùúû")
@@ -263,12 +269,17 @@ LEVELS: list[str] = ["identical"] + [
 
 
 def _level_name(lev: tuple, eye: bool) -> str:
-    v, c, t = lev
+    v, c, t, _ = lev
     return f"v{_V_NAME[v]}c{c}{t}{'+eye' if eye else ''}"
 
 
-@functools.lru_cache(maxsize=500_000)
 def _level_clean(a: str, b: str, lang: str) -> str:
+    return _pair_key(a, b, lang).split(" ", 1)[0]
+
+
+@functools.lru_cache(maxsize=500_000)
+def _pair_key(a: str, b: str, lang: str) -> str:
+    """The level of two cleaned words, followed by its detail (``"v0c3 ɛ/ɪ"``) where it has one."""
     if not a or not b or not has_latin(a) or not has_latin(b):
         return _NONE
     if a == b or a.replace("'", "") == b.replace("'", ""):
@@ -279,12 +290,12 @@ def _level_clean(a: str, b: str, lang: str) -> str:
     else:  # German eye rhymes by the sound the letters spell: tapeten ~ beeten, pokälen ~ befehlen
         a, b = _de_letters(a), _de_letters(b)
     ea, eb = _orth_ending(a, lang), _orth_ending(b, lang)
-    best: tuple = (0, 0, "")
+    best: tuple = (0, 0, "", "")
     for x in pa:
         for y in pb:
             best = max(best, _phon_level(x, y, lang, (ea, eb)), key=_level_key)
     eye = len(ea) >= 2 and ea == eb
-    return _level_name(best, eye)
+    return _level_name(best, eye) + (" " + best[3] if best[3] else "")
 
 
 def rhyme_level(word_a: str, word_b: str, lang: str) -> str:
@@ -294,22 +305,41 @@ def rhyme_level(word_a: str, word_b: str, lang: str) -> str:
 
 
 def rhyme_relation(word_a: str, word_b: str, lang: str) -> str:
-    """``"repetition"`` (same word), ``"rhyme"`` (a level more likely between rhyming lines) or ``"none"``."""
-    lev = rhyme_level(word_a, word_b, lang)
-    if lev == "identical":
+    """``"repetition"`` (same word), ``"rhyme"`` (a pair more likely between rhyming lines: :func:`ratio`
+    positive) or ``"none"``."""
+    check_lang(lang)
+    key = _pair_key(clean_word(word_a, lang), clean_word(word_b, lang), lang)
+    if key == "identical":
         return "repetition"
-    return "rhyme" if LLR[lang].get(lev, 0.0) + LINK_BIAS[lang] > 0 else "none"
+    return "rhyme" if ratio(key, lang) + LINK_BIAS[lang] > 0 else "none"
 
 
-def pair_levels(lines: Sequence[str], lang: str) -> list[list[str]]:
-    """Matrix of levels between the end words of all line pairs (diagonal: ``"identical"``)."""
+def ratio(key: str, lang: str | None = None, table: dict | None = None) -> float:
+    """The fitted log-likelihood ratio of a pair key (:func:`pair_levels` with ``detail=True``): its own
+    entry in the pair table where dev had that detail, else its level's. ``table`` is a merged table
+    (:func:`ratios`) used instead of the package's ``lang`` tables."""
+    table = ratios(lang) if table is None else table
+    got = table.get(key)
+    return table.get(key.split(" ", 1)[0], 0.0) if got is None else got
+
+
+@functools.cache
+def ratios(lang: str) -> dict[str, float]:
+    """The package's level ratios (``LLR``) and pair-table ratios (``PAIR_LLR``) of a language in one table."""
+    return {**LLR[lang], **PAIR_LLR[lang]}
+
+
+def pair_levels(lines: Sequence[str], lang: str, detail: bool = False) -> list[list[str]]:
+    """Matrix of levels between the end words of all line pairs (diagonal: ``"identical"``); with
+    ``detail=True`` each level is followed by its detail where it has one (``"v0c3 ɛ/ɪ"``, :func:`ratio`)."""
     check_lang(lang)
     words = [clean_word(end_word(l), lang) for l in lines]
+    pick = _pair_key if detail else _level_clean
     n = len(words)
     m = [["identical"] * n for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
-            m[i][j] = m[j][i] = _level_clean(words[i], words[j], lang)
+            m[i][j] = m[j][i] = pick(words[i], words[j], lang)
     return m
 
 
@@ -325,7 +355,7 @@ def is_repetition(line_a: str, line_b: str, lang: str) -> bool:
 # sha256)
 
 FIT_FILE = "poetry/data/rhyme_fit.json"   # inside the package (package data)
-_FIT_KEYS = ("provenance", "llr", "dist_bias", "scheme_counts_4")
+_FIT_KEYS = ("provenance", "llr", "pair_llr", "dist_bias", "scheme_counts_4")
 
 
 def load_fit(path: str | os.PathLike | None = None) -> dict:
@@ -362,6 +392,11 @@ def check_fit(table, where: str) -> None:
         _check_keys(table["llr"][lang], LEVELS, f"{where}: llr.{lang}")
         for lev, x in table["llr"][lang].items():
             _check_number(x, f"{where}: llr.{lang}.{lev}")
+        for key, x in table["pair_llr"][lang].items():
+            lev, _, detail = key.partition(" ")
+            if lev not in LEVELS or not detail:
+                raise PoevalError(f"{where}: pair_llr.{lang}: {key!r} is not a level and a detail")
+            _check_number(x, f"{where}: pair_llr.{lang}.{key}")
         _check_shifts(table["dist_bias"][lang], f"{where}: dist_bias.{lang}")
         _check_counts(table["scheme_counts_4"][lang], f"{where}: scheme_counts_4.{lang}")
 
@@ -394,5 +429,8 @@ def _check_number(x, where: str) -> None:
 
 
 LLR: dict[str, dict[str, float]] = fitted()["llr"]
+# the pair table: ratios of a level with one detail (two stressed vowels, a shared last syllable), fitted
+# like LLR and shrunk towards the level's ratio (benchmarks/bench_rhyme.py fit_pair_llr)
+PAIR_LLR: dict[str, dict[str, float]] = fitted()["pair_llr"]
 # bias added to every pair's ratio (negative: linking must be earned); chosen, not fitted
 LINK_BIAS: dict[str, float] = {"en": 0.0, "de": 0.0}

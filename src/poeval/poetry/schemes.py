@@ -1,8 +1,8 @@
 """Rhyme schemes of stanzas: the set partition of the verses that the rhyme levels support best, written as
 a first-appearance label (``abab``, ``aabb``, ...).
 
-A scheme is the set partition of the lines that maximises the summed ratio (:data:`poeval.poetry.rhyme.LLR`)
-over its linked pairs: all partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4
+A scheme is the set partition of the lines that maximises the summed ratio (:func:`poeval.poetry.rhyme.ratio`:
+the fitted level and pair tables) over its linked pairs: all partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4
 lines), longer stanzas use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak
 smoothed log prior over the 15 schemes (``scheme_prior``: every scheme keeps mass, it only breaks
 near-ties); stanzas of 5+ lines add a log-odds shift by line distance (``DIST_BIAS``). A loose pair counts
@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from poeval.errors import PoevalError
-from poeval.poetry.rhyme import LINK_BIAS, LLR, fitted, pair_levels
+from poeval.poetry.rhyme import LINK_BIAS, fitted, pair_levels, ratio, ratios
 from poeval.poetry.spelling import check_lang
 from poeval.poetry.style import SCHEMES
 
@@ -107,15 +107,16 @@ CONTEXT: dict[str, tuple[float, float, float]] = {"en": (3.0, 3.0, 1.0), "de": (
 
 
 def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | None) -> np.ndarray:
-    llr = LLR[lang] if llr is None else llr
+    llr = ratios(lang) if llr is None else llr
     bias = LINK_BIAS[lang] if bias is None else bias
-    lev = pair_levels(lines, lang)
+    lev = pair_levels(lines, lang, detail=True)
     return level_weights(lev, llr, bias, DIST_BIAS[lang], CONTEXT[lang])
 
 
 def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Sequence[float] | None,
                   context: Sequence[float] | None = None) -> np.ndarray:
-    """Pair weights from a level matrix; stanzas of 5+ lines add a log-odds shift by line distance (in long
+    """Pair weights from a matrix of levels or pair keys (``llr``: a table :func:`poeval.poetry.rhyme.ratio`
+    reads); stanzas of 5+ lines add a log-odds shift by line distance (in long
     couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter). ``context``
     (``(strong, both, one)``, see :data:`CONTEXT`) lowers loose pairs beside strong ones
     (:func:`context_penalty`)."""
@@ -126,7 +127,7 @@ def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Seque
             d = 0.0
             if dist_bias and n >= 5:
                 d = dist_bias[min(j - i, len(dist_bias)) - 1]
-            w[i, j] = w[j, i] = llr.get(lev[i][j], 0.0) + bias + d
+            w[i, j] = w[j, i] = ratio(lev[i][j], table=llr) + bias + d
     if context is not None and n >= 3:
         w = np.where(w > 0, w - context_penalty(lev, llr, *context), w)  # only pairs that would link
     return w
@@ -146,7 +147,7 @@ def context_penalty(lev: list[list[str]], llr: dict, strong: float, both: float,
     st = np.zeros((n, n), dtype=bool)
     for i in range(n):
         for j in range(i + 1, n):
-            if lev[i][j] != "identical" and llr.get(lev[i][j], 0.0) >= strong:
+            if lev[i][j] != "identical" and ratio(lev[i][j], table=llr) >= strong:
                 st[i, j] = st[j, i] = True
     deg = st.sum(axis=1)
     pen = np.zeros((n, n))

@@ -93,8 +93,8 @@ PAIR_PRIOR = 5.0  # pseudo-pairs at the level's own link rate that every pair-ta
 
 
 def fit_pair_llr(rows: list[dict], lang: str, llr: dict[str, float]) -> dict[str, float]:
-    """The pair table: the ratio of each level-and-detail key seen on ``rows`` (two stressed vowels, a
-    shared last syllable), shrunk towards its level's ratio ``llr`` by ``PAIR_PRIOR`` pseudo-pairs, so that
+    """The pair table: the ratio of each level-and-detail key seen on ``rows`` (the two stressed vowels of
+    a level where they differ), shrunk towards its level's ratio ``llr`` by ``PAIR_PRIOR`` pseudo-pairs, so that
     a detail seen a few times moves its ratio a little and one seen often speaks for itself."""
     link, non = count_levels(rows, lang, detail=True)
     odds = math.log(sum(link.values()) / max(sum(non.values()), 1))  # a ratio is log-odds less this
@@ -503,8 +503,10 @@ def main() -> None:
             print(f"\n{lang}: level  linked  not-linked  llr")
             for lev in rhyme.LEVELS:
                 print(f"  {lev:18} {link[lev]:7d} {non[lev]:9d} {llr[lev]:7.3f}")
-            print(f"{lang}: pair table, {len(pair_llr)} keys; the 12 that move their level's ratio most:")
-            for key in sorted(pair_llr, key=lambda k: -abs(pair_llr[k] - llr[k.split(' ', 1)[0]]))[:12]:
+            flip = [k for k in pair_llr if (pair_llr[k] > 0) != (llr[k.split(" ", 1)[0]] > 0)]
+            print(f"{lang}: pair table, {len(pair_llr)} keys; {len(flip)} link where their level does not, or "
+                  "the other way round:")
+            for key in sorted(flip, key=lambda k: -abs(pair_llr[k] - llr[k.split(" ", 1)[0]])):
                 print(f"  {key:24} {pair_llr[key]:7.3f} (level {llr[key.split(' ', 1)[0]]:7.3f})")
         write_fit(args.fit_out, fitted_tables)
         print(f"\nwrote the fitted tables to {args.fit_out}")

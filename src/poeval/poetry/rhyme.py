@@ -12,10 +12,13 @@ only the last (stressed / unstressed) vowel and what follows agree, ``y`` (Engli
 unstressed ending against a stressed one (eternity/die, audience/offence); ``+eye`` when the spelled endings
 agree (English after the u~v, i~j, y~i swaps of old spelling; German by the sound the letters spell,
 ``_de_letters``). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
-P(level | not linked)`` per language (``LLR``), counted on the dev gold by ``benchmarks/bench_rhyme.py
---fit``, which writes it with the other fitted tables to the package's data file :data:`FIT_FILE`
-(:func:`fitted`; ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says
-"rhyme" when that ratio is positive.
+P(level | not linked)`` per language (``LLR``). Where the stressed vowels differ but something after them
+agrees, the two vowels are the level's *detail*, and the pair table (``PAIR_LLR``) has a ratio for each
+pair of vowels dev had, shrunk towards the level's (:func:`ratio`: yet ~ flit, ɛ/ɪ, links; made ~ side,
+aɪ/eɪ, does not). Both are counted on the dev gold by ``benchmarks/bench_rhyme.py --fit``, which writes
+them with the other fitted tables to the package's data file :data:`FIT_FILE` (:func:`fitted`;
+``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says "rhyme" when
+the ratio is positive.
 """
 
 from __future__ import annotations
@@ -198,8 +201,9 @@ _VOWEL_CLASSES: set[str] = set()
 def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled: tuple = ("", "")) -> tuple:
     """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail,
     detail): the detail names what a level leaves open, for the fitted pair table (``PAIR_LLR``): the two
-    stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit), the shared last syllable
-    of a ``w``/``u`` tail (``~i``: ferry ~ fee)."""
+    stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit). (A tail's shared last
+    syllable as a detail, ferry ~ fee, gained one dev stanza and let -y ~ -y link jelly to Topsy in a
+    limerick's couplets: left out.)"""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
     v = 2 if ea[:1] == eb[:1] else 1 if la_[:1] == lb_[:1] else 0
@@ -221,7 +225,6 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled:
         la, lb = _last_vowel_index(pa), _last_vowel_index(pb)
         if (la != ia or lb != ib) and _seq(pa, la, lang, True, False) == _seq(pb, lb, lang, True, False):
             tail = "w" if (pa[la][2] or pb[lb][2]) else "u"
-            detail = detail or "~" + "".join(_seq(pa, la, lang, True, False))
         elif _licence_tail(pa, la, pb, lb, lang):
             tail = "y"
     return (v, c, tail, detail)
@@ -429,7 +432,7 @@ def _check_number(x, where: str) -> None:
 
 
 LLR: dict[str, dict[str, float]] = fitted()["llr"]
-# the pair table: ratios of a level with one detail (two stressed vowels, a shared last syllable), fitted
+# the pair table: ratios of a level with its detail (the two stressed vowels where they differ), fitted
 # like LLR and shrunk towards the level's ratio (benchmarks/bench_rhyme.py fit_pair_llr)
 PAIR_LLR: dict[str, dict[str, float]] = fitted()["pair_llr"]
 # bias added to every pair's ratio (negative: linking must be earned); chosen, not fitted

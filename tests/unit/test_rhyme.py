@@ -183,7 +183,11 @@ def test_the_pair_table_speaks_where_dev_saw_the_detail():
     assert rhyme.rhyme_level("yet", "flit", "en") == "v0c3"
     assert rhyme.pair_levels(["it is yet", "to flit"], "en", detail=True)[0][1] == "v0c3 ɛ/ɪ"
     assert rhyme.pair_levels(["to flit", "it is yet"], "en", detail=True)[0][1] == "v0c3 ɛ/ɪ"
-    assert rhyme.pair_levels(["the ferry", "the fee"], "en", detail=True)[0][1] == "v0c0w"   # no detail
+    assert rhyme.pair_levels(["the ferry", "the fee"], "en", detail=True)[0][1] == "v0c0w s0"
+    # where nothing after the vowels agrees, the detail counts the shared final letters, up to SUFFIX_CAP
+    assert rhyme.pair_levels(["fit", "illa", "wit", "Domitilla"], "en", detail=True)[1][3] == "v0c0 s4"
+    assert rhyme.pair_levels(["even", "heaven"], "en", detail=True)[0][1].endswith(" s3")
+    assert rhyme.SUFFIX_CAP == 4
     table = {"v0c3": -1.0, "v0c3 ɛ/ɪ": 0.5}
     assert rhyme.ratio("v0c3 ɛ/ɪ", table=table) == 0.5
     assert rhyme.ratio("v0c3 aɪ/ɛ", table=table) == -1.0     # unseen detail: the level's ratio
@@ -398,7 +402,7 @@ def test_dev_figures_by_poet(shared_data):
     scheme accuracy with everything fitted (level ratios, pair table, scheme prior, distance shifts) on the
     other folds' poets (issue 42 asks for 95 %: German reaches it, English does not)."""
     bench = _bench()
-    want = {"en": (0.9456, 1544), "de": (0.9524, 1701)}
+    want = {"en": (0.9449, 1544), "de": (0.9536, 1701)}
     for lang, (acc4, n4) in want.items():
         if not (shared_data / "gold" / f"rhyme_{lang}_dev.jsonl").exists():
             pytest.skip("the dev gold is not available")
@@ -462,7 +466,8 @@ def test_cv_folds_by_poet(monkeypatch):
     fold = bench.poet_folds(rows, 5, period)
     # the five 17th-18th-century poets are spread over the five folds
     assert sorted(fold[a] for a in period if period[a] < 20) == [0, 1, 2, 3, 4]
-    # everything fitted (level ratios, scheme prior, distance shifts) sees only the training poets; every
+    # everything fitted (level ratios and pair table, scheme prior, distance shifts) sees only the training
+    # poets; every
     # poet is scored exactly once, in its own fold
     from collections import Counter
 
@@ -472,8 +477,7 @@ def test_cv_folds_by_poet(monkeypatch):
         return lambda train, *a: fitted[kind].append({r["author"] for r in train}) or out
 
     monkeypatch.setattr(bench, "POET_PERIOD", period)
-    monkeypatch.setattr(bench, "count_levels", record("levels", (Counter(), Counter())))
-    monkeypatch.setattr(bench, "fit_llr", lambda link, non: {})
+    monkeypatch.setattr(bench, "fit_ratios", record("levels", {}))
     monkeypatch.setattr(bench, "scheme_counts", record("prior", Counter()))
     monkeypatch.setattr(bench, "fit_dist_bias", record("dist", []))
     scored = []

@@ -12,10 +12,11 @@ only the last (stressed / unstressed) vowel and what follows agree, ``y`` (Engli
 unstressed ending against a stressed one (eternity/die, audience/offence); ``+eye`` when the spelled endings
 agree (English after the u~v, i~j, y~i swaps of old spelling; German by the sound the letters spell,
 ``_de_letters``). Each level has a fixed log-likelihood ratio ``log P(level | linked) /
-P(level | not linked)`` per language (``LLR``). Where the stressed vowels differ but something after them
-agrees, the two vowels are the level's *detail*, and the pair table (``PAIR_LLR``) has a ratio for each
-pair of vowels dev had, shrunk towards the level's (:func:`ratio`: yet ~ flit, ɛ/ɪ, links; made ~ side,
-aɪ/eɪ, does not). Both are counted on the dev gold by ``benchmarks/bench_rhyme.py --fit``, which writes
+P(level | not linked)`` per language (``LLR``). A level can have a *detail*: the two stressed vowels where
+they differ but something after them agrees (yet ~ flit, ``v0c3 ɛ/ɪ``), or, where nothing after the vowels
+agrees, how many final letters the spellings share (``v0c0 s4``: illa ~ Domitilla, whose guessed phones
+miss the rhyme). The pair table (``PAIR_LLR``) has a ratio for each level and detail dev had, shrunk
+towards the level's (:func:`ratio`: yet ~ flit, ɛ/ɪ, links; made ~ side, aɪ/eɪ, does not). Both are counted on the dev gold by ``benchmarks/bench_rhyme.py --fit``, which writes
 them with the other fitted tables to the package's data file :data:`FIT_FILE` (:func:`fitted`;
 ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says "rhyme" when
 the ratio is positive.
@@ -201,9 +202,10 @@ _VOWEL_CLASSES: set[str] = set()
 def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled: tuple = ("", "")) -> tuple:
     """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail,
     detail): the detail names what a level leaves open, for the fitted pair table (``PAIR_LLR``): the two
-    stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit). (A tail's shared last
-    syllable as a detail, ferry ~ fee, gained one dev stanza and let -y ~ -y link jelly to Topsy in a
-    limerick's couplets: left out.)"""
+    stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit); a level whose rest does not
+    agree gets the shared letters instead (:func:`_pair_key`). (A tail's shared last
+    syllable as a detail, ferry ~ fee, gained one English dev stanza, lost two German ones and let -y ~ -y
+    join a limerick's couplets, jelly to Topsy: left out.)"""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
     v = 2 if ea[:1] == eb[:1] else 1 if la_[:1] == lb_[:1] else 0
@@ -298,7 +300,21 @@ def _pair_key(a: str, b: str, lang: str) -> str:
         for y in pb:
             best = max(best, _phon_level(x, y, lang, (ea, eb)), key=_level_key)
     eye = len(ea) >= 2 and ea == eb
-    return _level_name(best, eye) + (" " + best[3] if best[3] else "")
+    detail = best[3] or (_shared_letters(a, b) if best[1] == 0 else "")
+    return _level_name(best, eye) + (" " + detail if detail else "")
+
+
+SUFFIX_CAP = 4
+
+
+def _shared_letters(a: str, b: str) -> str:
+    """The detail of a level whose rest does not agree (c0): how many final letters the two spellings share,
+    ``s0`` to ``s{SUFFIX_CAP}``. Where the phones are a guess (espeak-ng on an old or foreign word: illa ~
+    Domitilla, favour ~ savour) the letters still tell the rhyme."""
+    k = 0
+    while k < min(len(a), len(b), SUFFIX_CAP) and a[-1 - k] == b[-1 - k]:
+        k += 1
+    return f"s{k}"
 
 
 def rhyme_level(word_a: str, word_b: str, lang: str) -> str:

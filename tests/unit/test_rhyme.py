@@ -183,7 +183,7 @@ def test_the_pair_table_speaks_where_dev_saw_the_detail():
     assert rhyme.rhyme_level("yet", "flit", "en") == "v0c3"
     assert rhyme.pair_levels(["it is yet", "to flit"], "en", detail=True)[0][1] == "v0c3 ɛ/ɪ"
     assert rhyme.pair_levels(["to flit", "it is yet"], "en", detail=True)[0][1] == "v0c3 ɛ/ɪ"
-    assert rhyme.pair_levels(["the ferry", "the fee"], "en", detail=True)[0][1] == "v0c0w s0"
+    assert rhyme.pair_levels(["the ferry", "the fee"], "en", detail=True)[0][1] == "v0c0w"   # a tail: none
     # where nothing after the vowels agrees, the detail counts the shared final letters, up to SUFFIX_CAP
     assert rhyme.pair_levels(["fit", "illa", "wit", "Domitilla"], "en", detail=True)[1][3] == "v0c0 s4"
     assert rhyme.pair_levels(["even", "heaven"], "en", detail=True)[0][1].endswith(" s3")
@@ -402,7 +402,7 @@ def test_dev_figures_by_poet(shared_data):
     scheme accuracy with everything fitted (level ratios, pair table, scheme prior, distance shifts) on the
     other folds' poets (issue 42 asks for 95 %: German reaches it, English does not)."""
     bench = _bench()
-    want = {"en": (0.9449, 1544), "de": (0.9536, 1701)}
+    want = {"en": (0.9475, 1544), "de": (0.9553, 1701)}
     for lang, (acc4, n4) in want.items():
         if not (shared_data / "gold" / f"rhyme_{lang}_dev.jsonl").exists():
             pytest.skip("the dev gold is not available")

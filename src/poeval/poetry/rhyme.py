@@ -300,7 +300,7 @@ def _pair_key(a: str, b: str, lang: str) -> str:
         for y in pb:
             best = max(best, _phon_level(x, y, lang, (ea, eb)), key=_level_key)
     eye = len(ea) >= 2 and ea == eb
-    detail = best[3] or (_shared_letters(a, b) if best[1] == 0 else "")
+    detail = best[3] or (_shared_letters(a, b) if best[1] == 0 and not best[2] else "")
     return _level_name(best, eye) + (" " + detail if detail else "")
 
 
@@ -308,9 +308,11 @@ SUFFIX_CAP = 4
 
 
 def _shared_letters(a: str, b: str) -> str:
-    """The detail of a level whose rest does not agree (c0): how many final letters the two spellings share,
-    ``s0`` to ``s{SUFFIX_CAP}``. Where the phones are a guess (espeak-ng on an old or foreign word: illa ~
-    Domitilla, favour ~ savour) the letters still tell the rhyme."""
+    """The detail of a level whose rest does not agree (c0, no tail): how many final letters the two
+    spellings share, ``s0`` to ``s{SUFFIX_CAP}``. Where the phones are a guess (espeak-ng on an old or
+    foreign word: illa ~ Domitilla) or an old sound (even ~ heaven) the letters still tell the rhyme. Tails
+    (w, u, y) keep their level's ratio: with the letters as detail, -er ~ -er and -y ~ -y joined a
+    limerick's couplets (mother to brighter)."""
     k = 0
     while k < min(len(a), len(b), SUFFIX_CAP) and a[-1 - k] == b[-1 - k]:
         k += 1

@@ -5,14 +5,14 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
 
 * ``shipped``: the fitted tables the package ships (``poeval/poetry/data/rhyme_fit.json``: ``rhyme.LLR``,
   ``rhyme.PAIR_LLR``, ``schemes.DIST_BIAS``, ``schemes.SCHEME_COUNTS_4``).
-* ``dev-fit``: level log-likelihood ratios, the pair table (``fit_pair_llr``), distance shifts and scheme counts fitted on all of dev (what
-  ``--fit`` writes to that file, with the command, commit, date and the gold's sha256, or to ``--fit-out``;
-  the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
+* ``dev-fit``: level log-likelihood ratios, the pair table (``fit_pair_llr``), distance shifts and scheme
+  counts fitted on all of dev (what ``--fit`` writes to that file, with the command, commit, date and the
+  gold's sha256, or to ``--fit-out``; the 4-line scheme prior uses ``PRIOR_WEIGHT``/``PRIOR_SMOOTHING``).
 * ``cv5-poet``: 5-fold cross-validation by poet (``--folds``; ``poet_folds``: no poet in two folds, the
   English 17th-18th-century poets spread over the folds): everything fitted (level ratios, pair table,
-  scheme prior, distance shifts) is counted on the other folds' poets and scored on the fold's; the honest figure. The
-  hand-written knowledge in ``poeval.poetry`` (historical vowels, spellings) is general, not read off this
-  gold. The stanza context (``schemes.CONTEXT``: how much less a loose pair counts beside exact ones) is
+  scheme prior, distance shifts) is counted on the other folds' poets and scored on the fold's; the honest
+  figure. The hand-written knowledge in ``poeval.poetry`` (historical vowels, spellings) is general, not
+  read off this gold. The stanza context (``schemes.CONTEXT``: how much less a loose pair counts beside exact ones) is
   fixed in every setup; ``--context STRONG,BOTH,ONE`` or ``--context off`` scores other values.
 * ``--by-poet`` adds ``loo-poet`` (leave-one-poet-out) and ``loo-period`` (leave-one-period-out: each
   century's poets scored with everything fitted on the other centuries' poets, as held-out poets of a
@@ -93,9 +93,10 @@ PAIR_PRIOR = 5.0  # pseudo-pairs at the level's own link rate that every pair-ta
 
 
 def fit_pair_llr(rows: list[dict], lang: str, llr: dict[str, float]) -> dict[str, float]:
-    """The pair table: the ratio of each level-and-detail key seen on ``rows`` (the two stressed vowels of
-    a level where they differ), shrunk towards its level's ratio ``llr`` by ``PAIR_PRIOR`` pseudo-pairs, so that
-    a detail seen a few times moves its ratio a little and one seen often speaks for itself."""
+    """The pair table: the ratio of each level-and-detail key seen on ``rows`` (``rhyme.pair_levels`` with
+    ``detail=True``: the two stressed vowels, or the spellings' shared final letters), shrunk towards its
+    level's ratio ``llr`` by ``PAIR_PRIOR`` pseudo-pairs at the level's link rate, so that a detail seen a
+    few times moves its ratio a little and one seen often speaks for itself."""
     link, non = count_levels(rows, lang, detail=True)
     odds = math.log(sum(link.values()) / max(sum(non.values()), 1))  # a ratio is log-odds less this
     out = {}
@@ -192,8 +193,8 @@ def poet_folds(rows: list[dict], k: int, period: dict | None = None) -> dict[str
 def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
                    context: tuple | None = None, fold: dict | None = None) -> list[str]:
     """Predictions with k-fold cross-validation by poet: the level ratios, the pair table, the scheme prior
-    and the distance shifts are fitted on the other folds' poets only. ``fold`` (poet -> fold id) overrides the k folds of
-    :func:`poet_folds` (leave-one-poet-out, leave-one-period-out)."""
+    and the distance shifts are fitted on the other folds' poets only. ``fold`` (poet -> fold id) overrides
+    the k folds of :func:`poet_folds` (leave-one-poet-out, leave-one-period-out)."""
     fold = poet_folds(rows, k) if fold is None else fold
     preds = [""] * len(rows)
     for f in sorted(set(fold.values())):

@@ -16,8 +16,8 @@ P(level | not linked)`` per language (``LLR``). A level can have a *detail*: the
 they differ but something after them agrees (yet ~ flit, ``v0c3 ɛ/ɪ``), or, where nothing after the vowels
 agrees, how many final letters the spellings share (``v0c0 s4``: illa ~ Domitilla, whose guessed phones
 miss the rhyme). The pair table (``PAIR_LLR``) has a ratio for each level and detail dev had, shrunk
-towards the level's (:func:`ratio`: yet ~ flit, ɛ/ɪ, links; made ~ side, aɪ/eɪ, does not). Both are counted on the dev gold by ``benchmarks/bench_rhyme.py --fit``, which writes
-them with the other fitted tables to the package's data file :data:`FIT_FILE` (:func:`fitted`;
+towards the level's (:func:`ratio`: yet ~ flit, ɛ/ɪ, links; made ~ side, aɪ/eɪ, does not). Both are
+counted on the dev gold by ``benchmarks/bench_rhyme.py --fit``, which writes them with the other fitted tables to the package's data file :data:`FIT_FILE` (:func:`fitted`;
 ``benchmarks/bench_rhyme.py`` also cross-validates them by poet); ``rhyme_relation`` says "rhyme" when
 the ratio is positive.
 """
@@ -203,9 +203,9 @@ def _phon_level_at(pa: Phones, pb: Phones, ia: int, ib: int, lang: str, spelled:
     """(vowel 2 exact / 1 loose / 0 differs, rest 3 exact / 2 loose vowels / 1 loose consonants / 0, tail,
     detail): the detail names what a level leaves open, for the fitted pair table (``PAIR_LLR``): the two
     stressed vowels where they differ but the rest agrees (``ɛ/ɪ``: yet ~ flit); a level whose rest does not
-    agree gets the shared letters instead (:func:`_pair_key`). (A tail's shared last
-    syllable as a detail, ferry ~ fee, gained one English dev stanza, lost two German ones and let -y ~ -y
-    join a limerick's couplets, jelly to Topsy: left out.)"""
+    agree gets the shared letters instead (:func:`_pair_key`). (A tail's shared last syllable as a detail,
+    ferry ~ fee, gained one English dev stanza, lost two German ones and let -y ~ -y join a limerick's
+    couplets, jelly to Topsy: left out.)"""
     ea, eb = _seq(pa, ia, lang, False, False), _seq(pb, ib, lang, False, False)
     la_, lb_ = _seq(pa, ia, lang, True, False), _seq(pb, ib, lang, True, False)
     v = 2 if ea[:1] == eb[:1] else 1 if la_[:1] == lb_[:1] else 0
@@ -450,8 +450,9 @@ def _check_number(x, where: str) -> None:
 
 
 LLR: dict[str, dict[str, float]] = fitted()["llr"]
-# the pair table: ratios of a level with its detail (the two stressed vowels where they differ), fitted
-# like LLR and shrunk towards the level's ratio (benchmarks/bench_rhyme.py fit_pair_llr)
+# the pair table: ratios of a level with its detail (the two stressed vowels where they differ, or the
+# spellings' shared final letters), fitted like LLR and shrunk towards the level's ratio
+# (benchmarks/bench_rhyme.py fit_pair_llr)
 PAIR_LLR: dict[str, dict[str, float]] = fitted()["pair_llr"]
 # bias added to every pair's ratio (negative: linking must be earned); chosen, not fitted
 LINK_BIAS: dict[str, float] = {"en": 0.0, "de": 0.0}

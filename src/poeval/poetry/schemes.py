@@ -1,9 +1,9 @@
 """Rhyme schemes of stanzas: the set partition of the verses that the rhyme levels support best, written as
 a first-appearance label (``abab``, ``aabb``, ...).
 
-A scheme is the set partition of the lines that maximises the summed ratio (:func:`poeval.poetry.rhyme.ratio`:
-the fitted level and pair tables) over its linked pairs: all partitions are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4
-lines), longer stanzas use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak
+A scheme is the set partition of the lines that maximises the summed ratio
+(:func:`poeval.poetry.rhyme.ratio`: the fitted level and pair tables) over its linked pairs: all partitions
+are enumerated for stanzas of up to ``EXHAUSTIVE_MAX`` lines (15 for 4 lines), longer stanzas use greedy agglomeration plus single-line repair moves. Four-line stanzas add a weak
 smoothed log prior over the 15 schemes (``scheme_prior``: every scheme keeps mass, it only breaks
 near-ties); stanzas of 5+ lines add a log-odds shift by line distance (``DIST_BIAS``). A loose pair counts
 for less beside the stanza's exact pairs (``context_penalty``, ``CONTEXT``): two exact couplets are not
@@ -116,8 +116,7 @@ def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | No
 def level_weights(lev: list[list[str]], llr: dict, bias: float, dist_bias: Sequence[float] | None,
                   context: Sequence[float] | None = None) -> np.ndarray:
     """Pair weights from a matrix of levels or pair keys (``llr``: a table :func:`poeval.poetry.rhyme.ratio`
-    reads); stanzas of 5+ lines add a log-odds shift by line distance (in long
-    couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter). ``context``
+    reads); stanzas of 5+ lines add a log-odds shift by line distance (in long couplet runs and sonnets the gold gives a reused rhyme sound far away a new letter). ``context``
     (``(strong, both, one)``, see :data:`CONTEXT`) lowers loose pairs beside strong ones
     (:func:`context_penalty`)."""
     n = len(lev)

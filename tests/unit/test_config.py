@@ -198,7 +198,8 @@ DS_MODEL = {"arch": "deepspeare", "size": "S", "init": "scratch", "name_or_path"
             "softmax_cutoffs": [1000, 4000], "tie_embeddings": True, "pm_max_chars": 80, "pm_sigma": 1.0,
             "pm_repeat_scale": 1.0, "pm_cov_scale": 1.0, "pm_cov_threshold": 0.7, "rm_neg": 5, "rm_delta": 0.5,
             "candidates": 10, "rhyme_threshold": 0.9, "rhyme_attempts": 1000, "restarts": 100, "rerank": "sample",
-            "rerank_temperature": 0.1, "scheme_draw": "uniform", "word_temperature": None, "line_order": "bottom_up",
+            "rerank_temperature": 0.1, "scheme_draw": "uniform", "word_temperature": None, "stopwords": "language",
+            "line_order": "bottom_up",
             "verse_state": "carried"}
 DS_WIDTHS_S = {"char_dim": 32, "enc_dim": 64, "dec_dim": 192, "attn_dim": 64, "pm_enc_dim": 32,
                "pm_dec_dim": 64, "pm_attn_dim": 32, "rm_dim": 64}   # size S: the one size-dependent default

@@ -424,6 +424,23 @@ def test_restarts_end_after_the_cap(trained):
     assert all(r["lines"] is None and r["reason"] == "constraints" and r["restarts"] == 2 for r in res)
 
 
+def test_the_stopwords_switch_gives_a_german_model_the_originals_english_list(trained):
+    """The function words a quatrain may repeat: the model's language's list, or with ``stopwords: english``
+    the original's English list whatever the language (its sonnet_gen.py on the paper's German models)."""
+    loaded = ds.Loaded(trained["dir"])
+    base = dict(loaded.cfg)
+    words = [w for w in loaded.vocab.itos if common.is_word(w)]
+    got = {}
+    for lang, switch in (("en", "language"), ("de", "language"), ("de", "english")):
+        loaded.cfg = {**base, "lang": lang, "stopwords": switch}
+        gen = ds.Generator(loaded, 1.0, 1.0, 0)
+        got[lang, switch] = {w for w in words if gen.free[gen.lower_id[loaded.vocab.stoi[w]]]}
+    english = {w for w in words if w.lower() in ds.STOPWORDS["en"]}
+    assert "the" in english and got["en", "language"] == got["de", "english"] == english
+    assert got["de", "language"] == {w for w in words if w.lower() in ds.STOPWORDS["de"]} != english
+    assert ds.MODEL_DEFAULTS["stopwords"] == "language"
+
+
 def test_generated_quatrains_keep_the_repetition_constraints(trained, tmp_path):
     out, stats = tmp_path / "r.jsonl", tmp_path / "r.json"
     ds.sample(str(trained["dir"]), VANILLA, sampling(24, batch_size=12, seed=5), str(out), str(stats), progress=False)

@@ -79,7 +79,8 @@ Components (arch ``deepspeare``) and how they map to the paper:
     of the verse's last three tokens, no earlier verse's end word, never ``<unk>`` or the original's
     avoided brackets and quotes. Words are compared lower-cased. Stopwords: NLTK's English list plus the
     original's ``custom_stopwords`` (thee, thou, thy, must, shall, ...), embedded in :data:`STOPWORDS`;
-    German, which the original lacks, gets poeval's own short list of function words.
+    German, which the original lacks, gets poeval's own short list of function words (``stopwords:
+    english`` gives it the original's English list, as the paper's German runs had).
   - *Rejection*. The original draws a word up to 1000 times until one passes the constraints (and, for
     the end word, the rhyme tests). :func:`constrained_draw` does the same in one step: it samples from
     the distribution restricted to the allowed words and fails with probability ``(1 - q) **

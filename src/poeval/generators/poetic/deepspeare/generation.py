@@ -77,7 +77,8 @@ class Loaded:
 
 # Stopwords the repetition constraints let recur: NLTK's English list (nltk.corpus.stopwords.words("english"),
 # which the original's sonnet_gen.py loads) plus the original's custom_stopwords, embedded because NLTK's
-# corpora are not a poeval dependency. German has no original; poeval's own short list of function words.
+# corpora are not a poeval dependency. German has no original; poeval's own short list of function words
+# (the model parameter stopwords: english gives German models the original's English list, as the paper ran it).
 STOPWORDS = {
     "en": frozenset("""i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
         yourselves he him his himself she she's her hers herself it it's its itself they them their theirs
@@ -170,7 +171,7 @@ class Generator:
         self.lower_id = torch.tensor([lower.setdefault(w.lower(), len(lower)) for w in words])
         # repetition constraints (module docstring): per lower-cased type, may it recur once (stopword or
         # punctuation)? which types are never drawn (the original's avoid_symbols and <unk>)?
-        stop = STOPWORDS.get(cfg.get("lang", "en"), frozenset())
+        stop = STOPWORDS.get("en" if cfg["stopwords"] == "english" else cfg.get("lang", "en"), frozenset())
         free = torch.zeros(len(lower), dtype=torch.bool)
         never = torch.zeros(len(lower), dtype=torch.bool)
         for w, i in lower.items():

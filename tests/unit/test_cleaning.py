@@ -56,6 +56,13 @@ def _codes(lines):
     ("--LORD BEXLEY'S _Letter to the Freeholders of Kent_.", "editorial"),
     ("by mischance, did fall.--Milton.", "editorial"),
     ("Mr. Harte died suddenly at Camberley, England, May 6, 1902.", "editorial"),
+    # bibliographic lines of the books' notes and indexes (issue 43)
+    (' "From depth of woods this hornet host he drew."--Ib.', "editorial"),
+    (' "To get us away to the shallows of Styx."--Ed. 1786.', "editorial"),
+    ("Nequaquam argenti ratio comparet tamen.--Ib. 418.", "editorial"),
+    ("General Advertiser, Phila., iii. 92;", "editorial"),
+    ("Monmouth Press, i. xcv;", "editorial"),
+    (" This line and the next omitted from later editions.", "editorial"),
     ("CANTO XXXIII. The Earthly Paradise", "heading"),
     ("Sonnet VIII", "heading"),
     ("XXXIII   The Swing", "heading"),
@@ -71,6 +78,9 @@ def _codes(lines):
     ("The king [of Spain] rode forth at dawn", "keep"),
     ("Song with its true accompaniment, and grace", "keep"),
     ("And sailed the ocean blue in 1492.", "keep"),
+    ('Lean, as shall thine upon their children!"--Then', "keep"),   # a quotation the verse goes on from
+    ("Of Henry iv. and all his line", "keep"),
+    ("The edition of my heart is spent", "keep"),
 ])
 def test_line_reasons(line, reason):
     # between two plain verses, so that no run-based rule (index) sees a neighbour

@@ -20,6 +20,8 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   centuries, public knowledge, used only to group and report, never as detector input), the spread of
   the CV 4-line estimate when the poets are resampled, and the leave-one-poet-out 4-line accuracy of each
   poet.
+* ``nested-ctx`` (only with ``--nested-context``, a few minutes a language): the CV by poet with the stanza
+  context chosen inside each fold from ``CONTEXT_GRID`` (``nested_context``); the folds' choices go to stderr.
 * ``rhymetagger`` (only with ``--rhymetagger PYTHON``): the peer tool rhymetagger (PyPI, Plecháč 2018) with
   its shipped pretrained ``en``/``de`` model and default settings, run on the same stanzas (one stanza = one
   poem) in a subprocess of PYTHON, an interpreter of a separate venv that has it installed (it is not a
@@ -27,7 +29,7 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
     .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit [--fit-out rhyme_fit.json]] [--limit N]
-        [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off]
+        [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off] [--nested-context]
         [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
 (set-up of that venv, outside the project's: ``python3 -m venv /tmp/rt-venv && /tmp/rt-venv/bin/pip install
@@ -208,6 +210,32 @@ def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: flo
         for i, p in zip(idx, predict([rows[i] for i in idx], llr, bias, prior, dist_f, context)):
             preds[i] = p
     return preds
+
+
+# the stanza-context settings --nested-context chooses from inside each fold
+CONTEXT_GRID = [(3.0, 3.0, 1.0), (3.0, 3.0, 1.5), (3.0, 4.0, 1.0), (3.0, 4.0, 1.5), (3.5, 3.0, 1.0),
+                (2.5, 3.0, 1.0), (3.0, 3.0, 0.5), (3.0, 3.0, 2.0)]
+
+
+def nested_context(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
+                   grid: list[tuple] = CONTEXT_GRID) -> tuple[list[str], list[tuple]]:
+    """Predictions with the stanza context chosen inside each of the k folds by poet: the setting of ``grid``
+    with the best (4-line, all-stanza) accuracy in a (k-1)-fold CV by poet on the fold's training poets,
+    then everything fitted on them and the fold scored; with the setting each fold chose. The honest figure
+    for "the context chosen by CV", which the fixed ``schemes.CONTEXT`` rows are not."""
+    fold = poet_folds(rows, k)
+    preds, chosen = [""] * len(rows), []
+    for f in sorted(set(fold.values())):
+        train = [r for r in rows if fold[r["author"]] != f]
+        idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
+        scores = [(evaluate(train, cross_validate(train, lang, k - 1, weight, bias, dist, ctx)), ctx) for ctx in grid]
+        ctx = max(scores, key=lambda x: (x[0]["acc4"], x[0]["acc_all"]))[1]
+        chosen.append(ctx)
+        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+        dist_f = fit_dist_bias(train) if dist else []
+        for i, p in zip(idx, predict([rows[i] for i in idx], fit_ratios(train, lang), bias, prior, dist_f, ctx)):
+            preds[i] = p
+    return preds, chosen
 
 
 # Century of each German dev poet's main verse (general knowledge; used only to group folds and to report
@@ -412,6 +440,8 @@ def main() -> None:
                     help="also leave-one-poet-out and leave-one-period-out CV, figures per period and per poet")
     ap.add_argument("--context", default=None, metavar="STRONG,BOTH,ONE",
                     help="override schemes.CONTEXT (fitted/cv rows); 'off' switches the stanza context off")
+    ap.add_argument("--nested-context", action="store_true",
+                    help="also the CV with the stanza context chosen inside each fold (CONTEXT_GRID; minutes)")
     ap.add_argument("--fit-out", default=str(FIT_PATH), help="where --fit writes the tables (default: %(default)s)")
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
@@ -456,6 +486,12 @@ def main() -> None:
         res = evaluate(rows, preds)
         res.update(name=f"cv{args.folds}-poet")
         table.append((lang, res))
+        if args.nested_context:
+            nested, chosen = nested_context(rows, lang, args.folds, weight, bias, not args.no_dist)
+            res = evaluate(rows, nested)
+            res.update(name="nested-ctx")
+            table.append((lang, res))
+            print(f"{lang} nested-ctx: the folds chose {chosen}", file=sys.stderr)
         if args.by_poet:
             lopo = cross_validate(rows, lang, 0, weight, bias, not args.no_dist, ctx, poet_out_folds(rows))
             lopero = cross_validate(rows, lang, 0, weight, bias, not args.no_dist, ctx, period_folds(rows, lang))

@@ -491,6 +491,32 @@ def test_cv_folds_by_poet(monkeypatch):
     assert sorted(a for t in scored for a in t) == sorted(period)
 
 
+def test_nested_context_chooses_on_the_training_poets_only(monkeypatch):
+    """The stanza context of each fold is chosen by a CV on that fold's training poets alone, from the grid,
+    by 4-line accuracy; each poet is scored once, with its fold's choice."""
+    bench = _bench()
+    period = {f"p{k}": 20 for k in range(6)}
+    rows = [{"author": a, "scheme": "abab", "lines": ["x"] * 4, "_lev": [["identical"] * 4] * 4}
+            for a in period for _ in range(3)]
+    monkeypatch.setattr(bench, "POET_PERIOD", period)
+    seen = []
+
+    def inner(train, lang, k, weight, bias, dist, ctx, fold=None):
+        seen.append(({r["author"] for r in train}, k, ctx))
+        return ["abab" if ctx == (9.0, 9.0, 9.0) else "aaaa"] * len(train)   # only this setting is right
+
+    monkeypatch.setattr(bench, "cross_validate", inner)
+    used = []
+    monkeypatch.setattr(bench, "predict", lambda test, llr, bias, prior, dist, ctx: used.append(
+        ({r["author"] for r in test}, ctx)) or ["abab"] * len(test))
+    grid = [(1.0, 1.0, 1.0), (9.0, 9.0, 9.0)]
+    preds, chosen = bench.nested_context(rows, "en", 3, 0.5, 0.0, False, grid)
+    assert chosen == [(9.0, 9.0, 9.0)] * 3 and preds == ["abab"] * len(rows)
+    assert len(seen) == 3 * len(grid) and all(k == 2 for _, k, _ in seen)
+    for (train, _, _), (test, ctx) in zip(seen[::2], used):
+        assert not train & test and train | test == set(period) and ctx == (9.0, 9.0, 9.0)
+
+
 def test_period_and_poet_out_folds():
     bench = _bench()
     rows = [{"author": a, "scheme": "abab"} for a in ("Richard Lovelace", "A. E. Housman", "Rupert Brooke")]

@@ -467,8 +467,7 @@ def test_cv_folds_by_poet(monkeypatch):
     # the five 17th-18th-century poets are spread over the five folds
     assert sorted(fold[a] for a in period if period[a] < 20) == [0, 1, 2, 3, 4]
     # everything fitted (level ratios and pair table, scheme prior, distance shifts) sees only the training
-    # poets; every
-    # poet is scored exactly once, in its own fold
+    # poets; every poet is scored exactly once, in its own fold
     from collections import Counter
 
     fitted: dict[str, list[set]] = {"levels": [], "prior": [], "dist": []}

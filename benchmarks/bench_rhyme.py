@@ -204,12 +204,18 @@ def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: flo
         idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
         if not idx:
             continue
-        llr = fit_ratios(train, lang)
-        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
-        dist_f = fit_dist_bias(train) if dist else []
-        for i, p in zip(idx, predict([rows[i] for i in idx], llr, bias, prior, dist_f, context)):
+        for i, p in zip(idx, fit_and_predict(train, [rows[i] for i in idx], lang, weight, bias, dist, context)):
             preds[i] = p
     return preds
+
+
+def fit_and_predict(train: list[dict], test: list[dict], lang: str, weight: float, bias: float, dist: bool,
+                    context: tuple | None) -> list[str]:
+    """``test``'s schemes with everything fitted on ``train`` (level ratios and pair table, scheme prior,
+    distance shifts): one fold of a cross-validation."""
+    prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+    dist_f = fit_dist_bias(train) if dist else []
+    return predict(test, fit_ratios(train, lang), bias, prior, dist_f, context)
 
 
 # the stanza-context settings --nested-context chooses from inside each fold
@@ -231,9 +237,7 @@ def nested_context(rows: list[dict], lang: str, k: int, weight: float, bias: flo
         scores = [(evaluate(train, cross_validate(train, lang, k - 1, weight, bias, dist, ctx)), ctx) for ctx in grid]
         ctx = max(scores, key=lambda x: (x[0]["acc4"], x[0]["acc_all"]))[1]
         chosen.append(ctx)
-        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
-        dist_f = fit_dist_bias(train) if dist else []
-        for i, p in zip(idx, predict([rows[i] for i in idx], fit_ratios(train, lang), bias, prior, dist_f, ctx)):
+        for i, p in zip(idx, fit_and_predict(train, [rows[i] for i in idx], lang, weight, bias, dist, ctx)):
             preds[i] = p
     return preds, chosen
 

@@ -82,7 +82,7 @@ _EDITORIAL = re.compile(
     r"|^\s*(?:--|—)\s*[A-Z][A-Z]"                                 # an attribution: --LORD BEXLEY'S
     r"|[.!?]\s*(?:--|—)\s*[A-Z][a-z]+\.?\s*$"                      # a quotation's source: did fall.--Milton.
     r"|[.!?,][\"'”’]\s*(?:--|—)\s*[A-Z][a-z]+\.(?:\s*\d{1,4}\.?)?\s*$"  # ... quoted: plain."--Byron., Styx."--Ed. 1786.
-    r"|(?:--|—)\s*(?:Ib|Ibid|Id)\.\s*\d{1,4}\.?\s*$"                  # ... with its page: tamen.--Ib. 418.
+    r"|(?:--|—)\s*(?:Ib|Id)\.\s*\d{1,4}\.?\s*$"                       # ... with its page: tamen.--Ib. 418.
     r"|\b[ivxlc]{1,6}\.\s+(?:\d{1,4}|[ivxlc]{1,7})[;,.]?\s*$"          # a volume and page: Phila., iii. 92;
     r"|\b(?:later|earlier|first|second|former|other|all) editions?\b"  # a variant note: omitted from later editions
     r"|(?:--|—)\s*[A-Z]{2,}[A-Z.' ]*\.?\s*$"                        # ... or seemed to say.--WAKEFIELD.

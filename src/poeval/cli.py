@@ -425,6 +425,25 @@ def _parser_table(sub) -> None:
     p.set_defaults(func=cmd_table)
 
 
+def cmd_n_sensitivity(args) -> None:
+    from poeval.report import sample_size
+
+    sample_size.n_sensitivity(args.inputs, args.out, args.figure)
+    write_stamp_file(args.out, numbered(args.inputs), {})
+    if args.figure:
+        write_stamp_file(args.figure, numbered(args.inputs), {})
+
+
+def _parser_n_sensitivity(sub) -> None:
+    p = sub.add_parser("n-sensitivity", help="(workflow) the n-sensitivity table and figure from the curves of "
+                                             "`poeval evaluate --n-curve`")
+    p.add_argument("inputs", nargs="+", help="curve JSON files, one per language and metric family")
+    p.add_argument("--out", required=True, help="TSV: each measure's mean, min and max over the draws per n")
+    p.add_argument("--figure", help="PNG: one panel per pooled measure against n")
+    io_paths(p, ("--out", "--figure"), ("inputs:",))
+    p.set_defaults(func=cmd_n_sensitivity)
+
+
 def cmd_figure(args) -> None:
     from poeval.report import figures
 
@@ -534,7 +553,7 @@ def _parser_validate(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
                _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
-               parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_figure,
+               parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_n_sensitivity, _parser_figure,
                _parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
                _parser_validate, parser_bpomp, _parser_export_dataset)
 

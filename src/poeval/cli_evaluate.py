@@ -17,7 +17,7 @@ def _cell_label(text: str) -> dict:
 
 # `poeval evaluate` options that a --job carries (jobs.cell.CellJob); without them, jobs.cell.given_job's defaults
 JOB_ARGS = ("lang", "metrics", "options", "bootstrap_reps", "seed", "exclude_sample_from_reference", "cell",
-            "allow_empty")
+            "allow_empty", "subsample", "subsample_seed", "n_curve")
 DEFAULT_METRICS = "length,lexical,memorization,rhyme,semantic"
 # the old cache options, kept for hand runs: aliases of --cached NAME=PATH
 CACHE_ALIASES = {"reference_embeddings": "embeddings", "memorization_index": "memorization_index",
@@ -129,9 +129,13 @@ def cmd_evaluate(args) -> None:
     if args.job and not args.out:
         raise PoevalError("evaluate --job writes its cell to --out: give --out")
     job = _evaluate_job(args)
+    if job.n_curve is not None and not args.out:
+        raise PoevalError("evaluate --n-curve writes the curve to --out: give --out")
     cached = {name: getattr(args, alias) for alias, name in CACHE_ALIASES.items() if getattr(args, alias)}
     cached |= pairs(args.cached)
     result = run(job, args.samples, args.reference, args.out, cached, args.threads, progress=True)
+    if job.n_curve is not None:
+        return
     if args.job:   # the workflow's log holds the log, not the cell
         return
     for note in filter(None, [_skipped_note(result), *cache_hints(job.families, job.lang, args.reference, cached)]):
@@ -170,6 +174,12 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="a sample without a usable quatrain gives a cell of n_poems 0 and null metrics "
                         "instead of an error (the workflow: a model may write no valid quatrain)")
+    p.add_argument("--subsample", type=positive_int, help="evaluate N quatrains of the sample, a seeded draw (the "
+                   "common-n tables; default: all)")
+    p.add_argument("--subsample-seed", type=seed_int, help="seed of the --subsample draw (default 1)")
+    p.add_argument("--n-curve", type=json_object, metavar="JSON",
+                   help="instead of one result, the n-sensitivity curve to --out: each measure on seeded subsamples "
+                        "of each size (params tables.n_curve: sizes, draws, seed; defaults from the schema)")
     p.add_argument("--json", action="store_true", help="print the whole result (what --out holds) on stdout "
                    "instead of the headline numbers")
     p.add_argument("--quiet", action="store_true", help="print nothing on stdout")

@@ -144,6 +144,16 @@ def cell(lang: str, system: str, decoding: str, family: str) -> str:
     return f"{METRICS}/{lang}/{system}/{decoding}/{family}.json"
 
 
+def cell_at_n(lang: str, system: str, decoding: str, family: str, n: str) -> str:
+    """The cell of a common-n table: ``family`` of ``n`` quatrains drawn from the sample (``tables.common_n``)."""
+    return f"{METRICS}/{lang}/{system}/{decoding}/{family}.n{n}.json"
+
+
+def n_curve(lang: str, family: str) -> str:
+    """A family's measures on subsamples of n = 50 ... 1000 quatrains of a HUMAN sample (``tables.n_curve``)."""
+    return f"{METRICS}/{lang}/n_curve/{family}.json"
+
+
 def cell_samples(lang: str, system: str, decoding: str) -> str:
     """The samples a cell reads: the whole training set (HUMAN/train), a human reference sample
     (HUMAN/human<k>) or a model's samples under one decoding config."""

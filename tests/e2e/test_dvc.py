@@ -188,7 +188,8 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
         [p for p in before if p.startswith(model)] + [cell]
         + ["results/curves/en/gpt2-s.tsv", "results/samples/en/gpt2-s/vanilla.jsonl",
            "results/samples/en/gpt2-s/vanilla.stats.json"]
-        + _tables("sampling", "table4") + _tables("table12", "table2", family=True))
+        + _tables("sampling", "table4") + _tables("table12", "table2", family=True)
+        + _tables("table12_common_n", "table2_common_n", common_n=True))   # gpt2-s keeps its cell there
     assert "training.max_steps: recorded 80, now 100" in out
     log = json.loads((clone / model / "training_log.json").read_text())
     assert log["provenance"]["params"]["training"]["max_steps"] == 100
@@ -203,14 +204,17 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     mine = "results/samples/en/my-generator/plain-text"
     found = {s.output for s in stale.stale_outputs(poeval_config.read("params.yaml"), ".")}
     # and the tables that show its cell, which record the cells they were built from
-    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json",
-                     *(f"results/tables/{t}.tsv" for t in ("sampling", "table4", "table12"))}
+    # a file of unknown size is drawn down to the common n (20: the systems' sampling.n) in the companions
+    drawn = "results/metrics/en/my-generator/plain-text/lexical.n20.json"
+    assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json", drawn,
+                     *(f"results/tables/{t}.tsv" for t in ("sampling", "table4", "table12", "table12_common_n"))}
     before = _mtimes(clone)
     _git_dvc(clone, "dvc", "repro")
     after = _mtimes(clone)
     assert sorted(p for p in before if after.get(p) != before[p]) == sorted(
-        [f"{mine}.jsonl", f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json"]
-        + _tables("sampling", "table4") + _tables("table12", family=True))
+        [f"{mine}.jsonl", f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json", drawn]
+        + _tables("sampling", "table4") + _tables("table12", family=True)
+        + _tables("table12_common_n", common_n=True))
     assert json.loads((clone / f"{mine}.stats.json").read_text())["valid"] == 10
     assert main(["stale", "--check"]) == 0
 
@@ -230,7 +234,8 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     assert main(["stale", "--check"]) == 0
 
 
-def _tables(*names: str, family: bool = False) -> list[str]:
-    """The files a table rule writes: the table and its stamp, and a family table's intervals and tests."""
-    kinds = (".tsv", ".tsv.stamp.json") + ((".ci.tsv", "_tests.tsv") if family else ())
+def _tables(*names: str, family: bool = False, common_n: bool = False) -> list[str]:
+    """The files a table rule writes: the table and its stamp, a family table's intervals and tests, a common-n
+    companion's intervals."""
+    kinds = (".tsv", ".tsv.stamp.json") + ((".ci.tsv", "_tests.tsv") if family else ()) + ((".ci.tsv",) if common_n else ())
     return [f"results/tables/{name}{kind}" for name in names for kind in kinds]

@@ -161,6 +161,25 @@ def test_tiny_dag_end_to_end(tiny_run):
                                                   for s in ("aabb", "abab")]
     assert all(0 <= float(row[5]) <= 1 for row in adherence[1:] if row[4] != "0")
 
+    # the common-n companions: every row at n = 20 (the systems' sampling.n), HUMAN samples of 50 drawn down;
+    # a system configured to sample 20 keeps its own cell, so its row is the main table's
+    for table in ("table2", "table5", "diversity"):
+        main, common = _rows(work / paths.table(table)), _rows(work / paths.table(f"{table}_common_n"))
+        assert [row[:3] for row in common] == [row[:3] for row in main], table
+        assert [row[3] for row in common[1:] if row[1].startswith("HUMAN")] in (["20"], ["20", "20"]), table
+        assert all(int(row[3]) <= 20 for row in common[1:]), table
+        gpt2 = [row for row in main if row[1] == "gpt2-s"]
+        assert gpt2 and gpt2 == [row for row in common if row[1] == "gpt2-s"], table
+    # a pooled measure moves with n: HUMAN's Vendi score of 20 quatrains is below that of 50
+    vendi_at = {name: float(_rows(work / paths.table(name))[1][12]) for name in ("diversity", "diversity_common_n")}
+    assert _rows(work / paths.table("diversity"))[0][12] == "vendi" and vendi_at["diversity_common_n"] < vendi_at["diversity"]
+    # the n-sensitivity curve: 20 quatrains twice, then the whole HUMAN sample of 50
+    curve = _rows(work / paths.table("n_sensitivity"))
+    vendi = [row for row in curve if row[2] == "vendi"]
+    assert [(row[4], row[5]) for row in vendi] == [("20", "2"), ("50", "1")]
+    assert float(vendi[0][8]) >= float(vendi[0][6]) >= float(vendi[0][7]) and vendi[1][9] == "0.00"
+    assert (work / paths.figure("n_sensitivity")).stat().st_size > 5_000
+
     again = snakemake(work, "-c", "2")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -186,9 +205,10 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)) and not p.name.endswith(".stamp.json"))
     # table1, table4, sampling, style_adherence; 11 family tables with intervals and tests and, not in the paper,
-    # metre, topics, diversity, diversity_decodings (also with both); 10 of the 15 figures (not 2, 6 and 8: no
-    # German; not 13 and 15: their system, smollm2, is not in this run), style_adherence and metre_figure
-    assert len(outputs) == 4 + (11 + 4) * 3 + 12
+    # metre, topics, diversity, diversity_decodings (also with both), each with its common-n companion and its
+    # intervals; n_sensitivity; 10 of the 15 figures (not 2, 6 and 8: no German; not 13 and 15: their system,
+    # smollm2, is not in this run), style_adherence, metre_figure and n_sensitivity
+    assert len(outputs) == 4 + (11 + 4) * (3 + 2) + 1 + 13
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -221,6 +241,17 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     assert main(["provenance", str(tiny_run / paths.table("table2")), "--row", "HUMAN", "--column", "mtld",
                  "--configfile", str(tiny_run / "config/scale/tiny.yaml"), "--check"]) == 0
     assert "OK:" in capsys.readouterr().out
+    # a common-n companion's number: the HUMAN row traced to its drawn cells, gpt2-s to its whole sample's cell
+    common = provenance.trace(tiny_run / paths.table("table2_common_n"), "HUMAN", "mattr_pct",
+                              configfiles=(tiny_run / "config/scale/tiny.yaml",))
+    assert not common["stale"], common["reasons"]
+    cells = [f["path"] for link in common["chain"] if link["name"] == "cell" for f in link["files"]]
+    assert cells == [paths.cell_at_n("en", "HUMAN", f"human{k}", "lexical", "20") for k in range(3)]
+    common = provenance.trace(tiny_run / paths.table("table2_common_n"), "gpt2-s", "mattr_pct",
+                              configfiles=(tiny_run / "config/scale/tiny.yaml",))
+    assert not common["stale"] and paths.cell("en", "gpt2-s", "vanilla", "lexical") in str(common["chain"])
+    from poeval.report.recompute import recompute
+    assert recompute(tiny_run / paths.table("table5_common_n"), "HUMAN (train)", "wasserstein") == []
 
     work = tmp_path / "copy"
     shutil.copytree(tiny_run, work, ignore=shutil.ignore_patterns(".snakemake"))
@@ -357,9 +388,9 @@ def test_report_holds_every_table_and_figure(tiny_run):
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
     # tables 1, 4, sampling, style adherence; 11 family tables and, not in the paper, metre, topics, diversity,
-    # diversity_decodings with their .ci.tsv and _tests.tsv; the 10 figures of 1-15 with something to draw here,
-    # style adherence and metre_figure
-    assert len(names) == 4 + (11 + 4) * 3 + 12
+    # diversity_decodings with their .ci.tsv, _tests.tsv, _common_n.tsv and _common_n.ci.tsv; n_sensitivity; the
+    # 10 figures of 1-15 with something to draw here, style adherence, metre_figure and n_sensitivity
+    assert len(names) == 4 + (11 + 4) * 5 + 1 + 13
     assert [name for name in names if name not in html] == []
     assert "Figure 3: rhyme schemes" in html and "{{" not in html.split("Figure 3: rhyme schemes")[1][:2000]
     # the same report as one static page (issue 44, item 6): no script, every entry, the tables as HTML tables
@@ -369,7 +400,7 @@ def test_report_holds_every_table_and_figure(tiny_run):
     static = (work / "results" / "static.html").read_text()
     assert "<script" not in static and [name for name in names if name not in static] == []
     assert static.index("<h4>Table 02</h4>") < static.index("<h4>Table 12</h4>") < static.index("<h4>Figure 01</h4>")
-    assert "<th>mattr_pct</th>" in static and static.count('<img src="data:image/png') == 12
+    assert "<th>mattr_pct</th>" in static and static.count('<img src="data:image/png') == 13
     assert "<h2>6 · Training curves</h2>" in static and "<th>dev_loss</th>" in static
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]

@@ -124,6 +124,36 @@ def test_repetition_modes_follow_the_papers_text_and_its_code():
         schemes.is_repeating_quatrain(ABAB, "abab", "en", "same")
 
 
+def _get_last_word(quatrain):
+    """The paper's helper_functions.get_last_word, restated from its definition: ASCII punctuation deleted, the
+    last whitespace token of each verse left with one."""
+    import string
+
+    cleaned = [line.translate(str.maketrans("", "", string.punctuation)).split() for line in quatrain]
+    return [tokens[-1] for tokens in cleaned if tokens]
+
+
+def test_the_papers_end_word_keeps_line_numbers_and_unicode_dashes():
+    numbered = ["Upon the hill we stood, 120", "and saw the valley wide;", "the river ran beneath the wood—",
+                "don't go, the shadows cried. 120"]
+    assert schemes.end_words(numbered, "paper") == _get_last_word(numbered) == ["120", "wide", "wood—", "120"]
+    assert schemes.end_words(numbered) == ["stood", "wide", "wood", "cried"]
+    # the two rules disagree on whether the numbered quatrain repeats an end word
+    assert schemes.is_repeating_quatrain(numbered, "abab", "en", "end_word", end_word_rule="paper")
+    assert not schemes.is_repeating_quatrain(numbered, "abab", "en", "end_word")
+    assert schemes.end_words(["...", "so it goes", "!!", "and goes"], "paper") == ["goes", "goes"]
+    assert schemes.paper_end_word("I don't") == "dont"
+    with pytest.raises(PoevalError, match="end-word rule"):
+        schemes.end_words(numbered, "both")
+    # the switch reaches the rhyme cell (Tables 10, 11)
+    poems, reference = [{"id": "q", "lines": numbered}], [{"id": "r", "lines": ABAB}]
+    shares = {rule: evaluate(poems, reference, "en", ["rhyme"],
+                             options={"rhyme": {"repetition": "end_word", "end_word": rule}})["rhyme"]
+              for rule in ("poeval", "paper")}
+    assert shares["paper"]["distribution"]["abab"] == 1.0
+    assert (shares["poeval"]["repetitions"], shares["paper"]["repetitions"]) == (0.0, 1.0)
+
+
 def test_rhyme_pairs_count_repetitions_apart_from_real_rhymes():
     assert schemes.rhyme_pairs(AABB, "aabb", "en") == (2, 0)
     assert schemes.rhyme_pairs(REPEAT, "aaab", "en") == (3, 1)   # way/day, day/way real; way/way repeated

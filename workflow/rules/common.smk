@@ -24,8 +24,10 @@ from poeval.generators.pretrained import is_release
 from poeval.jobs.sample import sample_job
 from poeval.jobs.train import train_job
 from poeval.paths import HUMAN, TRAIN
+from poeval.report import tables as report_tables
 from poeval.report.tables import (DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, REPORT_CATEGORIES,
-                                  report_place, table_families)
+                                  common_n_name, pooled_columns, report_place,
+                                  table_families)
 
 try:
     P = poeval_params.resolve(config)
@@ -67,14 +69,30 @@ def cell_inputs(wildcards):
     """A cell's samples (a human reference sample, the whole training set or a model's samples), its
     reference, the training split, and the caches of it that its family's record names (each built by
     the rule the record names)."""
-    w = wildcards
-    inputs = {"samples": paths.cell_samples(w.lang, w.system, w.decoding), "reference": paths.train(w.lang)}
-    return inputs | {name: c.path(w.lang) for name, (_, c) in cached_inputs([w.family]).items()}
+    return inputs_of_cell(wildcards.lang, wildcards.system, wildcards.decoding, wildcards.family)
+
+
+def inputs_of_cell(lang, system, decoding, family):
+    inputs = {"samples": paths.cell_samples(lang, system, decoding), "reference": paths.train(lang)}
+    return inputs | {name: c.path(lang) for name, (_, c) in cached_inputs([family]).items()}
 
 
 def cell_job(wildcards):
-    """The cell's typed job (poeval.jobs.cell.cell_job) as one JSON value, from the params as written."""
-    return cell_jobs.cell_job(config, wildcards.lang, wildcards.system, wildcards.decoding, wildcards.family).to_json()
+    """The cell's typed job (poeval.jobs.cell.cell_job) as one JSON value, from the params as written; a cell
+    of a common-n table (wildcard n) draws n quatrains."""
+    n = int(wildcards.n) if "n" in wildcards.keys() else None
+    return cell_jobs.cell_job(config, wildcards.lang, wildcards.system, wildcards.decoding, wildcards.family,
+                              n).to_json()
+
+
+def curve_inputs(wildcards):
+    """The first HUMAN sample of a language with the reference and the caches of the family (:func:`cell_inputs`)."""
+    return inputs_of_cell(wildcards.lang, HUMAN, HUMAN_IDS[0], wildcards.family)
+
+
+def curve_job(wildcards):
+    """The n-sensitivity curve's job: the first HUMAN sample's cell job (poeval.jobs.cell.curve_job)."""
+    return cell_jobs.curve_job(config, wildcards.lang, wildcards.family).to_json()
 
 
 def cell_cached(wildcards, input):
@@ -137,19 +155,43 @@ def one_of(names):
     return "|".join(map(_re_escape, names)) or "(?!)"
 
 
-def cells(family, decodings=DECODINGS[:1], langs=None, systems=None, human_train=False, every=False):
-    """Cell files of one metric family, in table order: per language the HUMAN samples (with
-    ``human_train``, then the whole training set as one more HUMAN cell), then each system under each
-    of ``decodings`` (default: the first decoding config) in params order. ``langs``, ``systems``: a
-    subset (default: all configured), for the figures and the single-system tables. ``every``: the
-    table shows every decoding config (a samples system then shows all its files)."""
+def cell_keys(decodings=DECODINGS[:1], langs=None, systems=None, human_train=False, every=False):
+    """(lang, system, decoding) of the cells of a table or figure, in table order: per language the HUMAN
+    samples (with ``human_train``, then the whole training set as one more HUMAN cell), then each system
+    under each of ``decodings`` (default: the first decoding config) in params order. ``langs``,
+    ``systems``: a subset (default: all configured), for the figures and the single-system tables.
+    ``every``: the table shows every decoding config (a samples system then shows all its files)."""
     out = []
     for lang in LANGS if langs is None else langs:
-        out += [paths.cell(lang, HUMAN, hid, family) for hid in HUMAN_IDS + ([TRAIN] if human_train else [])]
+        out += [(lang, HUMAN, hid) for hid in HUMAN_IDS + ([TRAIN] if human_train else [])]
         for system in SYSTEMS if systems is None else systems:
             if lang in system_langs(system):
-                out += [paths.cell(lang, system, d, family) for d in system_decodings(system, decodings, lang, every)]
+                out += [(lang, system, d) for d in system_decodings(system, decodings, lang, every)]
     return out
+
+
+def cells(family, *args, n=None, **kwargs):
+    """Cell files of one metric family for :func:`cell_keys`; with ``n``, those of a common-n table: a row
+    configured to sample more than n quatrains (or of unknown size) gets its cell of n drawn quatrains."""
+    return [_cell_at(key, family, n) for key in cell_keys(*args, **kwargs)]
+
+
+def _cell_at(key, family, n):
+    size = row_size(*key)
+    if n is None or (size is not None and size <= n):   # the whole sample is the draw
+        return paths.cell(*key, family)
+    return paths.cell_at_n(*key, family, str(n))
+
+
+def row_size(lang, system, decoding):
+    """The quatrains a cell's sample is configured to hold: human.size for a HUMAN sample; None where params do not
+    say (the whole training set, a samples system's files, the paper's sampling of a transformer LM)."""
+    if system == HUMAN:
+        return None if decoding == TRAIN else P["human"]["size"]
+    if is_supplied(system):
+        return None
+    sampling = registry.sampling_params(P["models"][system], P["sampling"])
+    return None if sampling["procedure"] == "paper" and not is_poetic(system) else sampling["n"]
 
 
 def train_inputs(wildcards):
@@ -195,11 +237,25 @@ def table_systems(table):
     return SYSTEMS
 
 
-def table_cells(table):
+def table_rows(table):
+    """The arguments of :func:`cell_keys` for a family table's rows."""
     every = table in DECODING_TABLES
-    return [path for family in table_families(table)
-            for path in cells(family, DECODINGS if every else DECODINGS[:1], systems=table_systems(table),
-                              human_train=table in HUMAN_TRAIN_TABLES, every=every)]
+    return {"decodings": DECODINGS if every else DECODINGS[:1], "systems": table_systems(table),
+            "human_train": table in HUMAN_TRAIN_TABLES, "every": every}
+
+
+def table_cells(table, n=None):
+    """The cells of a family table; with ``n``, of its common-n companion (:func:`cells`)."""
+    return [path for family in table_families(table) for path in cells(family, n=n, **table_rows(table))]
+
+
+def table_common_n(table):
+    """The n of a family table's common-n companion (poeval.report.tables.common_n; None: no companion)."""
+    sizes = [row_size(*key) for key in cell_keys(**table_rows(table))]
+    return report_tables.common_n(sizes, P["tables"]["common_n"]["n"])
+
+
+COMMON_N_TABLES = {table: n for table in FAMILY_OF_TABLE if (n := table_common_n(table)) is not None}
 
 
 def model_items():
@@ -245,12 +301,19 @@ def table1_args():
     return items
 
 
+def n_sensitivity_targets():
+    """The n-sensitivity table and figure, when tables.n_curve has sizes."""
+    return [paths.table("n_sensitivity"), paths.figure("n_sensitivity")] if P["tables"]["n_curve"]["sizes"] else []
+
+
 def all_targets():
     families = P["metrics"]["families"]
     tables = [t for t in FAMILY_OF_TABLE if set(table_families(t)) <= set(families)]
     # a figure with nothing to draw in this run (its language or systems not configured) is not made
     figures = [name for name, fig in FIGURES.items() if fig.family in families and report_figures.has_panels(P, name)]
     return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
+            + [paths.table(common_n_name(name)) for name in tables if name in COMMON_N_TABLES]
+            + n_sensitivity_targets()
             + [paths.figure(name) for name in figures]
             + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS if not is_supplied(system)])
 

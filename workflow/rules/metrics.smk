@@ -46,6 +46,11 @@ rule topic_model:
         "poeval topics {input:q} --lang {wildcards.lang:q} --options {params.topics:q} --out {output:q} > {log:q} 2>&1"
 
 
+# `poeval evaluate` of a cell's job (metric_cell, metric_cell_at_n).
+EVALUATE = ("poeval evaluate {input.samples:q} --reference {input.reference:q} --job {params.job:q} {params.cached}"
+            " --threads {threads} --out {output:q} > {log:q} 2>&1")
+
+
 # One file per table cell: a metric family of one sample (lang x system x decoding config). The command
 # gets its typed job (poeval.jobs.cell: what it computes) and its paths; the family's record
 # (poeval.metrics.families) names the caches it reads and whether it uses threads.
@@ -61,5 +66,40 @@ rule metric_cell:
         cached=cell_cached,
     threads: cell_threads
     shell:
-        "poeval evaluate {input.samples:q} --reference {input.reference:q} --job {params.job:q} {params.cached}"
-        " --threads {threads} --out {output:q} > {log:q} 2>&1"
+        EVALUATE
+
+
+# The cell of a common-n table (poeval.report.tables.common_n): the same family on n quatrains drawn from the
+# sample (seed tables.common_n.seed), against the same reference.
+rule metric_cell_at_n:
+    input:
+        unpack(cell_inputs),
+    output:
+        paths.pattern(paths.cell_at_n),
+    log:
+        paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}.n{n}"),
+    params:
+        job=cell_job,
+        cached=cell_cached,
+    wildcard_constraints:
+        n=r"\d+",
+    threads: cell_threads
+    shell:
+        EVALUATE
+
+
+# The n-sensitivity curve of a family: its measures on seeded subsamples (tables.n_curve: sizes, draws) of the
+# first HUMAN sample; rule n_sensitivity puts every family's in one table and figure.
+rule n_curve:
+    input:
+        unpack(curve_inputs),
+    output:
+        paths.pattern(paths.n_curve),
+    log:
+        paths.log("metrics", "{lang}", "n_curve", "{family}"),
+    params:
+        job=curve_job,
+        cached=cell_cached,
+    threads: cell_threads
+    shell:
+        EVALUATE

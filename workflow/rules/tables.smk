@@ -67,10 +67,55 @@ for _table in FAMILY_OF_TABLE:
             # the sections the captions name switches of (Tables 2 and 5, the tests): only this table's families
             metrics=recorded.table_caption_metrics(P, _table),
             tests=as_json(config["metrics"].get("tests", {})),
+            pooled=", ".join(pooled_columns(_table)) or "none",   # for the caption
         threads: 1
         shell:
             "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q}"
             " --tests-out {output.tests:q} --tests {params.tests:q} > {log:q} 2>&1"
+
+
+# The common-n companion of each family table (tables.common_n): the same rows, each recomputed on n quatrains
+# drawn from its sample (a row configured to hold no more than n keeps its own cell), so that the pooled
+# measures, which depend on n, compare across rows.
+for _table, _n in COMMON_N_TABLES.items():
+
+    rule:
+        name:
+            common_n_name(_table)
+        input:
+            table_cells(_table, _n),
+        output:
+            table=report(paths.table(common_n_name(_table)), caption="../report/common_n.rst",
+                         **report_place(_table, "common n")),
+            ci=report(paths.table_ci(common_n_name(_table)), caption="../report/ci.rst",
+                      **report_place(_table, "common n intervals")),
+        log:
+            paths.log("tables", common_n_name(_table)),
+        params:
+            table=_table,
+            n=_n,  # for the caption
+            pooled=", ".join(pooled_columns(_table)) or "none",
+        threads: 1
+        shell:
+            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q} > {log:q} 2>&1"
+
+
+# How far each measure moves with n: every family's curve on the first HUMAN sample of each language.
+rule n_sensitivity:
+    input:
+        [paths.n_curve(lang, family) for lang in LANGS for family in P["metrics"]["families"]],
+    output:
+        table=report(paths.table("n_sensitivity"), caption="../report/n_sensitivity.rst",
+                     **report_place("n_sensitivity")),
+        figure=report(paths.figure("n_sensitivity"), caption="../report/n_sensitivity.rst",
+                      **figure_place("n_sensitivity")),
+    log:
+        paths.log("tables", "n_sensitivity"),
+    params:
+        curve=P["tables"]["n_curve"],  # for the caption
+    threads: 1
+    shell:
+        "poeval n-sensitivity {input:q} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
 
 
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.

@@ -16,20 +16,25 @@ I/O paths and threads are not part of the job: they are the rule's inputs and re
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from poeval import config as poeval_config
 from poeval.errors import PoevalError
 from poeval.jobs.base import Job
 from poeval.metrics import evaluate as runner
 from poeval.metrics.families import FAMILIES, read_sections, runtime_options
-from poeval.paths import HUMAN, TRAIN
+from poeval.io import write_json
+from poeval.paths import HUMAN, TRAIN, human_id
+from poeval.stamps import stamp
 
 
 @dataclasses.dataclass(frozen=True)
 class CellJob(Job):
     """``families`` of a sample against a reference in ``lang``; ``options``: the params section of each
     family read (:func:`poeval.metrics.families.read_sections`), as given; ``cell``: the table cell's
-    lang/system/decoding label (None for a hand run)."""
+    lang/system/decoding label (None for a hand run); ``subsample``: evaluate that many quatrains of the sample,
+    drawn with ``subsample_seed`` (a cell of a common-n table; None: all); ``n_curve``: instead of one cell, the
+    n-sensitivity curve (params ``tables.n_curve`` as given: sizes, draws, seed)."""
 
     KIND = "metric-cell"
 
@@ -41,6 +46,9 @@ class CellJob(Job):
     exclude_sample_from_reference: bool
     allow_empty: bool
     cell: dict[str, str] | None = None
+    subsample: int | None = None
+    subsample_seed: int = 1
+    n_curve: dict | None = None
 
     def __post_init__(self):
         if not self.families:
@@ -55,16 +63,36 @@ class CellJob(Job):
             raise PoevalError(f"{self.KIND} job: bootstrap_reps must be an integer >= 0, got {self.bootstrap_reps!r}")
         if not isinstance(self.seed, int):
             raise PoevalError(f"{self.KIND} job: seed must be an integer, got {self.seed!r}")
+        if self.subsample is not None and (type(self.subsample) is not int or self.subsample < 1):
+            raise PoevalError(f"{self.KIND} job: subsample must be an integer >= 1 or null, got {self.subsample!r}")
+        if self.n_curve is not None:
+            resolve_curve(self.n_curve)   # checked here, filled where it runs
+
+    # written only where set (a subsample drawn, a curve): a whole-sample cell's command, and so its params
+    # trigger, stays what it was before either existed
+    OPTIONAL: ClassVar[dict[str, tuple[str, ...]]] = {"subsample": ("subsample", "subsample_seed"),
+                                                      "n_curve": ("n_curve",)}
+
+    def to_dict(self) -> dict:
+        unset = {k for key, keys in self.OPTIONAL.items() if getattr(self, key) is None for k in keys}
+        return {k: v for k, v in super().to_dict().items() if k not in unset}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CellJob":
+        defaults = {f.name: f.default for f in dataclasses.fields(cls) if any(f.name in k for k in cls.OPTIONAL.values())}
+        return super().from_dict(defaults | data if isinstance(data, dict) else data)
 
     def recorded(self) -> dict:
-        """The params the cell's stamp records (:func:`poeval.metrics.evaluate.stamp_params`)."""
-        return runner.stamp_params(self.families, self.options, self.bootstrap_reps, self.seed,
-                                   self.exclude_sample_from_reference)
+        """The params the cell's stamp records (:func:`poeval.metrics.evaluate.stamp_params`), and a curve's."""
+        recorded = runner.stamp_params(self.families, self.options, self.bootstrap_reps, self.seed,
+                                       self.exclude_sample_from_reference, self.subsample, self.subsample_seed)
+        return recorded if self.n_curve is None else recorded | {"n_curve": self.n_curve}
 
 
 def given_job(families: list[str], lang: str, options: dict | None = None, bootstrap_reps: int = 0,
               seed: int = 1, exclude_sample_from_reference: bool = False, allow_empty: bool = False,
-              cell: dict | None = None) -> CellJob:
+              cell: dict | None = None, subsample: int | None = None, subsample_seed: int = 1,
+              n_curve: dict | None = None) -> CellJob:
     """The job of a hand run (or of the workflow, through :func:`cell_job`): every section of ``options``
     is checked (an unknown family or key is named), and those the families read are kept as given
     (defaults as :func:`poeval.metrics.evaluate.evaluate`'s)."""
@@ -72,28 +100,66 @@ def given_job(families: list[str], lang: str, options: dict | None = None, boots
     for name, section in options.items():
         runner.family_options(name, section)
     return CellJob(list(families), lang, {f: options.get(f, {}) for f in read_sections(families)}, bootstrap_reps,
-                   seed, exclude_sample_from_reference, allow_empty, cell)
+                   seed, exclude_sample_from_reference, allow_empty, cell, subsample, subsample_seed, n_curve)
 
 
-def cell_job(params: dict, lang: str, system: str, decoding: str, family: str) -> CellJob:
+def cell_job(params: dict, lang: str, system: str, decoding: str, family: str, n: int | None = None) -> CellJob:
     """The job of the workflow's cell ``family`` of ``lang``/``system``/``decoding`` from params as written:
     a HUMAN cell gets no bootstrap (its row's spread comes from its samples) and, unless it is the whole
-    training set, is compared with the rest of train; an empty sample is a result, not a failure."""
+    training set, is compared with the rest of train; an empty sample is a result, not a failure. ``n``: the
+    cell of a common-n table, ``n`` quatrains drawn with ``tables.common_n.seed``."""
     metrics = params.get("metrics") or {}
     bootstrap = metrics.get("bootstrap") or {}   # reps and seed: required params, no defaults
+    common = poeval_config.resolve_section((params.get("tables") or {}).get("common_n") or {},
+                                           "#/properties/tables/properties/common_n", "tables.common_n")
     return given_job([family], lang, {f: metrics.get(f) or {} for f in read_sections([family])},
                      0 if system == HUMAN else bootstrap.get("reps"), bootstrap.get("seed"),
                      exclude_sample_from_reference=system == HUMAN and decoding != TRAIN, allow_empty=True,
-                     cell={"lang": lang, "system": system, "decoding": decoding})
+                     cell={"lang": lang, "system": system, "decoding": decoding}, subsample=n, subsample_seed=common["seed"])
+
+
+def _options(job: CellJob, cached: dict[str, str] | None, threads: int | None) -> dict:
+    """The job's params sections with the runtime keys of its caches and threads."""
+    runtime = runtime_options(job.families, cached or {}, threads)
+    return {f: dict(job.options.get(f, {})) | runtime.get(f, {}) for f in job.options.keys() | runtime.keys()}
 
 
 def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dict[str, str] | None = None,
         threads: int | None = None, progress: bool = False) -> dict:
     """Evaluate ``job`` and write its cell to ``out`` (None: return it only): ``cached`` names the caches of the reference
-    (name -> path, :func:`poeval.metrics.families.runtime_options`), ``threads`` the CPU threads."""
-    runtime = runtime_options(job.families, cached or {}, threads)
-    options = {f: dict(job.options.get(f, {})) | runtime.get(f, {}) for f in job.options.keys() | runtime.keys()}
-    return runner.write_evaluation(samples, reference, job.lang, job.families, out, job.cell, options=options,
+    (name -> path, :func:`poeval.metrics.families.runtime_options`), ``threads`` the CPU threads. A curve job
+    writes its curve (:func:`run_curve`)."""
+    if job.n_curve is not None:
+        return run_curve(job, samples, reference, out, cached, threads, progress)
+    return runner.write_evaluation(samples, reference, job.lang, job.families, out, job.cell,
+                                   options=_options(job, cached, threads),
                                    bootstrap_reps=job.bootstrap_reps, seed=job.seed, progress=progress,
                                    exclude_sample_from_reference=job.exclude_sample_from_reference,
-                                   allow_empty=job.allow_empty)
+                                   allow_empty=job.allow_empty, subsample=job.subsample,
+                                   subsample_seed=job.subsample_seed)
+
+
+def resolve_curve(given: dict | None) -> dict:
+    """params ``tables.n_curve`` (sizes, draws, seed) with the schema's defaults."""
+    return poeval_config.resolve_section(given or {}, "#/properties/tables/properties/n_curve", "tables.n_curve")
+
+
+def curve_job(params: dict, lang: str, family: str) -> CellJob:
+    """The job of the n-sensitivity curve of ``family`` in ``lang``: the first HUMAN sample's cell job with
+    params ``tables.n_curve`` as written."""
+    given = (params.get("tables") or {}).get("n_curve") or {}
+    return dataclasses.replace(cell_job(params, lang, HUMAN, human_id(0), family), n_curve=given)
+
+
+def run_curve(job: CellJob, samples: str, reference: str, out: str | None, cached: dict[str, str] | None = None,
+              threads: int | None = None, progress: bool = False) -> dict:
+    """The n-sensitivity curve (:func:`poeval.metrics.evaluate.n_curve`) of a curve job's families on ``samples``,
+    written to ``out`` (None: returned only) with a stamp of its inputs and params."""
+    curve = resolve_curve(job.n_curve)
+    result = runner.n_curve(samples, reference, job.lang, job.families, curve["sizes"], curve["draws"],
+                            curve["seed"], progress, options=_options(job, cached, threads),
+                            exclude_sample_from_reference=job.exclude_sample_from_reference)
+    result["provenance"] = stamp({"samples": samples, "reference": reference}, job.recorded())
+    if out is not None:
+        write_json(out, result)
+    return result

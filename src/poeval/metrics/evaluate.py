@@ -46,6 +46,15 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
     return {key: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for key, v in sorted(draws.items())}
 
 
+def draw_subsample(poems: list[dict], n: int, seed: int) -> list[dict]:
+    """``n`` of ``poems`` drawn without replacement (seeded), in their order; all of them when there are no more
+    than ``n``. A row of a common-n table (:mod:`poeval.report.tables`) draws the same quatrains for every family."""
+    if len(poems) <= n:
+        return list(poems)
+    keep = np.sort(np.random.default_rng(seed).choice(len(poems), size=n, replace=False))
+    return [poems[i] for i in keep]
+
+
 def load_reference(source: PoemSource, sample: list[dict] | None = None, sample_name: str = "<poems>") -> Reference:
     """The reference of a path or of in-memory poems (:func:`poeval.io.read_poems`), less the quatrains of
     ``sample`` (:func:`sample_rows`; ``sample_name`` names it in errors) unless None."""
@@ -113,15 +122,20 @@ def _check_caches(reference: PoemSource, resolved: dict) -> None:
 
 def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: list[str],
              options: dict | None = None, bootstrap_reps: int = 0, seed: int = 1, progress: bool = False,
-             exclude_sample_from_reference: bool = False, allow_empty: bool = False) -> dict:
+             exclude_sample_from_reference: bool = False, allow_empty: bool = False,
+             subsample: int | None = None, subsample_seed: int = 1) -> dict:
     """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
     :func:`poeval.io.read_poems` reads); ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
     ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from
     (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not
     with itself. A sample without a usable quatrain is an error unless ``allow_empty`` (then every metric is
-    null)."""
+    null). ``subsample``: evaluate ``subsample`` quatrains of the sample (:func:`draw_subsample` with
+    ``subsample_seed``) against the same reference as the whole sample (a HUMAN sample's quatrains all stay out
+    of it): the set-level measures at a common n."""
     check_lang(lang)
+    if subsample is not None and (type(subsample) is not int or subsample < 1):
+        raise PoevalError(f"subsample: expected a number of quatrains >= 1, got {subsample!r}")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")
@@ -130,9 +144,13 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, poems if exclude_sample_from_reference else None, source_name(samples, "poems"))
     _warn_language(lang, {source_name(samples, "poems"): poems, ref.path or "the reference": ref.poems})
+    drawn = {}
+    if subsample is not None:
+        drawn = {"subsample": {"n": subsample, "seed": subsample_seed, "of": len(poems)}}
+        poems = draw_subsample(poems, subsample, subsample_seed)
     result = {"lang": lang, "samples": source_name(samples, "poems"), "reference": ref.path,
               "n_reference": len(ref.poems), "n_poems": len(poems), "skipped": dict(sorted(skipped.items())),
-              "reference_skipped": ref.skipped}
+              "reference_skipped": ref.skipped} | drawn
     for family in families:
         opts = resolved.get(family) or family_options(family, {})
         opts = opts | {"progress": progress, "lang": lang} | {
@@ -141,6 +159,40 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
         if bootstrap_reps and poems:
             result[family]["ci"] = bootstrap(resample, len(poems), bootstrap_reps, seed, progress)
     return result
+
+
+def curve_sizes(sizes: list[int], whole: int) -> list[int]:
+    """The subsample sizes of an n-sensitivity curve: those of ``sizes`` below the whole sample's ``whole``
+    quatrains, then the whole sample."""
+    return sorted({n for n in sizes if n < whole}) + [whole]
+
+
+def _numbers(section: dict) -> dict:
+    """The numbers of a family's result (nested dicts kept), without its per-poem values and intervals."""
+    out = {}
+    for key, value in section.items():
+        if isinstance(value, dict) and key not in ("per_poem", "ci"):
+            out[key] = _numbers(value)
+        elif value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = value
+    return out
+
+
+def n_curve(samples: str, reference: str, lang: str, families: list[str], sizes: list[int], draws: int, seed: int,
+            progress: bool = False, **kwargs) -> dict:
+    """The n-sensitivity curve of ``families`` on one sample: each measure on subsamples of each of
+    :func:`curve_sizes` quatrains, ``draws`` seeded draws (seeds ``seed`` ... ``seed + draws - 1``) per size below
+    the whole sample, which is one point; ``kwargs`` go to :func:`evaluate` (options, the reference exclusion).
+    How far a pooled measure moves along it is what a comparison of rows of different n is worth."""
+    whole = len(read_poems(samples)[0])
+    points = []
+    grid = [(n, draw) for n in curve_sizes(sizes, whole) for draw in range(draws if n < whole else 1)]
+    for n, draw in tqdm(grid, desc="n curve", disable=not progress, mininterval=1.0):
+        result = evaluate(samples, reference, lang, families, subsample=n, subsample_seed=seed + draw, **kwargs)
+        points.append({"n": result["n_poems"], "draw": draw, "seed": seed + draw}
+                      | {family: _numbers(result[family]) for family in families})
+    return {"lang": lang, "samples": source_name(samples, "poems"), "n_whole": whole, "families": list(families),
+            "sizes": list(sizes), "draws": draws, "seed": seed, "points": points}
 
 
 def write_evaluation(samples: str, reference: str, lang: str, families: list[str], out: str | None,
@@ -159,13 +211,15 @@ def write_evaluation(samples: str, reference: str, lang: str, families: list[str
 
 
 def stamp_params(families: list[str], options: dict, bootstrap_reps: int, seed: int,
-                 exclude_sample_from_reference: bool) -> dict:
+                 exclude_sample_from_reference: bool, subsample: int | None = None, subsample_seed: int = 1) -> dict:
     """The params a metric cell's stamp records: the sections its families read (:func:`read_sections`)
-    as given, less their runtime keys, and the run's settings (what :mod:`poeval.jobs.cell` rebuilds)."""
+    as given, less their runtime keys, and the run's settings (what :mod:`poeval.jobs.cell` rebuilds); the
+    subsample only where one is drawn, so a whole-sample cell records what it always did."""
     metrics = {f: {k: v for k, v in (options.get(f) or {}).items() if k not in FAMILIES[f].runtime_keys()}
                for f in read_sections(families)}
+    drawn = {} if subsample is None else {"subsample": subsample, "subsample_seed": subsample_seed}
     return {"metrics": metrics, "bootstrap_reps": bootstrap_reps, "seed": seed,
-            "exclude_sample_from_reference": bool(exclude_sample_from_reference)}
+            "exclude_sample_from_reference": bool(exclude_sample_from_reference)} | drawn
 
 
 def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
@@ -175,8 +229,9 @@ def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: 
     inputs = {"samples": samples, "reference": reference}
     inputs |= {name: options.get(owner, {}).get(c.option) for name, (owner, c) in cached_inputs(families).items()
                if c.stamped}
+    drawn = {k: kwargs[k] for k in ("subsample", "subsample_seed") if k in kwargs}
     return stamp(inputs, stamp_params(families, options, kwargs["bootstrap_reps"], kwargs["seed"],
-                                      kwargs["exclude_sample_from_reference"]))
+                                      kwargs["exclude_sample_from_reference"], **drawn))
 
 
 def dumps(result: dict) -> str:

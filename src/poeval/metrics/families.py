@@ -132,7 +132,7 @@ def _rhyme(poems, ref, opts):
     human = schemes.scheme_counts(_schemes(ref.poems, lang, opts.get("progress", False)))
     index = schemes.scheme_index(labels)
     pairs = np.array([schemes.rhyme_pairs(p["lines"], s, lang) for p, s in zip(poems, labels)]).reshape(-1, 2)
-    repeating = np.array([schemes.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps))
+    repeating = np.array([schemes.is_repeating_quatrain(p["lines"], s, lang, mode, int(reps), opts["end_word"])
                           for p, s, reps in zip(poems, labels, pairs[:, 1])], dtype=bool)
 
     def numbers(idx):
@@ -140,7 +140,7 @@ def _rhyme(poems, ref, opts):
         return schemes.from_counts(counts, human, int(pairs[idx, 0].sum()), int(pairs[idx, 1].sum()),
                                  int(repeating[idx].sum()), len(idx), smoothing)
 
-    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode,
+    result = numbers(np.arange(len(poems))) | {"smoothing": smoothing, "repetition": mode, "end_word": opts["end_word"],
                                                "human_n": int(human.sum()),
                                                "human_smoothed": schemes.smooths_human(human, smoothing),
                                                "chi2_reference": _chi2_reference(index, human)}

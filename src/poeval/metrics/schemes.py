@@ -14,10 +14,13 @@ quatrain with a scheme other than abcd whose rhyming lines repeat an end word, a
 share(abcd) - repetitions``. ``repetition`` chooses what repeating means: ``rhyme_pair`` (default, the
 paper's text: two lines sharing a scheme letter end in the same word after spelling normalisation) or
 ``end_word`` (the paper's code, ``get_fake_rhymes``: any two of the four end words are the same string
-after punctuation is stripped (:func:`end_words`), whether or not the scheme pairs them). The pair-level counts stay as
+after punctuation is stripped (:func:`end_words`; ``end_word`` says whose end word: poeval's or the paper's
+``get_last_word``), whether or not the scheme pairs them). The pair-level counts stay as
 ``rhyme_pairs_per_poem``, ``pair_real_rhymes`` and ``pair_repetitions`` (shares of all rhyme pairs)."""
 
 from __future__ import annotations
+
+import string
 
 import numpy as np
 
@@ -31,7 +34,9 @@ from poeval.text import end_word
 
 _PARAMS = config.defaults("#/properties/metrics/properties/rhyme")   # the params schema holds the defaults
 DEFAULT_SMOOTHING, DEFAULT_REPETITION = _PARAMS["smoothing"], _PARAMS["repetition"]
+DEFAULT_END_WORD = _PARAMS["end_word"]
 REPETITION_MODES = ("rhyme_pair", "end_word")
+END_WORD_RULES = ("poeval", "paper")
 UNRHYMED = "abcd"
 _INDEX = {s: i for i, s in enumerate(SCHEMES_4)}
 
@@ -60,26 +65,39 @@ def rhyme_pairs(lines: list[str], label: str, lang: str) -> tuple[int, int]:
     return pairs, reps
 
 
-def end_words(lines: list[str]) -> list[str]:
-    """The end word of each verse (:func:`poeval.text.end_word`: its last word, with a marginal line number,
-    a dash run, a bracket, a quote or a footnote mark after it stripped), case kept as the paper's code
-    (``get_last_word``) keeps it; verses without a word are skipped, as that code skips verses left empty by
-    its punctuation stripping. (That code took the last whitespace token after deleting ASCII punctuation,
-    so a line number or a ``—`` was its end word.)"""
-    words = [end_word(line) for line in lines]
+_ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def paper_end_word(line: str) -> str:
+    """The paper's end word (hgroener/diversity_in_poetry_generation, ``helper_functions.get_last_word``): the
+    last whitespace token once ASCII punctuation is deleted, so a marginal line number or a ``—`` is the end
+    word and ``don't`` reads ``dont``; ``""`` when nothing is left."""
+    tokens = line.translate(_ASCII_PUNCTUATION).split()
+    return tokens[-1] if tokens else ""
+
+
+def end_words(lines: list[str], rule: str = DEFAULT_END_WORD) -> list[str]:
+    """The end word of each verse, case kept as the paper's code (``get_last_word``) keeps it; verses without a
+    word are skipped, as that code skips verses left empty by its punctuation stripping. ``rule`` poeval:
+    :func:`poeval.text.end_word` (its last word, with a marginal line number, a dash run, a bracket, a quote or
+    a footnote mark after it stripped); paper: :func:`paper_end_word`."""
+    if rule not in END_WORD_RULES:
+        raise PoevalError(f"unknown end-word rule {rule!r} (expected one of {', '.join(END_WORD_RULES)})")
+    words = [(paper_end_word if rule == "paper" else end_word)(line) for line in lines]
     return [w for w in words if w]
 
 
 def is_repeating_quatrain(lines: list[str], label: str, lang: str, mode: str = DEFAULT_REPETITION,
-                          repeated_pairs: int | None = None) -> bool:
+                          repeated_pairs: int | None = None, end_word_rule: str = DEFAULT_END_WORD) -> bool:
     """Whether a quatrain counts as a repetition (module doc); abcd quatrains never do.
-    ``repeated_pairs``: :func:`rhyme_pairs`' repetitions when already counted (``rhyme_pair`` mode)."""
+    ``repeated_pairs``: :func:`rhyme_pairs`' repetitions when already counted (``rhyme_pair`` mode);
+    ``end_word_rule``: how ``end_word`` mode reads the end words (:func:`end_words`)."""
     if mode not in REPETITION_MODES:
         raise PoevalError(f"unknown repetition mode {mode!r} (expected one of {', '.join(REPETITION_MODES)})")
     if label == UNRHYMED:
         return False
     if mode == "end_word":
-        words = end_words(lines)
+        words = end_words(lines, end_word_rule)
         return len(words) != len(set(words))
     return (rhyme_pairs(lines, label, lang)[1] if repeated_pairs is None else repeated_pairs) > 0
 

@@ -566,10 +566,10 @@ def training_curve(model_dir: str, out: str) -> int:
 def figure_place(name: str) -> dict:
     """``category``, ``subcategory`` and ``labels`` of figure ``name`` in the Snakemake report: the paper's
     figures by their group, numbered so that Figure 2 comes before Figure 10; the others beyond the paper."""
-    from poeval.report.tables import REPORT_CATEGORIES, numbered_label
+    from poeval.report.tables import OTHER_SUBCATEGORIES, REPORT_CATEGORIES, numbered_label
 
     if name.removeprefix("figure").isdigit():
         return {"category": REPORT_CATEGORIES[1], "subcategory": FIGURES[name].group,
                 "labels": {"figure": numbered_label(name)}}
-    group = FIGURES[name].group if name in FIGURES else "Style adherence"
+    group = FIGURES[name].group if name in FIGURES else OTHER_SUBCATEGORIES[name]
     return {"category": REPORT_CATEGORIES[2], "subcategory": group, "labels": {"figure": numbered_label(name)}}

@@ -39,7 +39,8 @@ from poeval.paths import HUMAN
 from poeval.report.checks import Link, _built, _load, _stamp, _Tracer
 from poeval.report.recorded import (corpus_params, sample_params, split_params, supplied_params, table_params,
                                     training_params)
-from poeval.report.table_cell import HUMAN_TRAIN, TableCell, _cell_decodings, _cell_samples, _cell_value, resolve
+from poeval.report.table_cell import (HUMAN_TRAIN, TableCell, _cell_decodings, _cell_samples, _cell_value, drawn_n,
+                                      resolve)
 from poeval.stamps import code_revision
 
 
@@ -77,7 +78,7 @@ def _cell_links(t: _Tracer, cell: TableCell, table_stamp: dict | None = None) ->
     reference = paths.train(cell.lang)
     for (path, sample), st, decoding in zip(cell_samples, stamps, _cell_decodings(cell)):
         # the job rule metric_cell would pass now, as the cell's stamp records it
-        job = cell_job(t.config, cell.lang, system, decoding, cell.family)
+        job = cell_job(t.config, cell.lang, system, decoding, cell.family, drawn_n(path))
         t.check_params(params, (st or {}).get("params"), job.recorded(), path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)

@@ -64,7 +64,8 @@ def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tu
                for f in params["metrics"].keys() | runtime.keys()}
     now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=options,
                    bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
-                   exclude_sample_from_reference=params["exclude_sample_from_reference"])
+                   exclude_sample_from_reference=params["exclude_sample_from_reference"],
+                   **{key: params[key] for key in ("subsample", "subsample_seed") if key in params})
     compared = {k: now[k] for k in ("n_poems", "n_reference", "skipped", *families)}   # not the input paths
     return [f"{path}: {d}" for d in _number_diffs(doc, compared, "")], doc | compared
 

@@ -34,7 +34,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.jobs.cell import cell_job
+from poeval.jobs.cell import cell_job, curve_job
 from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
                                     dotted, embeddings_params, figure_record, param_diffs, rhyme_label_params,
                                     sample_params, sonnets_params, split_params, supplied_params, table_params,
@@ -67,6 +67,15 @@ def _supplied(config: dict, w: dict) -> bool:
 
 def _families(config: dict) -> set[str]:
     return set(dotted(config, "metrics.families") or ())
+
+
+def _common_n(config: dict):
+    """params ``tables.common_n.n`` (None: no companion tables)."""
+    return fill((config.get("tables") or {}).get("common_n") or {}, "#/properties/tables/properties/common_n")["n"]
+
+
+def _n_curve(config: dict) -> dict:
+    return fill((config.get("tables") or {}).get("n_curve") or {}, "#/properties/tables/properties/n_curve")
 
 
 def _in_stamp_file(output: Callable[..., str]) -> Callable[..., str]:
@@ -123,12 +132,20 @@ def _adherence_kinds() -> tuple[Kind, ...]:
 def _report_kinds() -> tuple[Kind, ...]:
     """One kind per table and figure rule (each is a rule of its own, named after it)."""
     from poeval.report.figures import FIGURES
-    from poeval.report.tables import FAMILY_OF_TABLE, table_families
+    from poeval.report.tables import FAMILY_OF_TABLE, common_n_name, table_families
 
     tables = [Kind(name, _in_stamp_file(partial(paths.table, name)), partial(paths.table, name),
                    lambda c, w, n=name: table_params(c, n),
                    lambda c, w, n=name: n not in FAMILY_OF_TABLE or set(table_families(n)) <= _families(c))
               for name in ("table1", "table4", "sampling", *FAMILY_OF_TABLE)]
+    # a common-n companion records no params of its own: its n is in its cells' paths and stamps
+    tables += [Kind(common_n_name(name), _in_stamp_file(partial(paths.table, common_n_name(name))),
+                    partial(paths.table, common_n_name(name)), lambda c, w: {},
+                    lambda c, w, n=name: set(table_families(n)) <= _families(c) and _common_n(c) is not None)
+               for name in FAMILY_OF_TABLE]
+    tables += [Kind(f"n_sensitivity_{kind}", _in_stamp_file(partial(path, "n_sensitivity")),
+                    partial(path, "n_sensitivity"), lambda c, w: {}, lambda c, w: bool(_n_curve(c)["sizes"]))
+               for kind, path in (("table", paths.table), ("figure", paths.figure))]
     figures = [Kind(name, _in_stamp_file(partial(paths.figure, name)), partial(paths.figure, name),
                     lambda c, w, n=name: figure_record(c, n), lambda c, w, n=name: FIGURES[n].family in _families(c),
                     resolved=True)
@@ -159,6 +176,11 @@ KINDS = (
          lambda c, w: topics_params(c, w["lang"])),
     Kind("metric_cell", paths.cell, paths.cell,   # the job the rule would pass now, as its stamp records it
          lambda c, w: cell_job(c, w["lang"], w["system"], w["decoding"], w["family"]).recorded()),
+    Kind("metric_cell_at_n", paths.cell_at_n, paths.cell_at_n,
+         lambda c, w: cell_job(c, w["lang"], w["system"], w["decoding"], w["family"], int(w["n"])).recorded(),
+         lambda c, w: w["n"].isdigit() and _common_n(c) is not None),
+    Kind("n_curve", paths.n_curve, paths.n_curve, lambda c, w: curve_job(c, w["lang"], w["family"]).recorded(),
+         lambda c, w: bool(_n_curve(c)["sizes"])),
     *_bpomp_kinds(),
     *_adherence_kinds(),
     *_report_kinds(),

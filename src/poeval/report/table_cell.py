@@ -4,7 +4,9 @@ cell files behind it (one per HUMAN sample for the HUMAN row)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ class TableCell:
     digits: int
     scale: float
     value: str             # as printed in the table
+    cells: tuple[str, ...] = ()   # a common-n companion: the cell files its stamp records (drawn or whole)
 
 
 def _columns(table: str) -> list[tuple]:
@@ -82,13 +85,13 @@ def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = 
             decoding: str | None = None) -> TableCell:
     """The cell of ``table`` at row ``row`` (a system name; HUMAN for the human row) and ``column``
     (a header name); ``lang``/``decoding`` choose among rows of the same system."""
-    from poeval.report.tables import FAMILY_OF_TABLE, family_key
+    from poeval.report.tables import COMMON_N, FAMILY_OF_TABLE, family_key
 
     path = Path(table)
-    name = path.name.removesuffix(".tsv")
+    name = path.name.removesuffix(".tsv").removesuffix(COMMON_N)
     if name not in FAMILY_OF_TABLE:
-        raise PoevalError(f"{path}: provenance covers the metric tables ({', '.join(sorted(FAMILY_OF_TABLE))}), "
-                          f"not '{name}'")
+        raise PoevalError(f"{path}: provenance covers the metric tables ({', '.join(sorted(FAMILY_OF_TABLE))}) and "
+                          f"their *{COMMON_N} companions, not '{path.name.removesuffix('.tsv')}'")
     header, rows = _read_tsv(path)
     columns = {c[1]: c for c in _columns(name)}
     if column not in columns or column not in header:
@@ -96,16 +99,42 @@ def resolve(table: str | os.PathLike, row: str, column: str, lang: str | None = 
     picked = _pick_row(path, rows, row, lang, decoding)
     key, _, digits, scale = columns[column]
     family, key = family_key(key, FAMILY_OF_TABLE[name])   # Table 8 reads two families
+    companion = path.name.removesuffix(".tsv") != name
     return TableCell(str(path), family, picked[0], _system_of(picked[1]), picked[2],
-                     _n_cells(picked[1]), column, key, digits, scale, picked[header.index(column)])
+                     _n_cells(picked[1]), column, key, digits, scale, picked[header.index(column)],
+                     _stamped_cells(path) if companion else ())
+
+
+def _stamped_cells(table: Path) -> tuple[str, ...]:
+    """The cell files a common-n companion was built from, as its stamp records them: whether a row read its
+    whole sample's cell or one of n drawn quatrains was the workflow's choice (the row's configured size)."""
+    stamped = Path(paths.stamp_file(str(table)))
+    if not stamped.is_file():
+        raise PoevalError(f"{table}: no stamp {stamped}, so which cells (whole or drawn) it read is unknown")
+    inputs = (json.loads(stamped.read_text(encoding="utf-8")).get("provenance") or {}).get("inputs") or {}
+    return tuple(entry["path"] for entry in inputs.values() if isinstance(entry, dict))
+
+
+def drawn_n(cell_path: str) -> int | None:
+    """The n of a common-n cell file (``<family>.n<n>.json``, :func:`poeval.paths.cell_at_n`); None for a whole
+    sample's cell."""
+    match = re.search(r"\.n(\d+)\.json$", cell_path)
+    return int(match.group(1)) if match else None
+
+
+def _cell_path(cell: TableCell, system: str, decoding: str) -> str:
+    """The cell file behind one number: a companion's drawn cell where its stamp records one, else the whole one."""
+    whole = paths.cell(cell.lang, system, decoding, cell.family)
+    drawn = [p for p in cell.cells if drawn_n(p) is not None
+             and p == paths.cell_at_n(cell.lang, system, decoding, cell.family, str(drawn_n(p)))]
+    return drawn[0] if drawn else whole
 
 
 def _cell_samples(cell: TableCell) -> list[tuple[str, str]]:
     """(metric cell, its samples) of each cell file behind a table number: one per HUMAN sample for
     the HUMAN row."""
     system = HUMAN if cell.system == HUMAN_TRAIN else cell.system
-    return [(paths.cell(cell.lang, system, d, cell.family), paths.cell_samples(cell.lang, system, d))
-            for d in _cell_decodings(cell)]
+    return [(_cell_path(cell, system, d), paths.cell_samples(cell.lang, system, d)) for d in _cell_decodings(cell)]
 
 
 def _cell_decodings(cell: TableCell) -> list[str]:

@@ -160,6 +160,50 @@ TABLE_COLUMNS = {
 }
 
 
+# The columns whose expected value depends on the sample size n, by definition: those that pool the sample (an
+# extreme, a histogram, a distribution's entropy, n-grams or embeddings of the whole set, each quatrain's nearest
+# neighbour among the n - 1 others) rather than average a per-quatrain value, whose n only widens the interval.
+# The common-n companion tables recompute every column on n quatrains per row; the n-sensitivity curve
+# (rule n_sensitivity) measures how far each column moves between n = 50 and n = 1000 on a HUMAN sample.
+POOLED = {
+    "length": ("min", "max", "hist_intersection", "wasserstein"),
+    "lexical": ("mattr", "mtld"),
+    "semantic": ("within", "across_min", "across_max"),
+    "memorization": (),
+    "rhyme": ("entropy", "kl"),      # cross-entropy is a mean over quatrains of -log q(scheme): not pooled
+    "metre": ("entropy", "kl"),
+    "topics": ("entropy", "kl", "dominant_entropy", "n_empty"),
+    "diversity": ("self_bleu", "distinct_1", "distinct_2", "distinct_3", "distinct_4", "ngram_diversity",
+                  "compression_ratio", "vendi", "mauve"),
+}
+
+
+def pooled_columns(table: str) -> list[str]:
+    """The column names of a family table whose numbers depend on n by definition (:data:`POOLED`)."""
+    family = FAMILY_OF_TABLE[table]
+    columns = TABLE_COLUMNS.get(table) or TABLES[family]
+    return [name for key, name, *_ in columns if family_key(key, family)[1] in POOLED[family_key(key, family)[0]]]
+
+
+def common_n(sizes: list[int | None], given: int | str | None) -> int | None:
+    """The n of a table's common-n companion (params ``tables.common_n.n`` as ``given``): a number as given;
+    ``auto``: the smallest of the rows' configured sample sizes (``sizes``; None where a row's size is not
+    configured: the training set, a samples system's files, the paper's sampling procedure); null: None (no
+    companion). An ``auto`` table without any configured size gets None too."""
+    if given != "auto":
+        return given
+    known = [size for size in sizes if size is not None]
+    return min(known) if known else None
+
+
+COMMON_N = "_common_n"   # the suffix of a family table's companion at a common n
+
+
+def common_n_name(table: str) -> str:
+    """The file name of a family table's common-n companion: ``<table>_common_n`` (:data:`COMMON_N`)."""
+    return f"{table}{COMMON_N}"
+
+
 def family_key(key: str, family: str) -> tuple[str, str]:
     """(family section, key in it) of a column key."""
     other, sep, rest = key.partition(":")
@@ -307,7 +351,7 @@ def table_families(table: str) -> list[str]:
 # --- places in the Snakemake report ---------------------------------------------------------------------
 # Snakemake sorts categories by name: the numbers put the paper's tables and figures first.
 REPORT_CATEGORIES = ("1 · The paper's tables", "2 · The paper's figures", "3 · Beyond the paper",
-                     "4 · Intervals and tests", "5 · BPoMP", "6 · Training curves")
+                     "4 · Intervals, tests, common n", "5 · BPoMP", "6 · Training curves")
 PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7", "table8", "table9", "table10",
                 "table11", "table12", "memorization")
 FAMILY_TITLES = {"length": "Length", "lexical": "Lexical diversity", "memorization": "Memorization",
@@ -315,7 +359,7 @@ FAMILY_TITLES = {"length": "Length", "lexical": "Lexical diversity", "memorizati
                  "diversity": "Diversity"}
 
 
-OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence"}
+OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence", "n_sensitivity": "Sample size"}
 
 
 def numbered_label(name: str) -> str:
@@ -325,9 +369,10 @@ def numbered_label(name: str) -> str:
 
 
 def report_place(name: str, kind: str = "table") -> dict:
-    """``category``, ``subcategory`` and ``labels`` of a table (``kind`` table, intervals or tests) in the
-    Snakemake report: the paper's tables in its category by metric family, the others beyond the paper;
-    labels numbered so that Table 2 comes before Table 10."""
+    """``category``, ``subcategory`` and ``labels`` of a table (``kind`` table, intervals, tests or common n) in
+    the Snakemake report: the paper's tables in its category by metric family, the others beyond the paper,
+    the companions of a table (any other kind) in their own; labels numbered so that Table 2 comes before
+    Table 10."""
     family = FAMILY_OF_TABLE.get(name)
     subcategory = FAMILY_TITLES[family] if family else OTHER_SUBCATEGORIES.get(name, "Data and models")
     if kind != "table":

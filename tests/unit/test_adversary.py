@@ -419,6 +419,29 @@ def test_the_adversarial_phase_leaves_the_line_lm_alone(data, tmp_path):
     assert not all(torch.equal(states[0]["endings"][k], states[1]["endings"][k]) for k in states[0]["endings"])
 
 
+def test_adversarial_early_stopping_keeps_the_epoch_with_the_lowest_dev_loss(data, tmp_path):
+    """adv_patience (the paper's early stopping, the original's model_best): the kept endings model and
+    discriminator are those of the best epoch, the very weights a run stopped at that batch ends with."""
+    model = {"arch": "sa", **SMALL, "adv_steps": None, "adv_epochs": 8, "adv_patience": 1}
+    train = {**TRAIN, "max_steps": 20}
+    summary = sa.train(data["sonnets"], data["dev"], str(tmp_path / "early"), model, train, lang="en", progress=False)
+    log = json.loads((tmp_path / "early" / "training_log.json").read_text())
+    adv = [e for e in log["evals"] if e["phase"] == "adv"]
+    best = min(adv, key=lambda e: e["dev_loss"])
+    assert summary["adv_best_batch"] == best["adv_batch"] and summary["endings_dev_loss"] == best["dev_loss"]
+    after = [e for e in adv if e["adv_batch"] > best["adv_batch"]]
+    per_epoch = -(-36 // SMALL["adv_batch_size"])        # 36 training quatrains
+    assert len(after) <= 1 and summary["adv_stopped_early"] == (summary["adv_batches"] < 8 * per_epoch)
+    assert summary["adv_stopped_early"] == (len(after) == 1)
+    assert summary["adv_stopped_early"] and best != adv[-1]   # these seeds: epoch 3 is worse than epoch 2
+    cut = sa.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), {**model, "adv_patience": None,
+                                                                        "adv_steps": best["adv_batch"]},
+                   train, lang="en", progress=False)
+    assert "adv_best_batch" not in cut and cut["adv_batches"] == best["adv_batch"]
+    a, b = common.load_checkpoint(tmp_path / "early")[3], common.load_checkpoint(tmp_path / "cut")[3]
+    assert all(torch.equal(a[part][k], b[part][k]) for part in ("endings", "disc") for k in a[part])
+
+
 def test_sample_writes_n_valid_quatrains_and_stats(trained, tmp_path):
     out, _ = trained
     res = sa.sample(str(out), VANILLA, sampling(12, batch_size=10, max_attempts=400, seed=5),
@@ -724,10 +747,13 @@ def test_pretrain_switch_is_validated(pretrain, ok):
 
 
 @pytest.mark.parametrize("overlay, want_model, want_train", [
-    (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4},
+    (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4,
+            "adv_patience": None},
      {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
-    ("config/scale/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 128,
-                           "endings_lr": 1e-4, "disc_lr": 1e-4, "reinforce_weight": 0.1},
+    # the paper's 128 sonnets a batch (3 quatrains each), its early stopping, no pretraining
+    ("config/scale/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 384,
+                           "adv_patience": 5, "pretrain": None, "endings_lr": 1e-4, "disc_lr": 1e-4,
+                           "reinforce_weight": 0.1},
      {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
 ])
 def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):

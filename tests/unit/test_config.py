@@ -211,7 +211,7 @@ SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, 
             "softmax": "full", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "endings_emb": 128,
             "endings_hidden": 128, "char_emb": 32, "char_hidden": 64, "rhyme_dim": 64, "max_word_chars": 16,
             "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003, "adv_epochs": 80, "adv_steps": None,
-            "adv_batch_size": 96, "endings_lr": 0.0001, "reinforce_weight": 0.1, "disc_lr": 0.0001,
+            "adv_batch_size": 96, "adv_patience": None, "endings_lr": 0.0001, "reinforce_weight": 0.1, "disc_lr": 0.0001,
             "disc_finetune_encoder": True, "pretrain": None}
 
 

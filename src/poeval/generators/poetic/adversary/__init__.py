@@ -57,7 +57,8 @@ Remaining differences from the original
   autoencoder on CMUdict words, with a projection to ``rhyme_dim``; sizes ``char_emb``/``char_hidden``
   are poeval's.
 * Dropout is ordinary dropout, not the original's locked dropout.
-* The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80).
+* The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80), unless
+  ``adv_patience`` stops the phase early and keeps the best epoch's (the paper's early stopping).
 * ``adv_batch_size`` counts quatrains: 96 = the original's 32 sonnets of 3 quatrains.
 """
 

@@ -10,7 +10,10 @@ is trained from scratch, each batch of training quatrains giving
    gradients taken at the parameters that drew them (the original's per-sample steps on graphs built
    before the first of them).
 
-The line LM is frozen throughout (it is not touched here). The model after the last batch is kept.
+The line LM is frozen throughout (it is not touched here). The models after the last batch are kept, or,
+with ``adv_patience``, those of the epoch with the lowest dev loss of the endings model (the original's
+``model_best``), the phase stopping after ``adv_patience`` epochs without a lower one (the paper's early
+stopping with patience 5).
 
 The loop is resumable: every :data:`SAVE_EVERY` batches the whole state (both models, both optimisers,
 the batch order, every RNG, the log) is saved as the resume part ``adv``, and a rerun with the same
@@ -93,7 +96,8 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
         p for n, p in disc.named_parameters() if not n.startswith("encoder.")]
     dopt = torch.optim.Adam(disc_params, lr=float(cfg["disc_lr"]))
     stream = engine.BatchStream([len(s) for s in end_seqs], cfg["adv_batch_size"], 0, rng)
-    s = {"batch": 0, "log": [], "evals": [], "elapsed": 0.0}
+    s = {"batch": 0, "log": [], "evals": [], "elapsed": 0.0, "best": None, "stale": 0}
+    patience = cfg.get("adv_patience")
 
     saved = resume.load("adv") if resume is not None else None
     if saved is not None:
@@ -130,18 +134,38 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
                                    "disc_loss": _mean(r["disc_loss"] for r in recent),
                                    "disc_acc": _mean(r["disc_acc"] for r in recent),
                                    "elapsed_s": time.perf_counter() - t_start})
+                if patience is not None and _keep_best(s, model, disc) >= patience:
+                    break
             if resume is not None and s["batch"] % SAVE_EVERY == 0 and s["batch"] < n_batches:
                 save()
             if _after_batch is not None:
                 _after_batch(s["batch"])
     finally:
         bar.close()
+    if s["best"] is not None:
+        model.load_state_dict(s["best"]["model"])
+        disc.load_state_dict(s["best"]["disc"])
     head, tail = s["log"][:10], s["log"][-10:]
-    return {"evals": s["evals"], "summary": {
+    best = {} if s["best"] is None else {"adv_best_batch": s["best"]["adv_batch"],
+                                         "adv_stopped_early": s["batch"] < n_batches}
+    return {"evals": s["evals"], "summary": best | {
         "adv_batches": s["batch"], "adv_reward_first": _mean(r["reward"] for r in head),
         "adv_reward_last": _mean(r["reward"] for r in tail), "adv_disc_acc_last": _mean(r["disc_acc"] for r in tail),
-        "endings_dev_loss": s["evals"][-1]["dev_loss"] if s["evals"] else None,
+        "endings_dev_loss": (s["best"] or (s["evals"] or [{}])[-1]).get("dev_loss"),
         "adv_time_s": time.perf_counter() - t_start}}
+
+
+def _keep_best(s: dict, model, disc) -> int:
+    """After an epoch's evaluation: keep copies of both models when the endings model's dev loss is the lowest
+    yet (in ``s["best"]``, saved with the resume state); the number of epochs since the best."""
+    dev = s["evals"][-1]["dev_loss"]
+    if s["best"] is None or dev < s["best"]["dev_loss"]:
+        copy = lambda m: {k: v.detach().clone() for k, v in m.state_dict().items()}   # noqa: E731
+        s["best"] = {"dev_loss": dev, "adv_batch": s["batch"], "model": copy(model), "disc": copy(disc)}
+        s["stale"] = 0
+    else:
+        s["stale"] += 1
+    return s["stale"]
 
 
 def _batch(model, disc, chars, vocab, cfg, opt, dopt, batch, end_seqs, real_endings, slots, n_style) -> dict:

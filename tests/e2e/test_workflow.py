@@ -318,6 +318,29 @@ def test_grid_figures_show_the_papers_systems(tmp_path, shared_data):
     assert jobs["figure15"] == cells("de", "bygpt5-s-cond")
 
 
+def test_a_common_n_table_draws_the_rows_configured_above_n_and_null_turns_it_off(tmp_path):
+    """tables.common_n.n 30 over the tiny overlay (HUMAN samples of 50, systems of 20): the HUMAN samples and the
+    training set get cells of 30 drawn quatrains, the systems keep their own; null makes no companion (nor, with
+    no sizes, a curve)."""
+    work = _workdir(tmp_path)
+    (work / "config" / "n30.yaml").write_text("tables: {common_n: {n: 30, seed: 4}}\n")
+    proc = snakemake(work, "-n", "-p", paths.table("table5_common_n"),
+                     configs=("config/scale/tiny.yaml", "config/n30.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    jobs = _dry_run_inputs(proc.stdout + proc.stderr)
+    systems = ("gpt2-s", "bygpt5-s-cond", "deepspeare-s", "sa-s-cond")
+    assert jobs["table5_common_n"] == ([paths.cell_at_n("en", "HUMAN", h, "length", "30")
+                                        for h in ("human0", "human1", "human2", "train")]
+                                       + [paths.cell("en", s, "vanilla", "length") for s in systems])
+    drawn = [job for _, job in _evaluate_commands(proc.stdout + proc.stderr, "length").values() if "subsample" in job]
+    assert len(drawn) == 4 and all((j["subsample"], j["subsample_seed"]) == (30, 4) for j in drawn)
+    (work / "config" / "off.yaml").write_text("tables: {common_n: {n: null}, n_curve: {sizes: []}}\n")
+    proc = snakemake(work, "-n", configs=("config/scale/tiny.yaml", "config/off.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "rule table5:" in out and "_common_n" not in out and "n_curve" not in out and "n_sensitivity" not in out
+
+
 def _evaluate_commands(out: str, family: str) -> dict[str, tuple[str, dict]]:
     """{LANG/SYSTEM/DECODING: (command, its --job)} of the dry run's `poeval evaluate` commands of ``family``."""
     found = {}

@@ -147,6 +147,30 @@ def test_pentameter_loss_decreases(trained):
     assert evals[-1]["train_pm_loss"] < evals[1]["train_pm_loss"]
 
 
+def test_the_pentameter_model_reads_letters_and_spaces_and_never_attends_to_a_space(trained):
+    """As the original (sonnet_model.py compute_pm_loss, util.py remove_punct): letters and spaces only, the
+    attention masked at pads and spaces, the decoder's first input a learned vector."""
+    assert ds.pm_text("Don't  sing, well-known bird -- O'er the lea!", 100) == "dont sing wellknown bird oer the lea"
+    loaded = ds.Loaded(trained["dir"])
+    verses = [ds.pm_text("the rain is falling on the sea", 100), ds.pm_text("and all the ships are gone", 100)]
+    lines = [loaded.tables.char_ids(v) for v in verses]
+    width = max(map(len, lines))
+    chars = torch.tensor([x + [0] * (width - len(x)) for x in lines])
+    lengths = torch.tensor([len(x) for x in lines])
+    space = chars == loaded.tables.cstoi[" "]
+    vowels = torch.zeros_like(chars, dtype=torch.bool)
+    pm = loaded.model.pentameter
+    with torch.no_grad():
+        _, parts = pm(loaded.model.chars, chars, lengths, vowels, space)
+    attention = parts["attention"]
+    assert float(attention[space].abs().max()) == 0.0 and float(attention[chars == 0].abs().max()) == 0.0
+    assert torch.allclose(attention.sum(-1), torch.full((2,), 10.0))   # 10 stress positions, each one unit
+    pm.zero_grad(set_to_none=True)
+    loss, _ = pm(loaded.model.chars, chars, lengths, vowels, space)
+    loss.sum().backward()                                           # the first input is learned
+    assert pm.init_input.grad is not None and float(pm.init_input.grad.abs().sum()) > 0
+
+
 def test_language_model_loss_decreases(trained):
     evals = trained["log"]["evals"]
     assert trained["summary"]["best_dev_loss"] < 0.6 * evals[0]["dev_loss"], [e["dev_loss"] for e in evals]

@@ -29,8 +29,10 @@ Components (arch ``deepspeare``) and how they map to the paper:
   its own (one encoding serves every later verse of the sonnet) rather than the whole preceding context as
   one sequence. The softmax is adaptive (Grave et al. 2017; a head of the ``softmax_cutoffs[0]`` most
   frequent words) for speed.
-* **Pentameter model**. Character level and unsupervised: a biLSTM encodes the verse's characters;
-  a decoder LSTM, fed its previous attended vector, attends over the characters once for each of the 10
+* **Pentameter model**. Character level and unsupervised: a biLSTM encodes the verse's characters (letters
+  and single spaces, lower-cased: the original's ``remove_punct``, so ``don't`` reads ``dont``); a decoder
+  LSTM, fed its previous attended vector (first a learned one, the original's ``dec_init_input``), attends
+  over the characters, never a space or a pad (the original masks both), once for each of the 10
   stress positions of iambic pentameter, and a sigmoid on the attended vector alone predicts the stress
   (unstressed/stressed alternating, ``S- S+`` x 5) — so the model must find characters that carry the
   pattern. Attention is moved forward monotonically (our formulation of the paper's location-based,

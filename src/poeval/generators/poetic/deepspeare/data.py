@@ -100,12 +100,11 @@ def is_vowel(ch: str) -> bool:
 
 
 def pm_text(verse: str, max_chars: int) -> str:
-    """What the pentameter model reads: the verse lower-cased, letters and word-internal apostrophes and
-    hyphens only, single spaces."""
-    out = []
-    for ch in verse.lower():
-        out.append(ch if ch.isalpha() or ch in "'’-" else " ")
-    return " ".join("".join(out).split())[:max_chars]
+    """What the pentameter model reads, as the original's ``remove_punct`` (util.py) makes it: the verse
+    lower-cased, letters and single spaces only; a character that is neither is dropped, so ``don't`` reads
+    ``dont`` and ``well-known`` ``wellknown`` (a dash between spaces leaves one space)."""
+    kept = "".join(ch for ch in verse.lower() if ch.isalpha() or ch.isspace())
+    return " ".join(kept.split())[:max_chars]
 
 
 def _style_of(record: dict, path, i: int, field_s: str, field_m: str, k: int | None, name: str | None) -> list[str]:

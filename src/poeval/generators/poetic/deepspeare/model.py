@@ -127,19 +127,23 @@ class PentameterModel(nn.Module):
         self.att_s = nn.Linear(d, a)
         self.att_v = nn.Linear(a, 1, bias=False)
         self.out = nn.Linear(2 * e, 1)
+        # the decoder's first input, learned (the original's dec_init_input, TF's default Glorot-uniform draw)
+        self.init_input = nn.Parameter(torch.empty(2 * e).uniform_(-(3 / (2 * e)) ** 0.5, (3 / (2 * e)) ** 0.5))
         self.sigma = float(cfg["pm_sigma"])
         self.rep_scale, self.cov_scale = float(cfg["pm_repeat_scale"]), float(cfg["pm_cov_scale"])
         self.cov_threshold = float(cfg["pm_cov_threshold"])
 
-    def forward(self, char_emb, chars, lengths, vowels):
-        """Per-verse losses (N,) and their parts: chars (N, L) with lengths, vowels (N, L) bool."""
+    def forward(self, char_emb, chars, lengths, vowels, spaces):
+        """Per-verse losses (N,) and their parts: chars (N, L) with lengths, vowels and spaces (N, L) bool. The
+        attention never rests on a pad or a space (the original masks both); ``attention``: the summed
+        attention per character (N, L)."""
         h, _ = self.encoder(char_emb(chars), lengths)
         n, width, _ = h.shape
-        mask = torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+        mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)) & ~spaces
         pos = torch.arange(width, dtype=h.dtype).unsqueeze(0)
         keys = self.att_h(h)
         state = (h.new_zeros(n, self.decoder.hidden_size), h.new_zeros(n, self.decoder.hidden_size))
-        prev = h.new_zeros(n, h.shape[-1])
+        prev = self.init_input.expand(n, -1)
         cum = h.new_zeros(n, width)
         rep = h.new_zeros(n)
         mu = None
@@ -161,7 +165,7 @@ class PentameterModel(nn.Module):
         ce = F.binary_cross_entropy_with_logits(logits, target, reduction="none").sum(-1)
         cov = F.relu(self.cov_threshold * vowels.to(h.dtype) - cum).sum(-1)
         loss = ce + self.rep_scale * rep + self.cov_scale * cov
-        return loss, {"ce": ce, "repeat": rep, "coverage": cov}
+        return loss, {"ce": ce, "repeat": rep, "coverage": cov, "attention": cum}
 
 
 class RhymeModel(nn.Module):
@@ -318,7 +322,8 @@ class Batcher:
     def pm_lines(self, lines: list[list[int]]):
         chars, lengths = _pad2(lines, PAD_CHAR)
         vowels = self._vowel_ids()[chars]
-        loss, _ = self.model.pentameter(self.model.chars, chars, lengths, vowels)
+        space = self.tables.cstoi.get(" ", -1)   # a corpus of one-word verses has no space
+        loss, _ = self.model.pentameter(self.model.chars, chars, lengths, vowels, chars == space)
         return loss
 
     def _vowel_ids(self):

@@ -171,6 +171,28 @@ def test_the_pentameter_model_reads_letters_and_spaces_and_never_attends_to_a_sp
     assert pm.init_input.grad is not None and float(pm.init_input.grad.abs().sum()) > 0
 
 
+def test_the_rhyme_model_margin_by_hand_and_its_negatives_from_the_vocabulary(trained):
+    """The margin loss of one quatrain without negatives, from its end words' encodings by hand; negatives are
+    vocabulary words (no special or style token), drawn afresh with an rng and fixed without one (dev)."""
+    loaded = ds.Loaded(trained["dir"])
+    plain = ds.Batcher(loaded.model, loaded.tables, {**loaded.cfg, "rm_neg": 0})
+    ends = [loaded.tables.type_id(w, False) for w in ("night", "day", "light", "way")]
+    assert loaded.tables.vocab.unk not in ends and len(set(ends)) == 4
+    with torch.no_grad():
+        u = plain.rhyme_embed(ends)
+        margins = []
+        for t in range(4):
+            others = sorted((float(u[t] @ u[j]) for j in range(4) if j != t), reverse=True)
+            margins.append(max(0.0, loaded.cfg["rm_delta"] - others[0] + others[1]))
+        assert float(plain.rm_loss([{"ends": [ends]}], None)) == pytest.approx(sum(margins) / 4, abs=1e-5)
+        pool = loaded.batcher.negative_pool()
+        assert pool and not {loaded.tables.vocab.itos[i] for i in pool} & loaded.tables.specials
+        poems = [{"ends": [ends]}]
+        fixed = [float(loaded.batcher.rm_loss(poems, None)) for _ in range(2)]
+        drawn = {float(loaded.batcher.rm_loss(poems, random.Random(seed))) for seed in range(5)}
+    assert fixed[0] == fixed[1] and len(drawn) > 1
+
+
 def test_language_model_loss_decreases(trained):
     evals = trained["log"]["evals"]
     assert trained["summary"]["best_dev_loss"] < 0.6 * evals[0]["dev_loss"], [e["dev_loss"] for e in evals]

@@ -42,9 +42,10 @@ Components (arch ``deepspeare``) and how they map to the paper:
   ``sum_t sum_j min(a_tj, sum_{t'<t} a_t'j)`` (no character attended twice) + ``pm_cov_scale`` x the
   coverage penalty ``sum_{j vowel} relu(pm_cov_threshold - sum_t a_tj)`` (every vowel of the verse gets
   attention).
-* **Rhyme model**. A character biLSTM encodes each line-final word; for each verse of a quatrain
-  (the target) the cosine similarities ``Q`` to the end words of the other three verses and of
-  ``rm_neg`` random end words of other quatrains are computed, and the margin loss
+* **Rhyme model**. A character LSTM (one direction, its last state, as the original's ``init_rm``)
+  encodes each line-final word; for each verse of a quatrain (the target) the cosine similarities ``Q`` to
+  the end words of the other three verses and of ``rm_neg`` words drawn uniformly from the vocabulary (the
+  original's ``create_rhyme_batch``) are computed, and the margin loss
   ``max(0, rm_delta - top1(Q) + top2(Q))`` separates the most similar (assumed rhyming) ending from the
   rest — unsupervised, on the three quatrains of every pseudo-sonnet.
 * **Training** (:mod:`.training`). One optimiser per model, as the original's (sonnet_model.py, config.py):

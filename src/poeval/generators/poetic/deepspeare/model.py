@@ -169,23 +169,28 @@ class PentameterModel(nn.Module):
 
 
 class RhymeModel(nn.Module):
+    """The original's rhyme model (sonnet_model.py ``init_rm``): a one-directional LSTM over a word's
+    characters, its last state the word's encoding."""
+
     def __init__(self, cfg: dict):
         super().__init__()
-        self.encoder = BiLSTM(cfg["char_dim"], cfg["rm_dim"])
+        self.encoder = nn.LSTM(cfg["char_dim"], cfg["rm_dim"], batch_first=True)
         self.delta = float(cfg["rm_delta"])
 
     def embed(self, char_emb, chars, lengths):
-        return F.normalize(self.encoder(char_emb(chars), lengths)[1], dim=-1)
+        lengths = lengths.clamp(min=1, max=chars.shape[1])
+        out = run_lstm(self.encoder, char_emb(chars), lengths)
+        return F.normalize(out[torch.arange(len(lengths)), lengths - 1], dim=-1)
 
     def loss(self, u, quatrains, negatives):
-        """u (W, H) normalised encodings; quatrains (Q, 4) and negatives (Q, K) index u. Mean margin loss
-        over the 4 targets of every quatrain."""
+        """u (W, H) normalised encodings; quatrains (Q, 4) and negatives (Q, 4, K), one set per target, index u.
+        Mean margin loss over the 4 targets of every quatrain."""
         uq = u[quatrains]                                   # (Q, 4, H)
         sim = uq @ uq.transpose(1, 2)                       # (Q, 4, 4)
         others = sim.masked_fill(torch.eye(4, dtype=torch.bool), -2.0)
         parts = [others]
-        if negatives.shape[1]:
-            parts.append(uq @ u[negatives].transpose(1, 2))  # (Q, 4, K)
+        if negatives.shape[-1]:
+            parts.append(torch.einsum("qth,qtkh->qtk", uq, u[negatives]))   # (Q, 4, K)
         q = torch.cat(parts, dim=-1)
         top = q.topk(2, dim=-1).values
         return F.relu(self.delta - top[..., 0] + top[..., 1]).mean()
@@ -337,28 +342,24 @@ class Batcher:
         return self.model.rhyme.embed(self.model.chars, self.type_chars[ids], self.type_len[ids])
 
     def rm_loss(self, poems: list[dict], rng: random.Random | None):
-        """Margin loss over the quatrains of ``poems``; negatives: ``rm_neg`` end words of other poems'
-        quatrains (random with ``rng``, else the following quatrains', for a fixed dev score)."""
-        quats = [(i, q) for i, p in enumerate(poems) for q in p["ends"]]
+        """Margin loss over the quatrains of ``poems``; each end word's negatives: ``rm_neg`` words drawn
+        uniformly from the vocabulary (the original's ``create_rhyme_batch``), with ``rng``, else with a fixed
+        seed, for a fixed dev score."""
+        quats = [q for p in poems for q in p["ends"]]
         if not quats:
             return torch.zeros(())
-        words = sorted({w for _, q in quats for w in q})
+        pool, draw = self.negative_pool(), rng or random.Random(0)
+        k = self.cfg["rm_neg"] if pool else 0
+        negs = [[[pool[draw.randrange(len(pool))] for _ in range(k)] for _ in q] for q in quats]
+        words = sorted({w for q in quats for w in q} | {w for n in negs for row in n for w in row})
         index = {w: j for j, w in enumerate(words)}
-        k = self.cfg["rm_neg"]
-        negs = []
-        for qi, (pi, q) in enumerate(quats):
-            pool = [j for j, (pj, _) in enumerate(quats) if pj != pi]
-            if not pool:
-                negs.append([])
-                continue
-            if rng is not None:
-                picks = [(pool[rng.randrange(len(pool))], rng.randrange(4)) for _ in range(k)]
-            else:
-                picks = [(pool[(qi + t) % len(pool)], (qi + t) % 4) for t in range(k)]
-            negs.append([index[quats[j][1][v]] for j, v in picks])
-        if any(len(n) != len(negs[0]) for n in negs):
-            negs = [[] for _ in negs]
         u = self.rhyme_embed(words)
-        qt = torch.tensor([[index[w] for w in q] for _, q in quats], dtype=torch.long)
-        nt = torch.tensor(negs, dtype=torch.long).view(len(quats), -1)
+        qt = torch.tensor([[index[w] for w in q] for q in quats], dtype=torch.long)
+        nt = torch.tensor([[[index[w] for w in row] for row in n] for n in negs], dtype=torch.long).view(len(quats), 4, k)
         return self.model.rhyme.loss(u, qt, nt)
+
+    def negative_pool(self) -> list[int]:
+        """The rhyme model's negative words: every vocabulary type but the special and style tokens."""
+        if not hasattr(self, "_negative_pool"):
+            self._negative_pool = [i for i, w in enumerate(self.vocab.itos) if w not in self.tables.specials]
+        return self._negative_pool

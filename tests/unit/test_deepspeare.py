@@ -193,6 +193,23 @@ def test_the_rhyme_model_margin_by_hand_and_its_negatives_from_the_vocabulary(tr
     assert fixed[0] == fixed[1] and len(drawn) > 1
 
 
+def test_the_language_model_mixes_its_context_with_the_originals_gated_unit():
+    """sonnet_model.py gated_layer, restated: z and r from [context; state], the candidate from [context; r * state],
+    (1 - z) * state + z * candidate; both gates' biases start at 1."""
+    torch.manual_seed(0)
+    cfg = ds.resolve_model_cfg({"arch": "deepspeare"})
+    m = ds.LanguageModel(cfg, 60, 0)
+    s, ctx = torch.randn(3, cfg["dec_dim"]), torch.randn(3, 2 * cfg["enc_dim"])
+
+    def affine(layer, x):
+        return x @ layer.weight.T + layer.bias
+
+    z, r = torch.sigmoid(affine(m.update, torch.cat([ctx, s], 1))), torch.sigmoid(affine(m.reset, torch.cat([ctx, s], 1)))
+    want = (1 - z) * s + z * torch.tanh(affine(m.cand, torch.cat([ctx, r * s], 1)))
+    assert torch.allclose(m.mix(s, ctx), want, atol=1e-6)
+    assert torch.equal(m.update.bias, torch.ones(cfg["dec_dim"])) and torch.equal(m.reset.bias, torch.ones(cfg["dec_dim"]))
+
+
 def test_language_model_loss_decreases(trained):
     evals = trained["log"]["evals"]
     assert trained["summary"]["best_dev_loss"] < 0.6 * evals[0]["dev_loss"], [e["dev_loss"] for e in evals]

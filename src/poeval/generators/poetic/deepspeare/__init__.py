@@ -14,8 +14,10 @@ Components (arch ``deepspeare``) and how they map to the paper:
   (sonnet_model.py), so the two models share that encoder and the character embedding; at each step it attends
   over the encoded context (bilinear scores ``(U s_t) . (W h'_i)`` instead of the paper's additive
   ``v . tanh(W h'_i + U s_t)``: the additive form needs a batch x steps x context x dim tensor, several
-  times the cost on CPU) and mixes the attended vector ``c_t`` into its state with the paper's gate
-  ``g = sigmoid(W [s_t; c_t] + b)``, ``s'_t = (1 - g) s_t + g c_t``; a softmax gives the next word. Each
+  times the cost on CPU) and mixes the attended vector ``c_t`` into its state with the original's GRU-like
+  unit (sonnet_model.py ``gated_layer``): ``z = sigmoid(W_z [c_t; s_t] + b_z)``, ``r = sigmoid(W_r [c_t; s_t]
+  + b_r)`` (both biases start at 1), ``s'_t = (1 - z) s_t + z tanh(W [c_t; r s_t] + b)``; a softmax gives the
+  next word. Each
   verse is decoded **right to left** (the paper's inversion trick, so that generation draws the rhyme word
   first), ending with ``<eol>``, and the verses **bottom-up** (``line_order: bottom_up``): the original's
   ``load_data`` reverses a sonnet's lines and words (util.py) and its ``generate`` writes a quatrain's last

@@ -75,8 +75,12 @@ class LanguageModel(nn.Module):
         self.decoder = nn.LSTM(wd + 2 * cfg["pm_enc_dim"], d, batch_first=True)
         self.att_q = nn.Linear(d, a, bias=False)
         self.att_k = nn.Linear(2 * e, a)
-        self.ctx = nn.Linear(2 * e, d)
-        self.gate = nn.Linear(2 * d, d)
+        # the original's gated unit (sonnet_model.py gated_layer): update and reset gates, biases from 1
+        self.update = nn.Linear(2 * e + d, d)
+        self.reset = nn.Linear(2 * e + d, d)
+        self.cand = nn.Linear(2 * e + d, d)
+        for gate in (self.update, self.reset):
+            nn.init.ones_(gate.bias)
         cutoffs = [c for c in cfg["softmax_cutoffs"] if 0 < c < n_words - 1]
         self.adaptive = None
         self.tied = bool(cfg["tie_embeddings"]) and not cutoffs
@@ -112,9 +116,13 @@ class LanguageModel(nn.Module):
         return self.out(self.out_proj(h))
 
     def mix(self, s, ctx):
-        c = torch.tanh(self.ctx(ctx))
-        g = torch.sigmoid(self.gate(torch.cat([s, c], dim=-1)))
-        return (1 - g) * s + g * c
+        """The decoder state ``s`` (N, D) combined with its attention context ``ctx`` (N, 2E) by the original's
+        GRU-like gated unit: ``z``, ``r`` = sigmoid of [ctx, s], candidate ``tanh([ctx, r * s])``,
+        output ``(1 - z) * s + z * candidate``."""
+        both = torch.cat([ctx, s], dim=-1)
+        z, r = torch.sigmoid(self.update(both)), torch.sigmoid(self.reset(both))
+        c = torch.tanh(self.cand(torch.cat([ctx, r * s], dim=-1)))
+        return (1 - z) * s + z * c
 
 
 class PentameterModel(nn.Module):

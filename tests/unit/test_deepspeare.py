@@ -210,6 +210,16 @@ def test_the_language_model_mixes_its_context_with_the_originals_gated_unit():
     assert torch.equal(m.update.bias, torch.ones(cfg["dec_dim"])) and torch.equal(m.reset.bias, torch.ones(cfg["dec_dim"]))
 
 
+def test_a_checkpoint_of_the_earlier_port_is_refused_with_a_request_to_retrain(trained, tmp_path):
+    arch, config, vocab, states = common.load_checkpoint(trained["dir"])
+    old = {part: dict(weights) for part, weights in states.items()}
+    del old["pentameter"]["init_input"]
+    model = ds.DeepSpeare(config, len(vocab), len(config["chars"]), vocab.pad)
+    with pytest.raises(PoevalError, match=r"pentameter weights are of an earlier DeepSpeare port.*init_input.*train it again"):
+        model.load_states(old)
+    model.load_states(states)   # the port's own checkpoint loads
+
+
 def test_language_model_loss_decreases(trained):
     evals = trained["log"]["evals"]
     assert trained["summary"]["best_dev_loss"] < 0.6 * evals[0]["dev_loss"], [e["dev_loss"] for e in evals]

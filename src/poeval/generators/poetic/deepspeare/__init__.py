@@ -124,7 +124,8 @@ stopping keeps the best dev weights after ``patience`` evaluations without impro
 paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
 Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
 wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
-``line_order``) is refused with a request to retrain it.
+``line_order``) is refused with a request to retrain it, as is one whose weights predate the original's
+pentameter input, rhyme model and gated unit.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three

@@ -228,6 +228,10 @@ class DeepSpeare(nn.Module):
         if missing:
             raise PoevalError(f"checkpoint lacks the weights of {missing}")
         for k in self.PARTS:
+            want, have = set(getattr(self, k).state_dict()), set(states[k])
+            if want != have:   # a checkpoint of an earlier port (before the original's rhyme model and gates)
+                raise PoevalError(f"checkpoint's {k} weights are of an earlier DeepSpeare port (missing "
+                                  f"{sorted(want - have)[:3]}, unknown {sorted(have - want)[:3]}): train it again")
             getattr(self, k).load_state_dict(states[k])
 
 

@@ -7,14 +7,13 @@ import random
 import numpy as np
 import pytest
 
+from poeval import config as poeval_config
 from poeval.errors import PoevalError
 from poeval.jobs.cell import CellJob, cell_job, curve_job, run
 from poeval.jobs.base import parse
 from poeval.metrics.evaluate import draw_subsample, evaluate, n_curve
 from poeval.report import sample_size
 from poeval.report.tables import POOLED, TABLES, common_n, pooled_columns
-
-from poeval import config as poeval_config
 
 from helpers import ROOT, _jsonl
 

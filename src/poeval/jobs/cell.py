@@ -63,8 +63,7 @@ class CellJob(Job):
             raise PoevalError(f"{self.KIND} job: bootstrap_reps must be an integer >= 0, got {self.bootstrap_reps!r}")
         if not isinstance(self.seed, int):
             raise PoevalError(f"{self.KIND} job: seed must be an integer, got {self.seed!r}")
-        if self.subsample is not None and (type(self.subsample) is not int or self.subsample < 1):
-            raise PoevalError(f"{self.KIND} job: subsample must be an integer >= 1 or null, got {self.subsample!r}")
+        runner.check_subsample(self.subsample, f"{self.KIND} job: subsample")
         if self.n_curve is not None:
             resolve_curve(self.n_curve)   # checked here, filled where it runs
 
@@ -79,7 +78,8 @@ class CellJob(Job):
 
     @classmethod
     def from_dict(cls, data: dict) -> "CellJob":
-        defaults = {f.name: f.default for f in dataclasses.fields(cls) if any(f.name in k for k in cls.OPTIONAL.values())}
+        optional = {k for keys in cls.OPTIONAL.values() for k in keys}
+        defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.name in optional}
         return super().from_dict(defaults | data if isinstance(data, dict) else data)
 
     def recorded(self) -> dict:
@@ -110,8 +110,7 @@ def cell_job(params: dict, lang: str, system: str, decoding: str, family: str, n
     cell of a common-n table, ``n`` quatrains drawn with ``tables.common_n.seed``."""
     metrics = params.get("metrics") or {}
     bootstrap = metrics.get("bootstrap") or {}   # reps and seed: required params, no defaults
-    common = poeval_config.resolve_section((params.get("tables") or {}).get("common_n") or {},
-                                           "#/properties/tables/properties/common_n", "tables.common_n")
+    common = resolve_tables_section(params, "common_n")
     return given_job([family], lang, {f: metrics.get(f) or {} for f in read_sections([family])},
                      0 if system == HUMAN else bootstrap.get("reps"), bootstrap.get("seed"),
                      exclude_sample_from_reference=system == HUMAN and decoding != TRAIN, allow_empty=True,
@@ -140,8 +139,14 @@ def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dic
 
 
 def resolve_curve(given: dict | None) -> dict:
-    """params ``tables.n_curve`` (sizes, draws, seed) with the schema's defaults."""
-    return poeval_config.resolve_section(given or {}, "#/properties/tables/properties/n_curve", "tables.n_curve")
+    """A curve job's ``n_curve`` (params ``tables.n_curve`` as given: sizes, draws, seed) with the schema's defaults."""
+    return resolve_tables_section({"tables": {"n_curve": given}}, "n_curve")
+
+
+def resolve_tables_section(params: dict, name: str) -> dict:
+    """params ``tables.<name>`` (common_n, n_curve) of ``params`` as written, with the schema's defaults."""
+    given = (params.get("tables") or {}).get(name) or {}
+    return poeval_config.resolve_section(given, f"#/properties/tables/properties/{name}", f"tables.{name}")
 
 
 def curve_job(params: dict, lang: str, family: str) -> CellJob:

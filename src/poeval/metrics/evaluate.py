@@ -46,6 +46,12 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
     return {key: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for key, v in sorted(draws.items())}
 
 
+def check_subsample(subsample, where: str = "subsample") -> None:
+    """A subsample size is a number of quatrains >= 1, or None (the whole sample)."""
+    if subsample is not None and (type(subsample) is not int or subsample < 1):
+        raise PoevalError(f"{where}: expected a number of quatrains >= 1 or null, got {subsample!r}")
+
+
 def draw_subsample(poems: list[dict], n: int, seed: int) -> list[dict]:
     """``n`` of ``poems`` drawn without replacement (seeded), in their order; all of them when there are no more
     than ``n``. A row of a common-n table (:mod:`poeval.report.tables`) draws the same quatrains for every family."""
@@ -134,8 +140,7 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     ``subsample_seed``) against the same reference as the whole sample (a HUMAN sample's quatrains all stay out
     of it): the set-level measures at a common n."""
     check_lang(lang)
-    if subsample is not None and (type(subsample) is not int or subsample < 1):
-        raise PoevalError(f"subsample: expected a number of quatrains >= 1, got {subsample!r}")
+    check_subsample(subsample)
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")

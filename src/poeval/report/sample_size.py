@@ -14,7 +14,7 @@ import numpy as np
 from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.render import fmt, finish_figure, load_pyplot, write_tsv
-from poeval.report.tables import POOLED, TABLES, dotted_get, family_key
+from poeval.report.tables import TABLES, dotted_get, family_key, is_pooled
 
 HEADER = ["lang", "family", "measure", "pooled", "n", "draws", "mean", "min", "max", "shift"]
 
@@ -58,7 +58,7 @@ def curve_rows(curve: dict) -> list[list[str]]:
     for family, key, name, digits, scale in measures(curve):
         by_n = series(curve, family, key, scale)
         whole = by_n.get(max(by_n), [None])[0] if by_n else None
-        pooled = "yes" if family_key(key, family)[1] in POOLED[family_key(key, family)[0]] else "no"
+        pooled = "yes" if is_pooled(key, family) else "no"
         for n, values in by_n.items():
             mean = float(np.mean(values))
             rows.append([curve["lang"], family, name, pooled, str(n), str(len(values)), fmt(mean, digits),
@@ -82,7 +82,7 @@ def figure(curves: list[dict], out: str) -> None:
     panels: dict[tuple[str, str], list[tuple[dict, str, float]]] = {}
     for curve in curves:
         for family, key, name, _, scale in measures(curve):
-            if family_key(key, family)[1] in POOLED[family_key(key, family)[0]]:
+            if is_pooled(key, family):
                 panels.setdefault((family, name), []).append((curve, key, scale))
     if not panels:
         raise PoevalError("n-sensitivity figure: no pooled column among the curves' families")

@@ -34,7 +34,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.jobs.cell import cell_job, curve_job
+from poeval.jobs.cell import cell_job, curve_job, resolve_tables_section
 from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
                                     dotted, embeddings_params, figure_record, param_diffs, rhyme_label_params,
                                     sample_params, sonnets_params, split_params, supplied_params, table_params,
@@ -71,11 +71,11 @@ def _families(config: dict) -> set[str]:
 
 def _common_n(config: dict):
     """params ``tables.common_n.n`` (None: no companion tables)."""
-    return fill((config.get("tables") or {}).get("common_n") or {}, "#/properties/tables/properties/common_n")["n"]
+    return resolve_tables_section(config, "common_n")["n"]
 
 
 def _n_curve(config: dict) -> dict:
-    return fill((config.get("tables") or {}).get("n_curve") or {}, "#/properties/tables/properties/n_curve")
+    return resolve_tables_section(config, "n_curve")
 
 
 def _in_stamp_file(output: Callable[..., str]) -> Callable[..., str]:

@@ -125,9 +125,8 @@ def drawn_n(cell_path: str) -> int | None:
 def _cell_path(cell: TableCell, system: str, decoding: str) -> str:
     """The cell file behind one number: a companion's drawn cell where its stamp records one, else the whole one."""
     whole = paths.cell(cell.lang, system, decoding, cell.family)
-    drawn = [p for p in cell.cells if drawn_n(p) is not None
-             and p == paths.cell_at_n(cell.lang, system, decoding, cell.family, str(drawn_n(p)))]
-    return drawn[0] if drawn else whole
+    drawn = whole.removesuffix(".json") + ".n"   # paths.cell_at_n's file name, n to come
+    return next((p for p in cell.cells if p.startswith(drawn) and drawn_n(p) is not None), whole)
 
 
 def _cell_samples(cell: TableCell) -> list[tuple[str, str]]:

@@ -178,11 +178,16 @@ POOLED = {
 }
 
 
+def is_pooled(key: str, family: str) -> bool:
+    """Whether a column key of a family's table depends on n by definition (:data:`POOLED`)."""
+    section, key = family_key(key, family)
+    return key in POOLED[section]
+
+
 def pooled_columns(table: str) -> list[str]:
     """The column names of a family table whose numbers depend on n by definition (:data:`POOLED`)."""
     family = FAMILY_OF_TABLE[table]
-    columns = TABLE_COLUMNS.get(table) or TABLES[family]
-    return [name for key, name, *_ in columns if family_key(key, family)[1] in POOLED[family_key(key, family)[0]]]
+    return [name for key, name, *_ in TABLE_COLUMNS.get(table) or TABLES[family] if is_pooled(key, family)]
 
 
 def common_n(sizes: list[int | None], given: int | str | None) -> int | None:

@@ -151,7 +151,7 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
     return {"evals": s["evals"], "summary": best | {
         "adv_batches": s["batch"], "adv_reward_first": _mean(r["reward"] for r in head),
         "adv_reward_last": _mean(r["reward"] for r in tail), "adv_disc_acc_last": _mean(r["disc_acc"] for r in tail),
-        "endings_dev_loss": (s["best"] or (s["evals"] or [{}])[-1]).get("dev_loss"),
+        "endings_dev_loss": (s["best"] or s["evals"][-1])["dev_loss"] if s["evals"] else None,
         "adv_time_s": time.perf_counter() - t_start}}
 
 
@@ -160,12 +160,15 @@ def _keep_best(s: dict, model, disc) -> int:
     yet (in ``s["best"]``, saved with the resume state); the number of epochs since the best."""
     dev = s["evals"][-1]["dev_loss"]
     if s["best"] is None or dev < s["best"]["dev_loss"]:
-        copy = lambda m: {k: v.detach().clone() for k, v in m.state_dict().items()}   # noqa: E731
-        s["best"] = {"dev_loss": dev, "adv_batch": s["batch"], "model": copy(model), "disc": copy(disc)}
+        s["best"] = {"dev_loss": dev, "adv_batch": s["batch"], "model": _copy(model), "disc": _copy(disc)}
         s["stale"] = 0
     else:
         s["stale"] += 1
     return s["stale"]
+
+
+def _copy(module) -> dict:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def _batch(model, disc, chars, vocab, cfg, opt, dopt, batch, end_seqs, real_endings, slots, n_style) -> dict:

@@ -84,7 +84,7 @@ def test_export_refuses_a_reversed_verse_checkpoint(work, tmp_path, capsys):
     cfg = json.loads((rev / "config.json").read_text())
     (rev / "config.json").write_text(json.dumps(cfg | {"poeval_verse_order": "reversed"}))
     assert cli.main(["bpomp", "export", str(tmp_path / "out"), "--pairs", *pair_files(work), "--model", str(rev)]) == 2
-    assert "reversed verses" in capsys.readouterr().err
+    assert "verses turned" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

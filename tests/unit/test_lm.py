@@ -810,6 +810,16 @@ def test_a_checkpoint_without_a_recorded_order_can_be_finetuned_reversed(corpus,
     assert read_json(tmp_path / "rev" / "config.json")["poeval_verse_order"] == "reversed"
 
 
+def test_words_order_turns_each_verses_words_and_back(corpus, trained, tmp_path):
+    verses = ["Where a brooklet  led them onward,", "Till they found"]
+    turned = lm.orient(verses, "words")
+    assert turned == ["onward, them led brooklet a Where", "found they Till"]   # the end word (its comma kept) first
+    assert lm.orient(turned, "words") == ["Where a brooklet led them onward,", "Till they found"]   # spaces made single
+    cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(trained), "verse_order": "words"}
+    _train(corpus, tmp_path / "w", model_cfg=cfg, max_steps=2, eval_every=1)
+    assert read_json(tmp_path / "w" / "config.json")["poeval_verse_order"] == "words"
+
+
 def test_forward_models_are_unchanged(trained):
     assert "poeval_verse_order" not in read_json(trained / "config.json")
     assert lm.orient(["ab", "c"], "forward") == ["ab", "c"] and lm.orient(["ab", "c"], "reversed") == ["ba", "c"]

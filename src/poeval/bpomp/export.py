@@ -64,9 +64,9 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
         tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
         raise PoevalError(f"cannot load model {model!r} given by {key}: {first_line(err)}") from None
-    if (getattr(cfg, VERSE_ORDER, None) or "forward") == "reversed":
-        raise PoevalError(f"{model!r} was trained with reversed verses (verse_order: reversed): poeval scores it on "
-                          "reversed lines, lm-eval would feed it the forward text; score it with `poeval bpomp score`")
+    if (getattr(cfg, VERSE_ORDER, None) or "forward") != "forward":
+        raise PoevalError(f"{model!r} was trained with its verses turned (verse_order: reversed or words): poeval scores it on "
+                          "turned lines, lm-eval would feed it the forward text; score it with `poeval bpomp score`")
     _, eos = text_bounds(tok)
     return where, eos
 

@@ -31,9 +31,14 @@ def port_arch(model_dir: str | Path) -> str | None:
 
 
 def orient(verses: list[str], order: str) -> list[str]:
-    """``verses`` in a model's verse order: each one's characters reversed for ``reversed`` (its own
-    inverse: it also turns a reversed model's output back)."""
-    return [v[::-1] for v in verses] if order == "reversed" else list(verses)
+    """``verses`` in a model's verse order: each one's characters reversed for ``reversed``, its words (runs
+    of non-space, punctuation kept on its word) for ``words``. Each is its own inverse: it also turns a
+    model's output back (``words`` leaves single spaces between words, as a verse of the corpus has)."""
+    if order == "reversed":
+        return [v[::-1] for v in verses]
+    if order == "words":
+        return [" ".join(v.split()[::-1]) for v in verses]
+    return list(verses)
 
 
 def verse_order(model) -> str:

@@ -17,7 +17,8 @@ trained and sampled like any pretrained model; it has no scratch build (``init: 
 starts with its rhyme: the model chooses the rhyme before the words that lead up to it, as generators that
 write verses backwards do (Ghazvininejad et al. 2016, Hafez; Van de Cruys 2020). A BPE tokenizer trained
 from scratch then also keeps the rime of each verse's first (reversed) word as a piece of its own, so a
-rhyme is the copy of one piece. The checkpoint records the order (``config.json``: ``poeval_verse_order``);
+rhyme is the copy of one piece. ``verse_order: words`` turns each verse's words instead (the end word
+first, each word as spelt), the reversed order a pretrained tokenizer can read. The checkpoint records the order (``config.json``: ``poeval_verse_order``);
 samples and BPoMP scores read it and turn verses back, so nothing downstream sees reversed text.
 
 Training is resumable: after every evaluation the full training state is saved to

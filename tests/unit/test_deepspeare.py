@@ -130,9 +130,11 @@ def test_rhyme_model_ranks_rhyming_pairs_above_non_rhyming(trained, data, tmp_pa
     # each rhyming pair beats the non-rhyming pair that shares its first word, and clearly on average
     assert all(y > n for y, n in zip(yes, no)), (yes, no)
     assert _margin(yes, no) > 0.5, (yes, no)
-    # a character LSTM sees shared endings even untrained: training must widen the gap well beyond that
+    # a character LSTM sees shared endings even untrained: training must widen the gap well beyond that (the
+    # untrained model: learning rates 0, as one step of the alternating schedule already makes 12 rhyme updates)
     out = tmp_path / "m1"
-    ds.train(data["sonnets"], data["dev"], str(out), TINY, {**TRAIN, "max_steps": 1}, lang="en", progress=False)
+    untrained = {**TINY, "lm_lr": 0, "pm_lr": 0, "rm_lr": 0}
+    ds.train(data["sonnets"], data["dev"], str(out), untrained, {**TRAIN, "max_steps": 1}, lang="en", progress=False)
     yes1, no1 = _pairs(ds.Loaded(out))
     assert _margin(yes, no) > _margin(yes1, no1) + 0.25, (_margin(yes, no), _margin(yes1, no1))
     # the dev margin loss went down
@@ -284,16 +286,18 @@ def test_sample_budget_and_validity(trained, tmp_path):
     assert list(read_jsonl(out)) == []
 
 
-def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt):
-    # 48 sonnets in batches of 8: 6 steps an epoch, so the resumed run must restore the data order mid-epoch
-    cfg = {**TRAIN, "max_steps": 14, "eval_every": 4}
-    ds.train(data["sonnets"], data["dev"], str(tmp_path / "full"), TINY, cfg, lang="en", progress=False)
+@pytest.mark.parametrize("schedule", ["alternating", "joint"])
+def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, schedule):
+    # 48 sonnets in batches of 8: 6 steps an epoch, so the resumed run must restore the data order mid-epoch;
+    # alternating: also the pentameter and rhyme streams (14 and 12 batches a step, 84 and 72 an epoch)
+    model, cfg = {**TINY, "update_schedule": schedule}, {**TRAIN, "max_steps": 14, "eval_every": 4}
+    ds.train(data["sonnets"], data["dev"], str(tmp_path / "full"), model, cfg, lang="en", progress=False)
     interrupt(10)
     with pytest.raises(Interrupted):
-        ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), TINY, cfg, lang="en", progress=False)
+        ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), model, cfg, lang="en", progress=False)
     assert not (tmp_path / "cut").exists()
     interrupt(None)
-    summary = ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), TINY, cfg, lang="en", progress=False)
+    summary = ds.train(data["sonnets"], data["dev"], str(tmp_path / "cut"), model, cfg, lang="en", progress=False)
     assert summary["resumed_from_step"] == 8
     a, b = common.load_checkpoint(tmp_path / "full")[3], common.load_checkpoint(tmp_path / "cut")[3]
     assert all(torch.equal(a[part][k], b[part][k]) for part in a for k in a[part])
@@ -636,12 +640,13 @@ def test_the_language_model_reads_characters_with_the_pentameter_encoder(trained
     assert loaded.lm_loss(quatrains) != pytest.approx(before, rel=1e-4)   # the LM's loss moves with that encoder
 
 
-def test_the_original_optimisers_own_every_weight_once():
+def test_the_original_optimisers_own_every_weight_once_under_the_joint_schedule():
     cfg = ds.resolve_model_cfg({k: v for k, v in TINY.items() if not k.endswith(("_lr", "_optimizer", "dropout"))})
     assert (cfg["lm_optimizer"], cfg["lm_lr"], cfg["pm_optimizer"], cfg["pm_lr"], cfg["rm_optimizer"], cfg["rm_lr"],
             cfg["dropout"]) == ("adagrad", 0.2, "adam", 0.001, "adam", 0.001, 0.3)   # config.py: keep_prob 0.7
+    assert (cfg["update_schedule"], cfg["lm_loss"], cfg["bptt_verses"]) == ("alternating", "batch_sum", 2)
     model = ds.DeepSpeare(cfg, 50, 20, 0)
-    opt = ds.optimizers(model, cfg, ds.resolve_train_cfg({}))
+    opt = ds.optimizers(model, {**cfg, "update_schedule": "joint"}, ds.resolve_train_cfg({}))
     lm_opt, pm_opt, rm_opt = opt.parts["lm"], opt.parts["pm"], opt.parts["rm"]
     assert isinstance(lm_opt, torch.optim.Adagrad) and lm_opt.defaults["lr"] == 0.2
     assert lm_opt.defaults["initial_accumulator_value"] == 0.1        # tf.train.AdagradOptimizer's
@@ -649,6 +654,12 @@ def test_the_original_optimisers_own_every_weight_once():
     owned = [id(p) for o in opt.parts.values() for g in o.param_groups for p in g["params"]]
     assert sorted(owned) == sorted(id(p) for p in model.parameters())   # each weight once
     assert id(model.chars.weight) in {id(p) for g in pm_opt.param_groups for p in g["params"]}
+    # alternating: the original's variable lists, the character embedding in all three
+    alt = ds.optimizers(model, cfg, ds.resolve_train_cfg({}))
+    held = {k: {id(p) for g in o.param_groups for p in g["params"]} for k, o in alt.parts.items()}
+    assert held["lm"] == {id(p) for m in (model.chars, model.pentameter.encoder, model.lm) for p in m.parameters()}
+    assert held["rm"] == {id(p) for m in (model.chars, model.rhyme) for p in m.parameters()}
+    assert held["pm"] == {id(p) for m in (model.chars, model.pentameter) for p in m.parameters()}
     with pytest.raises(PoevalError, match="lm_lr"):
         ds.resolve_train_cfg({"lr": 0.01})                            # one optimiser per model: no shared lr
 
@@ -666,6 +677,8 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
         assert (tcfg["batch_size"], tcfg["max_epochs"], tcfg["patience"]) == (128, 30, 5)
         assert mcfg["size"] == "L" and mcfg["dec_dim"] == 600 and mcfg["pm_enc_dim"] == 50
         assert (mcfg["lm_optimizer"], mcfg["lm_lr"], mcfg["pm_lr"], mcfg["dropout"]) == ("adagrad", 0.2, 0.001, 0.3)
+        assert model["update_schedule"] == mcfg["update_schedule"] == "alternating"   # set there, not only defaulted
+        assert (model["lm_loss"], model["bptt_verses"]) == ("batch_sum", 2)
 
 
 def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
@@ -678,3 +691,128 @@ def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
     (old / "poeval_model.json").write_text(json.dumps(manifest))
     with pytest.raises(PoevalError, match="earlier poeval.*train it again"):
         ds.Loaded(old)
+
+
+# --- the original's training schedule (sonnet_train.py run_epoch, util.py create_*_batch, sonnet_model.py)
+
+
+def _prepared(data, **cfg) -> tuple:
+    from poeval.generators.poetic.deepspeare import training
+
+    mcfg = ds.resolve_model_cfg({**TINY, **cfg})
+    tcfg = ds.resolve_train_cfg(TRAIN)
+    return training.prepare(data["sonnets"], data["dev"], mcfg, tcfg, None, None), mcfg, tcfg
+
+
+def test_batch_sum_is_the_token_mean_times_tokens_per_sonnet(data):
+    """The original's lm_cost (sonnet_model.py): reduce_sum of the masked cross-entropy / batch_size."""
+    from poeval.generators.poetic.deepspeare import training
+
+    assert training.lm_objective(torch.tensor(12.0), 30, 3, "batch_sum") == 4.0    # 12 / 3 sonnets
+    assert training.lm_objective(torch.tensor(12.0), 30, 3, "mean") == pytest.approx(0.4)   # 12 / 30 tokens
+    prep, _, _ = _prepared(data, update_schedule="joint")
+    poems = prep.train_enc[:3]
+    with torch.no_grad():
+        lm_sum, n_tok = prep.batcher.lm_loss(poems)
+        rest = prep.batcher.pm_loss(poems) + prep.batcher.rm_loss(poems, random.Random(0))
+        prep.batcher.cfg = {**prep.batcher.cfg, "lm_loss": "mean"}
+        mean = training.joint_loss(prep.batcher, poems, random.Random(0))[0] - rest
+        prep.batcher.cfg = {**prep.batcher.cfg, "lm_loss": "batch_sum"}
+        summed = training.joint_loss(prep.batcher, poems, random.Random(0))[0] - rest
+    assert n_tok == 3 * 14 * 9                                        # 14 verses of 8 words and <eol> per sonnet
+    assert float(mean) == pytest.approx(float(lm_sum) / n_tok, rel=1e-5)
+    assert float(summed) == pytest.approx(float(mean) * n_tok / 3, rel=1e-5)
+
+
+@pytest.mark.parametrize("extra", [{}, {"verse_state": "fresh"}, {"conditioned": True}])
+def test_the_lm_chunks_of_two_verses_add_up_to_the_whole_sonnet(data, extra):
+    """bptt_truncate 2 (config.py): 7 chunks of a 14-verse sonnet (a style row joins the verse after it). With no
+    update between them the carried state is the same, so their losses add up to the whole sonnet's."""
+    prep, _, _ = _prepared(data, **extra)
+    poems = prep.train_enc[:3]
+    with torch.no_grad():
+        whole, n = prep.batcher.lm_loss(poems)
+        chunks = list(prep.batcher.lm_chunks(poems, 2))
+    assert len(chunks) == prep.batcher.lm_chunk_count(poems, 2) == 7
+    if not extra:
+        assert [k for _, k in chunks] == [3 * 2 * 9] * 7                # 3 sonnets x 2 verses x (8 tokens + <eol>)
+    assert sum(k for _, k in chunks) == n
+    assert float(sum(loss for loss, _ in chunks)) == pytest.approx(float(whole), rel=1e-5)
+    assert ds.chunk_ids([False, True, True, True, True, False, True], 2) == [0, 0, 0, 1, 1, 2, 2]
+
+
+def test_backpropagation_stops_at_each_chunk(data):
+    """Truncated backpropagation: the state a chunk starts from carries no graph, so each chunk's backward pass
+    runs after the previous one's graph was freed (it would fail if it reached back into it)."""
+    prep, _, _ = _prepared(data)
+    for loss, _ in prep.batcher.lm_chunks(prep.train_enc[:2], 2):
+        loss.backward()
+    assert prep.model.lm.decoder.weight_hh_l0.grad is not None
+
+
+def test_per_target_rhyme_batches_give_the_quatrain_loss(data):
+    """The original's rhyme batches hold single targets (util.py create_rhyme_batch); over all four targets of
+    each quatrain (no negatives, so nothing random) their loss is the port's quatrain loss."""
+    prep, _, _ = _prepared(data, rm_neg=0)
+    poems = prep.train_enc[:2]
+    items = [(q, t) for p in poems for q in p["ends"] for t in range(4)]
+    with torch.no_grad():
+        assert float(prep.batcher.rm_targets(items, random.Random(0))) == pytest.approx(
+            float(prep.batcher.rm_loss(poems, None)), rel=1e-6)
+
+
+def test_one_round_is_the_originals_7_lm_14_pentameter_and_12_rhyme_updates(data):
+    """48 sonnets of 14 verses at batch 8: an epoch has 6 x 7 LM chunks, 672 / 8 = 84 pentameter and
+    576 / 8 = 72 rhyme batches (util.py create_word_batch, create_char_batch, create_rhyme_batch), so a round
+    of one batch of sonnets makes 7, 14 and 12 updates; each optimiser touches only the original's variables
+    (sonnet_model.py: those built before it, of which its loss reaches some): the LM's Adagrad the character
+    embedding, the pentameter encoder and the LM, never the pentameter model's decoder or the rhyme model."""
+    from poeval.generators import engine
+    from poeval.generators.poetic.deepspeare import training
+
+    prep, cfg, tcfg = _prepared(data, lm_optimizer="adagrad", lm_lr=0.2)
+    model = prep.model
+    stream = engine.BatchStream([1] * len(prep.train_enc), tcfg["batch_size"], 0, prep.rng)
+    alt = training.Alternating(prep.batcher, prep.train_enc, stream, cfg, tcfg, prep.rng)
+    opt = ds.optimizers(model, cfg, tcfg)
+    steps, real = [], opt.step
+
+    def step(closure=None, part=None):
+        before = {n: w.detach().clone() for n, w in model.named_parameters()}
+        real(part=part)
+        steps.append((part, {n for n, w in model.named_parameters() if not torch.equal(before[n], w)}))
+
+    opt.step = step
+    sums = alt(stream.next(), opt)
+    kinds = [k for k, _ in steps]
+    assert collections.Counter(kinds) == {"lm": 7, "pm": 14, "rm": 12} and kinds != sorted(kinds)   # mixed
+    assert (sums["n_pm"], sums["n_rm"], sums["targets"]) == (14, 12, 8 * 14 * 9)   # every chunk used once
+    touched = {k: set().union(*(names for kind, names in steps if kind == k)) for k in ("lm", "pm", "rm")}
+    prefixes = {"lm": ("chars.", "pentameter.encoder.", "lm."), "pm": ("chars.", "pentameter."),
+                "rm": ("chars.", "rhyme.")}
+    for kind, names in touched.items():
+        assert names and all(n.startswith(prefixes[kind]) for n in names), (kind, sorted(names))
+        assert "chars.weight" in names
+    assert any(n.startswith("pentameter.encoder.") for n in touched["lm"])
+    assert any(n.startswith("pentameter.decoder.") for n in touched["pm"])
+    for _ in range(5):                                               # the rest of the epoch: exactly one pass each
+        alt(stream.next(), opt)
+    assert alt.streams["pm"].pos == alt.streams["pm"].per_epoch == 84 and alt.streams["rm"].pos == 72
+    assert [training.share(i, 10, 4) for i in range(4)] == [2, 3, 2, 3]
+
+
+def test_the_original_clips_the_lm_and_pentameter_gradients_not_the_rhyme_models(data, monkeypatch):
+    from poeval.generators import engine
+    from poeval.generators.poetic.deepspeare import training
+
+    prep, cfg, tcfg = _prepared(data)
+    stream = engine.BatchStream([1] * len(prep.train_enc), tcfg["batch_size"], 0, prep.rng)
+    alt = training.Alternating(prep.batcher, prep.train_enc, stream, cfg, tcfg, prep.rng)
+    opt = ds.optimizers(prep.model, cfg, tcfg)
+    clipped = []
+    clip = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
+                        lambda ws, norm: clipped.append((len(ws), norm)) or clip(ws, norm))
+    alt(stream.next(), opt)
+    sizes = {k: len([p for g in opt.parts[k].param_groups for p in g["params"]]) for k in ("lm", "pm")}
+    assert collections.Counter(clipped) == {(sizes["lm"], 5.0): 7, (sizes["pm"], 5.0): 14}   # config.py max_grad_norm

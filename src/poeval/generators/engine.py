@@ -4,7 +4,8 @@ Structured Adversary's generator).
 An architecture builds its model after :func:`seed` and hands the engine a :class:`Loop`: the model, a
 :class:`BatchStream` over its training units, its loss step and its dev evaluation. :func:`run` does the
 rest the same way for all: AdamW with weight decay only on matrices (biases and norms excluded; an
-architecture may bring its own optimiser instead, ``Loop.optimizer``: DeepSpeare's one per model), linear
+architecture may bring its own optimiser instead, ``Loop.optimizer``: DeepSpeare's one per model, and its own
+update step, ``Loop.update``: DeepSpeare's round of separate updates, one engine step), linear
 warmup (then linear decay or a constant rate), gradient clipping (``max_grad_norm``), an evaluation every
 ``eval_every`` steps, early stopping after ``patience`` evaluations without a lower dev loss (the best
 weights are kept), a budget of ``max_steps`` optimizer steps or ``max_epochs`` passes over the data
@@ -136,14 +137,22 @@ class Loop:
     tokens for the tokens/s figure. ``train_entry(sums)`` turns the sums since the last evaluation into
     the log entry's training figures; ``evaluate()`` returns at least ``dev_loss``. ``rngs`` are further
     RNGs (``random.Random`` or ``torch.Generator``) the loss step draws from; their state is saved with
-    the rest so a resumed run draws the same numbers."""
+    the rest so a resumed run draws the same numbers.
+
+    ``update(indices, opt)``, when given, replaces the loss step (``loss`` may then be None): it does one
+    step's forward, backward, clipping and optimiser steps itself (several updates, as DeepSpeare's
+    alternating schedule) and returns the sums; the engine still counts the step, steps the schedule and
+    zeroes the gradients. ``streams``: further :class:`BatchStream` s it draws from, whose positions are saved
+    with the rest (their RNG must be the main stream's or one of ``rngs``)."""
 
     model: Any
     stream: BatchStream
-    loss: Callable[[list[int]], tuple[Any, dict[str, float]]]
+    loss: Callable[[list[int]], tuple[Any, dict[str, float]]] | None
     evaluate: Callable[[], dict]
     train_entry: Callable[[dict], dict]
     rngs: dict[str, Any] = field(default_factory=dict)
+    update: Callable[[list[int], Any], dict[str, float]] | None = None
+    streams: dict[str, BatchStream] = field(default_factory=dict)
     no_decay: Callable[[str, Any], bool] = default_no_decay
     lr_decay: bool = True          # linear decay to 0 at the budget's end after warmup; False: constant
     # the architecture's own optimiser(s) (model, tcfg) -> torch Optimizer; None: AdamW at tcfg["lr"]
@@ -213,6 +222,8 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
         opt.load_state_dict(saved.pop("optimizer"))
         sched.load_state_dict(saved.pop("scheduler"))
         stream.restore(saved.pop("stream"))
+        for key, state in saved.pop("streams", {}).items():
+            loop.streams[key].restore(state)
         torch.set_rng_state(saved.pop("torch_rng"))
         cuda = saved.pop("cuda_rng")
         if cuda is not None and torch.cuda.is_available():
@@ -229,6 +240,7 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
     def save_state() -> None:
         resume.save({**s, "elapsed": time.perf_counter() - t_start, "model": model.state_dict(),
                      "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "stream": stream.state(),
+                     "streams": {k: st.state() for k, st in loop.streams.items()},
                      "stream_rng": _rng_state(stream.rng), "torch_rng": torch.get_rng_state(),
                      "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                      "rngs": {k: _rng_state(r) for k, r in loop.rngs.items()}})
@@ -258,11 +270,14 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
             evaluate()
         while s["step"] < max_steps:
             t0 = time.perf_counter()
-            loss, sums = loop.loss(stream.next())
-            loss.backward()
-            if tcfg["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), float(tcfg["max_grad_norm"]))
-            opt.step()
+            if loop.update is not None:
+                sums = loop.update(stream.next(), opt)
+            else:
+                loss, sums = loop.loss(stream.next())
+                loss.backward()
+                if tcfg["max_grad_norm"]:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), float(tcfg["max_grad_norm"]))
+                opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
             s["step"] += 1

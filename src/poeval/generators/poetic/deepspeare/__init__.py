@@ -56,8 +56,24 @@ Components (arch ``deepspeare``) and how they map to the paper:
   shares (``pm_``) and for the rhyme model (``rm_``); dropout 0.3 (keep_prob 0.7) on the language model's
   word inputs and outputs. These are keys of the model entry, not of the training block: a port never
   gets the shared (LLM) ``training`` block, only its own (:func:`poeval.generators.registry.training_params`),
-  whose ``lr`` it refuses. Each step computes the three losses on one batch of pseudo-sonnets and
-  backpropagates their sum; each weight is stepped by its owner's optimiser. Early stopping on the LM's
+  whose ``lr`` it refuses. The schedule is the original's (``update_schedule: alternating``;
+  sonnet_train.py ``run_epoch``, util.py ``create_word_batch`` / ``create_char_batch`` /
+  ``create_rhyme_batch``): separate updates of the three models, each on its own batches with its own
+  loss, backward pass, clipping at ``max_grad_norm`` (5; the rhyme model's unclipped, as the original's
+  ``minimize``) and optimiser over the original's variables (the LM's Adagrad also steps the character
+  embedding and encoder it reads, the rhyme model's Adam the character embedding). The original's epoch
+  holds, per batch of ``batch_size`` 14-verse sonnets, 7 LM batches (the sonnets cut into chunks of
+  ``bptt_truncate`` = 2 verses, the decoder state carried from chunk to chunk without gradient), 14
+  pentameter batches (``batch_size`` of the shuffled verses) and 12 rhyme batches (``batch_size`` of the
+  shuffled targets: 3 quatrains x 4 end words per sonnet), their kinds shuffled together. One engine step
+  is one such round (:class:`.training.Alternating`): a batch of sonnets from the engine's stream, its
+  chunks (``bptt_verses``) in reading order, and the round's even share of an epoch's pentameter and rhyme
+  batches drawn from their own streams (saved for resume like the rest), the round's updates in a random
+  order; so ``max_steps``, ``eval_every`` and the epochs still count batches of sonnets, and resume stays
+  bit-identical. The LM's loss is the original's ``lm_cost`` (``lm_loss: batch_sum``): the chunk's summed
+  token cross-entropy divided by the number of sonnets, which with Adagrad at 0.2 from accumulators of 0.1
+  takes far larger steps than a per-token mean. ``update_schedule: joint`` and ``lm_loss: mean`` keep
+  poeval's earlier port (below). Early stopping on the LM's
   dev loss (per-token cross-entropy on dev quatrains, each quatrain its own context, ``<eol>`` included).
   Training ends after ``max_epochs`` passes (params.yaml 3; ``config/scale/paper.yaml`` 30, the original's
   ``epoch_size``, at batch 128 with patience 5 as the reproduced paper) or ``max_steps`` optimizer
@@ -110,22 +126,26 @@ Components (arch ``deepspeare``) and how they map to the paper:
   bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
   joins the next parallel try.
 
-Differences from the original's training, each with a reason: the three losses are summed and stepped
-together on one batch of pseudo-sonnets (the original alternates LM, pentameter and rhyme batches, each
-with its own optimiser and gradient); so a weight two models share (the character embedding and encoder)
-is stepped once, by the pentameter model's Adam, with the summed gradient (the original's LM Adagrad
-steps it with the LM gradient too): one backward pass instead of three. Gradients are clipped at
-``max_grad_norm`` (5, the original's) over all weights together, not per optimiser. A sonnet is
-backpropagated whole (the original truncates backpropagation every two verses, ``bptt_truncate``; its
-state still flows on), and a verse attends over every verse read before it (the original's second verse
-of a two-line chunk does not see the first, which generation does see). The LM's attention is bilinear,
+Differences from the original's training, each with a reason. Under the default schedule (above): the
+kinds of update are shuffled within a round, not across the whole epoch, so that an engine step is a whole
+number of the original's updates and the engine's budget, evaluations and resume points fall between rounds;
+a last, short batch of an epoch is kept (the original drops it); a verse attends over every row read before
+it, the first verse of its own chunk included (the original's second verse of a chunk does not see the
+first, which generation does see), the rows before the chunk encoded again for each chunk as the original
+encodes a chunk's history. ``update_schedule: joint`` (poeval's earlier port, about half the time per step
+on CPU at size S) sums the three losses of one batch of pseudo-sonnets and takes one backward pass and one step
+of each optimiser, each weight with one owner (the character embedding and encoder the pentameter model's
+Adam, with the summed gradient), clipped at ``max_grad_norm`` over all weights together, a sonnet
+backpropagated whole; ``lm_loss: mean`` divides the LM's summed cross-entropy by its tokens instead of its
+sonnets. The LM's attention is bilinear,
 the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost). Early
 stopping keeps the best dev weights after ``patience`` evaluations without improvement (the reproduced
 paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
 Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
 wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
 ``line_order``) is refused with a request to retrain it, as is one whose weights predate the original's
-pentameter input, rhyme model and gated unit.
+pentameter input, rhyme model and gated unit. ``update_schedule``, ``lm_loss`` and ``bptt_verses`` change
+training only, not the weights' shapes: a checkpoint loads whichever schedule trained it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three
@@ -148,7 +168,7 @@ from poeval.generators.poetic.deepspeare.generation import (AVOID_SYMBOLS, NON_R
                                                             constrained_draw, draw_schemes, rerank, rerank_probs,
                                                             rhyme_targets, sample)
 from poeval.generators.poetic.deepspeare.model import (Batcher, BiLSTM, DeepSpeare, LanguageModel, PentameterModel,
-                                                       RhymeModel, decoder_sequences)
+                                                       RhymeModel, chunk_ids, decoder_sequences)
 from poeval.generators.poetic.deepspeare.training import OPTIMIZERS, PartOptimizers, optimizers, train
 
 fit = port_fit(__name__, ARCH)   # the generator interface (poeval.generators.interface)
@@ -156,6 +176,7 @@ fit = port_fit(__name__, ARCH)   # the generator interface (poeval.generators.in
 __all__ = ["ARCH", "AVOID_SYMBOLS", "Batcher", "BiLSTM", "DeepSpeare", "Generator", "LanguageModel", "Loaded",
            "MODEL_DEFAULTS", "NON_RHYME_THRESHOLD", "OPTIMIZERS", "ORIGINAL_SCHEMES", "PartOptimizers",
            "PentameterModel", "RESTART_REASONS", "RhymeModel", "SIZES", "STOPWORDS", "TRAIN_DEFAULTS", "Tables",
+           "chunk_ids",
            "constrained_draw", "decoder_sequences", "draw_schemes", "is_vowel", "optimizers", "pm_text", "read_dev",
            "read_sonnets", "rerank", "rerank_probs", "resolve_model_cfg", "resolve_train_cfg", "rhyme_targets",
            "row_order", "sample", "train", "fit"]

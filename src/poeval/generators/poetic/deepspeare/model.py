@@ -199,7 +199,19 @@ class RhymeModel(nn.Module):
         parts = [others]
         if negatives.shape[-1]:
             parts.append(torch.einsum("qth,qtkh->qtk", uq, u[negatives]))   # (Q, 4, K)
-        q = torch.cat(parts, dim=-1)
+        return self._margin(torch.cat(parts, dim=-1))
+
+    def target_loss(self, u, quatrains, targets, negatives):
+        """The same margin loss for single targets, as the original's rhyme batches hold them (util.py
+        ``create_rhyme_batch``: a target word, its quatrain's other three end words and ``rm_neg`` negatives):
+        quatrains (T, 4) and negatives (T, K) index u, targets (T,) is the target's position in its quatrain."""
+        uq = u[quatrains]                                                    # (T, 4, H)
+        ut = uq[torch.arange(len(targets)), targets]                         # (T, H)
+        others = (uq @ ut.unsqueeze(-1)).squeeze(-1).masked_fill(F.one_hot(targets, 4).bool(), -2.0)
+        return self._margin(torch.cat([others, (u[negatives] @ ut.unsqueeze(-1)).squeeze(-1)], dim=-1))
+
+    def _margin(self, q):
+        """Mean of ``max(0, delta - top1 + top2)`` over the rows of similarities ``q`` (..., C)."""
         top = q.topk(2, dim=-1).values
         return F.relu(self.delta - top[..., 0] + top[..., 1]).mean()
 
@@ -267,6 +279,34 @@ def decoder_sequences(rows: list[list[list[int]]], n_rows: int, carried: bool, b
     return out
 
 
+def chunk_ids(verse: list[bool], verses: int) -> list[int]:
+    """The chunk of each row (in reading order) when a poem is cut every ``verses`` verses; a style row
+    goes with the verse after it."""
+    out, seen = [], 0
+    for is_verse in verse:
+        out.append(seen // verses)
+        seen += is_verse
+    return out
+
+
+def _chunk_seqs(seqs: list[tuple], ids: list[list[int]], c: int, carried: bool, bos: int) -> list[tuple]:
+    """The part of each poem's decoder sequences (:func:`decoder_sequences`) in chunk ``c``. Carried: the
+    slice of the poem's one sequence whose targets lie in the chunk (it starts with the previous row's
+    ``<eol>``, where the chunk before ended). Fresh: the chunk's rows, each its own sequence, filled up to the
+    same number per poem with empty ones."""
+    if carried:
+        out = []
+        for (inp, tgt, rk), i in zip(seqs, ids):
+            keep = [t for t, k in enumerate(rk) if i[k] == c]
+            a, b = (keep[0], keep[-1] + 1) if keep else (0, 0)
+            out.append((inp[a:b], tgt[a:b], rk[a:b]))
+        return out
+    per = len(seqs) // len(ids)
+    mine = [[q for q in seqs[p * per:(p + 1) * per] if q[2] and i[q[2][0]] == c] for p, i in enumerate(ids)]
+    g = max(1, max(map(len, mine)))
+    return [q for m in mine for q in m + [([bos], [], [])] * (g - len(m))]
+
+
 class Batcher:
     """Turns encoded poems into tensors, and computes the joint losses of a batch."""
 
@@ -292,18 +332,57 @@ class Batcher:
         poem is one decoder sequence (the state flows from verse to verse, as the original's, which feeds
         each chunk's final state to the next: sonnet_train.py ``run_epoch``), with ``fresh`` each row starts
         from a zero state."""
-        m, vocab = self.model.lm, self.vocab
-        rows = [[p["rows"][i] for i in row_order(p["verse"], self.cfg["line_order"])] for p in poems]
-        n_poems, n_rows = len(rows), max(len(r) for r in rows)
+        rows, _ = self._reading(poems)
+        n_rows = max(len(r) for r in rows)
         mem, vis = self._context(rows, n_rows)                                # (P, M, 2E), (P, V, M)
-        seqs = decoder_sequences(rows, n_rows, self.cfg["verse_state"] == "carried", vocab.bos, vocab.eol)
+        seqs = decoder_sequences(rows, n_rows, self.cfg["verse_state"] == "carried", self.vocab.bos, self.vocab.eol)
+        loss, n, _ = self._decode(seqs, len(rows), mem, vis)
+        return loss, n
+
+    def lm_chunks(self, poems: list[dict], verses: int):
+        """The language model's loss over ``poems`` cut into chunks of ``verses`` verses, as the original's
+        truncated backpropagation (util.py ``create_word_batch`` with ``bptt_truncate``; sonnet_train.py
+        ``run_epoch``): a generator of each chunk's (summed cross-entropy, predicted tokens) in reading order,
+        for the caller to backpropagate and step before it asks for the next one. A chunk's decoder starts
+        where the previous one ended, detached (``verse_state: carried``; the original feeds the state back as
+        a value), or from zero per row (``fresh``); its rows attend over the rows read before them, encoded
+        again for each chunk with the weights of the moment, as the original encodes a chunk's history."""
+        rows, verse = self._reading(poems)
+        ids = [chunk_ids(v, verses) for v in verse]
+        carried = self.cfg["verse_state"] == "carried"
+        seqs = decoder_sequences(rows, max(map(len, rows)), carried, self.vocab.bos, self.vocab.eol)
+        dim = self.model.lm.decoder.hidden_size
+        state = (torch.zeros(1, len(rows), dim), torch.zeros(1, len(rows), dim)) if carried else None
+        for c in range(max(i[-1] for i in ids) + 1):
+            prefix = [r[:sum(k <= c for k in i)] for r, i in zip(rows, ids)]   # the chunk's rows and those before
+            mem, vis = self._context(prefix, max(map(len, prefix)))
+            part = _chunk_seqs(seqs, ids, c, carried, self.vocab.bos)
+            loss, n, state = self._decode(part, len(rows), mem, vis, state)
+            yield loss, n
+
+    def lm_chunk_count(self, poems: list[dict], verses: int) -> int:
+        """How many chunks :meth:`lm_chunks` yields for ``poems``."""
+        return max(chunk_ids(v, verses)[-1] for v in self._reading(poems)[1]) + 1
+
+    def _reading(self, poems: list[dict]):
+        """The poems' rows in reading order (:func:`.data.row_order`), and whether each is a verse."""
+        orders = [row_order(p["verse"], self.cfg["line_order"]) for p in poems]
+        return ([[p["rows"][i] for i in o] for p, o in zip(poems, orders)],
+                [[p["verse"][i] for i in o] for p, o in zip(poems, orders)])
+
+    def _decode(self, seqs, n_poems: int, mem, vis, state=None):
+        """Summed cross-entropy and predicted tokens of decoder sequences ``seqs`` (the same number per poem,
+        :func:`decoder_sequences`), each position attending over its poem's ``mem`` as its row's ``vis``
+        allows, and the decoder's final states. ``state``: (h, c) to start each sequence from (the final
+        states come back detached); None: zero, and none come back."""
+        m, vocab = self.model.lm, self.vocab
         dec_types, dec_len = _pad2([q[0] for q in seqs], vocab.pad)
         width = dec_types.shape[1]
         target_types, _ = _pad2([q[1] for q in seqs], vocab.pad, width)
         row_of, _ = _pad2([q[2] for q in seqs], 0, width)
         target = self.words_of(target_types).masked_fill(target_types == vocab.pad, vocab.pad)
         x = torch.cat([m.embed(self.words_of(dec_types)), self.char_vectors(dec_types)], dim=-1)
-        s = run_lstm(m.decoder, m.drop(x), dec_len)                          # (P*G, L, D), G sequences per poem
+        s, state = self._run_decoder(m.drop(x), dec_len, state)              # (P*G, L, D), G sequences per poem
         s = s.reshape(n_poems, -1, s.shape[-1])                              # (P, T, D)
         row_of = row_of.view(n_poems, -1)
         scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, T, M)
@@ -313,7 +392,22 @@ class Batcher:
         sel = (target != vocab.pad).view(n_poems, -1)                        # predicted positions only
         h = m.mix(s[sel], ctx[sel])
         loss = m.nll_sum(m.drop(h), target.view(n_poems, -1)[sel])
-        return loss, int(sel.sum())
+        return loss, int(sel.sum()), state
+
+    def _run_decoder(self, x, lengths, state):
+        """The decoder over ``x`` (N, L, in); with ``state`` (h, c) (1, N, D) packed, so that each sequence's
+        final state is its own (a sequence of length 0 keeps its state)."""
+        lstm = self.model.lm.decoder
+        if state is None:
+            return run_lstm(lstm, x, lengths), None
+        live = lengths > 0
+        h, c = state[0].clone(), state[1].clone()
+        packed = nn.utils.rnn.pack_padded_sequence(x[live], lengths[live], batch_first=True, enforce_sorted=False)
+        out, (h_live, c_live) = lstm(packed, (h[:, live], c[:, live]))
+        s = x.new_zeros(x.shape[0], x.shape[1], lstm.hidden_size)
+        s[live] = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
+        h[:, live], c[:, live] = h_live.detach(), c_live.detach()
+        return s, (h, c)
 
     def _context(self, rows: list[list[list[int]]], n_rows: int):
         """The encoded rows of each poem behind a learned null slot (P, 1 + V*Le, 2E), and which of them row
@@ -369,6 +463,19 @@ class Batcher:
         qt = torch.tensor([[index[w] for w in q] for q in quats], dtype=torch.long)
         nt = torch.tensor([[[index[w] for w in row] for row in n] for n in negs], dtype=torch.long).view(len(quats), 4, k)
         return self.model.rhyme.loss(u, qt, nt)
+
+    def rm_targets(self, items: list[tuple[list[int], int]], rng: random.Random):
+        """Margin loss of single rhyme targets ``items``: (a quatrain's four end-word type ids, the target's
+        position), each with ``rm_neg`` negatives drawn with ``rng`` (:meth:`rm_loss`)."""
+        pool = self.negative_pool()
+        k = self.cfg["rm_neg"] if pool else 0
+        negs = [[pool[rng.randrange(len(pool))] for _ in range(k)] for _ in items]
+        words = sorted({w for q, _ in items for w in q} | {w for n in negs for w in n})
+        index = {w: j for j, w in enumerate(words)}
+        qt = torch.tensor([[index[w] for w in q] for q, _ in items], dtype=torch.long)
+        nt = torch.tensor([[index[w] for w in n] for n in negs], dtype=torch.long).view(len(items), k)
+        targets = torch.tensor([t for _, t in items], dtype=torch.long)
+        return self.model.rhyme.target_loss(self.rhyme_embed(words), qt, targets, nt)
 
     def negative_pool(self) -> list[int]:
         """The rhyme model's negative words: every vocabulary type but the special and style tokens."""

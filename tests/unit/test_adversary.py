@@ -1,5 +1,6 @@
 """Structured Adversary (poeval.generators.poetic.adversary): its data as the original builds it, the
-structured discriminator and its pronouncing-dictionary pretraining, the endings model's MLE and REINFORCE,
+structured discriminator and its rhyme encoder's pretraining (pronouncing dictionary or spelling
+autoencoder), the endings model's MLE and REINFORCE,
 the line LM (temperature 1 whatever the decoding config), the paper's verse order, and train()/sample()
 end to end on tiny data."""
 
@@ -15,7 +16,8 @@ from poeval import params as poeval_params
 from poeval.errors import PoevalError
 from poeval.generators.decoding import parse_decoding
 from poeval.generators.poetic import adversary as sa, common
-from poeval.generators.poetic.adversary import adversarial, data as sadata, discriminator, endings, generate, linelm
+from poeval.generators.poetic.adversary import (adversarial, autoencoder, data as sadata, discriminator, endings,
+                                                generate, linelm)
 from poeval.generators.poetic.adversary import pretraining
 from poeval.io import read_json
 from poeval.poetry.style import STYLE_TOKENS
@@ -117,6 +119,11 @@ def test_defaults_are_the_originals():
     assert (cfg["endings_hidden"], cfg["endings_emb"], cfg["endings_lr"]) == (128, 128, 1e-4)
     assert (cfg["disc_lr"], cfg["reinforce_weight"], cfg["adv_epochs"], cfg["adv_batch_size"]) == (1e-4, 0.1, 80, 96)
     assert cfg["vocab_min_count"] == 1 and cfg["vocab_max_size"] is None
+    # the rhyme encoder: poeval's pronunciation pretraining by default; the autoencoder's keys are the original's
+    # (solvers_pretrain_disc_encoder.py: CMUdict words, Adam 1e-4; main.py --batch_size 64, --epochs 41)
+    assert cfg["rhyme_pretrain"] == "pronunciation"
+    assert (cfg["ae_words"], cfg["ae_epochs"], cfg["ae_steps"], cfg["ae_batch_size"], cfg["ae_lr"]) == (
+        "cmudict", 41, None, 64, 1e-4)
     t = sa.TRAIN_DEFAULTS
     assert (t["lr"], t["batch_size"], t["max_epochs"], t["patience"], t["max_grad_norm"], t["warmup_steps"]) == (
         0.0025, 32, 30, 0, 0, 0)
@@ -216,6 +223,134 @@ def test_discriminator_separates_real_from_shuffled_endings():
     acc = (float((p_real > 0.5).float().sum()) + float((p_fake <= 0.5).float().sum())) / (len(p_real) + len(p_fake))
     assert acc >= 0.85, acc
     assert float(p_real.mean()) > float(p_fake.mean()) + 0.4
+
+
+# --------------------------------------------------------------------------------------------------
+# the rhyme encoder as the original's spelling autoencoder (rhyme_pretrain: autoencoder)
+
+WORDS = sorted({w for g in GROUPS for w in g})
+
+
+def _word_list(words):
+    return {"source": "cmudict", "version": None, "words": list(words), "val": None, "note": None}
+
+
+def test_autoencoder_words_are_cmudicts_split_as_the_original(capsys):
+    words = autoencoder.cmudict_words()
+    assert len(words) > 100_000 and {"night", "light", "a", "o'clock"} <= set(words)
+    assert all(w[0].isalpha() and w == sadata.clean_word(w) for w in words)   # as the discriminator reads them
+    assert len(set(words)) == len(words) and "read(1)" not in words
+    src = autoencoder.source_words("cmudict", "en", [], [])
+    assert src["source"] == "cmudict" and src["note"] is None and "cmudict" in src["version"]
+    parts = autoencoder.splits(_word_list(range(1000)), random.Random(0))     # 80/10/10, shuffled
+    assert [len(parts[k]) for k in ("train", "val", "test")] == [800, 100, 100]
+    assert sorted(parts["train"] + parts["val"] + parts["test"]) == list(range(1000))
+    assert parts["train"] != list(range(800))
+    assert parts == autoencoder.splits(_word_list(range(1000)), random.Random(0))
+    # the run's end words: one per verse (repeats kept), the dev quatrains' as val, no test
+    run = autoencoder.source_words("run", "en", [("night", "day", "light", "day")], [("sea", "", "me", "free")])
+    assert sorted(run["words"]) == ["day", "day", "light", "night"] and run["val"] == ["sea", "me", "free"]
+    parts = autoencoder.splits(run, random.Random(0))
+    assert sorted(parts["train"]) == sorted(run["words"]) and parts["test"] == []
+    # German has no CMUdict: the run's end words, with a note
+    de = autoencoder.source_words("cmudict", "de", [("nacht", "tag", "macht", "lag")], [])
+    assert de["source"] == "run" and "no de CMUdict" in de["note"] and "no de CMUdict" in capsys.readouterr().err
+
+
+def test_autoencoder_pretraining_learns_to_spell_the_words_back():
+    torch.manual_seed(0)
+    chars = sa.CharVocab.from_words(WORDS, 16)
+    enc = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars)).encoder
+    before = {k: v.clone() for k, v in enc.state_dict().items()}
+    summary = autoencoder.pretrain(enc, chars, _word_list(WORDS), char_emb=8, epochs=60, steps=None, batch_size=8,
+                                   lr=0.01, rng=random.Random(0))
+    n_train = int(0.8 * len(WORDS))
+    assert (summary["ae_words_train"], summary["ae_words_val"]) == (n_train, int(0.9 * len(WORDS)) - n_train)
+    assert summary["ae_steps"] == 60 * -(-n_train // 8) and summary["ae_source"] == "cmudict"
+    assert summary["ae_val_loss"] < summary["ae_val_loss_before"] - 1.0 and summary["ae_val_exact_before"] == 0.0
+    assert summary["ae_test_loss"] is not None and summary["ae_train_loss"] < 0.5
+    assert not all(torch.equal(v, before[k]) for k, v in enc.state_dict().items())
+    # the encoding carries the word: the training words are spelled back exactly (a decoder that ignored
+    # its start state could only guess the characters of 45 different words)
+    torch.manual_seed(0)
+    decoder = autoencoder.build_decoder(len(chars), 8, 16)
+    enc2 = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars)).encoder
+    opt = torch.optim.Adam([*enc2.parameters(), *decoder.parameters()], lr=0.01)
+    for _ in range(150):
+        loss, _ = autoencoder.word_losses(enc2, decoder, chars, WORDS)
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.step()
+    loss, exact = autoencoder.evaluate(enc2, decoder, chars, WORDS)
+    assert exact >= 0.9 and loss < 0.2
+    with torch.no_grad():   # the same decoder from another word's encoding spells that other word
+        e = enc2(*chars.encode(["night", "moon"]))
+        wrong, _ = autoencoder.word_losses(lambda *a: e.flip(0), decoder, chars, ["night", "moon"])
+    assert float(wrong.min()) > 1.0
+
+
+def test_autoencoder_pretraining_is_deterministic_and_keeps_the_best_val_epoch(monkeypatch):
+    chars = sa.CharVocab.from_words(WORDS, 16)
+
+    def run(seed: int, rng_seed: int = 0):
+        torch.manual_seed(seed)
+        enc = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars)).encoder
+        summary = autoencoder.pretrain(enc, chars, _word_list(WORDS), char_emb=8, epochs=3, steps=None,
+                                       batch_size=16, lr=0.01, rng=random.Random(rng_seed))
+        return enc.state_dict(), summary
+
+    (a, sa_), (b, sb) = run(1), run(1)
+    assert sa_ == sb and all(torch.equal(a[k], b[k]) for k in a)
+    c, _ = run(1, rng_seed=1)     # another split and order
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+    # the val loss after each epoch picks the weights kept (the original's model_best): epoch 2 of 3 here
+    real_evaluate, seen = autoencoder.evaluate, []
+
+    def fake_evaluate(encoder, decoder, chars_, words):
+        real_evaluate(encoder, decoder, chars_, words)
+        seen.append({k: v.clone() for k, v in encoder.state_dict().items()})
+        return [3.0, 1.0, 0.5, 0.9, 0.4][len(seen) - 1], 0.0     # before, epochs 1-3, then test
+
+    monkeypatch.setattr(autoencoder, "evaluate", fake_evaluate)
+    state, summary = run(1)
+    per_epoch = -(-int(0.8 * len(WORDS)) // 16)
+    assert summary["ae_best_step"] == 2 * per_epoch and summary["ae_val_loss"] == 0.5
+    assert summary["ae_val_loss_before"] == 3.0 and summary["ae_test_loss"] == 0.4
+    assert all(torch.equal(state[k], seen[2][k]) for k in state)
+    assert not all(torch.equal(state[k], seen[3][k]) for k in state)
+
+
+def test_the_discriminator_starts_from_the_autoencoders_encoder(data, tmp_path, monkeypatch):
+    """train() with rhyme_pretrain: autoencoder: the encoder the pretraining returns is the one the
+    adversarial phase starts from; CMUdict's characters join the character vocabulary (the original's
+    indexer is CMUdict's), and the log records the pretraining."""
+    pretrained, at_start = {}, {}
+    real_pretrain, real_run = autoencoder.pretrain, adversarial.run
+
+    def pretrain(encoder, chars, src, **kw):
+        pretrained["before"] = {k: v.clone() for k, v in encoder.state_dict().items()}
+        out = real_pretrain(encoder, chars, src, **kw)
+        pretrained["after"] = {k: v.clone() for k, v in encoder.state_dict().items()}
+        return out
+
+    def run(model, disc, *a, **kw):
+        at_start.update({k: v.clone() for k, v in disc.encoder.state_dict().items()})
+        return real_run(model, disc, *a, **kw)
+
+    monkeypatch.setattr(autoencoder, "pretrain", pretrain)
+    monkeypatch.setattr(adversarial, "run", run)
+    model = {"arch": "sa", **SMALL, "adv_steps": 1, "rhyme_pretrain": "autoencoder", "ae_steps": 5, "ae_lr": 0.003}
+    summary = sa.train(data["sonnets"], data["dev"], str(tmp_path / "ae"), model, {**TRAIN, "max_steps": 5},
+                       lang="en", progress=False)
+    assert all(torch.equal(at_start[k], pretrained["after"][k]) for k in at_start)
+    assert not all(torch.equal(at_start[k], pretrained["before"][k]) for k in at_start)
+    assert summary["rhyme_pretrain"] == "autoencoder" and "pron_loss" not in summary
+    assert summary["ae_source"] == "cmudict" and summary["ae_steps"] == 5 and summary["ae_words_train"] > 100_000
+    assert summary["ae_val_loss"] < summary["ae_val_loss_before"] and summary["ae_time_s"] > 0
+    _, config, _, _ = common.load_checkpoint(tmp_path / "ae")
+    assert {"'", "-", "q", "z"} <= set(config["chars"])        # CMUdict's characters, not only the run's
+    assert summary["char_vocab_size"] == len(config["chars"])
 
 
 def test_draw_never_picks_zero_probability_tokens():
@@ -746,14 +881,36 @@ def test_pretrain_switch_is_validated(pretrain, ok):
             sa.resolve_model_cfg({"arch": "sa", "pretrain": pretrain})
 
 
+@pytest.mark.parametrize("change, key", [
+    ({"rhyme_pretrain": "spelling"}, "rhyme_pretrain"), ({"rhyme_pretrain": None}, "rhyme_pretrain"),
+    ({"ae_words": "wiktionary"}, "ae_words"), ({"ae_epochs": 0}, "ae_epochs"), ({"ae_epochs": 2.5}, "ae_epochs"),
+    ({"ae_steps": -1}, "ae_steps"), ({"ae_batch_size": 0}, "ae_batch_size"), ({"ae_lr": 0}, "ae_lr"),
+    ({"ae_lr": "fast"}, "ae_lr"), ({"ae_layers": 2}, "ae_layers"),
+])
+def test_the_rhyme_pretraining_switch_and_its_keys_are_validated(change, key):
+    params = poeval_params.load(Path(__file__).resolve().parents[2] / "params.yaml")
+    good = {"rhyme_pretrain": "autoencoder", "ae_words": "run", "ae_epochs": 2, "ae_steps": 0, "ae_batch_size": 8,
+            "ae_lr": 0.01}
+    params["models"]["sa-s"] |= good
+    poeval_params.resolve(params)
+    assert {k: v for k, v in sa.resolve_model_cfg({"arch": "sa", **good}).items() if k in good} == good
+    params["models"]["sa-s"] |= change
+    with pytest.raises(PoevalError, match=rf"models\.sa-s\.{key}"):
+        poeval_params.resolve(params)
+    with pytest.raises(PoevalError, match=rf"models\.sa-s\.{key}"):
+        sa.resolve_model_cfg({"arch": "sa", **good, **change}, "sa-s")
+
+
 @pytest.mark.parametrize("overlay, want_model, want_train", [
     (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4,
-            "adv_patience": None},
+            "adv_patience": None, "rhyme_pretrain": "pronunciation"},
      {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
-    # the paper's 128 sonnets a batch (3 quatrains each), its early stopping, no pretraining
+    # the paper's 128 sonnets a batch (3 quatrains each), its early stopping, no pretraining; the original's
+    # rhyme encoder: a spelling autoencoder on CMUdict words, 41 epochs at batch 64, Adam 1e-4
     ("config/scale/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 384,
                            "adv_patience": 5, "pretrain": None, "endings_lr": 1e-4, "disc_lr": 1e-4,
-                           "reinforce_weight": 0.1},
+                           "reinforce_weight": 0.1, "rhyme_pretrain": "autoencoder", "ae_words": "cmudict",
+                           "ae_epochs": 41, "ae_steps": None, "ae_batch_size": 64, "ae_lr": 1e-4},
      {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
 ])
 def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):

@@ -210,7 +210,9 @@ SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, 
             "vocab_min_count": 1, "vocab_max_size": None, "emb_dim": 100, "hidden": 600, "layers": 1, "dropout": 0.3,
             "softmax": "full", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "endings_emb": 128,
             "endings_hidden": 128, "char_emb": 32, "char_hidden": 64, "rhyme_dim": 64, "max_word_chars": 16,
-            "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003, "adv_epochs": 80, "adv_steps": None,
+            "rhyme_pretrain": "pronunciation", "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003,
+            "ae_words": "cmudict", "ae_epochs": 41, "ae_steps": None, "ae_batch_size": 64, "ae_lr": 0.0001,
+            "adv_epochs": 80, "adv_steps": None,
             "adv_batch_size": 96, "adv_patience": None, "endings_lr": 0.0001, "reinforce_weight": 0.1, "disc_lr": 0.0001,
             "disc_finetune_encoder": True, "pretrain": None}
 
@@ -281,6 +283,8 @@ BAD_MODELS = [
     ("sa-s", {"cutoffs": [5000, 2000]}, "key models.sa-s.cutoffs: must be an increasing list of word ranks, got "
                                         "[5000, 2000]"),
     ("sa-s", {"pretrain": {"lines": 10}}, "key models.sa-s.pretrain: {'lines': 10} is not of type 'null'"),
+    ("sa-s", {"rhyme_pretrain": "spelling"},
+     "key models.sa-s.rhyme_pretrain: 'spelling' is not one of ['pronunciation', 'autoencoder']"),
 ]
 
 

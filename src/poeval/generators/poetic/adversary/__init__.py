@@ -11,7 +11,9 @@ The generator is hierarchical, as the original's:
   (:mod:`.data`, :mod:`.pretraining`, through the generators' engine) and frozen afterwards;
 * the **structured discriminator** (:mod:`.discriminator`; ``CNN``) scores the 4 x 4 cosine-similarity
   matrix of the end words' character-level encodings with two 2 x 2 convolutions (4 and 8 channels) and
-  a linear layer;
+  a linear layer; its character encoder is pretrained first, on pronunciations (:mod:`.discriminator`,
+  poeval's default) or, as the original, as a spelling autoencoder on CMUdict words (:mod:`.autoencoder`;
+  ``solvers_pretrain_disc_encoder.py``), by ``rhyme_pretrain``;
 * the **adversarial phase** (:mod:`.adversarial`; ``MainSolver.train``) trains the endings model from
   scratch, per batch one MLE step on the end words and then REINFORCE with the discriminator's
   probability of "real" as the reward, standardised per batch, weight 0.1 (``--reinforce_weight``), one
@@ -53,9 +55,15 @@ Remaining differences from the original
 * The decoding config's top-k and top-p, which the original lacks, apply to the endings model along
   with the temperature.
 * Rewards that do not vary in a batch give no REINFORCE step (the original divides by a zero std).
-* Rhyme encoder: pretrained on pronunciations (:mod:`.discriminator`) instead of as a spelling
-  autoencoder on CMUdict words, with a projection to ``rhyme_dim``; sizes ``char_emb``/``char_hidden``
-  are poeval's.
+* Rhyme encoder: by default (``rhyme_pretrain: pronunciation``) pretrained on pronunciations
+  (:mod:`.discriminator`) instead of as the original's spelling autoencoder on CMUdict words;
+  ``rhyme_pretrain: autoencoder`` (``config/scale/paper.yaml``) pretrains it as the original
+  (:mod:`.autoencoder`: 41 epochs of CMUdict words at batch 64, Adam 1e-4, the best val epoch kept), on
+  cleaned words (the original also spells CMUdict's alternates such as ``read(1)``) cut to their last
+  ``max_word_chars`` characters; German, which has no CMUdict here, spells the run's own end words (the
+  original's ``--pretraining_data_type sonnet``) with a note. Either way the encoder is poeval's: its last
+  hidden state projected to ``rhyme_dim`` (the original's is the LSTM cell state), sizes
+  ``char_emb``/``char_hidden`` poeval's (the original: 128 and 128).
 * Dropout is ordinary dropout, not the original's locked dropout.
 * The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80), unless
   ``adv_patience`` stops the phase early and keeps the best epoch's (the paper's early stopping).

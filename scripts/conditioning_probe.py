@@ -1,0 +1,144 @@
+"""Can a pretrained model on PyPI be style-conditioned on CPU? Two probes (docs/results/style-adherence.md).
+
+``capability MODEL``: does the model rhyme at all, untrained? It continues ``--shots`` human quatrains of
+``--scheme`` (few-shot, from data/en/train.jsonl) or answers a chat request for that scheme (``--chat``),
+``--n`` times; the detected schemes of what it writes are counted (poeval's rhyme detector).
+
+``variant OUT``: fine-tune smollm2-cond (LoRA as config/systems/pretrained-cpu.yaml) in a variant and prompt
+it with aabb, abab and abba, ``--n`` valid quatrains each, and unprompted 2 x ``--n``: ``--order words``
+(poeval's ``verse_order: words``) or ``--plan`` (an experiment, not a poeval switch: each training text
+writes the quatrain's four end words on a line before its verses, and that line is dropped from samples).
+
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py capability models/pretrained/smollm2-135m --scheme aabb
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/words --order words
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+
+import torch
+
+from poeval.poetry.schemes import scheme
+from poeval.text import end_word
+
+SHOWN = ("aabb", "abab", "abba", "abcb", "abcd")
+
+
+def shares(samples: list[list[str]]) -> dict:
+    counts = collections.Counter(scheme(lines, "en") for lines in samples)
+    return {s: round(100 * counts[s] / max(len(samples), 1), 1) for s in SHOWN} | {"n": len(samples)}
+
+
+def verses(text: str) -> list[str] | None:
+    lines = text.split("\n")
+    return lines if len(lines) == 4 and all(line.strip() for line in lines) else None
+
+
+def capability(args) -> dict:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model).eval()
+    pool = [r for r in map(json.loads, open(args.train)) if r["scheme"] == args.scheme]
+    rng, written, failed = random.Random(0), [], 0
+    for _ in range(args.n):
+        if args.chat:
+            turn = [{"role": "user", "content": f"Write a four-line poem with the rhyme scheme {args.scheme.upper()}."}]
+            ids = tok.apply_chat_template(turn, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            ids = ids["input_ids"]
+        else:
+            shots = "\n\n".join("\n".join(r["lines"]) for r in rng.sample(pool, args.shots)) + "\n\n"
+            ids = tok(shots, return_tensors="pt").input_ids
+        out = model.generate(ids, do_sample=True, temperature=args.temperature, top_k=0, top_p=1.0,
+                             max_new_tokens=90, pad_token_id=tok.eos_token_id)
+        text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True).strip()
+        lines = verses("\n".join(text.split("\n")[:4]))
+        failed += lines is None
+        written += [lines] if lines else []
+    return shares(written) | {"not_four_verses": failed}
+
+
+def plan_text(lines, bos, eos, style=()):
+    """A training text whose first line is the quatrain's four end words (the --plan experiment)."""
+    return bos + "".join(style) + " ".join(end_word(v) for v in lines) + "\n" + "\n".join(lines) + eos
+
+
+def plan_sample(model, tok, style: str | None, want: int) -> dict:
+    """``want`` valid quatrains of a --plan model (vanilla sampling; the plan line dropped)."""
+    prompt = tok(tok.bos_token + (f"<scheme={style}>" if style else ""), add_special_tokens=False,
+                 return_tensors="pt").input_ids
+    written, attempts = [], 0
+    while len(written) < want and attempts < 12 * want:
+        out = model.generate(prompt.repeat(16, 1), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                             max_new_tokens=100, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        for row in out[:, prompt.shape[1]:].tolist():
+            attempts += 1
+            if tok.eos_token_id in row and len(written) < want:
+                parts = tok.decode(row[:row.index(tok.eos_token_id)], skip_special_tokens=True).split("\n", 1)
+                lines = verses(parts[1]) if len(parts) == 2 else None
+                written += [lines] if lines else []
+    return shares(written) | {"attempts": attempts}
+
+
+def variant(args) -> dict:
+    import poeval.generators.lm.data as lm_data
+    from poeval.generators import lm
+    from poeval.generators.checkpoint import load
+
+    if args.plan:
+        lm_data.quatrain_text = plan_text   # training_texts() builds every training text through it
+    cfg = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": args.base, "conditioned": True,
+           "verse_order": args.order, "lora": {"r": 16, "alpha": 16, "dropout": 0.05,
+                                               "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "layers": 10}}
+    tcfg = {"batch_size": 4, "max_steps": args.steps, "lr": 0.002, "warmup_steps": 10, "eval_every": args.steps,
+            "eval_quatrains": 50}
+    summary = lm.train(args.train, args.dev, f"{args.out}/model", cfg, tcfg, progress=False, name="smollm2-cond")
+    model, tok = load(f"{args.out}/model")
+    model.eval()
+    torch.manual_seed(7)
+    result = {"best_dev_loss": round(summary["best_dev_loss"], 3), "train_s": round(summary["elapsed_s"])}
+    for style in ("aabb", "abab", "abba", None):
+        want = args.n * (1 if style else 2)
+        if args.plan:
+            result[style or "none"] = plan_sample(model, tok, style, want)
+            continue
+        path = f"{args.out}/{style or 'none'}.jsonl"   # poeval's sampler, as the tables' samples
+        stats = lm.sample(f"{args.out}/model", {"temperature": 1.0, "top_p": 1.0, "top_k": 0}, {"n": want, "seed": 7},
+                          path, path.replace(".jsonl", ".stats.json"), progress=False, style=style)
+        written = [json.loads(line)["lines"] for line in open(path)]
+        result[style or "none"] = shares(written) | {"attempts": stats["attempts"]}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="probe", required=True)
+    cap = sub.add_parser("capability")
+    cap.add_argument("model")
+    cap.add_argument("--scheme", default="aabb")
+    cap.add_argument("--chat", action="store_true")
+    cap.add_argument("--shots", type=int, default=3)
+    cap.add_argument("--temperature", type=float, default=1.0)
+    cap.add_argument("--n", type=int, default=20)
+    var = sub.add_parser("variant")
+    var.add_argument("out")
+    var.add_argument("--base", default="models/pretrained/smollm2-135m")
+    var.add_argument("--order", choices=["forward", "words"], default="forward")
+    var.add_argument("--plan", action="store_true")
+    var.add_argument("--steps", type=int, default=150)
+    var.add_argument("--n", type=int, default=30)
+    for p in (cap, var):
+        p.add_argument("--train", default="data/en/train.jsonl")
+    var.add_argument("--dev", default="data/en/dev.jsonl")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    print(json.dumps(capability(args) if args.probe == "capability" else variant(args), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,13 +4,15 @@
 ``--scheme`` (few-shot, from data/en/train.jsonl) or answers a chat request for that scheme (``--chat``),
 ``--n`` times; the detected schemes of what it writes are counted (poeval's rhyme detector).
 
-``variant OUT``: fine-tune smollm2-cond (LoRA as config/systems/pretrained-cpu.yaml) in a variant and prompt
+``variant OUT``: fine-tune smollm2-cond (``--base``: gemma3-cond; LoRA as config/systems/pretrained-cpu.yaml) in a variant and prompt
 it with aabb, abab and abba, ``--n`` valid quatrains each, and unprompted 2 x ``--n``: ``--order words``
 (poeval's ``verse_order: words``) or ``--plan`` (an experiment, not a poeval switch: each training text
 writes the quatrain's four end words on a line before its verses, and that line is dropped from samples).
 
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py capability models/pretrained/smollm2-135m --scheme aabb
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/words --order words
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/g --base models/pretrained/gemma3-270m \
+        --layers 6 --temperature 0.5
 """
 
 from __future__ import annotations
@@ -67,13 +69,13 @@ def plan_text(lines, bos, eos, style=()):
     return bos + "".join(style) + " ".join(end_word(v) for v in lines) + "\n" + "\n".join(lines) + eos
 
 
-def plan_sample(model, tok, style: str | None, want: int) -> dict:
-    """``want`` valid quatrains of a --plan model (vanilla sampling; the plan line dropped)."""
+def plan_sample(model, tok, style: str | None, want: int, temperature: float) -> dict:
+    """``want`` valid quatrains of a --plan model (ancestral sampling; the plan line dropped)."""
     prompt = tok(tok.bos_token + (f"<scheme={style}>" if style else ""), add_special_tokens=False,
                  return_tensors="pt").input_ids
     written, attempts = [], 0
     while len(written) < want and attempts < 12 * want:
-        out = model.generate(prompt.repeat(16, 1), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+        out = model.generate(prompt.repeat(16, 1), do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                              max_new_tokens=100, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
         for row in out[:, prompt.shape[1]:].tolist():
             attempts += 1
@@ -93,10 +95,12 @@ def variant(args) -> dict:
         lm_data.quatrain_text = plan_text   # training_texts() builds every training text through it
     cfg = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": args.base, "conditioned": True,
            "verse_order": args.order, "lora": {"r": 16, "alpha": 16, "dropout": 0.05,
-                                               "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "layers": 10}}
+                                               "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                                               "layers": args.layers}}
     tcfg = {"batch_size": 4, "max_steps": args.steps, "lr": 0.002, "warmup_steps": 10, "eval_every": args.steps,
             "eval_quatrains": 50}
-    summary = lm.train(args.train, args.dev, f"{args.out}/model", cfg, tcfg, progress=False, name="smollm2-cond")
+    summary = lm.train(args.train, args.dev, f"{args.out}/model", cfg, tcfg, progress=False,
+                       name="gemma3-cond" if "gemma" in args.base else "smollm2-cond")
     model, tok = load(f"{args.out}/model")
     model.eval()
     torch.manual_seed(7)
@@ -104,10 +108,11 @@ def variant(args) -> dict:
     for style in ("aabb", "abab", "abba", None):
         want = args.n * (1 if style else 2)
         if args.plan:
-            result[style or "none"] = plan_sample(model, tok, style, want)
+            result[style or "none"] = plan_sample(model, tok, style, want, args.temperature)
             continue
         path = f"{args.out}/{style or 'none'}.jsonl"   # poeval's sampler, as the tables' samples
-        stats = lm.sample(f"{args.out}/model", {"temperature": 1.0, "top_p": 1.0, "top_k": 0}, {"n": want, "seed": 7},
+        decoding = {"temperature": args.temperature, "top_p": 1.0, "top_k": 0}
+        stats = lm.sample(f"{args.out}/model", decoding, {"n": want, "seed": 7},
                           path, path.replace(".jsonl", ".stats.json"), progress=False, style=style)
         written = [json.loads(line)["lines"] for line in open(path)]
         result[style or "none"] = shares(written) | {"attempts": stats["attempts"]}
@@ -130,6 +135,8 @@ def main() -> None:
     var.add_argument("--order", choices=["forward", "words"], default="forward")
     var.add_argument("--plan", action="store_true")
     var.add_argument("--steps", type=int, default=150)
+    var.add_argument("--layers", type=int, default=10, help="LoRA on the last N layers (gemma3-cond: 6)")
+    var.add_argument("--temperature", type=float, default=1.0, help="of the prompted and unprompted samples")
     var.add_argument("--n", type=int, default=30)
     for p in (cap, var):
         p.add_argument("--train", default="data/en/train.jsonl")

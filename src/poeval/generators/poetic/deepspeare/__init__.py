@@ -72,7 +72,8 @@ Components (arch ``deepspeare``) and how they map to the paper:
   order (``update_order: round``, the default); ``update_order: epoch`` (``config/scale/paper.yaml``) shuffles
   the kinds of the whole epoch together as the original, a step then running the updates after the previous
   batch's last chunk up to its own (the plan, drawn when an epoch starts, is saved for resume too); so
-  ``max_steps``, ``eval_every`` and the epochs still count batches of sonnets, and resume stays bit-identical. The LM's loss is the original's ``lm_cost`` (``lm_loss: batch_sum``): the chunk's summed
+  ``max_steps``, ``eval_every`` and the epochs still count batches of sonnets, and resume stays bit-identical.
+  The LM's loss is the original's ``lm_cost`` (``lm_loss: batch_sum``): the chunk's summed
   token cross-entropy divided by the number of sonnets, which with Adagrad at 0.2 from accumulators of 0.1
   takes far larger steps than a per-token mean. ``update_schedule: joint`` and ``lm_loss: mean`` keep
   poeval's earlier port (below). Early stopping on the LM's
@@ -150,7 +151,8 @@ Dropout (0.3) applies to the language model's word inputs and outputs; the origi
 wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
 ``line_order``) is refused with a request to retrain it, as is one whose weights predate the original's
 pentameter input, rhyme model and gated unit. ``update_schedule``, ``update_order``, ``lm_context``,
-``lm_loss`` and ``bptt_verses`` change training only, not the weights' shapes: a checkpoint loads whichever schedule trained it.
+``lm_loss`` and ``bptt_verses`` change training only, not the weights' shapes: a checkpoint loads whichever
+schedule trained it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three

@@ -172,6 +172,26 @@ def test_discriminator_is_the_originals_cnn():
     assert out["reward"] == pytest.approx([float(torch.sigmoid(logits[1]))], rel=1e-5)
 
 
+def test_cell_encoding_is_the_lstms_last_cell_state_as_the_originals():
+    """rhyme_encoding cell (models.py Model.encode returns the LSTMCell's c after the last character): no
+    projection, char_hidden units, each word's own last cell state whatever the padding beside it; the
+    autoencoder's decoder then starts from that many units."""
+    cfg = sa.resolve_model_cfg({**SMALL, "rhyme_encoding": "cell"})
+    chars = sa.CharVocab.from_words(WORDS, 16)
+    enc = discriminator.build(cfg, len(chars)).encoder
+    assert enc.out is None and enc.dim == SMALL["char_hidden"]
+    ids, lengths = chars.encode(["night", "ay"])
+    with torch.no_grad():
+        got = enc(ids, lengths)
+        _, (_, c) = enc.lstm(enc.emb(ids[1:, :2]))                        # "ay" alone, unpadded
+    assert got.shape == (2, SMALL["char_hidden"]) and torch.allclose(got[1], c[-1, 0], atol=1e-6)
+    projected = discriminator.build(sa.resolve_model_cfg(SMALL), len(chars)).encoder
+    assert projected.dim == SMALL["rhyme_dim"] and projected.out is not None
+    summary = autoencoder.pretrain(enc, chars, _word_list(WORDS), char_emb=8, epochs=1, steps=2, batch_size=8,
+                                   lr=0.01, rng=random.Random(0))
+    assert summary["ae_steps"] == 2
+
+
 def test_pronouncing_pretraining_counts_and_skips_missing_words():
     words = ["night", "light", "bright", "day", "way", "stay", "blorptak", "heart", "part"]
     parts, missing = sa.pronunciations(words, "en")
@@ -903,14 +923,15 @@ def test_the_rhyme_pretraining_switch_and_its_keys_are_validated(change, key):
 
 @pytest.mark.parametrize("overlay, want_model, want_train", [
     (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4,
-            "adv_patience": None, "rhyme_pretrain": "pronunciation"},
+            "adv_patience": None, "rhyme_pretrain": "pronunciation", "rhyme_encoding": "projected"},
      {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
     # the paper's 128 sonnets a batch (3 quatrains each), its early stopping, no pretraining; the original's
     # rhyme encoder: a spelling autoencoder on CMUdict words, 41 epochs at batch 64, Adam 1e-4
     ("config/scale/paper.yaml", {"hidden": 600, "softmax": "full", "adv_epochs": 80, "adv_batch_size": 384,
                            "adv_patience": 5, "pretrain": None, "endings_lr": 1e-4, "disc_lr": 1e-4,
                            "reinforce_weight": 0.1, "rhyme_pretrain": "autoencoder", "ae_words": "cmudict",
-                           "ae_epochs": 41, "ae_steps": None, "ae_batch_size": 64, "ae_lr": 1e-4},
+                           "ae_epochs": 41, "ae_steps": None, "ae_batch_size": 64, "ae_lr": 1e-4,
+                           "rhyme_encoding": "cell", "char_emb": 128, "char_hidden": 128},
      {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
 ])
 def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):

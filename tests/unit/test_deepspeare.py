@@ -286,11 +286,13 @@ def test_sample_budget_and_validity(trained, tmp_path):
     assert list(read_jsonl(out)) == []
 
 
-@pytest.mark.parametrize("schedule", ["alternating", "joint"])
-def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, schedule):
+@pytest.mark.parametrize("schedule,order", [("alternating", "round"), ("alternating", "epoch"), ("joint", "round")])
+def test_resume_after_interruption_is_bit_identical(data, tmp_path, interrupt, schedule, order):
     # 48 sonnets in batches of 8: 6 steps an epoch, so the resumed run must restore the data order mid-epoch;
-    # alternating: also the pentameter and rhyme streams (14 and 12 batches a step, 84 and 72 an epoch)
-    model, cfg = {**TINY, "update_schedule": schedule}, {**TRAIN, "max_steps": 14, "eval_every": 4}
+    # alternating: also the pentameter and rhyme streams (14 and 12 batches a step, 84 and 72 an epoch), and
+    # under update_order epoch the epoch's plan of updates drawn at its start (step 8 is the second of epoch 2)
+    model = {**TINY, "update_schedule": schedule, "update_order": order}
+    cfg = {**TRAIN, "max_steps": 14, "eval_every": 4}
     ds.train(data["sonnets"], data["dev"], str(tmp_path / "full"), model, cfg, lang="en", progress=False)
     interrupt(10)
     with pytest.raises(Interrupted):
@@ -679,6 +681,9 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
         assert (mcfg["lm_optimizer"], mcfg["lm_lr"], mcfg["pm_lr"], mcfg["dropout"]) == ("adagrad", 0.2, 0.001, 0.3)
         assert model["update_schedule"] == mcfg["update_schedule"] == "alternating"   # set there, not only defaulted
         assert (model["lm_loss"], model["bptt_verses"]) == ("batch_sum", 2)
+        # run_epoch's order of the whole epoch; create_word_batch's history of the earlier chunks
+        assert (mcfg["update_order"], mcfg["lm_context"]) == ("epoch", "chunks")
+    assert (ds.MODEL_DEFAULTS["update_order"], ds.MODEL_DEFAULTS["lm_context"]) == ("round", "verses")
 
 
 def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
@@ -799,6 +804,63 @@ def test_one_round_is_the_originals_7_lm_14_pentameter_and_12_rhyme_updates(data
         alt(stream.next(), opt)
     assert alt.streams["pm"].pos == alt.streams["pm"].per_epoch == 84 and alt.streams["rm"].pos == 72
     assert [training.share(i, 10, 4) for i in range(4)] == [2, 3, 2, 3]
+
+
+def test_epoch_order_shuffles_the_kinds_of_the_whole_epoch_together(data):
+    """update_order epoch, as the original's run_epoch: the epoch's 42 LM chunks, 84 pentameter and 72 rhyme
+    batches in one shuffled order; each step runs its own batch's 7 chunks and the other updates before them,
+    so the steps' pentameter and rhyme shares vary, and the epoch still makes each exactly once."""
+    from poeval.generators import engine
+    from poeval.generators.poetic.deepspeare import training
+
+    prep, cfg, tcfg = _prepared(data, update_order="epoch")
+    stream = engine.BatchStream([1] * len(prep.train_enc), tcfg["batch_size"], 0, prep.rng)
+    alt = training.Alternating(prep.batcher, prep.train_enc, stream, cfg, tcfg, prep.rng)
+    opt = ds.optimizers(prep.model, cfg, tcfg)
+    counts = [alt(stream.next(), opt) for _ in range(stream.per_epoch)]
+    assert [c["targets"] for c in counts] == [8 * 14 * 9] * 6                    # every batch's 7 chunks, once
+    assert (sum(c["n_pm"] for c in counts), sum(c["n_rm"] for c in counts)) == (84, 72)
+    assert len({(c["n_pm"], c["n_rm"]) for c in counts}) > 1                      # not the round's even shares
+    assert alt.streams["pm"].pos == 84 and alt.streams["rm"].pos == 72
+    assert "plan" in alt.streams and len(alt.plan.steps) == 6
+
+
+def test_cut_epoch_gives_each_batch_its_chunks_and_the_updates_before_them():
+    from poeval.generators.poetic.deepspeare import training
+
+    kinds = ["pm", "lm", "rm", "lm", "lm", "pm", "lm", "rm"]
+    assert training.cut_epoch(kinds, [2, 2]) == [["pm", "lm", "rm", "lm"], ["lm", "pm", "lm", "rm"]]
+    assert training.cut_epoch(["lm", "rm"], [1]) == [["lm", "rm"]]
+
+
+def test_chunk_context_attends_over_earlier_chunks_only(data):
+    """lm_context chunks, as the original's training (util.py create_word_batch: a chunk's history is the
+    words of the chunks before it): the first chunk sees only the null slot, so the verse encoder's weights
+    cannot change its loss; with verses its second verse attends over its first, and they do."""
+    prep, _, _ = _prepared(data)
+    poems = prep.train_enc[:2]
+
+    def first_chunk_losses(context: str) -> tuple[float, float]:
+        prep.batcher.cfg = {**prep.batcher.cfg, "lm_context": context}
+        with torch.no_grad():
+            before = float(next(prep.batcher.lm_chunks(poems, 2))[0])
+            saved = {k: v.clone() for k, v in prep.model.lm.encoder.state_dict().items()}
+            for w in prep.model.lm.encoder.parameters():
+                w.add_(0.5)
+            after = float(next(prep.batcher.lm_chunks(poems, 2))[0])
+            prep.model.lm.encoder.load_state_dict(saved)
+        return before, after
+
+    same = first_chunk_losses("chunks")
+    assert same[0] == pytest.approx(same[1], rel=1e-6)
+    moved = first_chunk_losses("verses")
+    assert moved[0] != pytest.approx(moved[1], rel=1e-4)
+    with torch.no_grad():            # later chunks attend over earlier ones under both
+        prep.batcher.cfg = {**prep.batcher.cfg, "lm_context": "chunks"}
+        a = [float(x) for x, _ in prep.batcher.lm_chunks(poems, 2)]
+        prep.batcher.cfg = {**prep.batcher.cfg, "lm_context": "verses"}
+        b = [float(x) for x, _ in prep.batcher.lm_chunks(poems, 2)]
+    assert all(x != pytest.approx(y, rel=1e-6) for x, y in zip(a, b))
 
 
 def test_the_original_clips_the_lm_and_pentameter_gradients_not_the_rhyme_models(data, monkeypatch):

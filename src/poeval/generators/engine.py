@@ -143,7 +143,8 @@ class Loop:
     step's forward, backward, clipping and optimiser steps itself (several updates, as DeepSpeare's
     alternating schedule) and returns the sums; the engine still counts the step, steps the schedule and
     zeroes the gradients. ``streams``: further :class:`BatchStream` s it draws from, whose positions are saved
-    with the rest (their RNG must be the main stream's or one of ``rngs``)."""
+    with the rest (their RNG must be the main stream's or one of ``rngs``), or other objects with the same
+    ``state()`` and ``restore(state)`` (DeepSpeare's plan of an epoch's updates), saved alike."""
 
     model: Any
     stream: BatchStream
@@ -152,7 +153,7 @@ class Loop:
     train_entry: Callable[[dict], dict]
     rngs: dict[str, Any] = field(default_factory=dict)
     update: Callable[[list[int], Any], dict[str, float]] | None = None
-    streams: dict[str, BatchStream] = field(default_factory=dict)
+    streams: dict[str, Any] = field(default_factory=dict)   # BatchStream or any state() / restore() holder
     no_decay: Callable[[str, Any], bool] = default_no_decay
     lr_decay: bool = True          # linear decay to 0 at the budget's end after warmup; False: constant
     # the architecture's own optimiser(s) (model, tcfg) -> torch Optimizer; None: AdamW at tcfg["lr"]

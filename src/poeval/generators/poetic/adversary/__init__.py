@@ -61,9 +61,11 @@ Remaining differences from the original
   (:mod:`.autoencoder`: 41 epochs of CMUdict words at batch 64, Adam 1e-4, the best val epoch kept), on
   cleaned words (the original also spells CMUdict's alternates such as ``read(1)``) cut to their last
   ``max_word_chars`` characters; German, which has no CMUdict here, spells the run's own end words (the
-  original's ``--pretraining_data_type sonnet``) with a note. Either way the encoder is poeval's: its last
-  hidden state projected to ``rhyme_dim`` (the original's is the LSTM cell state), sizes
-  ``char_emb``/``char_hidden`` poeval's (the original: 128 and 128).
+  original's ``--pretraining_data_type sonnet``) with a note. Either way a word's encoding is, by default
+  (``rhyme_encoding: projected``), poeval's: the last hidden state projected to ``rhyme_dim``, at poeval's
+  ``char_emb``/``char_hidden`` (32, 64); ``rhyme_encoding: cell`` takes the original's last cell state
+  (``models.py`` ``Model.encode``), which ``config/scale/paper.yaml`` sets with the original's sizes (128 and
+  128). Measured in ``docs/results/generators.md``.
 * Dropout is ordinary dropout, not the original's locked dropout.
 * The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80), unless
   ``adv_patience`` stops the phase early and keeps the best epoch's (the paper's early stopping).

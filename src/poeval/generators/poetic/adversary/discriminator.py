@@ -35,27 +35,31 @@ def _model_classes():
 
     class CharEncoder(nn.Module):
         """Reads a word's characters left to right; the last state (after the word's final letter, where
-        rhyme lives) is projected to the rhyme embedding."""
+        rhyme lives) is the word's encoding: the hidden state projected to ``out_dim`` (``projected``), or the
+        cell state as it is (``cell``, the original's ``Model.encode``). ``dim``: the encoding's size."""
 
-        def __init__(self, n_chars: int, char_emb: int, hidden: int, out_dim: int):
+        def __init__(self, n_chars: int, char_emb: int, hidden: int, out_dim: int, encoding: str = "projected"):
             super().__init__()
             self.emb = nn.Embedding(n_chars, char_emb, padding_idx=0)
             self.lstm = nn.LSTM(char_emb, hidden, batch_first=True)
-            self.out = nn.Linear(hidden, out_dim)
+            self.cell = encoding == "cell"
+            self.out = None if self.cell else nn.Linear(hidden, out_dim)
+            self.dim = hidden if self.cell else out_dim
 
         def forward(self, chars, lengths):
             packed = nn.utils.rnn.pack_padded_sequence(self.emb(chars), lengths.cpu(), batch_first=True,
                                                        enforce_sorted=False)
-            _, (h, _) = self.lstm(packed)
-            return self.out(h[-1])
+            _, (h, c) = self.lstm(packed)
+            return c[-1] if self.cell else self.out(h[-1])
 
     class RhymeDiscriminator(nn.Module):
         """Real-vs-generated logit from the cosine-similarity matrix of the end words only."""
 
-        def __init__(self, n_chars: int, char_emb: int, char_hidden: int, rhyme_dim: int, n_lines: int = N_LINES):
+        def __init__(self, n_chars: int, char_emb: int, char_hidden: int, rhyme_dim: int, n_lines: int = N_LINES,
+                     encoding: str = "projected"):
             super().__init__()
             self.n_lines = n_lines
-            self.encoder = CharEncoder(n_chars, char_emb, char_hidden, rhyme_dim)
+            self.encoder = CharEncoder(n_chars, char_emb, char_hidden, rhyme_dim, encoding)
             self.conv1 = nn.Conv2d(1, 4, kernel_size=2)
             self.conv2 = nn.Conv2d(4, 8, kernel_size=2)
             self.scorer = nn.Linear(8 * (n_lines - 2) ** 2, 1)
@@ -75,7 +79,8 @@ def _model_classes():
 
 
 def build(cfg: dict, n_chars: int):
-    return _model_classes()[1](n_chars, cfg["char_emb"], cfg["char_hidden"], cfg["rhyme_dim"])
+    return _model_classes()[1](n_chars, cfg["char_emb"], cfg["char_hidden"], cfg["rhyme_dim"],
+                               encoding=cfg["rhyme_encoding"])
 
 
 class CharVocab:

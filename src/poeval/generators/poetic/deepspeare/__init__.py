@@ -69,8 +69,11 @@ Components (arch ``deepspeare``) and how they map to the paper:
   is one such round (:class:`.training.Alternating`): a batch of sonnets from the engine's stream, its
   chunks (``bptt_verses``) in reading order, and the round's even share of an epoch's pentameter and rhyme
   batches drawn from their own streams (saved for resume like the rest), the round's updates in a random
-  order; so ``max_steps``, ``eval_every`` and the epochs still count batches of sonnets, and resume stays
-  bit-identical. The LM's loss is the original's ``lm_cost`` (``lm_loss: batch_sum``): the chunk's summed
+  order (``update_order: round``, the default); ``update_order: epoch`` (``config/scale/paper.yaml``) shuffles
+  the kinds of the whole epoch together as the original, a step then running the updates after the previous
+  batch's last chunk up to its own (the plan, drawn when an epoch starts, is saved for resume too); so
+  ``max_steps``, ``eval_every`` and the epochs still count batches of sonnets, and resume stays bit-identical.
+  The LM's loss is the original's ``lm_cost`` (``lm_loss: batch_sum``): the chunk's summed
   token cross-entropy divided by the number of sonnets, which with Adagrad at 0.2 from accumulators of 0.1
   takes far larger steps than a per-token mean. ``update_schedule: joint`` and ``lm_loss: mean`` keep
   poeval's earlier port (below). Early stopping on the LM's
@@ -126,13 +129,16 @@ Components (arch ``deepspeare``) and how they map to the paper:
   bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
   joins the next parallel try.
 
-Differences from the original's training, each with a reason. Under the default schedule (above): the
-kinds of update are shuffled within a round, not across the whole epoch, so that an engine step is a whole
-number of the original's updates and the engine's budget, evaluations and resume points fall between rounds;
-a last, short batch of an epoch is kept (the original drops it); a verse attends over every row read before
-it, the first verse of its own chunk included (the original's second verse of a chunk does not see the
-first, which generation does see), the rows before the chunk encoded again for each chunk as the original
-encodes a chunk's history. ``update_schedule: joint`` (poeval's earlier port, about half the time per step
+Differences from the original's training, each with a reason. Under the default schedule (above), by
+default: the kinds of update are shuffled within a round, not across the whole epoch (``update_order:
+epoch`` restores the original's order; the default keeps each step's share of pentameter and rhyme updates
+even); a verse attends over every row read before it, the first verse of its own chunk included (the
+original's second verse of a chunk does not see the first, which generation does see; ``lm_context:
+chunks`` restores the original's history of the earlier chunks only, in training; the dev loss and
+generation attend over every earlier row either way), the rows before the chunk encoded again for each chunk
+as the original encodes a chunk's history. ``config/scale/paper.yaml`` sets both to the original's; their
+effect at the CPU budget is measured in ``docs/results/generators.md``. A last, short batch of an epoch is
+kept (the original drops it). ``update_schedule: joint`` (poeval's earlier port, about half the time per step
 on CPU at size S) sums the three losses of one batch of pseudo-sonnets and takes one backward pass and one step
 of each optimiser, each weight with one owner (the character embedding and encoder the pentameter model's
 Adam, with the summed gradient), clipped at ``max_grad_norm`` over all weights together, a sonnet
@@ -144,8 +150,9 @@ paper's patience 5; the original itself runs all epochs, reverting an epoch that
 Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
 wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
 ``line_order``) is refused with a request to retrain it, as is one whose weights predate the original's
-pentameter input, rhyme model and gated unit. ``update_schedule``, ``lm_loss`` and ``bptt_verses`` change
-training only, not the weights' shapes: a checkpoint loads whichever schedule trained it.
+pentameter input, rhyme model and gated unit. ``update_schedule``, ``update_order``, ``lm_context``,
+``lm_loss`` and ``bptt_verses`` change training only, not the weights' shapes: a checkpoint loads whichever
+schedule trained it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three

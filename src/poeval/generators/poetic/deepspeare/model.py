@@ -346,16 +346,20 @@ class Batcher:
         for the caller to backpropagate and step before it asks for the next one. A chunk's decoder starts
         where the previous one ended, detached (``verse_state: carried``; the original feeds the state back as
         a value), or from zero per row (``fresh``); its rows attend over the rows read before them, encoded
-        again for each chunk with the weights of the moment, as the original encodes a chunk's history."""
+        again for each chunk with the weights of the moment, as the original encodes a chunk's history.
+        ``lm_context: chunks`` lets a chunk's rows attend over the earlier chunks' rows only, as the original's
+        training (util.py ``create_word_batch``: one history per chunk, the words of the chunks before it)."""
         rows, verse = self._reading(poems)
         ids = [chunk_ids(v, verses) for v in verse]
+        by_chunk = self.cfg["lm_context"] == "chunks"
         carried = self.cfg["verse_state"] == "carried"
         seqs = decoder_sequences(rows, max(map(len, rows)), carried, self.vocab.bos, self.vocab.eol)
         dim = self.model.lm.decoder.hidden_size
         state = (torch.zeros(1, len(rows), dim), torch.zeros(1, len(rows), dim)) if carried else None
         for c in range(max(i[-1] for i in ids) + 1):
             prefix = [r[:sum(k <= c for k in i)] for r, i in zip(rows, ids)]   # the chunk's rows and those before
-            mem, vis = self._context(prefix, max(map(len, prefix)))
+            groups = [i[:len(r)] for r, i in zip(prefix, ids)] if by_chunk else None
+            mem, vis = self._context(prefix, max(map(len, prefix)), groups)
             part = _chunk_seqs(seqs, ids, c, carried, self.vocab.bos)
             loss, n, state = self._decode(part, len(rows), mem, vis, state)
             yield loss, n
@@ -409,9 +413,10 @@ class Batcher:
         h[:, live], c[:, live] = h_live.detach(), c_live.detach()
         return s, (h, c)
 
-    def _context(self, rows: list[list[list[int]]], n_rows: int):
+    def _context(self, rows: list[list[list[int]]], n_rows: int, groups: list[list[int]] | None = None):
         """The encoded rows of each poem behind a learned null slot (P, 1 + V*Le, 2E), and which of them row
-        ``k`` may attend to (P, V, 1 + V*Le): the null slot and the tokens of rows read before it."""
+        ``k`` may attend to (P, V, 1 + V*Le): the null slot and the tokens of rows read before it, or, given
+        each row's group (``groups``, per poem: the chunk ids), the tokens of rows of an earlier group."""
         m, n_poems = self.model.lm, len(rows)
         flat = [r[k] if k < len(r) else [] for r in rows for k in range(n_rows)]
         enc_types, enc_len = _pad2(flat, self.vocab.pad)
@@ -419,8 +424,10 @@ class Batcher:
         mem = m.encode_verses(self.words_of(enc_types), enc_len).reshape(n_poems, n_rows * le, -1)
         mem = torch.cat([m.null.expand(n_poems, 1, -1), mem], dim=1)
         tok_ok = (torch.arange(le).unsqueeze(0) < enc_len.unsqueeze(1)).view(n_poems, n_rows, le)
-        earlier = torch.ones(n_rows, n_rows, dtype=torch.bool).tril(-1)      # [k, j]: j < k
-        vis = (earlier.view(1, n_rows, n_rows, 1) & tok_ok.view(n_poems, 1, n_rows, le))
+        # each row's group: its own position unless grouped; earlier[p, k, j]: row j's group is before row k's
+        g = torch.arange(n_rows).expand(n_poems, n_rows) if groups is None else _pad2(groups, 0, n_rows)[0]
+        earlier = g.unsqueeze(1) < g.unsqueeze(2)
+        vis = (earlier.view(n_poems, n_rows, n_rows, 1) & tok_ok.view(n_poems, 1, n_rows, le))
         vis = torch.cat([torch.ones(n_poems, n_rows, 1, dtype=torch.bool), vis.view(n_poems, n_rows, -1)], dim=-1)
         return mem, vis
 

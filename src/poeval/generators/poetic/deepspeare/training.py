@@ -97,6 +97,38 @@ def share(i: int, total: int, rounds: int) -> int:
     return (i % rounds + 1) * total // rounds - (i % rounds) * total // rounds
 
 
+class EpochPlan:
+    """``update_order: epoch``: the kinds of update of the engine's current epoch, one list per step, kept
+    with the engine's streams so that a resumed run goes on with the same plan (:meth:`state`,
+    :meth:`restore`)."""
+
+    def __init__(self):
+        self.steps: list[list[str]] = []
+
+    def state(self) -> dict:
+        return {"steps": [list(kinds) for kinds in self.steps]}
+
+    def restore(self, state: dict) -> None:
+        self.steps = [list(kinds) for kinds in state["steps"]]
+
+
+def cut_epoch(kinds: list[str], chunks_per_batch: list[int]) -> list[list[str]]:
+    """An epoch's shuffled ``kinds`` cut into steps, one per batch of sonnets: a step runs the updates after
+    the previous batch's last ``lm`` chunk up to its own last one (the original's LM batches come in order,
+    a batch's chunks one after the other); the last step also takes the updates after the epoch's last chunk."""
+    steps, current, batch, seen = [], [], 0, 0
+    for kind in kinds:
+        current.append(kind)
+        if kind != "lm":
+            continue
+        seen += 1
+        if seen == chunks_per_batch[batch] and batch < len(chunks_per_batch) - 1:
+            steps.append(current)
+            current, batch, seen = [], batch + 1, 0
+    steps.append(current)
+    return steps
+
+
 class Alternating:
     """``update_schedule: alternating``, one engine step: a round of the original's separate updates
     (sonnet_train.py ``run_epoch``), each with its own loss, backward pass, clipping and optimiser step.
@@ -106,7 +138,9 @@ class Alternating:
     the kinds of the whole epoch together (util.py ``create_*_batch``). Here a round takes one batch of
     sonnets from the engine's stream and its chunks, and the round's even share of an epoch's pentameter and
     rhyme batches from their own streams (:func:`share`: 14 and 12 per batch of 14-verse sonnets), in an
-    order drawn at random; the LM chunks stay in reading order with the state carried, as the original's."""
+    order drawn at random; the LM chunks stay in reading order with the state carried, as the original's.
+    ``update_order: epoch`` shuffles the kinds of the whole epoch together instead, as the original, when
+    the engine's stream starts an epoch (:func:`cut_epoch` gives each step its part; :class:`EpochPlan`)."""
 
     # the original clips the LM's and the pentameter model's gradients (sonnet_model.py: clip_by_global_norm
     # before apply_gradients), not the rhyme model's (its AdamOptimizer.minimize)
@@ -120,9 +154,31 @@ class Alternating:
         bs = tcfg["batch_size"]
         self.streams = {"pm": engine.BatchStream([1] * len(self.lines), bs, 0, rng),
                         "rm": engine.BatchStream([1] * len(self.targets), bs, 0, rng)}
+        self.plan = EpochPlan() if cfg["update_order"] == "epoch" else None
+        if self.plan is not None:   # saved and restored with the streams
+            self.streams["plan"] = self.plan
 
     def kinds(self, poems: list[dict]) -> list[str]:
-        """This round's updates in a random order (after the engine's draw of the round's sonnets)."""
+        """This step's updates in their order (after the engine's draw of the step's sonnets)."""
+        if self.plan is None:
+            return self._round_kinds(poems)
+        if self.main.pos == 1:      # the engine's stream has just drawn a new epoch
+            self.plan.steps = self._epoch_kinds()
+        return self.plan.steps[self.main.pos - 1]
+
+    def _epoch_kinds(self) -> list[list[str]]:
+        """The epoch's LM chunks (of every batch of the stream's epoch), pentameter and rhyme batches (an
+        epoch of each of their streams), shuffled together and cut into steps (:func:`cut_epoch`)."""
+        chunks = [self.batcher.lm_chunk_count([self.poems[i] for i in batch], self.cfg["bptt_verses"])
+                  for batch in self.main.chunks]
+        kinds = ["lm"] * sum(chunks)
+        kinds += ["pm"] * (self.streams["pm"].per_epoch if self.lines else 0)
+        kinds += ["rm"] * (self.streams["rm"].per_epoch if self.targets else 0)
+        self.rng.shuffle(kinds)
+        return cut_epoch(kinds, chunks)
+
+    def _round_kinds(self, poems: list[dict]) -> list[str]:
+        """``update_order: round``: this round's updates in a random order."""
         i, rounds = self.main.pos - 1, self.main.per_epoch
         n = {"lm": self.batcher.lm_chunk_count(poems, self.cfg["bptt_verses"]),
              "pm": share(i, self.streams["pm"].per_epoch, rounds) if self.lines else 0,

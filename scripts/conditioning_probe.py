@@ -6,11 +6,17 @@
 
 ``variant OUT``: fine-tune smollm2-cond (``--base``: gemma3-cond; LoRA as config/systems/pretrained-cpu.yaml) in a variant and prompt
 it with aabb, abab and abba, ``--n`` valid quatrains each, and unprompted 2 x ``--n``: ``--order words``
-(poeval's ``verse_order: words``) or ``--plan`` (an experiment, not a poeval switch: each training text
-writes the quatrain's four end words on a line before its verses, and that line is dropped from samples).
+(poeval's ``verse_order: words``). The other variants are experiments, not poeval switches, hooked into its
+training here: ``--plan`` (each training text writes the quatrain's four end words on a line before its
+verses, and that line is dropped from samples), ``--init words`` (each style token starts as the mean
+embedding of words that name it), ``--emb-lr LR`` (the style tokens' rows learn at LR and the pretrained rows
+of the embedding tables are frozen, where poeval trains the tables in full at the LoRA rate) and ``--style
+text`` (the style as a plain first line, "Rhyme scheme: abab. Metre: iambic.", no new tokens, the embeddings
+frozen; the line is dropped from samples).
 
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py capability models/pretrained/smollm2-135m --scheme aabb
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/words --order words
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/rows --init words --emb-lr 0.02
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/g --base models/pretrained/gemma3-270m \
         --layers 6 --temperature 0.5
 """
@@ -21,6 +27,7 @@ import argparse
 import collections
 import json
 import random
+import sys
 
 import torch
 
@@ -69,12 +76,13 @@ def plan_text(lines, bos, eos, style=()):
     return bos + "".join(style) + " ".join(end_word(v) for v in lines) + "\n" + "\n".join(lines) + eos
 
 
-def plan_sample(model, tok, style: str | None, want: int, temperature: float) -> dict:
-    """``want`` valid quatrains of a --plan model (ancestral sampling; the plan line dropped)."""
-    prompt = tok(tok.bos_token + (f"<scheme={style}>" if style else ""), add_special_tokens=False,
-                 return_tensors="pt").input_ids
+def first_line_sample(model, tok, prompt_text: str, want: int, temperature: float, cap: int = 12) -> dict:
+    """``want`` valid quatrains of a model whose texts start with a line before the verses (--plan, --style
+    text), in at most ``cap`` x ``want`` attempts: ancestral sampling from ``prompt_text``, that first line
+    dropped."""
+    prompt = tok(prompt_text, add_special_tokens=False, return_tensors="pt").input_ids
     written, attempts = [], 0
-    while len(written) < want and attempts < 12 * want:
+    while len(written) < want and attempts < cap * want:
         out = model.generate(prompt.repeat(16, 1), do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                              max_new_tokens=100, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
         for row in out[:, prompt.shape[1]:].tolist():
@@ -86,13 +94,85 @@ def plan_sample(model, tok, style: str | None, want: int, temperature: float) ->
     return shares(written) | {"attempts": attempts}
 
 
-def variant(args) -> dict:
+# --init words: each style token starts as the mean embedding of words that name it (Hewitt 2021,
+# "Initializing new word embeddings"); the named schemes get their names from poetics, so that aabb, abab
+# and abba (equal letter multisets) do not start equal
+NAMED = {"aabb": "couplets paired rhyme", "abab": "alternate cross rhyme", "abba": "enclosed envelope rhyme",
+         "abcb": "ballad rhyme", "abcd": "unrhymed blank verse"}
+
+
+def describe(token: str) -> str:
+    kind, value = token[1:-1].split("=")
+    if kind == "meter":
+        return f" {value} metre"
+    return " " + NAMED.get(value, "irregular rhyme")
+
+
+def init_from_words(model, tok) -> None:
+    """Set the new style tokens' input (and untied output) embedding rows to their descriptions' means."""
+    from poeval.poetry.style import STYLE_TOKENS
+
+    tables = {id(m.weight): m.weight for m in (model.get_input_embeddings(), model.get_output_embeddings())}
+    with torch.no_grad():
+        for token in STYLE_TOKENS:
+            row, words = tok.convert_tokens_to_ids(token), tok(describe(token), add_special_tokens=False).input_ids
+            for weight in tables.values():
+                weight[row] = weight[words].mean(0)
+
+
+def new_rows_optimizer(lr: float, first_new: list):
+    """An optimiser maker for the engine: AdamW at the run's lr on the LoRA weights, and at ``lr`` on the
+    embedding tables, whose pretrained rows (below ``first_new[0]``) get no gradient, so they stay as loaded
+    and only the new style rows learn (Adam would normalise a mere gradient scale away)."""
+    def make(model, tcfg, no_decay=None):
+        emb, rest = [], []
+        for p in model.parameters():
+            if p.requires_grad:
+                (emb if p.dim() == 2 and p.shape[0] > first_new[0] else rest).append(p)
+        for p in emb:
+            p.register_hook(lambda g: torch.cat([torch.zeros_like(g[:first_new[0]]), g[first_new[0]:]]))
+        return torch.optim.AdamW([{"params": rest, "weight_decay": float(tcfg["weight_decay"])},
+                                  {"params": emb, "lr": lr, "weight_decay": 0.0}], lr=float(tcfg["lr"]))
+    return make
+
+
+def style_text(scheme_: str, meter: str) -> list[str]:
+    """--style text: the style as a plain first line the tokenizer already knows."""
+    return [f"Rhyme scheme: {scheme_}. Metre: {meter}.\n"]
+
+
+def patch(args) -> None:
+    """Script-only switches, hooked into poeval's training: --plan, --style text, --init words, --emb-lr."""
     import poeval.generators.lm.data as lm_data
-    from poeval.generators import lm
-    from poeval.generators.checkpoint import load
+    import poeval.generators.lm.training as lm_training
+    from poeval.generators import engine
 
     if args.plan:
         lm_data.quatrain_text = plan_text   # training_texts() builds every training text through it
+    if args.style == "text":   # no new tokens, so the embeddings stay frozen (LoRA only)
+        lm_data.style_tokens = style_text
+        lm_training.add_style_tokens = lambda tok: 0
+        apply_lora = lm_training._apply_lora
+        lm_training._apply_lora = lambda model, lora, conditioned: apply_lora(model, lora, False)
+        return
+    first_new = [0]
+    sync = lm_training.sync_special_ids   # called right after the embeddings grow by the style tokens
+
+    def grown(model, tok):
+        sync(model, tok)
+        first_new[0] = min(tok.convert_tokens_to_ids(t) for t in tok.get_added_vocab() if t.startswith("<scheme="))
+        if args.init == "words":
+            init_from_words(model, tok)
+    lm_training.sync_special_ids = grown
+    if args.emb_lr is not None:
+        engine.optimizer = new_rows_optimizer(args.emb_lr, first_new)
+
+
+def variant(args) -> dict:
+    from poeval.generators import lm
+    from poeval.generators.checkpoint import load
+
+    patch(args)
     cfg = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": args.base, "conditioned": True,
            "verse_order": args.order, "lora": {"r": 16, "alpha": 16, "dropout": 0.05,
                                                "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
@@ -107,12 +187,15 @@ def variant(args) -> dict:
     result = {"best_dev_loss": round(summary["best_dev_loss"], 3), "train_s": round(summary["elapsed_s"])}
     for style in ("aabb", "abab", "abba", None):
         want = args.n * (1 if style else 2)
-        if args.plan:
-            result[style or "none"] = plan_sample(model, tok, style, want, args.temperature)
+        if args.plan or args.style == "text":
+            cue = f"<scheme={style}>" if args.plan else f"Rhyme scheme: {style}."
+            result[style or "none"] = first_line_sample(model, tok, tok.bos_token + (cue if style else ""), want,
+                                                        args.temperature, 12 if style else 4)
+            print(json.dumps({style or "none": result[style or "none"]}), file=sys.stderr, flush=True)
             continue
         path = f"{args.out}/{style or 'none'}.jsonl"   # poeval's sampler, as the tables' samples
         decoding = {"temperature": args.temperature, "top_p": 1.0, "top_k": 0}
-        stats = lm.sample(f"{args.out}/model", decoding, {"n": want, "seed": 7},
+        stats = lm.sample(f"{args.out}/model", decoding, {"n": want, "seed": 7, "max_attempts": 20 * want},
                           path, path.replace(".jsonl", ".stats.json"), progress=False, style=style)
         written = [json.loads(line)["lines"] for line in open(path)]
         result[style or "none"] = shares(written) | {"attempts": stats["attempts"]}
@@ -134,6 +217,12 @@ def main() -> None:
     var.add_argument("--base", default="models/pretrained/smollm2-135m")
     var.add_argument("--order", choices=["forward", "words"], default="forward")
     var.add_argument("--plan", action="store_true")
+    var.add_argument("--style", choices=["tokens", "text"], default="tokens",
+                     help="text: the style as a plain first line ('Rhyme scheme: abab. Metre: iambic.')")
+    var.add_argument("--init", choices=["random", "words"], default="random",
+                     help="words: each style token starts as the mean embedding of words naming it")
+    var.add_argument("--emb-lr", type=float, default=None,
+                     help="own learning rate for the new style rows; the pretrained rows are then frozen")
     var.add_argument("--steps", type=int, default=150)
     var.add_argument("--layers", type=int, default=10, help="LoRA on the last N layers (gemma3-cond: 6)")
     var.add_argument("--temperature", type=float, default=1.0, help="of the prompted and unprompted samples")

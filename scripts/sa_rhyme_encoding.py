@@ -1,6 +1,7 @@
 """Structured Adversary's rhyme encoder pretrained as the original's spelling autoencoder on CMUdict's words,
 with poeval's encoding (``projected``) or the original's (``cell``): how well it ranks rhyming pairs of
-held-out words before and after the pretraining (docs/results/generators.md "The ports' remaining switches").
+held-out words before and after the pretraining. Measured in
+docs/results/generators.md "The ports' remaining switches: DeepSpeare's update order and chunk attention, SA's rhyme encoding".
 
 400 triples from the autoencoder's test words (the split ``pretrain`` draws with seed 1), drawn with seed 0: a
 word, a word with the same CMUdict rhyme part and a word with another; accuracy is the share where the rhyming

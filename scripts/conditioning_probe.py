@@ -231,6 +231,8 @@ def main() -> None:
         p.add_argument("--train", default="data/en/train.jsonl")
     var.add_argument("--dev", default="data/en/dev.jsonl")
     args = parser.parse_args()
+    if args.probe == "variant" and args.style == "text" and (args.init != "random" or args.emb_lr is not None):
+        parser.error("--style text adds no style tokens: --init and --emb-lr do not apply")
     torch.set_num_threads(1)
     torch.manual_seed(0)
     print(json.dumps(capability(args) if args.probe == "capability" else variant(args), indent=1))

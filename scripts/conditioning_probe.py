@@ -10,13 +10,16 @@ it with aabb, abab and abba, ``--n`` valid quatrains each, and unprompted 2 x ``
 training here: ``--plan`` (each training text writes the quatrain's four end words on a line before its
 verses, and that line is dropped from samples), ``--init words`` (each style token starts as the mean
 embedding of words that name it), ``--emb-lr LR`` (the style tokens' rows learn at LR and the pretrained rows
-of the embedding tables are frozen, where poeval trains the tables in full at the LoRA rate) and ``--style
+of the embedding tables are frozen, where poeval trains the tables in full at the LoRA rate), ``--style
 text`` (the style as a plain first line, "Rhyme scheme: abab. Metre: iambic.", no new tokens, the embeddings
-frozen; the line is dropped from samples).
+frozen; the line is dropped from samples), ``--weigh K`` (in training, each verse's last word and the marks after
+it count K times in the loss: the tokens a rhyme is made of) and ``--balance`` (training on the split resampled,
+seeded, to equal shares of aabb, abab, abba, abcb, abcd and the other schemes together).
 
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py capability models/pretrained/smollm2-135m --scheme aabb
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/words --order words
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/rows --init words --emb-lr 0.02
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/wb --init words --emb-lr 0.02 --weigh 5 --balance
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/g --base models/pretrained/gemma3-270m \
         --layers 6 --temperature 0.5
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import random
 import sys
 
@@ -136,17 +140,71 @@ def new_rows_optimizer(lr: float, first_new: list):
     return make
 
 
+def end_word_weights(targets, tok, weight: float):
+    """--weigh: per target token, ``weight`` on the tokens of each verse's last word (and the marks after
+    it), 1 elsewhere: the tokens a rhyme is made of get ``weight`` times the gradient."""
+    pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
+    breaks = {tok.eos_token_id, *tok("\n", add_special_tokens=False).input_ids}
+    w = torch.ones(targets.shape)
+    for r, row in enumerate(targets.tolist()):
+        for t in range(len(row) - 1):
+            if row[t + 1] not in breaks or row[t] in breaks or row[t] < 0:
+                continue
+            k = t
+            while k > 0 and not any(c.isalpha() for c in pieces[row[k]]):   # marks after the word
+                k -= 1
+            while k > 0 and pieces[row[k]][:1] not in ("\u0120", "\u2581", " ") and row[k - 1] not in breaks:
+                k -= 1   # back to the piece that starts the word (byte-level or SentencePiece space mark)
+            w[r, k:t + 1] = weight
+    return w
+
+
 def style_text(scheme_: str, meter: str) -> list[str]:
     """--style text: the style as a plain first line the tokenizer already knows."""
     return [f"Rhyme scheme: {scheme_}. Metre: {meter}.\n"]
 
 
+def weigh_end_words(lm_training, args) -> None:
+    """--weigh: the training loss (not the dev loss: the model is in eval mode there) is the weighted mean
+    of :func:`end_word_weights`."""
+    from transformers import AutoTokenizer
+
+    from poeval.generators.lm.logits import next_token_logprobs
+
+    tok, plain = AutoTokenizer.from_pretrained(args.base), lm_training._loss_sum
+
+    def weighted(model, input_ids, mask, labels):
+        if not model.training:
+            return plain(model, input_ids, mask, labels)
+        rows, logp = next_token_logprobs(model, input_ids, mask, labels[:, 1:])
+        w = end_word_weights(labels[:, 1:], tok, args.weigh)[labels[:, 1:] != -100]
+        return -(w * logp).sum(), float(w.sum())
+    lm_training._loss_sum = weighted
+
+
+def balanced(path: str, out: str, seed: int = 0) -> str:
+    """--balance: the training split resampled (with replacement, seeded) so that aabb, abab, abba, abcb and
+    abcd each make a sixth of it and the other schemes together the last sixth."""
+    rows = [json.loads(line) for line in open(path)]
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[r["scheme"] if r["scheme"] in SHOWN else "other"].append(r)
+    rng, each = random.Random(seed), len(rows) // (len(SHOWN) + 1)
+    picked = [r for g in sorted(groups) for r in rng.choices(groups[g], k=each)]
+    rng.shuffle(picked)
+    with open(out, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in picked)
+    return out
+
+
 def patch(args) -> None:
-    """Script-only switches, hooked into poeval's training: --plan, --style text, --init words, --emb-lr."""
+    """Script-only switches, hooked into poeval's training: --plan, --style text, --init words, --emb-lr, --weigh."""
     import poeval.generators.lm.data as lm_data
     import poeval.generators.lm.training as lm_training
     from poeval.generators import engine
 
+    if args.weigh != 1.0:
+        weigh_end_words(lm_training, args)
     if args.plan:
         lm_data.quatrain_text = plan_text   # training_texts() builds every training text through it
     if args.style == "text":   # no new tokens, so the embeddings stay frozen (LoRA only)
@@ -173,6 +231,9 @@ def variant(args) -> dict:
     from poeval.generators.checkpoint import load
 
     patch(args)
+    if args.balance:
+        os.makedirs(args.out, exist_ok=True)
+        args.train = balanced(args.train, f"{args.out}/train-balanced.jsonl")
     cfg = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": args.base, "conditioned": True,
            "verse_order": args.order, "lora": {"r": 16, "alpha": 16, "dropout": 0.05,
                                                "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
@@ -223,6 +284,10 @@ def main() -> None:
                      help="words: each style token starts as the mean embedding of words naming it")
     var.add_argument("--emb-lr", type=float, default=None,
                      help="own learning rate for the new style rows; the pretrained rows are then frozen")
+    var.add_argument("--weigh", type=float, default=1.0,
+                     help="loss weight of each verse's last-word tokens in training (1: unweighted)")
+    var.add_argument("--balance", action="store_true",
+                     help="train on the split resampled to equal shares of the five shown schemes")
     var.add_argument("--steps", type=int, default=150)
     var.add_argument("--layers", type=int, default=10, help="LoRA on the last N layers (gemma3-cond: 6)")
     var.add_argument("--temperature", type=float, default=1.0, help="of the prompted and unprompted samples")

@@ -210,7 +210,7 @@ SA_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1000000, "max_epochs": 30,
             "max_threads": 1}
 SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, "conditioned": False,
             "vocab_min_count": 1, "vocab_max_size": None, "emb_dim": 100, "hidden": 600, "layers": 1, "dropout": 0.3,
-            "softmax": "full", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "endings_emb": 128,
+            "dropout_kind": "ordinary", "softmax": "full", "cutoffs": [2000, 5000], "div_value": 4.0, "tie_weights": True, "endings_emb": 128,
             "endings_hidden": 128, "char_emb": 32, "char_hidden": 64, "rhyme_dim": 64, "rhyme_encoding": "projected",
             "max_word_chars": 16,
             "rhyme_pretrain": "pronunciation", "pron_steps": 300, "pron_pairs": 64, "pron_lr": 0.003,

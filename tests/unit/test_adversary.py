@@ -923,7 +923,8 @@ def test_the_rhyme_pretraining_switch_and_its_keys_are_validated(change, key):
 
 @pytest.mark.parametrize("overlay, want_model, want_train", [
     (None, {"hidden": 256, "softmax": "adaptive", "adv_epochs": 1, "endings_lr": 1e-4, "disc_lr": 1e-4,
-            "adv_patience": None, "rhyme_pretrain": "pronunciation", "rhyme_encoding": "projected"},
+            "adv_patience": None, "rhyme_pretrain": "pronunciation", "rhyme_encoding": "projected",
+            "dropout_kind": "ordinary"},
      {"lr": 0.0025, "batch_size": 32, "max_epochs": 30, "patience": 5, "warmup_steps": 0, "max_grad_norm": 0}),
     # the paper's 128 sonnets a batch (3 quatrains each), its early stopping, no pretraining; the original's
     # rhyme encoder: a spelling autoencoder on CMUdict words, 41 epochs at batch 64, Adam 1e-4
@@ -931,7 +932,7 @@ def test_the_rhyme_pretraining_switch_and_its_keys_are_validated(change, key):
                            "adv_patience": 5, "pretrain": None, "endings_lr": 1e-4, "disc_lr": 1e-4,
                            "reinforce_weight": 0.1, "rhyme_pretrain": "autoencoder", "ae_words": "cmudict",
                            "ae_epochs": 41, "ae_steps": None, "ae_batch_size": 64, "ae_lr": 1e-4,
-                           "rhyme_encoding": "cell", "char_emb": 128, "char_hidden": 128},
+                           "rhyme_encoding": "cell", "char_emb": 128, "char_hidden": 128, "dropout_kind": "locked"},
      {"lr": 0.0025, "batch_size": 64, "max_epochs": 30, "patience": 0, "warmup_steps": 0, "max_grad_norm": 0}),
 ])
 def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_train):
@@ -947,3 +948,73 @@ def test_the_merged_params_give_sa_its_own_optimiser(overlay, want_model, want_t
         cfg, tcfg = sa.resolve_model_cfg(model), sa.resolve_train_cfg(training)
         assert {k: cfg[k] for k in want_model} == want_model
         assert {k: tcfg[k] for k in want_train} == want_train
+
+
+# --------------------------------------------------------------------------------------------------
+# the remaining differences from the original, counted (package docstring)
+
+
+def test_the_summary_counts_the_verses_that_lose_marks_after_their_end_word(tmp_path):
+    from poeval.generators.poetic.adversary import training
+
+    quatrain = ["I saw the night,", "and all the day", "she sang, of light;!", "upon the way"]
+    path = write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "lines": quatrain}, {"id": "r", "lines": [
+        "so sweet the night.", "...", "upon the day", "and all the light"]}])
+    units, _, n_records, skipped, cut = training._units(path, "sonnets", False, None)
+    # the second quatrain has a verse without a word: skipped, its marks not counted; the inner comma stays
+    assert (n_records, skipped, cut) == (2, 1, 2) and units[0][2] == ["she", "sang", ",", "of", "light"]
+
+
+def test_the_summary_counts_the_batches_without_a_reinforce_step(trained, data, tmp_path, monkeypatch):
+    """Rewards that do not vary give no REINFORCE step (the original divides by their zero std): with a
+    discriminator whose reward is always 0.5 every batch is counted and the endings model moves by its MLE
+    steps alone; the toy run's real rewards vary in every batch."""
+    assert trained[1]["adv_batches_flat_rewards"] == 0
+    monkeypatch.setattr(adversarial.discriminator, "update",
+                        lambda *a, **k: {"reward": [0.5], "disc_loss": 0.7, "disc_acc": 0.5})
+    summary = sa.train(data["sonnets"], data["dev"], str(tmp_path / "flat"), {"arch": "sa", **SMALL},
+                       {**TRAIN, "max_steps": 20}, lang="en", progress=False)
+    assert summary["adv_batches_flat_rewards"] == summary["adv_batches"] == 3
+
+
+def test_banned_mass_is_the_probability_on_the_ids_the_endings_model_may_not_draw():
+    acc: dict = {}
+    logits = torch.log(torch.tensor([[0.5, 0.2, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]]))
+    endings.banned_mass(acc, logits, 1.0, ban=[1, 2, 3], theirs=[3])
+    assert acc["draws"] == 2
+    assert acc["mass"] == pytest.approx(0.5 + 0.75) and acc["mass_beyond_original"] == pytest.approx(0.4 + 0.5)
+    endings.banned_mass(acc, logits[:1], 1e9, ban=[0], theirs=[])     # a flat distribution at a high temperature
+    assert acc["draws"] == 3 and acc["mass"] == pytest.approx(1.25 + 0.25, rel=1e-4)
+
+
+def test_sample_stats_give_the_endings_models_mass_on_banned_ids(trained, tmp_path):
+    out, _ = trained
+    sa.sample(str(out), VANILLA, sampling(12, batch_size=10, max_attempts=400, seed=5),
+              str(tmp_path / "s.jsonl"), str(tmp_path / "s.stats.json"), progress=False)
+    stats = json.loads((tmp_path / "s.stats.json").read_text())
+    # four end words per quatrain drawn (a batch's quatrains past the n-th valid one are drawn, not counted)
+    assert stats["endings_draws"] == 4 * 20 and stats["attempts"] == 12
+    assert 0 < stats["endings_banned_mass_beyond_original"] < stats["endings_banned_mass"] < 1
+
+
+def test_cmudict_counts_the_alternates_the_original_spells():
+    counts = autoencoder.cmudict_counts()
+    # the alternates (read(1)) repeat their word here; cleaning merges a few more (a. -> a)
+    assert counts["alternates"] > 5000 and counts["cleaned"] > 0
+    assert len(autoencoder.cmudict_words()) <= counts["entries"] - counts["alternates"]
+    assert autoencoder.source_words("cmudict", "en", [], [])["counts"] == counts
+
+
+@pytest.mark.parametrize("kind", ["ordinary", "locked"])
+def test_locked_dropout_keeps_one_mask_per_sequence_as_the_original(kind):
+    """dropout_kind locked (models_lm.py LockedDropout): a unit dropped at one step of a sequence is dropped at
+    every step; ordinary dropout draws anew at each; neither drops anything outside training."""
+    lm = linelm.build(sa.resolve_model_cfg({**SMALL, "dropout": 0.5, "dropout_kind": kind}), 30)
+    x = torch.ones(3, 6, 16)
+    torch.manual_seed(0)
+    lm.train()
+    out = lm.drop(x)
+    same_over_time = bool((out == out[:, :1]).all())
+    assert same_over_time == (kind == "locked") and (out == 0).any() and (out == 2).any()
+    lm.eval()
+    assert torch.equal(lm.drop(x), x)

@@ -472,7 +472,7 @@ def _restart_generator(fail_first: dict[int, str]):
         for p in range(size):
             reason = fail_first.get(p) if len(calls) == 1 else None
             out.append({"lines": None if reason else [f"call {len(calls)}"] * 4, "reason": reason,
-                        "scheme": "abab", "constrained": 1})
+                        "scheme": "abab", "constrained": 1, "out_of_budget": 2, "end_punct": len(calls)})
         return out
 
     gen._quatrains = tries
@@ -487,6 +487,9 @@ def test_failed_quatrains_are_started_over():
     assert [r["restarts"] for r in res] == [0, 1, 0, 1, 0]
     assert [r["lines"][0] if r["lines"] else None for r in res] == ["call 1", "call 2", "call 1", "call 2", None]
     assert res[4]["reason"] == "truncated" and [r["constrained"] for r in res] == [1, 2, 1, 2, 1]
+    # candidates dropped for the budget add up over the tries; punctuation before the end word is the kept try's
+    assert [r["out_of_budget"] for r in res] == [2, 4, 2, 4, 2]
+    assert [r["end_punct"] for r in res] == [1, 2, 1, 2, 1]
 
 
 def test_restarts_end_after_the_cap(trained):
@@ -683,7 +686,10 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
         assert (model["lm_loss"], model["bptt_verses"]) == ("batch_sum", 2)
         # run_epoch's order of the whole epoch; create_word_batch's history of the earlier chunks
         assert (mcfg["update_order"], mcfg["lm_context"]) == ("epoch", "chunks")
+        # create_*_batch's full batches only; keep_prob around every LSTM cell
+        assert (mcfg["last_batch"], mcfg["dropout_scope"]) == ("drop", "cells")
     assert (ds.MODEL_DEFAULTS["update_order"], ds.MODEL_DEFAULTS["lm_context"]) == ("round", "verses")
+    assert (ds.MODEL_DEFAULTS["last_batch"], ds.MODEL_DEFAULTS["dropout_scope"]) == ("keep", "words")
 
 
 def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
@@ -878,3 +884,102 @@ def test_the_original_clips_the_lm_and_pentameter_gradients_not_the_rhyme_models
     alt(stream.next(), opt)
     sizes = {k: len([p for g in opt.parts[k].param_groups for p in g["params"]]) for k in ("lm", "pm")}
     assert collections.Counter(clipped) == {(sizes["lm"], 5.0): 7, (sizes["pm"], 5.0): 14}   # config.py max_grad_norm
+
+
+# --- the remaining differences from the original, switched or counted (package docstring)
+
+
+def test_the_stats_count_punctuation_before_the_end_word_and_the_dropped_candidates(trained, tmp_path):
+    """Each valid verse whose last token is punctuation was drawn punctuation first (right to left, before its
+    end word): the toy verses all end on a mark, so most do. A tight budget drops candidates that ran out of
+    it; a loose one drops none."""
+    def stats(max_new_tokens: int) -> tuple[dict, list[dict]]:
+        out, st = tmp_path / f"{max_new_tokens}.jsonl", tmp_path / f"{max_new_tokens}.stats.json"
+        ds.sample(str(trained["dir"]), VANILLA, sampling(12, batch_size=6, seed=5, max_new_tokens=max_new_tokens,
+                                                         max_attempts=60), str(out), str(st), progress=False)
+        return read_json(st), list(read_jsonl(out))
+
+    loose, records = stats(200)
+    marked = sum(not common.is_word(common.tokenize(x)[-1]) for r in records for x in r["lines"])
+    assert loose["verses_punct_before_end_word"] == marked > 0
+    assert loose["valid_verses"] == 4 * len(records) and loose["candidates_out_of_budget"] == 0
+    # a budget that only the shortest quatrain of the loose run fits: longer candidates run out of it
+    tight, _ = stats(min(sum(len(common.tokenize(x)) + 1 for x in r["lines"]) for r in records))
+    assert tight["candidates_out_of_budget"] > 0
+
+
+def test_guard_counts_find_the_quatrains_failed_at_the_restart_bound():
+    from poeval.generators.sampling import Attempt
+
+    def attempt(reason, restarts, punct=0, oob=0):
+        return Attempt([], reason is None, reason=reason,
+                       info={"restarts": restarts, "end_punct": punct, "out_of_budget": oob})
+
+    counted = [attempt(None, 0, punct=2), attempt(None, 5, punct=1, oob=3), attempt("constraints", 5),
+               attempt("empty_line", 5, oob=1), attempt("truncated", 1)]
+    assert ds.generation.guard_counts(counted, 5) == {
+        "verses_punct_before_end_word": 3, "valid_verses": 8, "candidates_out_of_budget": 4,
+        "quatrains_at_restart_bound": 2, "max_quatrain_restarts": 5}
+
+
+def test_last_batch_drop_skips_the_short_batches_after_the_same_shuffle():
+    from poeval.generators import engine
+
+    keep = engine.BatchStream([1] * 10, 4, 0, random.Random(3))
+    drop = engine.BatchStream([1] * 10, 4, 0, random.Random(3), drop_last=True)
+    assert (keep.per_epoch, drop.per_epoch) == (3, 2)
+    for _ in range(2):                                   # two epochs: the same order, the short batch gone
+        kept = [keep.next() for _ in range(3)]
+        assert [drop.next() for _ in range(2)] == kept[:2] and len(kept[2]) == 2
+    assert sorted(engine.BatchStream([1] * 3, 4, 0, random.Random(3), drop_last=True).next()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("last_batch,epochs", [("keep", 0.8), ("drop", 1.0)])
+def test_last_batch_reaches_every_stream_of_training(data, tmp_path, last_batch, epochs):
+    """48 sonnets at batch 10: 5 batches an epoch (the last of 8) kept, 4 dropped (the original's
+    create_word_batch); the pentameter (672 verses) and rhyme (576 targets) streams drop theirs too."""
+    from poeval.generators import engine
+    from poeval.generators.poetic.deepspeare import training
+
+    summary = ds.train(data["sonnets"], data["dev"], str(tmp_path / "m"), {**TINY, "last_batch": last_batch},
+                       {**TRAIN, "batch_size": 10, "max_steps": 4, "eval_every": 4}, lang="en", progress=False)
+    assert summary["epochs"] == epochs
+    prep, cfg, tcfg = _prepared(data, last_batch=last_batch)
+    tcfg = {**tcfg, "batch_size": 10}
+    stream = engine.BatchStream([1] * len(prep.train_enc), 10, 0, prep.rng)
+    alt = training.Alternating(prep.batcher, prep.train_enc, stream, cfg, tcfg, prep.rng)
+    full = last_batch == "drop"
+    assert (alt.streams["pm"].per_epoch, alt.streams["rm"].per_epoch) == ((67, 57) if full else (68, 58))
+
+
+def test_dropout_scope_cells_drops_every_lstms_outputs_in_training_only(data):
+    """cells, as the original's DropoutWrapper around every LSTM cell (sonnet_model.py): in training the
+    pentameter loss (character encoder and decoder), the rhyme encodings and the verse encoder's states vary
+    from call to call; under words none of them does, and in eval mode neither scope drops anything."""
+    prep, _, _ = _prepared(data, dropout=0.3)
+    words = prep.model
+    cells = ds.DeepSpeare({**prep.batcher.cfg, "dropout_scope": "cells"}, len(prep.vocab), len(prep.chars), 0)
+    cells.load_state_dict(words.state_dict())            # the same weights: the switch adds none
+    lines = [x for p in prep.train_enc[:2] for x in p["pm"]]
+    chars, lengths = torch.randint(3, len(prep.chars), (6, 7)), torch.full((6,), 7)
+    verses = torch.randint(5, len(prep.vocab), (3, 5))
+
+    def outputs(model) -> list:
+        batcher = ds.Batcher(model, prep.batcher.tables, prep.batcher.cfg)
+        return [batcher.pm_lines(lines), model.rhyme.embed(model.chars, chars, lengths),
+                model.lm.encoder(model.lm.embed(verses), torch.full((3,), 5))[0]]
+
+    def varies(model) -> list[bool]:
+        torch.manual_seed(0)
+        a = outputs(model)
+        b = outputs(model)
+        return [not torch.equal(x, y) for x, y in zip(a, b)]
+
+    with torch.no_grad():
+        words.train()
+        cells.train()
+        assert varies(cells) == [True, True, True] and varies(words) == [False, False, False]
+        words.eval()
+        cells.eval()
+        assert all(torch.equal(x, y) for x, y in zip(outputs(words), outputs(cells)))
+    assert ds.resolve_model_cfg({})["dropout_scope"] == "words" and ds.resolve_model_cfg({})["last_batch"] == "keep"

@@ -63,17 +63,22 @@ class BatchStream:
     """Endless epochs over the shuffled training units. With ``group`` g > 1, each run of g batches of the
     shuffled order is sorted by length before batching and the batch order is shuffled again ("sortish"
     batching, like HF group_by_length: ~98% instead of ~63% real tokens per padded batch on English
-    quatrains). Its position can be saved and restored, so a resumed run sees the same batches."""
+    quatrains). Its position can be saved and restored, so a resumed run sees the same batches. With
+    ``drop_last`` an epoch's short batches are skipped (only full ones are made, unless none can be)."""
 
-    def __init__(self, lengths: list[int], batch_size: int, group: int, rng: random.Random):
+    def __init__(self, lengths: list[int], batch_size: int, group: int, rng: random.Random,
+                 drop_last: bool = False):
         self.lengths, self.bs, self.group, self.rng = lengths, batch_size, group, rng
+        self.drop_last = drop_last
         self.order = list(range(len(lengths)))
         self.chunks: list[list[int]] = []
         self.pos = 0
 
     @property
     def per_epoch(self) -> int:
-        """Batches in one pass over the data (the last one may be short)."""
+        """Batches in one pass over the data (the last one may be short, unless ``drop_last``)."""
+        if self.drop_last and len(self.lengths) >= self.bs:
+            return len(self.lengths) // self.bs
         return max(1, math.ceil(len(self.lengths) / self.bs))
 
     def next(self) -> list[int]:
@@ -93,6 +98,8 @@ class BatchStream:
             self.rng.shuffle(chunks)
         else:
             chunks = [order[s : s + bs] for s in range(0, len(order), bs)]
+        if self.drop_last:   # the same shuffle either way: only the short batches go
+            chunks = [c for c in chunks if len(c) == bs] or chunks
         self.chunks, self.pos = chunks, 0
 
     def state(self) -> dict:

@@ -44,32 +44,47 @@ runs skip it with a note. The released code uses Gutenberg only through its word
 
 Remaining differences from the original
 ---------------------------------------
+Each with the measure of its effect (the figures, and the section they name:
+``docs/results/generators.md`` "The ports' smaller differences, measured").
+
 * Training units are the pseudo-sonnets' quatrains, one sequence each (the original's line LM reads
   whole sonnets, two verses per truncated-BPTT chunk); a quatrain with a verse that has no word is
-  skipped (``n_train_skipped_no_word``). Marks after a verse's end word are dropped from the line LM's
-  data (the original's corpus has no punctuation and its line LM starts each verse at the end word), so
-  generated verses end on their end word; marks inside verses stay.
+  skipped (``n_train_skipped_no_word``). Not switchable, so not measured: sonnet units would need the
+  line LM's data, batches, state carrying and dev loss rebuilt around sonnets and the hierarchical
+  generator (four end words, then four verses) fed a sonnet's history. Marks after a verse's end word are
+  dropped from the line LM's data (the original's corpus has no punctuation and its line LM starts each
+  verse at the end word), so generated verses end on their end word; marks inside verses stay; counted:
+  the training log's ``n_train_verses_marks_dropped`` (verses of the kept training quatrains that lose a mark).
 * The endings model draws words only (specials, style tokens and punctuation banned; the original bans
   its end symbol and <unk>), and with style conditioning (poeval's) it first draws the scheme and metre
-  tokens that the line LM then reads.
+  tokens that the line LM then reads; measured: the sampler's stats give the endings model's mean
+  probability per end-word draw on the banned ids (``endings_banned_mass``) and on those of them the
+  original would draw (``endings_banned_mass_beyond_original``).
 * The decoding config's top-k and top-p, which the original lacks, apply to the endings model along
-  with the temperature.
-* Rewards that do not vary in a batch give no REINFORCE step (the original divides by a zero std).
+  with the temperature; they change nothing in the vanilla cell (neither is set), and their effect in the
+  other cells is the decoding grid's own comparison.
+* Rewards that do not vary in a batch give no REINFORCE step (the original divides by a zero std);
+  counted: the training log's ``adv_batches_flat_rewards`` (of ``adv_batches``).
 * Rhyme encoder: by default (``rhyme_pretrain: pronunciation``) pretrained on pronunciations
   (:mod:`.discriminator`) instead of as the original's spelling autoencoder on CMUdict words;
   ``rhyme_pretrain: autoencoder`` (``config/scale/paper.yaml``) pretrains it as the original
   (:mod:`.autoencoder`: 41 epochs of CMUdict words at batch 64, Adam 1e-4, the best val epoch kept), on
   cleaned words (the original also spells CMUdict's alternates such as ``read(1)``) cut to their last
-  ``max_word_chars`` characters; German, which has no CMUdict here, spells the run's own end words (the
+  ``max_word_chars`` characters (counted: the log's ``ae_cmudict``, CMUdict's entries, the alternates among them
+  and the words cleaning changes); German, which has no CMUdict here, spells the run's own end words (the
   original's ``--pretraining_data_type sonnet``) with a note. Either way a word's encoding is, by default
   (``rhyme_encoding: projected``), poeval's: the last hidden state projected to ``rhyme_dim``, at poeval's
   ``char_emb``/``char_hidden`` (32, 64); ``rhyme_encoding: cell`` takes the original's last cell state
   (``models.py`` ``Model.encode``), which ``config/scale/paper.yaml`` sets with the original's sizes (128 and
   128). Measured in ``docs/results/generators.md``.
-* Dropout is ordinary dropout, not the original's locked dropout.
+* The line LM's dropout is ordinary dropout, not the original's locked dropout (``models_lm.py``
+  ``LockedDropout``: one mask per sequence); ``dropout_kind: locked`` (``config/scale/paper.yaml``) restores it.
+  Measured: one run each.
 * The models after the last adversarial batch are kept (the original's README samples epoch 69 of 80), unless
-  ``adv_patience`` stops the phase early and keeps the best epoch's (the paper's early stopping).
-* ``adv_batch_size`` counts quatrains: 96 = the original's 32 sonnets of 3 quatrains.
+  ``adv_patience`` stops the phase early and keeps the best epoch's (the paper's early stopping). Nothing to
+  measure at params.yaml's budget: its one adversarial epoch is both the last and the best.
+* ``adv_batch_size`` counts quatrains: 96 = the original's 32 sonnets of 3 quatrains (a unit, the same data
+  per batch).
 """
 
 from poeval.generators.poetic.adversary.data import clean_word, endings_of, read_units

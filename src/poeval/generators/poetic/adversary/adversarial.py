@@ -149,7 +149,8 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
     best = {} if s["best"] is None else {"adv_best_batch": s["best"]["adv_batch"],
                                          "adv_stopped_early": s["batch"] < n_batches}
     return {"evals": s["evals"], "summary": best | {
-        "adv_batches": s["batch"], "adv_reward_first": _mean(r["reward"] for r in head),
+        "adv_batches": s["batch"], "adv_batches_flat_rewards": sum(r.get("flat_rewards", False) for r in s["log"]),
+        "adv_reward_first": _mean(r["reward"] for r in head),
         "adv_reward_last": _mean(r["reward"] for r in tail), "adv_disc_acc_last": _mean(r["disc_acc"] for r in tail),
         "endings_dev_loss": (s["best"] or s["evals"][-1])["dev_loss"] if s["evals"] else None,
         "adv_time_s": time.perf_counter() - t_start}}
@@ -187,9 +188,11 @@ def _batch(model, disc, chars, vocab, cfg, opt, dopt, batch, end_seqs, real_endi
         rewards.append(d["reward"][0])
         d_loss.append(d["disc_loss"])
         d_acc.append(d["disc_acc"])
-    pg = reinforce(model, opt, vocab.bos, rows, n_style, advantages(rewards), float(cfg["reinforce_weight"]))
+    adv = advantages(rewards)
+    pg = reinforce(model, opt, vocab.bos, rows, n_style, adv, float(cfg["reinforce_weight"]))
+    # flat: the rewards did not vary, so no REINFORCE step (the original divides by their zero std)
     return {"mle_loss": loss.item() / len(batch), "pg_loss": pg, "reward": _mean(rewards),
-            "disc_loss": _mean(d_loss), "disc_acc": _mean(d_acc)}
+            "disc_loss": _mean(d_loss), "disc_acc": _mean(d_acc), "flat_rewards": not any(adv)}
 
 
 def _mean(values) -> float | None:

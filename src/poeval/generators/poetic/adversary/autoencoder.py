@@ -57,6 +57,22 @@ def cmudict_words() -> tuple[str, ...]:
     return tuple(sorted({clean_word(w) for w, _ in pronouncing.pronunciations if w[:1].isalpha()} - {""}))
 
 
+def cmudict_counts() -> dict:
+    """How far the words the encoder spells differ from the original's (``loadCMUDict`` keeps CMUdict's lines
+    as spelt): ``alternates``, the entries that are a word's second or later pronunciation, which the original
+    spells as such (``read(1)``) and which here are the word itself, and ``cleaned``, the distinct words that
+    :func:`~poeval.generators.poetic.adversary.data.clean_word` changes (``a.`` -> ``a``); of ``entries``, those
+    that start with a letter."""
+    import pronouncing
+
+    pronouncing.init_cmu()
+    # pronouncing strips CMUdict's "(1)" of an alternate: the word then repeats
+    entries = [w for w, _ in pronouncing.pronunciations if w[:1].isalpha()]
+    distinct = set(entries)
+    return {"entries": len(entries), "alternates": len(entries) - len(distinct),
+            "cleaned": sum(clean_word(w) != w for w in distinct)}
+
+
 def cmudict_version() -> str:
     versions = []
     for package in ("cmudict", "pronouncing"):
@@ -80,10 +96,10 @@ def source_words(source: str, lang: str, train_endings, dev_endings) -> dict:
         source = "run"
     if source == "cmudict":
         return {"source": "cmudict", "version": cmudict_version(), "words": list(cmudict_words()), "val": None,
-                "note": note}
+                "note": note, "counts": cmudict_counts()}
     words = [w for e in train_endings for w in e if w]
     return {"source": "run", "version": None, "words": words, "val": [w for e in dev_endings for w in e if w],
-            "note": note}
+            "note": note, "counts": None}
 
 
 def splits(src: dict, rng: random.Random) -> dict[str, list[str]]:
@@ -179,7 +195,8 @@ def pretrain(encoder, chars: CharVocab, src: dict, *, char_emb: int, epochs: int
     val_before, exact_before = evaluate(encoder, decoder, chars, split["val"])
     summary = {"ae_source": src["source"], "ae_source_version": src["version"], "ae_note": src["note"],
                "ae_words_train": len(train_words), "ae_words_val": len(split["val"]),
-               "ae_words_test": len(split["test"]), "ae_words_sha256": digest, "ae_epochs": epochs,
+               "ae_words_test": len(split["test"]), "ae_words_sha256": digest, "ae_cmudict": src.get("counts"),
+               "ae_epochs": epochs,
                "ae_batch_size": batch_size, "ae_lr": lr, "ae_steps": 0, "ae_best_step": None,
                "ae_train_loss": None, "ae_val_loss_before": val_before, "ae_val_exact_before": exact_before,
                "ae_val_loss": val_before, "ae_val_exact": exact_before, "ae_test_loss": None, "ae_test_exact": None}

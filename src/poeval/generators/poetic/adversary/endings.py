@@ -67,6 +67,24 @@ def word_ban(vocab: Vocab) -> list[int]:
     return [i for i, w in enumerate(vocab.itos) if w.startswith("<") or not common.is_word(w)]
 
 
+def original_ban(vocab: Vocab) -> list[int]:
+    """What the original's endings model never draws: its end symbol and unknown word (it resamples them)."""
+    return [vocab.eos, vocab.unk]
+
+
+def banned_mass(acc: dict, logits, temperature: float, ban: list[int], theirs: list[int]) -> None:
+    """Add to ``acc`` the end-word draws (``draws``) and the probability mass, at ``temperature`` before top-k
+    and top-p, on the ids banned here (``mass``) and on those of them that the original would draw, being
+    banned here only (``mass_beyond_original``: specials, style tokens, punctuation)."""
+    import torch
+
+    probs = torch.softmax(logits.float() / max(temperature, 1e-6), -1)
+    here = probs[:, ban].sum(-1)
+    acc["draws"] = acc.get("draws", 0) + len(here)
+    acc["mass"] = acc.get("mass", 0.0) + float(here.sum())
+    acc["mass_beyond_original"] = acc.get("mass_beyond_original", 0.0) + float(here.sum() - probs[:, theirs].sum())
+
+
 def style_slots(vocab: Vocab, conditioned: bool) -> list[list[int]]:
     """The ids allowed in each style slot of a conditioned model (scheme, then metre); none otherwise."""
     if not conditioned:
@@ -77,9 +95,10 @@ def style_slots(vocab: Vocab, conditioned: bool) -> list[list[int]]:
 
 
 def sample(model, vocab: Vocab, n: int, *, slots: list[list[int]], temperature: float = 1.0, top_p: float = 1.0,
-           top_k: int = 0):
+           top_k: int = 0, banned: dict | None = None):
     """Draw ``n`` quatrains' style tokens (a conditioned model's slots) and four end words at once, all
-    under the decoding config's temperature, top-k and top-p. Returns ids (n, len(slots) + 4)."""
+    under the decoding config's temperature, top-k and top-p. Returns ids (n, len(slots) + 4). ``banned``,
+    when given, adds up how much the ban matters (:func:`banned_mass`)."""
     import math
 
     import torch
@@ -100,6 +119,8 @@ def sample(model, vocab: Vocab, n: int, *, slots: list[list[int]], temperature: 
                 probs = common.filtered_probs(logits.masked_fill(masks[t], -math.inf), temperature, top_p, top_k)
             else:
                 probs = common.filtered_probs(logits, temperature, top_p, top_k, ban)
+                if banned is not None:
+                    banned_mass(banned, logits, temperature, ban, original_ban(vocab))
             x = common.draw(probs)
             cols.append(x.squeeze(1))
     return torch.stack(cols, 1)

@@ -53,14 +53,26 @@ def quatrain_texts(vocab, written: list[list[int]], procedure: str) -> list[str]
 
 
 def generate(lm, ends, vocab, n: int, max_tokens: int, *, conditioned: bool, temperature: float = 1.0,
-             top_p: float = 1.0, top_k: int = 0) -> tuple[list[list[list[int]]], list[bool]]:
-    """``n`` quatrains at once: the end words (decoding config), then the verses (temperature 1)."""
+             top_p: float = 1.0, top_k: int = 0, banned: dict | None = None) -> tuple[list[list[list[int]]], list[bool]]:
+    """``n`` quatrains at once: the end words (decoding config), then the verses (temperature 1); ``banned``
+    as :func:`.endings.sample`'s."""
     import torch
 
     slots = endings.style_slots(vocab, conditioned)
-    ids = endings.sample(ends, vocab, n, slots=slots, temperature=temperature, top_p=top_p, top_k=top_k)
+    ids = endings.sample(ends, vocab, n, slots=slots, temperature=temperature, top_p=top_p, top_k=top_k,
+                         banned=banned)
     prefix = torch.cat([torch.full((n, 1), vocab.bos, dtype=torch.long), ids[:, :len(slots)]], 1)
     return linelm.write(lm, vocab, prefix, ids[:, len(slots):], max_tokens)
+
+
+def ban_stats(banned: dict) -> dict:
+    """The endings model's mean probability per end-word draw on the ids it may not draw
+    (:func:`.endings.banned_mass`): all of them, and those the original would draw (package docstring,
+    "Remaining differences from the original")."""
+    draws = banned.get("draws", 0)
+    return {"endings_draws": draws,
+            "endings_banned_mass": banned["mass"] / draws if draws else None,
+            "endings_banned_mass_beyond_original": banned["mass_beyond_original"] / draws if draws else None}
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
@@ -81,17 +93,19 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     torch.set_num_threads(min(int(threads), SERIAL_THREADS))   # see SERIAL_THREADS
     lm, ends, vocab, config = load(model_dir)
     conditioned = bool(config["model"]["conditioned"])
+    banned: dict = {}
 
     def batch(size: int) -> list[Attempt]:
         verses, done = generate(lm, ends, vocab, size, max_tokens, conditioned=conditioned,
-                                temperature=decoding.temperature, top_p=decoding.top_p, top_k=decoding.top_k)
+                                temperature=decoding.temperature, top_p=decoding.top_p, top_k=decoding.top_k,
+                                banned=banned)
         return [Attempt(quatrain_texts(vocab, v, procedure), d) for v, d in zip(verses, done)]
 
     def extra(counted: list[Attempt]) -> dict:
         return {"max_new_tokens": max_tokens, "arch": ARCH, "conditioned": conditioned,
                 "decoding_applies_to": "endings model (the line LM samples at temperature 1, unfiltered)",
                 "verse_order": "as written (verse 4 first)" if procedure == "paper" else "verse 1 first",
-                "threads": int(threads), "threads_used": torch.get_num_threads()}
+                "threads": int(threads), "threads_used": torch.get_num_threads(), **ban_stats(banned)}
 
     return sample_loop(batch, out, stats, model_dir=model_dir, decoding=decoding, sampling=sampling,
                        id_prefix=id_prefix, progress=progress, desc="sa: sample", extra=extra)

@@ -19,17 +19,32 @@ def _model_class():
     import torch
     import torch.nn as nn
 
+    class LockedDropout(nn.Module):
+        """Dropout with one mask per sequence, the same at every time step (the original's ``LockedDropout``
+        in models_lm.py, on its embeddings and LSTM outputs)."""
+
+        def __init__(self, p: float):
+            super().__init__()
+            self.p = p
+
+        def forward(self, x):            # x (B, T, D)
+            if not self.training or not self.p:
+                return x
+            mask = x.new_empty(x.shape[0], 1, x.shape[2]).bernoulli_(1 - self.p) / (1 - self.p)
+            return x * mask
+
     class WordLM(nn.Module):
         """Word-level LSTM LM. The output distribution is a full softmax whose weights can be tied to the
         input embeddings through a hidden -> emb_dim projection (the original's), or an adaptive softmax
-        (Grave et al. 2017: exact normalised probabilities at a fraction of a full softmax's CPU cost)."""
+        (Grave et al. 2017: exact normalised probabilities at a fraction of a full softmax's CPU cost).
+        Dropout on the embeddings and the LSTM outputs is ordinary or, ``locked``, the original's."""
 
         def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float,
-                     softmax: str, cutoffs: list[int], div_value: float, tie: bool):
+                     softmax: str, cutoffs: list[int], div_value: float, tie: bool, dropout_kind: str = "ordinary"):
             super().__init__()
             self.emb = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
             self.lstm = nn.LSTM(emb_dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
-            self.drop = nn.Dropout(dropout)
+            self.drop = LockedDropout(dropout) if dropout_kind == "locked" else nn.Dropout(dropout)
             cut = sorted({int(c) for c in cutoffs if 0 < int(c) < vocab_size - 1})
             self.ada = self.proj = self.out = None
             if softmax == "adaptive" and cut:
@@ -62,7 +77,8 @@ def _model_class():
 
 def build(cfg: dict, vocab_size: int):
     return _model_class()(vocab_size, cfg["emb_dim"], cfg["hidden"], cfg["layers"], float(cfg["dropout"]),
-                          cfg["softmax"], cfg["cutoffs"], cfg["div_value"], cfg["tie_weights"])
+                          cfg["softmax"], cfg["cutoffs"], cfg["div_value"], cfg["tie_weights"],
+                          cfg.get("dropout_kind", "ordinary"))   # a checkpoint from before the switch: ordinary
 
 
 def nll(lm, seqs: list[list[int]]):

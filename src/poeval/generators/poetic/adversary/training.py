@@ -23,14 +23,17 @@ from poeval.stamps import train_stamp
 
 
 def _units(path: str, role: str, conditioned: bool, name: str | None, limit: int | None = None):
-    """The usable quatrains of a file (verses cut after their end words), their styles, the record count
-    and how many quatrains had a verse without a word (skipped)."""
+    """The usable quatrains of a file (verses cut after their end words), their styles, the record count,
+    how many quatrains had a verse without a word (skipped) and how many verses of the kept quatrains lost
+    marks after their end word."""
     units, styles, n_records = data.read_units(path, role, conditioned, name)
-    pairs = [(data.usable(data.unit_tokens(q)), s) for q, s in zip(units, styles)]
-    kept = [(q, s) for q, s in pairs if q is not None][:limit]
+    tokens = [data.unit_tokens(q) for q in units]
+    pairs = [(data.usable(t), s, t) for t, s in zip(tokens, styles)]
+    kept = [(q, s, t) for q, s, t in pairs if q is not None][:limit]
     if not kept:
         raise PoevalError(f"{role} file {path}: no quatrain whose four verses all have a word")
-    return [q for q, _ in kept], [s for _, s in kept], n_records, sum(q is None for q, _ in pairs)
+    cut = sum(len(c) < len(v) for q, _, t in kept for c, v in zip(q, t))
+    return [q for q, _, _ in kept], [s for _, s, _ in kept], n_records, sum(q is None for q, _, _ in pairs), cut
 
 
 def _phase(resume: engine.Resume, part: str, run, models: dict, rng) -> dict:
@@ -56,15 +59,15 @@ def prepare(sonnets: str, dev: str, cfg: dict, tcfg: dict, name: str | None) -> 
     the endings model's sequences of the training and dev quatrains, the real (and dev) end words, and the
     words and characters of the rhyme encoder."""
     conditioned = cfg["conditioned"]
-    train_q, train_s, n_sonnets, n_skipped = _units(sonnets, "sonnets", conditioned, name)
-    dev_q, dev_s, _, _ = _units(dev, "dev", conditioned, name, tcfg["eval_quatrains"])
+    train_q, train_s, n_sonnets, n_skipped, n_cut = _units(sonnets, "sonnets", conditioned, name)
+    dev_q, dev_s, _, _, _ = _units(dev, "dev", conditioned, name, tcfg["eval_quatrains"])
     vocab = Vocab.build((v for q in train_q for v in q), min_count=cfg["vocab_min_count"],
                         max_size=cfg["vocab_max_size"], extra=STYLE_TOKENS if conditioned else ())
     real_endings = [data.endings_of(q) for q in train_q]
     pron_words = sorted({data.clean_word(w) for w in vocab.itos if common.is_word(w) and not w.startswith("<")}
                         - {""} | {w for e in real_endings for w in e})
     return SimpleNamespace(
-        vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, real_endings=real_endings, pron_words=pron_words,
+        vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, n_cut=n_cut, real_endings=real_endings, pron_words=pron_words,
         dev_endings=[data.endings_of(q) for q in dev_q],
         chars=discriminator.CharVocab.from_words(pron_words, cfg["max_word_chars"]),
         lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(train_q, train_s)],
@@ -157,7 +160,7 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         **adv["summary"], "elapsed_s": time.perf_counter() - t_start, "mle_time_s": mle["mle_time_s"],
         "n_params_line_lm": _count(lm), "n_params_endings": _count(ends), "n_params_discriminator": _count(disc),
         "n_params": _count(lm) + _count(ends) + _count(disc), "n_train": len(lm_ids),
-        "n_train_skipped_no_word": d.n_skipped, "n_sonnets": d.n_sonnets, "n_dev_eval": len(dev_lm_ids),
+        "n_train_skipped_no_word": d.n_skipped, "n_train_verses_marks_dropped": d.n_cut, "n_sonnets": d.n_sonnets, "n_dev_eval": len(dev_lm_ids),
         "vocab_size": len(vocab), "char_vocab_size": len(chars), "threads": int(threads),
         "threads_used": torch.get_num_threads(), **w2v, "rhyme_pretrain": cfg["rhyme_pretrain"], **rhyme,
     }

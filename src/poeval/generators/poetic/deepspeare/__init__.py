@@ -121,13 +121,21 @@ Components (arch ``deepspeare``) and how they map to the paper:
     uses the decoding config's temperature, so that the port runs poeval's decoding grid like every
     system. Top-p / top-k, which the original lacks, apply in both cases.
 
-  Differences that remain: the decoding config's temperature unless ``word_temperature`` is set; the
-  original's corpus had no verse-final punctuation, so its first generated token is the end word, while
-  here punctuation drawn before the end word passes (only the first word is rhyme-tested) and ``<eol>``
-  cannot come before it; a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words);
-  candidates that run out of that budget are dropped (the original has no such case); restarts are
-  bounded; the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain
-  joins the next parallel try.
+  Differences that remain, each with the measure of its effect (the figures:
+  ``docs/results/generators.md`` "The ports' smaller differences, measured"):
+
+  - the decoding config's temperature unless ``word_temperature`` is set (so that the port runs poeval's
+    decoding grid); measured: the default against ``word_temperature: [0.6, 0.8]`` on the same weights;
+  - the original's corpus had no verse-final punctuation, so its first generated token is the end word,
+    while here punctuation drawn before the end word passes (only the first word is rhyme-tested) and
+    ``<eol>`` cannot come before it; counted: the stats' ``verses_punct_before_end_word`` of ``valid_verses``;
+  - a quatrain has ``max_new_tokens`` tokens in all (the original: 400 words); candidates that run out of
+    that budget are dropped (the original has no such case); counted: ``candidates_out_of_budget``;
+  - restarts are bounded; counted: ``quatrains_at_restart_bound`` (quatrains failed after ``restarts``
+    restarts) and ``max_quatrain_restarts``;
+  - the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain joins the
+    next parallel try: each draw follows the same distribution as the original's one-at-a-time loop, only
+    the random numbers it takes differ, so there is nothing to measure beyond a change of seed.
 
 Differences from the original's training, each with a reason. Under the default schedule (above), by
 default: the kinds of update are shuffled within a round, not across the whole epoch (``update_order:
@@ -138,21 +146,25 @@ chunks`` restores the original's history of the earlier chunks only, in training
 generation attend over every earlier row either way), the rows before the chunk encoded again for each chunk
 as the original encodes a chunk's history. ``config/scale/paper.yaml`` sets both to the original's; their
 effect at the CPU budget is measured in ``docs/results/generators.md``. A last, short batch of an epoch is
-kept (the original drops it). ``update_schedule: joint`` (poeval's earlier port, about half the time per step
+kept (the original drops it: ``last_batch: drop``, set by ``config/scale/paper.yaml``; measured in
+``docs/results/generators.md``). ``update_schedule: joint`` (poeval's earlier port, about half the time per step
 on CPU at size S) sums the three losses of one batch of pseudo-sonnets and takes one backward pass and one step
 of each optimiser, each weight with one owner (the character embedding and encoder the pentameter model's
 Adam, with the summed gradient), clipped at ``max_grad_norm`` over all weights together, a sonnet
 backpropagated whole; ``lm_loss: mean`` divides the LM's summed cross-entropy by its tokens instead of its
 sonnets. The LM's attention is bilinear,
-the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost). Early
-stopping keeps the best dev weights after ``patience`` evaluations without improvement (the reproduced
-paper's patience 5; the original itself runs all epochs, reverting an epoch that made a dev loss worse).
-Dropout (0.3) applies to the language model's word inputs and outputs; the original's keep_prob 0.7 also
-wraps its encoder's LSTM and the pentameter and rhyme models' cells. A checkpoint of the earlier port (own character encoder, top-down, fresh states; its config has no
-``line_order``) is refused with a request to retrain it, as is one whose weights predate the original's
-pentameter input, rhyme model and gated unit. ``update_schedule``, ``update_order``, ``lm_context``,
-``lm_loss`` and ``bptt_verses`` change training only, not the weights' shapes: a checkpoint loads whichever
-schedule trained it.
+the pentameter model's window our monotone formulation, the softmax adaptive (above: CPU cost; no switch
+restores the original's forms, so these three stay unmeasured). Early stopping keeps the best dev weights
+after ``patience`` evaluations without improvement (the reproduced paper's patience 5; the original itself
+runs all epochs, reverting an epoch that made a dev loss worse); measured by the training log's evaluations:
+whether either would fire at the budget. Dropout (0.3) applies to the language model's word inputs and
+outputs; the original's keep_prob 0.7 also wraps its encoder's LSTM and the pentameter and rhyme models'
+cells (``dropout_scope: cells``, set by ``config/scale/paper.yaml``, drops those outputs too; measured in
+``docs/results/generators.md``). A checkpoint of the earlier port (own character encoder, top-down, fresh
+states; its config has no ``line_order``) is refused with a request to retrain it, as is one whose weights
+predate the original's pentameter input, rhyme model and gated unit. ``update_schedule``, ``update_order``,
+``lm_context``, ``lm_loss``, ``bptt_verses``, ``last_batch`` and ``dropout_scope`` change training only, not
+the weights' shapes: a checkpoint loads whichever schedule trained it.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three

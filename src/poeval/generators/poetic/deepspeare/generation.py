@@ -316,16 +316,18 @@ class Generator:
     @torch.no_grad()
     def generate(self, size: int, max_tokens: int) -> list[dict]:
         """``size`` quatrain attempts: each ``{"lines" or None, "reason", "scheme", "constrained",
-        "restarts"}``. A quatrain that fails (a candidate verse empty or a word rejected ``rhyme_attempts``
-        times) is started over with a new scheme, up to ``restarts`` times, as the original's ``reset()``."""
+        "out_of_budget", "end_punct", "restarts"}``. A quatrain that fails (a candidate verse empty or a word
+        rejected ``rhyme_attempts`` times) is started over with a new scheme, up to ``restarts`` times, as the
+        original's ``reset()``; ``constrained`` and ``out_of_budget`` add up over its tries."""
         results: list[dict] = [{} for _ in range(size)]
         todo = list(range(size))
-        constrained = [0] * size
+        totals = {key: [0] * size for key in ("constrained", "out_of_budget")}
         for attempt in range(int(self.cfg["restarts"]) + 1):
             again = []
             for p, res in zip(todo, self._quatrains(len(todo), max_tokens)):
-                constrained[p] += res["constrained"]
-                results[p] = {**res, "constrained": constrained[p], "restarts": attempt}
+                for key, counts in totals.items():
+                    counts[p] += res[key]
+                results[p] = {**res, **{key: counts[p] for key, counts in totals.items()}, "restarts": attempt}
                 if res["reason"] in RESTART_REASONS:
                     again.append(p)
             todo = again
@@ -360,7 +362,10 @@ class Generator:
                 state, start = style_state, torch.full((size,), vocab.eol, dtype=torch.long)
         used = torch.zeros(size, dtype=torch.long)
         valid = [True] * size
-        results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0} for s in schemes]
+        # out_of_budget: candidates of a kept verse dropped for running out of max_new_tokens; end_punct: kept
+        # verses whose first drawn token (right to left) is punctuation, not the end word (counted for the stats)
+        results = [{"lines": [], "reason": None, "scheme": s, "constrained": 0, "out_of_budget": 0, "end_punct": 0}
+                   for s in schemes]
         written = [s[::-1] if bottom_up else s for s in schemes]    # the scheme in generation order
         ends = torch.full((size, 4), -1, dtype=torch.long)           # end words by generation slot
         seen = torch.zeros(size, len(self.free), dtype=torch.uint8)      # lower-cased type counts
@@ -387,6 +392,8 @@ class Generator:
                     chosen_rows.append([])
                     continue
                 results[p]["lines"].append(texts[pick])
+                results[p]["end_punct"] += not bool(self.is_word[toks[pick][-1]])
+                results[p]["out_of_budget"] += sum(not (finished[i] or failed[i]) for i in range(p * k, (p + 1) * k))
                 ends[p, v] = end[pick]
                 end_mask[p, self.lower_id[end[pick]]] = True
                 seen[p] = cand_seen[pick]
@@ -454,10 +461,26 @@ class Generator:
 def _attempt(res: dict) -> Attempt:
     """A :meth:`Generator.generate` result as an attempt of the shared loop: a failed quatrain keeps the
     Generator's reason (``truncated``, ``empty_line`` or ``constraints``)."""
-    info = {"constrained": res["constrained"], "restarts": res["restarts"], "scheme": res["scheme"]}
+    info = {key: res[key] for key in ("constrained", "restarts", "scheme", "out_of_budget", "end_punct")}
     if res["lines"] is None:
         return Attempt([], res["reason"] != "truncated", reason=res["reason"], info=info)
     return Attempt(res["lines"], True, info=info)
+
+
+def guard_counts(counted: list[Attempt], restarts: int) -> dict:
+    """How often the generator's guards, which the original lacks, fire (package docstring, "Differences
+    that remain"): valid quatrains' verses with punctuation drawn before the end word, candidate verses
+    dropped for running out of ``max_new_tokens``, quatrains failed at the ``restarts`` bound (the original
+    restarts without bound) and the most restarts of any quatrain."""
+    valid = [a for a in counted if a.reason is None]
+    return {
+        "verses_punct_before_end_word": sum(a.info["end_punct"] for a in valid),
+        "valid_verses": 4 * len(valid),
+        "candidates_out_of_budget": sum(a.info["out_of_budget"] for a in counted),
+        "quatrains_at_restart_bound": sum(a.info["restarts"] == restarts and a.reason in RESTART_REASONS
+                                          for a in counted),
+        "max_quatrain_restarts": max((a.info["restarts"] for a in counted), default=0),
+    }
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
@@ -499,6 +522,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
             "target_schemes": dict(sorted(targets.items())),
             "rhyme_constrained_verses": sum(a.info["constrained"] for a in counted),
             "quatrain_restarts": sum(a.info["restarts"] for a in counted),
+            **guard_counts(counted, int(gen.cfg["restarts"])),
         }
 
     return sample_loop(lambda size: [_attempt(r) for r in gen.generate(size, max_tokens)], out, stats,

@@ -35,15 +35,30 @@ def run_lstm(lstm: nn.LSTM, x, lengths, rows_per_bucket: int = 128, max_buckets:
     return out
 
 
+def cell_dropout(cfg: dict) -> float:
+    """The dropout on an LSTM's outputs (``dropout_scope: cells``, the original's ``DropoutWrapper`` with
+    ``output_keep_prob`` around every cell of sonnet_model.py); 0 under ``words``, and for a checkpoint
+    written before the switch existed."""
+    return float(cfg["dropout"]) if cfg.get("dropout_scope") == "cells" else 0.0
+
+
+def drop_outputs(x, p: float, training: bool):
+    """``x`` with dropout ``p`` in training; at 0 ``x`` itself, so that no random number is drawn (the default
+    trains bit for bit as before the switch)."""
+    return F.dropout(x, p, training) if p and training else x
+
+
 class BiLSTM(nn.Module):
     """A one-layer bidirectional LSTM over right-padded sequences. The backward direction runs a second
     LSTM over each sequence reversed within its length, so no packing is needed (packed sequences are
-    several times slower to train on CPU)."""
+    several times slower to train on CPU). ``dropout`` applies to both directions' outputs in training (the
+    final states are read from them, as the original's ``get_last_hidden`` reads its wrapped cells')."""
 
-    def __init__(self, input_size: int, hidden_size: int):
+    def __init__(self, input_size: int, hidden_size: int, dropout: float = 0.0):
         super().__init__()
         self.fwd = nn.LSTM(input_size, hidden_size, batch_first=True)
         self.bwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.dropout = dropout
 
     def forward(self, x, lengths):
         """x (N, L, D), lengths (N,) >= 1 -> outputs (N, L, 2H) (undefined at padding: mask them), final states (N, 2H):
@@ -53,8 +68,9 @@ class BiLSTM(nn.Module):
         t = torch.arange(width).unsqueeze(0)
         valid = t < lengths.unsqueeze(1)
         rev = torch.where(valid, lengths.unsqueeze(1) - 1 - t, t)            # reverse the valid part
-        of = run_lstm(self.fwd, x, lengths)
-        ob = run_lstm(self.bwd, x.gather(1, rev.unsqueeze(-1).expand_as(x)), lengths)
+        of = drop_outputs(run_lstm(self.fwd, x, lengths), self.dropout, self.training)
+        ob = drop_outputs(run_lstm(self.bwd, x.gather(1, rev.unsqueeze(-1).expand_as(x)), lengths), self.dropout,
+                          self.training)
         ob = ob.gather(1, rev.unsqueeze(-1).expand_as(ob))
         out = torch.cat([of, ob], dim=-1)
         last = of[torch.arange(n), lengths - 1]
@@ -67,7 +83,7 @@ class LanguageModel(nn.Module):
         wd, e, d, a = cfg["word_dim"], cfg["enc_dim"], cfg["dec_dim"], cfg["attn_dim"]
         self.pad = pad
         self.embed = nn.Embedding(n_words, wd, padding_idx=pad)
-        self.encoder = BiLSTM(wd, e)
+        self.encoder = BiLSTM(wd, e, cell_dropout(cfg))
         self.sel_h = nn.Linear(2 * e, 2 * e)
         self.sel_s = nn.Linear(2 * e, 2 * e, bias=False)
         self.null = nn.Parameter(torch.zeros(2 * e))
@@ -129,8 +145,9 @@ class PentameterModel(nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         e, d, a = cfg["pm_enc_dim"], cfg["pm_dec_dim"], cfg["pm_attn_dim"]
-        self.encoder = BiLSTM(cfg["char_dim"], e)
+        self.encoder = BiLSTM(cfg["char_dim"], e, cell_dropout(cfg))
         self.decoder = nn.LSTMCell(2 * e, d)
+        self.dropout = cell_dropout(cfg)
         self.att_h = nn.Linear(2 * e, a, bias=False)
         self.att_s = nn.Linear(d, a)
         self.att_v = nn.Linear(a, 1, bias=False)
@@ -158,7 +175,9 @@ class PentameterModel(nn.Module):
         logits = []
         for _ in range(N_STRESS):
             state = self.decoder(prev, state)
-            e = self.att_v(torch.tanh(keys + self.att_s(state[0]).unsqueeze(1))).squeeze(-1)
+            # the cell's output, dropped as the original's wrapped dec_cell; the state it carries is not
+            out = drop_outputs(state[0], self.dropout, self.training)
+            e = self.att_v(torch.tanh(keys + self.att_s(out).unsqueeze(1))).squeeze(-1)
             a = torch.softmax(e.masked_fill(~mask, -1e9), dim=-1)
             p = (a * pos).sum(-1)
             mu = p if mu is None else torch.maximum(mu, p)      # the window never moves back
@@ -184,10 +203,11 @@ class RhymeModel(nn.Module):
         super().__init__()
         self.encoder = nn.LSTM(cfg["char_dim"], cfg["rm_dim"], batch_first=True)
         self.delta = float(cfg["rm_delta"])
+        self.dropout = cell_dropout(cfg)
 
     def embed(self, char_emb, chars, lengths):
         lengths = lengths.clamp(min=1, max=chars.shape[1])
-        out = run_lstm(self.encoder, char_emb(chars), lengths)
+        out = drop_outputs(run_lstm(self.encoder, char_emb(chars), lengths), self.dropout, self.training)
         return F.normalize(out[torch.arange(len(lengths)), lengths - 1], dim=-1)
 
     def loss(self, u, quatrains, negatives):

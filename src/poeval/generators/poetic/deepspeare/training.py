@@ -151,9 +151,9 @@ class Alternating:
         self.max_norm = float(tcfg["max_grad_norm"] or 0)
         self.lines = [x for p in poems for x in p["pm"]]
         self.targets = [(q, t) for p in poems for q in p["ends"] for t in range(4)]
-        bs = tcfg["batch_size"]
-        self.streams = {"pm": engine.BatchStream([1] * len(self.lines), bs, 0, rng),
-                        "rm": engine.BatchStream([1] * len(self.targets), bs, 0, rng)}
+        bs, drop = tcfg["batch_size"], cfg["last_batch"] == "drop"
+        self.streams = {"pm": engine.BatchStream([1] * len(self.lines), bs, 0, rng, drop),
+                        "rm": engine.BatchStream([1] * len(self.targets), bs, 0, rng, drop)}
         self.plan = EpochPlan() if cfg["update_order"] == "epoch" else None
         if self.plan is not None:   # saved and restored with the streams
             self.streams["plan"] = self.plan
@@ -296,7 +296,8 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
                 "train_pm_loss": run["pm"] / run["n_pm"] if run.get("n_pm") else None,
                 "train_rm_loss": run["rm"] / run["n_rm"] if run.get("n_rm") else None}
 
-    stream = engine.BatchStream([1] * len(train_enc), tcfg["batch_size"], 0, rng)
+    # last_batch drop: only full batches of sonnets, as the original's create_word_batch
+    stream = engine.BatchStream([1] * len(train_enc), tcfg["batch_size"], 0, rng, cfg["last_batch"] == "drop")
     alternating = (Alternating(batcher, train_enc, stream, cfg, tcfg, rng)
                    if cfg["update_schedule"] == "alternating" else None)
     loop = engine.Loop(

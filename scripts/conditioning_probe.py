@@ -1,8 +1,11 @@
-"""Can a pretrained model on PyPI be style-conditioned on CPU? Two probes (docs/results/style-adherence.md).
+"""Can a pretrained model on PyPI be style-conditioned on CPU? Three probes (docs/results/style-adherence.md).
 
 ``capability MODEL``: does the model rhyme at all, untrained? It continues ``--shots`` human quatrains of
 ``--scheme`` (few-shot, from data/en/train.jsonl) or answers a chat request for that scheme (``--chat``),
 ``--n`` times; the detected schemes of what it writes are counted (poeval's rhyme detector).
+
+``scheme-gain MODEL``: how much a ``variant --style text`` model's log-likelihood of a dev quatrain gains from
+the quatrain's own scheme line over another scheme's (:func:`scheme_gain`).
 
 ``variant OUT``: fine-tune smollm2-cond (``--base``: gemma3-cond; LoRA as config/systems/pretrained-cpu.yaml) in a variant and prompt
 it with aabb, abab and abba, ``--n`` valid quatrains each, and unprompted 2 x ``--n``: ``--order words``
@@ -18,6 +21,7 @@ seeded, to equal shares of aabb, abab, abba, abcb, abcd and the other schemes to
 
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py capability models/pretrained/smollm2-135m --scheme aabb
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/words --order words
+    HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py scheme-gain /tmp/text/model
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/rows --init words --emb-lr 0.02
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/wb --init words --emb-lr 0.02 --weigh 5 --balance
     HF_HUB_OFFLINE=1 python scripts/conditioning_probe.py variant /tmp/g --base models/pretrained/gemma3-270m \
@@ -73,6 +77,39 @@ def capability(args) -> dict:
         failed += lines is None
         written += [lines] if lines else []
     return shares(written) | {"not_four_verses": failed}
+
+
+def continuation_logprob(model, tok, prompt: str, text: str) -> float:
+    """log p(``text`` | ``prompt``), summed over ``text``'s tokens."""
+    p, t = (tok(x, add_special_tokens=False).input_ids for x in (prompt, text))
+    ids = torch.tensor([p + t])
+    with torch.no_grad():
+        logp = model(ids).logits[0, :-1].log_softmax(-1)
+    return logp[torch.arange(len(p) - 1, ids.shape[1] - 1), ids[0, len(p):]].sum().item()
+
+
+def scheme_gain(args) -> dict:
+    """For a ``--style text`` model: per scheme, over ``--n`` dev quatrains of it, the mean gain in log p(the
+    quatrain) from its own scheme line over each other scheme's, and how often its own line scores highest
+    (chance: one in five). How much the model has learnt from the line, whatever it then samples."""
+    from poeval.generators.checkpoint import load
+
+    model, tok = load(args.model)
+    model.eval()
+    rows = [json.loads(line) for line in open(args.dev)]
+    result = {}
+    for own in SHOWN:
+        picked = [r for r in rows if r["scheme"] == own][: args.n]
+        gains, best = collections.defaultdict(float), 0
+        for r in picked:
+            text = f" Metre: {r['meter']}.\n" + "\n".join(r["lines"]) + tok.eos_token
+            lp = {s: continuation_logprob(model, tok, tok.bos_token + f"Rhyme scheme: {s}.", text) for s in SHOWN}
+            best += max(lp, key=lp.get) == own
+            for s in SHOWN:
+                gains[s] += (lp[own] - lp[s]) / len(picked)
+        result[own] = {"n": len(picked), "own_line_best": best,
+                       **{f"gain_over_{s}": round(g, 2) for s, g in gains.items() if s != own}}
+    return result
 
 
 def plan_text(lines, bos, eos, style=()):
@@ -273,6 +310,10 @@ def main() -> None:
     cap.add_argument("--shots", type=int, default=3)
     cap.add_argument("--temperature", type=float, default=1.0)
     cap.add_argument("--n", type=int, default=20)
+    gain = sub.add_parser("scheme-gain")
+    gain.add_argument("model")
+    gain.add_argument("--n", type=int, default=20)
+    gain.add_argument("--dev", default="data/en/dev.jsonl")
     var = sub.add_parser("variant")
     var.add_argument("out")
     var.add_argument("--base", default="models/pretrained/smollm2-135m")
@@ -300,7 +341,8 @@ def main() -> None:
         parser.error("--style text adds no style tokens: --init and --emb-lr do not apply")
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    print(json.dumps(capability(args) if args.probe == "capability" else variant(args), indent=1))
+    probes = {"capability": capability, "scheme-gain": scheme_gain, "variant": variant}
+    print(json.dumps(probes[args.probe](args), indent=1))
 
 
 if __name__ == "__main__":

@@ -62,3 +62,15 @@ def test_balanced_split_gives_each_shown_scheme_a_sixth(probe, tmp_path):
     assert all(by_id[r["id"]] == r["scheme"] for r in rows)   # rows are drawn whole from the split
     again = probe.balanced(str(src), str(tmp_path / "again.jsonl"))   # seeded: the same file again
     assert open(again).read() == open(out).read()
+
+
+def test_continuation_logprob_is_the_models_own_loss_on_the_continuation(probe, tiny_gguf_llama):
+    model, tok = tiny_gguf_llama.model.eval(), tiny_gguf_llama.tok
+    prompt, text = tok.bos_token + "Rhyme scheme: abab.", "\n".join(VERSES)
+    p, t = (tok(x, add_special_tokens=False).input_ids for x in (prompt, text))
+    ids = torch.tensor([p + t])
+    labels = ids.clone()
+    labels[0, :len(p)] = -100   # HF's mean cross-entropy over the continuation's tokens only
+    with torch.no_grad():
+        loss = model(ids, labels=labels).loss.item()
+    assert probe.continuation_logprob(model, tok, prompt, text) == pytest.approx(-loss * len(t), rel=1e-5)

@@ -104,7 +104,9 @@ Components (arch ``deepspeare``) and how they map to the paper:
     avoided brackets and quotes. Words are compared lower-cased. Stopwords: NLTK's English list plus the
     original's ``custom_stopwords`` (thee, thou, thy, must, shall, ...), embedded in :data:`STOPWORDS`;
     German, which the original lacks, gets poeval's own short list of function words (``stopwords:
-    english`` gives it the original's English list, as the paper's German runs had).
+    english`` gives it the original's English list, as the paper's German runs had; measured in
+    ``docs/results/generators.md`` "DeepSpeare's stopwords in German": German function words then cannot
+    repeat within a quatrain, which raises ATTR by about 4 points).
   - *Rejection*. The original draws a word up to 1000 times until one passes the constraints (and, for
     the end word, the rhyme tests). :func:`constrained_draw` does the same in one step: it samples from
     the distribution restricted to the allowed words and fails with probability ``(1 - q) **

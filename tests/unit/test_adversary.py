@@ -978,7 +978,7 @@ def test_the_summary_counts_the_batches_without_a_reinforce_step(trained, data, 
 
 
 def test_banned_mass_is_the_probability_on_the_ids_the_endings_model_may_not_draw():
-    acc: dict = {}
+    acc = endings.ban_tally()
     logits = torch.log(torch.tensor([[0.5, 0.2, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]]))
     endings.banned_mass(acc, logits, 1.0, ban=[1, 2, 3], theirs=[3])
     assert acc["draws"] == 2

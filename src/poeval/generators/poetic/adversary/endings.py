@@ -72,17 +72,22 @@ def original_ban(vocab: Vocab) -> list[int]:
     return [vocab.eos, vocab.unk]
 
 
+def ban_tally() -> dict:
+    """An empty tally for :func:`banned_mass`."""
+    return {"draws": 0, "mass": 0.0, "mass_beyond_original": 0.0}
+
+
 def banned_mass(acc: dict, logits, temperature: float, ban: list[int], theirs: list[int]) -> None:
-    """Add to ``acc`` the end-word draws (``draws``) and the probability mass, at ``temperature`` before top-k
+    """Add to ``acc`` (a :func:`ban_tally`) the end-word draws (``draws``) and the probability mass, at ``temperature`` before top-k
     and top-p, on the ids banned here (``mass``) and on those of them that the original would draw, being
     banned here only (``mass_beyond_original``: specials, style tokens, punctuation)."""
     import torch
 
     probs = torch.softmax(logits.float() / max(temperature, 1e-6), -1)
     here = probs[:, ban].sum(-1)
-    acc["draws"] = acc.get("draws", 0) + len(here)
-    acc["mass"] = acc.get("mass", 0.0) + float(here.sum())
-    acc["mass_beyond_original"] = acc.get("mass_beyond_original", 0.0) + float(here.sum() - probs[:, theirs].sum())
+    acc["draws"] += len(here)
+    acc["mass"] += float(here.sum())
+    acc["mass_beyond_original"] += float(here.sum() - probs[:, theirs].sum())
 
 
 def style_slots(vocab: Vocab, conditioned: bool) -> list[list[int]]:

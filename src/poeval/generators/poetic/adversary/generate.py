@@ -69,7 +69,7 @@ def ban_stats(banned: dict) -> dict:
     """The endings model's mean probability per end-word draw on the ids it may not draw
     (:func:`.endings.banned_mass`): all of them, and those the original would draw (package docstring,
     "Remaining differences from the original")."""
-    draws = banned.get("draws", 0)
+    draws = banned["draws"]
     return {"endings_draws": draws,
             "endings_banned_mass": banned["mass"] / draws if draws else None,
             "endings_banned_mass_beyond_original": banned["mass_beyond_original"] / draws if draws else None}
@@ -93,7 +93,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     torch.set_num_threads(min(int(threads), SERIAL_THREADS))   # see SERIAL_THREADS
     lm, ends, vocab, config = load(model_dir)
     conditioned = bool(config["model"]["conditioned"])
-    banned: dict = {}
+    banned = endings.ban_tally()
 
     def batch(size: int) -> list[Attempt]:
         verses, done = generate(lm, ends, vocab, size, max_tokens, conditioned=conditioned,

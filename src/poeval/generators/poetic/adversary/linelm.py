@@ -37,10 +37,10 @@ def _model_class():
         """Word-level LSTM LM. The output distribution is a full softmax whose weights can be tied to the
         input embeddings through a hidden -> emb_dim projection (the original's), or an adaptive softmax
         (Grave et al. 2017: exact normalised probabilities at a fraction of a full softmax's CPU cost).
-        Dropout on the embeddings and the LSTM outputs is ordinary or, ``locked``, the original's."""
+        Dropout on the embeddings and the LSTM outputs is the original's under ``locked``, else ordinary."""
 
         def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float,
-                     softmax: str, cutoffs: list[int], div_value: float, tie: bool, dropout_kind: str = "ordinary"):
+                     softmax: str, cutoffs: list[int], div_value: float, tie: bool, dropout_kind: str | None):
             super().__init__()
             self.emb = nn.Embedding(vocab_size, emb_dim, padding_idx=0)
             self.lstm = nn.LSTM(emb_dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
@@ -78,7 +78,7 @@ def _model_class():
 def build(cfg: dict, vocab_size: int):
     return _model_class()(vocab_size, cfg["emb_dim"], cfg["hidden"], cfg["layers"], float(cfg["dropout"]),
                           cfg["softmax"], cfg["cutoffs"], cfg["div_value"], cfg["tie_weights"],
-                          cfg.get("dropout_kind", "ordinary"))   # a checkpoint from before the switch: ordinary
+                          cfg.get("dropout_kind"))   # None: a checkpoint from before the switch, ordinary
 
 
 def nll(lm, seqs: list[list[int]]):

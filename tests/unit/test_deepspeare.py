@@ -688,6 +688,8 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
         assert (mcfg["update_order"], mcfg["lm_context"]) == ("epoch", "chunks")
         # create_*_batch's full batches only; keep_prob around every LSTM cell
         assert (mcfg["last_batch"], mcfg["dropout_scope"]) == ("drop", "cells")
+        # sonnet_model.py: a full softmax over the vocabulary, tied to the word embeddings
+        assert (mcfg["softmax_cutoffs"], mcfg["tie_embeddings"]) == ([], True)
     assert (ds.MODEL_DEFAULTS["update_order"], ds.MODEL_DEFAULTS["lm_context"]) == ("round", "verses")
     assert (ds.MODEL_DEFAULTS["last_batch"], ds.MODEL_DEFAULTS["dropout_scope"]) == ("keep", "words")
 

@@ -179,7 +179,8 @@ def new_rows_optimizer(lr: float, first_new: list):
 
 def end_word_weights(targets, tok, weight: float):
     """--weigh: per target token, ``weight`` on the tokens of each verse's last word (and the marks after
-    it), 1 elsewhere: the tokens a rhyme is made of get ``weight`` times the gradient."""
+    it), 1 elsewhere: the tokens a rhyme is made of get ``weight`` times the gradient. Any line counts as a
+    verse, so a ``--style text`` line's last word is weighted too."""
     pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
     breaks = {tok.eos_token_id, *tok("\n", add_special_tokens=False).input_ids}
     w = torch.ones(targets.shape)
@@ -213,7 +214,7 @@ def weigh_end_words(lm_training, args) -> None:
     def weighted(model, input_ids, mask, labels):
         if not model.training:
             return plain(model, input_ids, mask, labels)
-        rows, logp = next_token_logprobs(model, input_ids, mask, labels[:, 1:])
+        _, logp = next_token_logprobs(model, input_ids, mask, labels[:, 1:])
         w = end_word_weights(labels[:, 1:], tok, args.weigh)[labels[:, 1:] != -100]
         return -(w * logp).sum(), float(w.sum())
     lm_training._loss_sum = weighted

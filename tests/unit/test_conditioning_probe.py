@@ -41,14 +41,6 @@ def test_weights_fall_on_each_verses_last_word_and_its_marks(probe):
     assert runs == [" " + v.split()[-1] for v in VERSES]   # the space before the word, no newline after
 
 
-def test_unweighted_is_all_ones(probe):
-    from poeval.devtools import gguf_tiny
-
-    tok = gguf_tiny.tokenizer()
-    ids = tok("\n".join(VERSES) + tok.eos_token, add_special_tokens=False).input_ids
-    assert probe.end_word_weights(torch.tensor([ids]), tok, 1.0).eq(1.0).all()
-
-
 def test_balanced_split_gives_each_shown_scheme_a_sixth(probe, tmp_path):
     schemes = ["abcd"] * 50 + ["aabb"] * 20 + ["abab"] * 10 + ["abba"] * 3 + ["abcb"] * 8 + ["abbc"] * 9
     src = tmp_path / "train.jsonl"

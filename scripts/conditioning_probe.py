@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import os
 import random
@@ -177,12 +178,18 @@ def new_rows_optimizer(lr: float, first_new: list):
     return make
 
 
+@functools.lru_cache(maxsize=2)
+def vocab_pieces(tok) -> tuple[list[str], frozenset]:
+    """The tokenizer's pieces by id and the ids that end a verse (newline, end of text), once per tokenizer."""
+    return (tok.convert_ids_to_tokens(list(range(len(tok)))),
+            frozenset({tok.eos_token_id, *tok("\n", add_special_tokens=False).input_ids}))
+
+
 def end_word_weights(targets, tok, weight: float):
     """--weigh: per target token, ``weight`` on the tokens of each verse's last word (and the marks after
     it), 1 elsewhere: the tokens a rhyme is made of get ``weight`` times the gradient. Any line counts as a
     verse, so a ``--style text`` line's last word is weighted too."""
-    pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
-    breaks = {tok.eos_token_id, *tok("\n", add_special_tokens=False).input_ids}
+    pieces, breaks = vocab_pieces(tok)
     w = torch.ones(targets.shape)
     for r, row in enumerate(targets.tolist()):
         for t in range(len(row) - 1):

@@ -78,8 +78,8 @@ def ban_tally() -> dict:
 
 
 def banned_mass(acc: dict, logits, temperature: float, ban: list[int], theirs: list[int]) -> None:
-    """Add to ``acc`` (a :func:`ban_tally`) the end-word draws (``draws``) and the probability mass, at ``temperature`` before top-k
-    and top-p, on the ids banned here (``mass``) and on those of them that the original would draw, being
+    """Add to ``acc`` (a :func:`ban_tally`) the end-word draws (``draws``) and the probability mass, at
+    ``temperature`` before top-k and top-p, on the ids banned here (``mass``) and on those of them that the original would draw, being
     banned here only (``mass_beyond_original``: specials, style tokens, punctuation)."""
     import torch
 

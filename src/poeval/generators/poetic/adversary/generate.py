@@ -53,7 +53,8 @@ def quatrain_texts(vocab, written: list[list[int]], procedure: str) -> list[str]
 
 
 def generate(lm, ends, vocab, n: int, max_tokens: int, *, conditioned: bool, temperature: float = 1.0,
-             top_p: float = 1.0, top_k: int = 0, banned: dict | None = None) -> tuple[list[list[list[int]]], list[bool]]:
+             top_p: float = 1.0, top_k: int = 0,
+             banned: dict | None = None) -> tuple[list[list[list[int]]], list[bool]]:
     """``n`` quatrains at once: the end words (decoding config), then the verses (temperature 1); ``banned``
     as :func:`.endings.sample`'s."""
     import torch

@@ -67,7 +67,8 @@ def prepare(sonnets: str, dev: str, cfg: dict, tcfg: dict, name: str | None) -> 
     pron_words = sorted({data.clean_word(w) for w in vocab.itos if common.is_word(w) and not w.startswith("<")}
                         - {""} | {w for e in real_endings for w in e})
     return SimpleNamespace(
-        vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, n_cut=n_cut, real_endings=real_endings, pron_words=pron_words,
+        vocab=vocab, n_sonnets=n_sonnets, n_skipped=n_skipped, n_cut=n_cut, real_endings=real_endings,
+        pron_words=pron_words,
         dev_endings=[data.endings_of(q) for q in dev_q],
         chars=discriminator.CharVocab.from_words(pron_words, cfg["max_word_chars"]),
         lm_ids=[data.line_lm_ids(vocab, q, s) for q, s in zip(train_q, train_s)],
@@ -160,7 +161,8 @@ def train(sonnets: str, dev: str, out_dir: str, model_cfg: dict, train_cfg: dict
         **adv["summary"], "elapsed_s": time.perf_counter() - t_start, "mle_time_s": mle["mle_time_s"],
         "n_params_line_lm": _count(lm), "n_params_endings": _count(ends), "n_params_discriminator": _count(disc),
         "n_params": _count(lm) + _count(ends) + _count(disc), "n_train": len(lm_ids),
-        "n_train_skipped_no_word": d.n_skipped, "n_train_verses_marks_dropped": d.n_cut, "n_sonnets": d.n_sonnets, "n_dev_eval": len(dev_lm_ids),
+        "n_train_skipped_no_word": d.n_skipped, "n_train_verses_marks_dropped": d.n_cut, "n_sonnets": d.n_sonnets,
+        "n_dev_eval": len(dev_lm_ids),
         "vocab_size": len(vocab), "char_vocab_size": len(chars), "threads": int(threads),
         "threads_used": torch.get_num_threads(), **w2v, "rhyme_pretrain": cfg["rhyme_pretrain"], **rhyme,
     }

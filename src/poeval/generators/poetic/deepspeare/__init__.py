@@ -154,12 +154,12 @@ on CPU at size S) sums the three losses of one batch of pseudo-sonnets and takes
 of each optimiser, each weight with one owner (the character embedding and encoder the pentameter model's
 Adam, with the summed gradient), clipped at ``max_grad_norm`` over all weights together, a sonnet
 backpropagated whole; ``lm_loss: mean`` divides the LM's summed cross-entropy by its tokens instead of its
-sonnets. The LM's attention is bilinear,
-the pentameter model's window our monotone formulation (above: CPU cost; no switch restores the original's
-forms, so these two stay unmeasured). The softmax is adaptive by default; ``softmax_cutoffs: []``
+sonnets. The LM's attention is bilinear, the pentameter model's window our monotone formulation (above: CPU
+cost; no switch restores the original's forms, so these two stay unmeasured). The softmax is adaptive by default; ``softmax_cutoffs: []``
 (``config/scale/paper.yaml``) gives a full softmax tied to the word embeddings, as the original's
 (``sonnet_model.py`` ties it through ``tanh`` of the embeddings times a projection, poeval through a projection
-of the decoder state), measured in ``docs/results/generators.md`` "The ports' smaller differences, measured". Early stopping keeps the best dev weights
+of the decoder state), measured in ``docs/results/generators.md`` "The ports' smaller differences, measured".
+Early stopping keeps the best dev weights
 after ``patience`` evaluations without improvement (the reproduced paper's patience 5; the original itself
 runs all epochs, reverting an epoch that made a dev loss worse); measured by the training log's evaluations:
 whether either would fire at the budget. Dropout (0.3) applies to the language model's word inputs and

@@ -193,20 +193,30 @@ def poet_folds(rows: list[dict], k: int, period: dict | None = None) -> dict[str
 
 
 def cross_validate(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
-                   context: tuple | None = None, fold: dict | None = None) -> list[str]:
+                   context: tuple | None = None, fold: dict | None = None, poem: float = 0.0) -> list[str]:
     """Predictions with k-fold cross-validation by poet: the level ratios, the pair table, the scheme prior
     and the distance shifts are fitted on the other folds' poets only. ``fold`` (poet -> fold id) overrides
-    the k folds of :func:`poet_folds` (leave-one-poet-out, leave-one-period-out)."""
+    the k folds of :func:`poet_folds` (leave-one-poet-out, leave-one-period-out); ``poem`` > 0 lets each
+    poem's stanzas vote with that weight (``schemes.vote_labels``)."""
+    return vote_predict(rows, fold_weights(rows, lang, k, weight, bias, dist, context, fold), poem)
+
+
+def fold_weights(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
+                 context: tuple | None = None, fold: dict | None = None) -> list[tuple]:
+    """(pair weights, scheme prior) of every row with everything fitted on the other folds' poets."""
     fold = poet_folds(rows, k) if fold is None else fold
-    preds = [""] * len(rows)
+    out: list[tuple] = [None] * len(rows)
     for f in sorted(set(fold.values())):
         train = [r for r in rows if fold[r["author"]] != f]
         idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
         if not idx:
             continue
-        for i, p in zip(idx, fit_and_predict(train, [rows[i] for i in idx], lang, weight, bias, dist, context)):
-            preds[i] = p
-    return preds
+        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+        dist_f = fit_dist_bias(train) if dist else []
+        for i, wp in zip(idx, row_weights([rows[i] for i in idx], fit_ratios(train, lang), bias, prior, dist_f,
+                                          context)):
+            out[i] = wp
+    return out
 
 
 def fit_and_predict(train: list[dict], test: list[dict], lang: str, weight: float, bias: float, dist: bool,
@@ -216,6 +226,36 @@ def fit_and_predict(train: list[dict], test: list[dict], lang: str, weight: floa
     prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
     dist_f = fit_dist_bias(train) if dist else []
     return predict(test, fit_ratios(train, lang), bias, prior, dist_f, context)
+
+
+def poem_key(row: dict) -> str:
+    """The poem of a gold stanza: its id without the stanza number (corpus / source file / poem)."""
+    return row["id"].rsplit("/", 1)[0]
+
+
+# the poem vote weights --nested-poem chooses from inside each fold
+POEM_GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]
+
+
+def nested_poem(rows: list[dict], lang: str, k: int, weight: float, bias: float, dist: bool,
+                context: tuple | None, grid: list[float] = POEM_GRID) -> tuple[list[str], list[float]]:
+    """Predictions with the poem vote's weight chosen inside each of the k folds by poet: the weight of
+    ``grid`` with the best (4-line, all-stanza) accuracy in a (k-1)-fold CV by poet on the fold's training
+    poets; with the weight each fold chose. The honest figure for ``schemes.POEM_VOTE``, which was chosen
+    on all of dev."""
+    fold = poet_folds(rows, k)
+    outer = fold_weights(rows, lang, k, weight, bias, dist, context, fold)
+    preds, chosen = [""] * len(rows), []
+    for f in sorted(set(fold.values())):
+        idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
+        train = [r for r in rows if fold[r["author"]] != f]
+        inner = fold_weights(train, lang, k - 1, weight, bias, dist, context)
+        scores = [(evaluate(train, vote_predict(train, inner, lam)), lam) for lam in grid]
+        lam = max(scores, key=lambda x: (x[0]["acc4"], x[0]["acc_all"], -x[1]))[1]
+        chosen.append(lam)
+        for i, p in zip(idx, vote_predict([rows[i] for i in idx], [outer[i] for i in idx], lam)):
+            preds[i] = p
+    return preds, chosen
 
 
 # the stanza-context settings --nested-context chooses from inside each fold
@@ -317,18 +357,32 @@ def per_poet(rows: list[dict], preds: list[str]) -> list[tuple[str, int, float]]
     return [(a, n[a], ok[a] / n[a]) for a in sorted(n, key=lambda a: (-n[a], a))]
 
 
-def predict(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
-            dist: list[float] | None = None, context: tuple | None = None) -> list[str]:
-    out = []
-    for r in rows:
-        lev = r["_lev"]
-        n = len(lev)
-        if n <= 1:
-            out.append("a" * n)
-            continue
-        w = schemes.level_weights(lev, llr, bias, dist, context)
-        out.append(schemes.best_partition(w, prior if n == 4 else None))
+def row_weights(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
+                dist: list[float] | None = None, context: tuple | None = None) -> list[tuple]:
+    """(pair weights, scheme prior) of each row (``_lev``: its pair keys) under the given tables."""
+    return [(schemes.level_weights(r["_lev"], llr, bias, dist, context), prior if len(r["_lev"]) == 4 else None)
+            for r in rows]
+
+
+def vote_predict(rows: list[dict], weights: list[tuple], poem: float = 0.0) -> list[str]:
+    """Schemes from (weights, prior) per row: each alone, or with ``poem`` > 0 each poem's stanzas
+    (:func:`poem_key`) voting (``schemes.vote_labels``, the library's own step)."""
+    if poem <= 0:
+        return [schemes.best_partition(w, p) for w, p in weights]
+    groups: dict = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(poem_key(r), []).append(i)
+    out = [""] * len(rows)
+    for idx in groups.values():
+        for i, label in zip(idx, schemes.vote_labels([weights[i][0] for i in idx], [weights[i][1] for i in idx],
+                                                     poem)):
+            out[i] = label
     return out
+
+
+def predict(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
+            dist: list[float] | None = None, context: tuple | None = None, poem: float = 0.0) -> list[str]:
+    return vote_predict(rows, row_weights(rows, llr, bias, prior, dist, context), poem)
 
 
 def evaluate(rows: list[dict], preds: list[str]) -> dict:
@@ -446,6 +500,12 @@ def main() -> None:
                     help="override schemes.CONTEXT (fitted/cv rows); 'off' switches the stanza context off")
     ap.add_argument("--nested-context", action="store_true",
                     help="also the CV with the stanza context chosen inside each fold (CONTEXT_GRID; minutes)")
+    ap.add_argument("--poem-weight", type=float, default=None,
+                    help="override schemes.POEM_VOTE (the +poem rows: each poem's stanzas vote; 0 switches it off)")
+    ap.add_argument("--nested-poem", action="store_true",
+                    help="also the CV by poet with the poem vote's weight chosen inside each fold (POEM_GRID)")
+    ap.add_argument("--errors", action="store_true",
+                    help="the 4-line errors of the CV by poet (+poem), counted by gold -> predicted scheme")
     ap.add_argument("--fit-out", default=str(FIT_PATH), help="where --fit writes the tables (default: %(default)s)")
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")
@@ -458,6 +518,7 @@ def main() -> None:
     by_poet = {}
     rt_info = {}
     fitted_tables = {}
+    spreads, errors = {}, {}
     for lang in args.lang:
         rows = load(lang, args.limit)
         t0 = time.perf_counter()
@@ -490,6 +551,26 @@ def main() -> None:
         res = evaluate(rows, preds)
         res.update(name=f"cv{args.folds}-poet")
         table.append((lang, res))
+        poem = schemes.POEM_VOTE[lang] if args.poem_weight is None else args.poem_weight
+        keys = [poem_key(r) for r in rows]
+        res = evaluate(rows, schemes.schemes([r["lines"] for r in rows], lang, poems=keys))
+        res.update(name="shipped+poem")
+        table.append((lang, res))
+        preds_poem = cross_validate(rows, lang, args.folds, weight, bias, not args.no_dist, ctx, poem=poem)
+        res = evaluate(rows, preds_poem)
+        res.update(name=f"cv{args.folds}-poet+poem")
+        table.append((lang, res))
+        spreads[lang] = {f"cv{args.folds}-poet": poet_spread(rows, preds),
+                         f"cv{args.folds}-poet+poem": poet_spread(rows, preds_poem)}
+        if args.errors:
+            errors[lang] = Counter((schemes.normalise_scheme(r["scheme"]), p) for r, p in zip(rows, preds_poem)
+                                   if len(r["scheme"]) == 4 and schemes.normalise_scheme(r["scheme"]) != p)
+        if args.nested_poem:
+            nested, chosen = nested_poem(rows, lang, args.folds, weight, bias, not args.no_dist, ctx)
+            res = evaluate(rows, nested)
+            res.update(name="nested-poem")
+            table.append((lang, res))
+            print(f"{lang} nested-poem: the folds chose {chosen}", file=sys.stderr)
         if args.nested_context:
             nested, chosen = nested_context(rows, lang, args.folds, weight, bias, not args.no_dist)
             res = evaluate(rows, nested)
@@ -523,6 +604,13 @@ def main() -> None:
             sps = f"{r['sps']:.0f}/" + ("-" if r["sps_warm"] is None else f"{r['sps_warm']:.0f}")
         print(f"{lang:4} {r['name']:13} {100 * r['acc4']:9.1f}% {r['n4']:5d} {100 * r['acc_all']:7.1f}% "
               f"{r['n']:5d} {100 * r['P']:6.1f}% {100 * r['R']:6.1f}% {sps:>20}")
+    for lang, spread in spreads.items():
+        for k, (est, lo, hi) in spread.items():
+            print(f"{lang} {k}: 4-line {100 * est:.2f} %, 90 % of poet resamples in [{100 * lo:.1f}, {100 * hi:.1f}]")
+    for lang, err in errors.items():
+        print(f"\n{lang} 4-line errors of cv{args.folds}-poet+poem ({sum(err.values())}), gold -> predicted:")
+        for (g, p), c in err.most_common():
+            print(f"  {g} -> {p}  {c}")
     for lang, (rows_p, periods, spread) in by_poet.items():
         print(f"\n{lang} by period (century of the poets; 4-line exact / pair P / pair R):")
         for c, n4, res in periods:

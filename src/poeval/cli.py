@@ -99,10 +99,10 @@ def cmd_rhyme(args) -> None:
     from poeval.poetry.annotate import write_annotated
 
     write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
-                          progress=args.out is not None)
+                          progress=args.out is not None, poem=args.poem)
     if args.out is not None:
         write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,
-                                                                 "field": args.field})
+                                                                 "field": args.field, "poem": args.poem})
 
 
 def _parser_rhyme(sub) -> None:
@@ -112,6 +112,9 @@ def _parser_rhyme(sub) -> None:
     p.add_argument("--out", help="output JSONL (default: standard output)")
     p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
     p.add_argument("--meter", action="store_true", help="also add a `meter` label (the metre labeller by feet)")
+    p.add_argument("--poem", metavar="FIELD", help="label the stanzas of one poem together: the field naming each "
+                   "record's poem, or FIELD/.. for the parent of a path-like id (the rhyme gold: id/..); "
+                   "default: each stanza alone")
     io_paths(p, ("--out",), ("input",))
     p.set_defaults(func=cmd_rhyme)
 

@@ -10,8 +10,9 @@ from poeval.poetry import espeak, rhyme, spelling
 from poeval.poetry.metre import METRES, metre
 from poeval.poetry.phones import phones
 from poeval.poetry.rhyme import rhyme_relation
-from poeval.poetry.schemes import (CONTEXT, SCHEMES_4, best_partition, context_penalty, level_weights,
-                                   PRIOR_WEIGHT, normalise_scheme, scheme, scheme_prior, schemes)
+from poeval.poetry.schemes import (CONTEXT, POEM_VOTE, SCHEMES_4, best_partition, context_penalty, level_weights,
+                                   PRIOR_WEIGHT, normalise_scheme, poem_schemes, scheme, scheme_prior, schemes,
+                                   vote_labels)
 from poeval.poetry.spelling import en_candidates
 from poeval.text import end_word
 
@@ -74,6 +75,65 @@ def test_long_stanza_greedy():
 
 
 # ---------------------------------------------------------------- end words
+
+def _pair_weights(n, linked, value=5.0, rest=-5.0, **pairs):
+    """An n x n weight matrix: ``value`` on the pairs ``linked`` (a label) links, ``rest`` elsewhere, and
+    the named pairs (``p0_2=-3.0``) set by hand."""
+    import numpy as np
+
+    w = np.full((n, n), rest)
+    for i, j in itertools.combinations(range(n), 2):
+        if linked[i] == linked[j]:
+            w[i, j] = w[j, i] = value
+    for name, x in pairs.items():
+        i, j = (int(v) for v in name[1:].split("_"))
+        w[i, j] = w[j, i] = x
+    return w
+
+
+def test_the_poem_vote_by_hand():
+    """abab alone scores 5 - 3 = 2 (0~2 a loose pair), abcb 5: alone, abcb. Two sister stanzas read abab add
+    the vote weight to abab: at 4, 6 > 5 (abab); at 2, 4 < 5 (abcb). Split sisters add half to each."""
+    loose = _pair_weights(4, "abcb", p0_2=-3.0)
+    clear = _pair_weights(4, "abab")
+    assert vote_labels([loose, clear, clear], [None] * 3, 4.0) == ["abab", "abab", "abab"]
+    assert vote_labels([loose, clear, clear], [None] * 3, 2.0) == ["abcb", "abab", "abab"]
+    assert vote_labels([loose, clear, loose], [None] * 3, 4.0)[0] == "abcb"   # 2 + 2 < 5 + 2
+    assert vote_labels([loose, clear, clear], [None] * 3, 0.0)[0] == "abcb"
+    # a sister of another length does not vote, and a poem's one stanza is labelled alone
+    assert vote_labels([loose, _pair_weights(5, "ababa")], [None] * 2, 8.0)[0] == "abcb"
+    assert vote_labels([loose], [None], 8.0) == ["abcb"]
+
+
+def test_the_poem_vote_on_a_long_stanza():
+    """Beyond EXHAUSTIVE_MAX lines the vote moves each pair by weight x (share linking it - 1/2): the last
+    couplet's -2 becomes -2 + 8 x 1/2 = 2 and links; the pairs the sisters keep apart lose 4."""
+    target = "aabbccddee"
+    weak = _pair_weights(10, target, p8_9=-2.0)
+    assert best_partition(weak) == "aabbccddef"
+    assert vote_labels([weak, _pair_weights(10, target)], [None] * 2, 8.0)[0] == target
+    assert vote_labels([weak, _pair_weights(10, target)], [None] * 2, 3.0)[0] == "aabbccddef"  # -2 + 1.5 < 0
+
+
+@needs_espeak
+def test_poem_schemes_of_real_stanzas():
+    """made / side (``v0c3 aɪ/eɪ``, about -2.2) alone reads abcb; beside two abab sisters, abab. A stanza
+    of two exact couplets (about 5 each) keeps aabb: abab would need night / tree and moonlight / free."""
+    night = ["I walk alone by night", "beneath the silent tree", "and see the pale moonlight", "that sets my spirit free"]
+    sky = ["The swallows climb the sky", "the winds are growing cold", "and still the swallows fly", "as every tale has told"]
+    made = ["Of all the songs he made", "he carved them into stone", "and left them by the side", "when all the rest were gone"]
+    couplets = ["I walk alone by night", "beneath the pale moonlight", "beside the ancient tree", "that sets my spirit free"]
+    assert [scheme(s, "en") for s in (night, sky, made, couplets)] == ["abab", "abab", "abcb", "aabb"]
+    assert poem_schemes([night, made, sky], "en") == ["abab", "abab", "abab"]
+    assert poem_schemes([night, couplets, sky], "en") == ["abab", "aabb", "abab"]
+    assert poem_schemes([made], "en") == ["abcb"]
+    assert poem_schemes([night, made, sky], "en", vote_weight=0.0)[1] == "abcb"
+    # schemes() groups by key (not only neighbours), keeps the order, and None stands alone
+    got = schemes([made, night, made, sky], "en", poems=["p", "p", None, "p"])
+    assert got == ["abab", "abab", "abcb", "abab"]
+    with pytest.raises(PoevalError, match="3 poem keys for 4 stanzas"):
+        schemes([made, night, made, sky], "en", poems=["p", "p", "p"])
+
 
 def test_end_word():
     assert end_word("Shall I compare thee to a summer's day?") == "day"
@@ -400,18 +460,20 @@ def test_regression_dev_subset(shared_data, lang):
 def test_dev_figures_by_poet(shared_data):
     """The 5-fold cross-validation by poet of docs/results/rhyme.md and benchmarks/README.md: 4-line exact
     scheme accuracy with everything fitted (level ratios, pair table, scheme prior, distance shifts) on the
-    other folds' poets (issue 42 asks for 95 %: German reaches it, English does not)."""
+    other folds' poets; each stanza alone, and with its poem's stanzas voting (``POEM_VOTE``; the gold's ids
+    name the poem). Issue 42 asks for 95 %: alone German reaches it and English does not; with the poem both."""
     bench = _bench()
-    want = {"en": (0.9475, 1544), "de": (0.9553, 1701)}
-    for lang, (acc4, n4) in want.items():
+    want = {"en": (1544, 1463, 1503), "de": (1701, 1625, 1650)}
+    for lang, (n4, alone, voted) in want.items():
         if not (shared_data / "gold" / f"rhyme_{lang}_dev.jsonl").exists():
             pytest.skip("the dev gold is not available")
         rows = bench.load(lang)
         for r in rows:
             r["_lev"] = rhyme.pair_levels(r["lines"], lang, detail=True)
-        preds = bench.cross_validate(rows, lang, 5, PRIOR_WEIGHT[lang], rhyme.LINK_BIAS[lang], True, CONTEXT[lang])
-        res = bench.evaluate(rows, preds)
-        assert res["n4"] == n4 and res["acc4"] == pytest.approx(acc4, abs=5e-4)
+        weights = bench.fold_weights(rows, lang, 5, PRIOR_WEIGHT[lang], rhyme.LINK_BIAS[lang], True, CONTEXT[lang])
+        for poem, right in ((0.0, alone), (POEM_VOTE[lang], voted)):
+            res = bench.evaluate(rows, bench.vote_predict(rows, weights, poem))
+            assert res["n4"] == n4 and round(res["acc4"] * n4) == right, (lang, poem)
 
 
 # ---------------------------------------------------------------- metre (optional labels)
@@ -480,14 +542,44 @@ def test_cv_folds_by_poet(monkeypatch):
     monkeypatch.setattr(bench, "scheme_counts", record("prior", Counter()))
     monkeypatch.setattr(bench, "fit_dist_bias", record("dist", []))
     scored = []
-    monkeypatch.setattr(bench, "predict", lambda test, *a: scored.append({r["author"] for r in test})
-                        or ["abab"] * len(test))
+    import numpy as np
+
+    monkeypatch.setattr(bench, "row_weights", lambda test, *a: scored.append({r["author"] for r in test})
+                        or [(np.zeros((4, 4)), None)] * len(test))
     bench.cross_validate(rows, "en", 5, 0.5, 0.0, True)
     assert len(scored) == 5 and all(len(v) == 5 for v in fitted.values())
     for k, test in enumerate(scored):
         for kind in fitted:
             assert not fitted[kind][k] & test and fitted[kind][k] | test == set(period)
     assert sorted(a for t in scored for a in t) == sorted(period)
+
+
+def test_nested_poem_chooses_on_the_training_poets_only(monkeypatch):
+    """The poem vote's weight of each fold is chosen by a CV on that fold's training poets alone (ties to the
+    smaller weight); the fold is then scored with the outer fit's weights and its fold's choice."""
+    bench = _bench()
+    period = {f"p{k}": 20 for k in range(6)}
+    rows = [{"author": a, "id": f"c/{a}/0/{i}", "scheme": "abab", "_lev": [["identical"] * 4] * 4}
+            for a in period for i in range(3)]
+    monkeypatch.setattr(bench, "POET_PERIOD", period)
+    fits = []
+
+    def weights(rs, lang, k, *a):
+        fits.append(({r["author"] for r in rs}, k))
+        return [("w", r["author"]) for r in rs]
+
+    def vote(rs, wp, lam):
+        assert [w[1] for w in wp] == [r["author"] for r in rs]   # each row with its own weights
+        return ["abab" if lam in (6.0, 8.0) else "abcd"] * len(rs)
+
+    monkeypatch.setattr(bench, "fold_weights", weights)
+    monkeypatch.setattr(bench, "vote_predict", vote)
+    preds, chosen = bench.nested_poem(rows, "en", 3, 0.5, 0.0, False, None)
+    assert chosen == [6.0] * 3 and preds == ["abab"] * len(rows)
+    assert fits[0] == (set(period), 3)
+    folds = bench.poet_folds(rows, 3)
+    for f, (poets, k) in enumerate(fits[1:]):
+        assert k == 2 and poets == {a for a in period if folds[a] != f}
 
 
 def test_nested_context_chooses_on_the_training_poets_only(monkeypatch):

@@ -253,6 +253,31 @@ def test_cli_rhyme_adds_scheme_and_keeps_fields(tmp_path, capsys):
     assert [r["scheme"] for r in printed] == ["aabb", "a"]
 
 
+def test_cli_rhyme_labels_a_poem_together(tmp_path, capsys):
+    """--poem id/..: the stanzas whose ids share a parent are one poem; made / side (about -2.2 alone) reads
+    abab beside two abab sisters, and alone (another poem) abcb."""
+    night = ["I walk alone by night", "beneath the silent tree", "and see the pale moonlight", "that sets my spirit free"]
+    made = ["Of all the songs he made", "he carved them into stone", "and left them by the side", "when all the rest were gone"]
+    sky = ["The swallows climb the sky", "the winds are growing cold", "and still the swallows fly", "as every tale has told"]
+    rows = [{"id": "c/poet/000/000", "lines": night}, {"id": "c/poet/000/001", "lines": made},
+            {"id": "c/poet/000/002", "lines": sky}, {"id": "c/poet/001/000", "lines": made}]
+    src = _jsonl(tmp_path / "poems.jsonl", rows)
+    out = tmp_path / "pred.jsonl"
+    assert main(["rhyme", str(src), "--lang", "en", "--out", str(out), "--poem", "id/.."]) == 0
+    assert [r["scheme"] for r in read_jsonl(out)] == ["abab", "abab", "abab", "abcb"]
+    assert main(["rhyme", str(src), "--lang", "en", "--out", str(out)]) == 0   # each stanza alone
+    assert [r["scheme"] for r in read_jsonl(out)] == ["abab", "abcb", "abab", "abcb"]
+    capsys.readouterr()
+    for poem, says in (("title", "record 1 has no 'title'"), ("/..", "expected a field name"),
+                       ("lines/..", "record 1 has no 'lines'")):
+        out.unlink(missing_ok=True)
+        assert main(["rhyme", str(src), "--lang", "en", "--out", str(out), "--poem", poem]) == 2
+        assert says in capsys.readouterr().err and not out.exists()
+    flat = _jsonl(tmp_path / "flat.jsonl", [{"id": "solo", "lines": night}])
+    assert main(["rhyme", str(flat), "--lang", "en", "--poem", "id/.."]) == 2
+    assert "id 'solo' has no parent" in capsys.readouterr().err
+
+
 def test_cli_rhyme_bad_record_writes_nothing(tmp_path, capsys):
     src = _jsonl(tmp_path / "bad.jsonl", [{"lines": ABAB}, {"lines": "not a list"}])
     out = tmp_path / "out.jsonl"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -106,6 +107,12 @@ PRIOR_WEIGHT: dict[str, float] = {"en": 0.5, "de": 0.5}
 CONTEXT: dict[str, tuple[float, float, float]] = {"en": (3.0, 3.0, 1.0), "de": (3.0, 3.0, 1.0)}
 
 
+# how much the poem's other stanzas of the same length count (:func:`poem_schemes`): the share of them that
+# have a scheme, times this, is added to its score. Chosen by 5-fold CV by poet on the dev gold
+# (benchmarks/bench_rhyme.py --poem-weights scores others, --nested-poem chooses it inside each fold).
+POEM_VOTE: dict[str, float] = {"en": 8.0, "de": 5.0}
+
+
 def _weights(lines: Sequence[str], lang: str, llr: dict | None, bias: float | None) -> np.ndarray:
     llr = ratios(lang) if llr is None else llr
     bias = LINK_BIAS[lang] if bias is None else bias
@@ -159,9 +166,13 @@ def context_penalty(lev: list[list[str]], llr: dict, strong: float, both: float,
     return pen
 
 
-def best_partition(w: np.ndarray, prior: dict[str, float] | None = None) -> str:
+def best_partition(w: np.ndarray, prior: dict[str, float] | None = None, vote: dict[str, float] | None = None,
+                   vote_weight: float = 0.0) -> str:
     """The first-appearance label of the partition maximising the sum of ``w[i, j]`` over linked pairs
-    (plus ``prior[label]`` for labels of the stanza's length, when given)."""
+    (plus ``prior[label]`` for labels of the stanza's length, when given). ``vote`` (label -> share, the
+    poem's other stanzas of this length: :func:`poem_schemes`) adds ``vote_weight`` times each label's share;
+    beyond ``EXHAUSTIVE_MAX`` lines, where partitions are not enumerated, it adds ``vote_weight`` times
+    (the share that links a pair - 1/2) to each pair instead."""
     n = w.shape[0]
     if n == 0:
         return ""
@@ -172,7 +183,14 @@ def best_partition(w: np.ndarray, prior: dict[str, float] | None = None) -> str:
         scores = _partition_matrix(n) @ w[iu].astype(np.float32)
         if prior:
             scores = scores + _prior_vector(n, tuple(sorted(prior.items())))
+        if vote:
+            index = {p: k for k, p in enumerate(_partitions(n))}
+            for label, share in vote.items():
+                scores[index[label]] += vote_weight * share
         return _partitions(n)[int(np.argmax(scores))]
+    if vote:
+        linked = sum(share * np.equal.outer(list(label), list(label)) for label, share in vote.items())
+        w = w + vote_weight * (linked - 0.5)
     return _greedy_partition(w)
 
 
@@ -242,25 +260,73 @@ def _greedy_partition(w: np.ndarray) -> str:
     return normalise_scheme(lab)
 
 
+def _check_lines(lines) -> list[str]:
+    if isinstance(lines, str):
+        raise PoevalError("scheme() expects a list of lines, not a string")
+    return ["" if l is None else str(l) for l in lines]
+
+
+def _prior(lines: Sequence[str], lang: str) -> dict[str, float] | None:
+    return scheme_prior(lang) if len(lines) == 4 and PRIOR_WEIGHT[lang] > 0 else None
+
+
 def scheme(lines: list[str], lang: str, *, llr: dict | None = None, bias: float | None = None) -> str:
     """The rhyme scheme of a stanza as a first-appearance label (one letter per line)."""
     check_lang(lang)
-    if isinstance(lines, str):
-        raise PoevalError("scheme() expects a list of lines, not a string")
-    lines = ["" if l is None else str(l) for l in lines]
+    lines = _check_lines(lines)
     if len(lines) <= 1:
         return "a" * len(lines)
-    prior = scheme_prior(lang) if len(lines) == 4 and PRIOR_WEIGHT[lang] > 0 else None
-    return best_partition(_weights(lines, lang, llr, bias), prior)
+    return best_partition(_weights(lines, lang, llr, bias), _prior(lines, lang))
 
 
-def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False) -> list[str]:
-    """:func:`scheme` for many stanzas (``progress=True`` shows a tqdm bar)."""
+def vote_labels(weights: Sequence[np.ndarray], priors: Sequence[dict | None], vote_weight: float) -> list[str]:
+    """Schemes of one poem's stanzas from their pair weights (:func:`level_weights`) and priors: each stanza
+    alone first, then again with the poem's other stanzas of its length voting for their alone-schemes
+    (:func:`best_partition`'s ``vote``). One vote round: a stanza's label never feeds back into itself."""
+    alone = [best_partition(w, p) for w, p in zip(weights, priors)]
+    out = []
+    for k, (w, p) in enumerate(zip(weights, priors)):
+        others = [a for j, a in enumerate(alone) if j != k and len(a) == len(alone[k])]
+        if not others or vote_weight == 0 or len(alone[k]) <= 1:
+            out.append(alone[k])
+            continue
+        vote = {label: c / len(others) for label, c in Counter(others).items()}
+        out.append(best_partition(w, p, vote, vote_weight))
+    return out
+
+
+def poem_schemes(stanzas: Sequence[list[str]], lang: str, *, vote_weight: float | None = None) -> list[str]:
+    """The schemes of one poem's stanzas, in order: each stanza's own pairs, plus the vote of the poem's other
+    stanzas of the same length (``POEM_VOTE``; :func:`vote_labels`). Poets keep a stanza's scheme through a
+    poem and annotators label it so: a stanza whose own end words leave ``abab`` and ``abcb`` close takes
+    the scheme its sister stanzas rhyme clearly. A poem of one stanza gets :func:`scheme`'s label."""
+    check_lang(lang)
+    stanzas = [_check_lines(s) for s in stanzas]
+    vote_weight = POEM_VOTE[lang] if vote_weight is None else vote_weight
+    weights = [_weights(s, lang, None, None) if len(s) > 1 else np.zeros((len(s), len(s))) for s in stanzas]
+    return vote_labels(weights, [_prior(s, lang) for s in stanzas], vote_weight)
+
+
+def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False,
+            poems: Sequence | None = None) -> list[str]:
+    """:func:`scheme` for many stanzas (``progress=True`` shows a tqdm bar). ``poems`` (one hashable key per
+    stanza, ``None`` for a stanza on its own) labels the stanzas that share a key as one poem
+    (:func:`poem_schemes`), in their order in ``stanzas``."""
     check_lang(lang)
     stanzas = list(stanzas)
-    it: Iterable = stanzas
+    if poems is not None and len(poems) != len(stanzas):
+        raise PoevalError(f"{len(poems)} poem keys for {len(stanzas)} stanzas")
+    groups: dict = {}
+    for i, key in enumerate([None] * len(stanzas) if poems is None else poems):
+        groups.setdefault(("stanza", i) if key is None else ("poem", key), []).append(i)
+    it: Iterable = groups.values()
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(stanzas, desc=f"rhyme schemes ({lang})", unit="stanza")
-    return [scheme(s, lang) for s in it]
+        it = tqdm(it, desc=f"rhyme schemes ({lang})", unit="poem" if poems is not None else "stanza")
+    out = [""] * len(stanzas)
+    for idx in it:
+        labels = poem_schemes([stanzas[i] for i in idx], lang) if len(idx) > 1 else [scheme(stanzas[idx[0]], lang)]
+        for i, label in zip(idx, labels):
+            out[i] = label
+    return out

@@ -195,7 +195,7 @@ DS_MODEL = {"arch": "deepspeare", "size": "S", "init": "scratch", "name_or_path"
             "min_count": 3, "max_vocab": None, "max_word_chars": 20, "word_dim": 100, "dropout": 0.3,
             "lm_optimizer": "adagrad", "lm_lr": 0.2, "pm_optimizer": "adam", "pm_lr": 0.001, "rm_optimizer": "adam",
             "rm_lr": 0.001, "update_schedule": "alternating", "update_order": "round", "lm_context": "verses",
-            "last_batch": "keep", "dropout_scope": "words",
+            "last_batch": "keep", "dropout_scope": "words", "lm_attention": "bilinear", "pm_window": "monotone",
             "lm_loss": "batch_sum", "bptt_verses": 2,
             "softmax_cutoffs": [1000, 4000], "tie_embeddings": True, "pm_max_chars": 80, "pm_sigma": 1.0,
             "pm_repeat_scale": 1.0, "pm_cov_scale": 1.0, "pm_cov_threshold": 0.7, "rm_neg": 5, "rm_delta": 0.5,

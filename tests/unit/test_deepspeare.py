@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import collections
+import itertools
 import json
 import math
 import random
@@ -690,8 +691,11 @@ def test_paper_yaml_trains_deepspeare_as_the_original(root):
         assert (mcfg["last_batch"], mcfg["dropout_scope"]) == ("drop", "cells")
         # sonnet_model.py: a full softmax over the vocabulary, tied to the word embeddings
         assert (mcfg["softmax_cutoffs"], mcfg["tie_embeddings"]) == ([], True)
+        # sonnet_model.py lm_attention's concat form; compute_pm_loss's learned step of the window
+        assert (mcfg["lm_attention"], mcfg["pm_window"]) == ("concat", "original")
     assert (ds.MODEL_DEFAULTS["update_order"], ds.MODEL_DEFAULTS["lm_context"]) == ("round", "verses")
     assert (ds.MODEL_DEFAULTS["last_batch"], ds.MODEL_DEFAULTS["dropout_scope"]) == ("keep", "words")
+    assert (ds.MODEL_DEFAULTS["lm_attention"], ds.MODEL_DEFAULTS["pm_window"]) == ("bilinear", "monotone")
 
 
 def test_a_checkpoint_of_the_earlier_port_is_refused(trained, tmp_path):
@@ -985,3 +989,56 @@ def test_dropout_scope_cells_drops_every_lstms_outputs_in_training_only(data):
         cells.eval()
         assert all(torch.equal(x, y) for x, y in zip(outputs(words), outputs(cells)))
     assert ds.resolve_model_cfg({})["dropout_scope"] == "words" and ds.resolve_model_cfg({})["last_batch"] == "keep"
+
+
+# --- the original's attention forms (sonnet_model.py lm_attention, compute_pm_loss)
+
+
+def test_lm_attention_concat_is_the_originals_formula():
+    """concat: e = v^T tanh(W [m; s] + b), here W = [att_k | att_q] and b = att_k's bias, summed by hand per
+    (step, word); bilinear: att_q(s) . att_k(m). The one-step form gives the same scores; concat adds only v."""
+    cfg = ds.resolve_model_cfg({"size": "S"})
+    torch.manual_seed(0)
+    bil = ds.LanguageModel(cfg, 50, 0)
+    cat = ds.LanguageModel({**cfg, "lm_attention": "concat"}, 50, 0)
+    assert set(cat.state_dict()) - set(bil.state_dict()) == {"att_v.weight"}
+    s, mem = torch.randn(2, 3, cfg["dec_dim"]), torch.randn(2, 4, 2 * cfg["enc_dim"])
+    with torch.no_grad():
+        for lm in (bil, cat):
+            keys = lm.att_k(mem)
+            got = lm.attention_scores(s, keys)
+            for p, t, m in itertools.product(range(2), range(3), range(4)):
+                pre = lm.att_k.weight @ mem[p, m] + lm.att_k.bias + lm.att_q.weight @ s[p, t]
+                want = lm.att_v.weight[0] @ torch.tanh(pre) if lm is cat else (
+                    (lm.att_q.weight @ s[p, t]) @ (lm.att_k.weight @ mem[p, m] + lm.att_k.bias))
+                assert float(got[p, t, m]) == pytest.approx(float(want), rel=1e-4, abs=1e-5)
+            assert torch.allclose(lm.step_scores(s[:, 1], keys), got[:, 1], atol=1e-5)
+
+
+def test_pm_window_original_steps_by_its_learned_share():
+    """The original's window with its step's last layer zeroed: sigmoid(0) = 1/2, so the centre is 1/2 then 1
+    (capped) of the verse; with the content scores flat (v = 0) and sigma 0.01 the attention sits on position
+    round(1/2 x 8) = 4 once and on the last character 9 times. Repeat penalty: steps 3-10 land where attention
+    already was (8); nothing falls on the space or the pads."""
+    cfg = {**ds.resolve_model_cfg({"size": "S"}), "pm_window": "original", "pm_sigma": 0.01}
+    torch.manual_seed(0)
+    pm = ds.PentameterModel(cfg)
+    assert set(pm.state_dict()) - set(ds.PentameterModel(ds.resolve_model_cfg({"size": "S"})).state_dict()) == {
+        "loc.0.weight", "loc.0.bias", "loc.2.weight"}
+    char_emb = torch.nn.Embedding(10, cfg["char_dim"])
+    chars = torch.tensor([[3, 4, 5, 6, 7, 3, 4, 5, 6, 0, 0], [3, 4, 1, 6, 7, 3, 4, 5, 6, 0, 0]])
+    lengths = torch.tensor([9, 9])
+    spaces = chars == 1
+    vowels = torch.zeros_like(spaces)
+    with torch.no_grad():
+        pm.loc[2].weight.zero_()
+        pm.att_v.weight.zero_()
+        pm.eval()
+        loss, parts = pm(char_emb, chars, lengths, vowels, spaces)
+    want = torch.zeros(11)
+    want[4], want[8] = 1.0, 9.0
+    assert torch.allclose(parts["attention"][0], want, atol=1e-4)
+    assert float(parts["repeat"][0]) == pytest.approx(8.0, abs=1e-4)
+    # the second verse's space (position 2) and pads get nothing; its sums are a verse's 10 steps
+    assert float(parts["attention"][1, 2]) == 0.0 and float(parts["attention"][1, 9:].sum()) == 0.0
+    assert float(parts["attention"][1].sum()) == pytest.approx(10.0, abs=1e-4)

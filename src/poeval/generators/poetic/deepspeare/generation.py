@@ -198,7 +198,7 @@ class Generator:
         x = torch.cat([lm.embed(tok), self.char_table[tok]], dim=-1).unsqueeze(1)
         s, state = lm.decoder(x, state)
         s = s[:, 0]
-        scores = torch.bmm(keys, lm.att_q(s).unsqueeze(-1)).squeeze(-1).masked_fill(~vis, -1e9)
+        scores = lm.step_scores(s, keys).masked_fill(~vis, -1e9)
         ctx = torch.bmm(torch.softmax(scores, dim=-1).unsqueeze(1), mem).squeeze(1)
         return lm.log_probs(lm.mix(s, ctx)), state
 

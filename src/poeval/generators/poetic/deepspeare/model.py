@@ -91,6 +91,8 @@ class LanguageModel(nn.Module):
         self.decoder = nn.LSTM(wd + 2 * cfg["pm_enc_dim"], d, batch_first=True)
         self.att_q = nn.Linear(d, a, bias=False)
         self.att_k = nn.Linear(2 * e, a)
+        # lm_attention concat (the original's lm_attention): v^T tanh(W_k m + W_q s + b), W_k's bias the b
+        self.att_v = nn.Linear(a, 1, bias=False) if cfg.get("lm_attention") == "concat" else None
         # the original's gated unit (sonnet_model.py gated_layer): update and reset gates, biases from 1
         self.update = nn.Linear(2 * e + d, d)
         self.reset = nn.Linear(2 * e + d, d)
@@ -114,6 +116,21 @@ class LanguageModel(nn.Module):
         x = self.drop(self.embed(words))
         out, s = self.encoder(x, lengths)
         return out * torch.sigmoid(self.sel_h(out) + self.sel_s(s).unsqueeze(1))
+
+    def attention_scores(self, s, keys):
+        """Scores of decoder states ``s`` (..., T, D) over the memory's keys ``keys`` = ``att_k(mem)``
+        (..., M, A): (..., T, M). Bilinear: ``att_q(s) . key``; concat (``lm_attention``, the original's):
+        ``att_v(tanh(key + att_q(s)))``."""
+        q = self.att_q(s)
+        if self.att_v is None:
+            return q @ keys.transpose(-1, -2)
+        return self.att_v(torch.tanh(keys.unsqueeze(-3) + q.unsqueeze(-2))).squeeze(-1)
+
+    def step_scores(self, s, keys):
+        """:meth:`attention_scores` of one decoder step, ``s`` (N, D) over ``keys`` (N, M, A): (N, M)."""
+        if self.att_v is None:
+            return torch.bmm(keys, self.att_q(s).unsqueeze(-1)).squeeze(-1)
+        return self.attention_scores(s.unsqueeze(1), keys).squeeze(1)
 
     def log_probs(self, h):
         """Next-word log-probabilities (usable as logits) for decoder outputs ``h`` (N, D)."""
@@ -155,6 +172,11 @@ class PentameterModel(nn.Module):
         # the decoder's first input, learned (the original's dec_init_input, TF's default Glorot-uniform draw)
         self.init_input = nn.Parameter(torch.empty(2 * e).uniform_(-(3 / (2 * e)) ** 0.5, (3 / (2 * e)) ** 0.5))
         self.sigma = float(cfg["pm_sigma"])
+        # pm_window original (sonnet_model.py compute_pm_loss): the centre's learned step, an MLP of the
+        # decoder output and the last centre (miu_w, miu_b, miu_v)
+        self.loc = None
+        if cfg.get("pm_window") == "original":
+            self.loc = nn.Sequential(nn.Linear(d + 1, a), nn.Tanh(), nn.Linear(a, 1, bias=False))
         self.rep_scale, self.cov_scale = float(cfg["pm_repeat_scale"]), float(cfg["pm_cov_scale"])
         self.cov_threshold = float(cfg["pm_cov_threshold"])
 
@@ -171,18 +193,16 @@ class PentameterModel(nn.Module):
         prev = self.init_input.expand(n, -1)
         cum = h.new_zeros(n, width)
         rep = h.new_zeros(n)
-        mu = None
+        mu = None if self.loc is None else h.new_zeros(n)
         logits = []
         for _ in range(N_STRESS):
             state = self.decoder(prev, state)
             # the cell's output, dropped as the original's wrapped dec_cell; the state it carries is not
             out = drop_outputs(state[0], self.dropout, self.training)
-            e = self.att_v(torch.tanh(keys + self.att_s(out).unsqueeze(1))).squeeze(-1)
-            a = torch.softmax(e.masked_fill(~mask, -1e9), dim=-1)
-            p = (a * pos).sum(-1)
-            mu = p if mu is None else torch.maximum(mu, p)      # the window never moves back
-            w = a * torch.exp(-((pos - mu.unsqueeze(1)) ** 2) / (2 * self.sigma ** 2)) * mask
-            f = w / w.sum(-1, keepdim=True).clamp_min(1e-8)
+            if self.loc is None:
+                f, mu = self._monotone(keys, out, mask, pos, mu)
+            else:
+                f, mu = self._original(keys, out, mask, pos, mu, lengths)
             rep = rep + torch.minimum(f, cum).sum(-1)
             cum = cum + f
             prev = torch.bmm(f.unsqueeze(1), h).squeeze(1)
@@ -193,6 +213,28 @@ class PentameterModel(nn.Module):
         cov = F.relu(self.cov_threshold * vowels.to(h.dtype) - cum).sum(-1)
         loss = ce + self.rep_scale * rep + self.cov_scale * cov
         return loss, {"ce": ce, "repeat": rep, "coverage": cov, "attention": cum}
+
+    def _monotone(self, keys, out, mask, pos, mu):
+        """poeval's window: the centre is the content attention's expected position, never moving back; a
+        Gaussian around it reweights the attention, renormalised. Returns (attention, centre)."""
+        e = self.att_v(torch.tanh(keys + self.att_s(out).unsqueeze(1))).squeeze(-1)
+        a = torch.softmax(e.masked_fill(~mask, -1e9), dim=-1)
+        p = (a * pos).sum(-1)
+        mu = p if mu is None else torch.maximum(mu, p)
+        w = a * torch.exp(-((pos - mu.unsqueeze(1)) ** 2) / (2 * self.sigma ** 2)) * mask
+        return w / w.sum(-1, keepdim=True).clamp_min(1e-8), mu
+
+    def _original(self, keys, out, mask, pos, mu, lengths):
+        """The original's window (sonnet_model.py ``attend``): the centre ``mu`` (a share of the verse, from
+        0) steps forward by a learned sigmoid, capped at 1; the encoder states are weighted by the Gaussian
+        around ``mu`` x (length - 1) before the content score (``att_h`` has no bias, so weighting its output
+        is weighting its input), and the attention is softmax(score + the Gaussian's log). Returns
+        (attention, centre)."""
+        mu = torch.clamp(torch.sigmoid(self.loc(torch.cat([out, mu.unsqueeze(1)], dim=-1))).squeeze(-1) + mu, max=1.0)
+        centre = mu * (lengths.to(out.dtype) - 1)
+        log_w = -((pos - centre.unsqueeze(1)) ** 2) / (2 * self.sigma ** 2)
+        e = self.att_v(torch.tanh(keys * log_w.exp().unsqueeze(-1) + self.att_s(out).unsqueeze(1))).squeeze(-1)
+        return torch.softmax((e + log_w).masked_fill(~mask, -1e9), dim=-1), mu
 
 
 class RhymeModel(nn.Module):
@@ -409,7 +451,7 @@ class Batcher:
         s, state = self._run_decoder(m.drop(x), dec_len, state)              # (P*G, L, D), G sequences per poem
         s = s.reshape(n_poems, -1, s.shape[-1])                              # (P, T, D)
         row_of = row_of.view(n_poems, -1)
-        scores = m.att_q(s) @ m.att_k(mem).transpose(1, 2)                   # (P, T, M)
+        scores = m.attention_scores(s, m.att_k(mem))                         # (P, T, M)
         vis_pos = vis[torch.arange(n_poems).unsqueeze(1), row_of]            # (P, T, M): the position's row's view
         att = torch.softmax(scores.masked_fill(~vis_pos, -1e9), dim=-1)
         ctx = att @ mem                                                      # (P, T, 2E)

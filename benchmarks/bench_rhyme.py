@@ -14,6 +14,11 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   figure. The hand-written knowledge in ``poeval.poetry`` (historical vowels, spellings) is general, not
   read off this gold. The stanza context (``schemes.CONTEXT``: how much less a loose pair counts beside exact ones) is
   fixed in every setup; ``--context STRONG,BOTH,ONE`` or ``--context off`` scores other values.
+* ``shipped+poem``, ``cv5-poet+poem``: the same, each poem's stanzas labelled together (``schemes.vote_labels``,
+  weight ``schemes.POEM_VOTE`` or ``--poem-weight``; the poem of a stanza is its gold id's parent,
+  ``poem_key``), with the spread of the CV estimates over poets. ``--nested-poem`` chooses the weight inside
+  each fold (``nested_poem``, ``POEM_GRID``); ``--errors`` counts the CV's 4-line errors with the poem by
+  class (``error_class``) and by gold -> predicted scheme.
 * ``--by-poet`` adds ``loo-poet`` (leave-one-poet-out) and ``loo-period`` (leave-one-period-out: each
   century's poets scored with everything fitted on the other centuries' poets, as held-out poets of a
   period dev barely has would be), figures per period (``POET_PERIOD``, ``POET_PERIOD_DE``: the poets'
@@ -29,13 +34,14 @@ and recall over all line pairs of all stanzas ("rhyme or repetition" = linked), 
   unlinked lines get their own letter. stanzas/s counts its tagging time only (model load excluded).
 
     .venv/bin/python benchmarks/bench_rhyme.py [--lang en de] [--fit [--fit-out rhyme_fit.json]] [--limit N]
-        [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off] [--nested-context]
+        [--folds 5] [--by-poet] [--context STRONG,BOTH,ONE|off] [--nested-context] [--poem-weight W]
+        [--nested-poem] [--errors]
         [--rhymetagger /tmp/rt-venv/bin/python [--rhymetagger-normalise-de]]
 
 (set-up of that venv, outside the project's: ``python3 -m venv /tmp/rt-venv && /tmp/rt-venv/bin/pip install
 rhymetagger``; see benchmarks/README.md.)
 
-Takes about a minute for both languages (espeak-ng and CMUdict lookups are cached per word); rhymetagger
+Takes about two minutes for both languages (espeak-ng and CMUdict lookups are cached per word); rhymetagger
 adds about 13 minutes (it starts espeak-ng three times per stanza).
 """
 
@@ -45,6 +51,7 @@ import argparse
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -385,6 +392,44 @@ def predict(rows: list[dict], llr: dict, bias: float, prior: dict | None = None,
     return vote_predict(rows, row_weights(rows, llr, bias, prior, dist, context), poem)
 
 
+def error_class(lev: list[list[str]], gold: str, pred: str) -> str:
+    """The class of a wrong 4-line label, by its wrong pairs and the level of the first: a link both missed
+    and added (in the wrong place); a missed link whose end words share no sound (levels v0c0 and v0c1 with
+    no tail and no eye rhyme) or only a loose one; an added link of a repeated word, of a feminine or
+    unstressed ending only (tails w, u, y), or of a rhyme the gold keeps apart."""
+    pairs = list(itertools.combinations(range(len(gold)), 2))
+    missed = [(i, j) for i, j in pairs if gold[i] == gold[j] and pred[i] != pred[j]]
+    extra = [(i, j) for i, j in pairs if gold[i] != gold[j] and pred[i] == pred[j]]
+    if missed and extra:
+        return "a link in the wrong place"
+    i, j = (missed or extra)[0]
+    level = lev[i][j].split(" ", 1)[0]
+    m = re.fullmatch(r"v(.)c(.)([wuy]?)(\+eye)?", level)
+    if missed:
+        none = m is not None and m[2] in "01" and not m[3] and not m[4] and m[1] == "0"
+        return "missed: no shared sound" if none else "missed: a loose rhyme rated too low"
+    if level == "identical":
+        return "extra: a repeated end word"
+    return "extra: a feminine or unstressed ending only" if m is not None and m[3] else \
+        "extra: a rhyme the gold keeps apart"
+
+
+def error_classes(rows: list[dict], alone: list[str], voted: list[str]) -> tuple[Counter, Counter, tuple]:
+    """The 4-line errors of ``voted`` by gold -> predicted scheme and by :func:`error_class`, and how many
+    stanzas the vote fixed and broke against ``alone``."""
+    wrong, classes, fixed, broke = Counter(), Counter(), 0, 0
+    for r, a, v in zip(rows, alone, voted):
+        g = schemes.normalise_scheme(r["scheme"])
+        if len(g) != 4:
+            continue
+        fixed += a != g and v == g
+        broke += a == g and v != g
+        if v != g:
+            wrong[(g, v)] += 1
+            classes[error_class(r["_lev"], g, v)] += 1
+    return wrong, classes, (fixed, broke)
+
+
 def evaluate(rows: list[dict], preds: list[str]) -> dict:
     n4 = ok4 = nall = okall = tp = fp = fn = 0
     for r, p in zip(rows, preds):
@@ -563,8 +608,7 @@ def main() -> None:
         spreads[lang] = {f"cv{args.folds}-poet": poet_spread(rows, preds),
                          f"cv{args.folds}-poet+poem": poet_spread(rows, preds_poem)}
         if args.errors:
-            errors[lang] = Counter((schemes.normalise_scheme(r["scheme"]), p) for r, p in zip(rows, preds_poem)
-                                   if len(r["scheme"]) == 4 and schemes.normalise_scheme(r["scheme"]) != p)
+            errors[lang] = error_classes(rows, preds, preds_poem)
         if args.nested_poem:
             nested, chosen = nested_poem(rows, lang, args.folds, weight, bias, not args.no_dist, ctx)
             res = evaluate(rows, nested)
@@ -607,9 +651,13 @@ def main() -> None:
     for lang, spread in spreads.items():
         for k, (est, lo, hi) in spread.items():
             print(f"{lang} {k}: 4-line {100 * est:.2f} %, 90 % of poet resamples in [{100 * lo:.1f}, {100 * hi:.1f}]")
-    for lang, err in errors.items():
-        print(f"\n{lang} 4-line errors of cv{args.folds}-poet+poem ({sum(err.values())}), gold -> predicted:")
-        for (g, p), c in err.most_common():
+    for lang, (schemes_wrong, classes, moved) in errors.items():
+        print(f"\n{lang} 4-line errors of cv{args.folds}-poet+poem ({sum(classes.values())}); the poem's vote "
+              f"fixed {moved[0]} stanzas and broke {moved[1]}. By class:")
+        for c, n in classes.most_common():
+            print(f"  {n:4d}  {c}")
+        print("gold -> predicted:")
+        for (g, p), c in schemes_wrong.most_common():
             print(f"  {g} -> {p}  {c}")
     for lang, (rows_p, periods, spread) in by_poet.items():
         print(f"\n{lang} by period (century of the poets; 4-line exact / pair P / pair R):")

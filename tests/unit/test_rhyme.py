@@ -582,6 +582,25 @@ def test_nested_poem_chooses_on_the_training_poets_only(monkeypatch):
         assert k == 2 and poets == {a for a in period if folds[a] != f}
 
 
+def test_error_classes_by_hand():
+    """Each wrong label by its wrong pairs and the level of the first (benchmarks/bench_rhyme.py --errors)."""
+    bench = _bench()
+    lev = [["identical", "v0c0 s0", "v0c0w", "v2c3+eye"], ["v0c0 s0", "identical", "identical", "vhc3"],
+           ["v0c0w", "identical", "identical", "v0c1"], ["v2c3+eye", "vhc3", "v0c1", "identical"]]
+    cls = bench.error_class
+    assert cls(lev, "aabc", "abcd") == "missed: no shared sound"              # 0~1: v0c0 (its detail aside)
+    assert cls(lev, "abab", "abcb") == "missed: a loose rhyme rated too low"  # 0~2: v0c0 with a tail
+    assert cls(lev, "abcb", "abcd") == "missed: a loose rhyme rated too low"  # 1~3: historical vowels
+    assert cls(lev, "aabb", "abcb") == "a link in the wrong place"            # 0~1, 2~3 missed, 1~3 added
+    assert cls(lev, "abcb", "abab") == "extra: a feminine or unstressed ending only"
+    assert cls(lev, "abcd", "abbc") == "extra: a repeated end word"
+    assert cls(lev, "abcd", "aabc") == "extra: a rhyme the gold keeps apart"
+    wrong, classes, moved = bench.error_classes(
+        [{"scheme": "abab", "_lev": lev}, {"scheme": "aabc", "_lev": lev}, {"scheme": "abcde", "_lev": lev}],
+        ["abcb", "aabc", "abcde"], ["abab", "abcd", "abcde"])
+    assert moved == (1, 1) and wrong == {("aabc", "abcd"): 1} and classes == {"missed: no shared sound": 1}
+
+
 def test_nested_context_chooses_on_the_training_poets_only(monkeypatch):
     """The stanza context of each fold is chosen by a CV on that fold's training poets alone, from the grid,
     by 4-line accuracy; each poet is scored once, with its fold's choice."""

@@ -37,9 +37,10 @@ Components (arch ``deepspeare``) and how they map to the paper:
   over the characters, never a space or a pad (the original masks both), once for each of the 10
   stress positions of iambic pentameter, and a sigmoid on the attended vector alone predicts the stress
   (unstressed/stressed alternating, ``S- S+`` x 5) — so the model must find characters that carry the
-  pattern. Attention is moved forward monotonically (our formulation of the paper's location-based,
-  sigma-windowed attention): the window centre ``mu_t`` is the expected position of the content
-  attention, never left of ``mu_{t-1}``, and a Gaussian of width ``pm_sigma`` around it sharpens it.
+  pattern. Attention is moved forward monotonically (by default our formulation of the paper's location-based,
+  sigma-windowed attention; ``pm_window: original`` is the original's, below): the window centre ``mu_t`` is
+  the expected position of the content attention, never left of ``mu_{t-1}``, and a Gaussian of width
+  ``pm_sigma`` around it sharpens it.
   Loss per verse: the 10 binary cross-entropies + ``pm_repeat_scale`` x the repeat penalty
   ``sum_t sum_j min(a_tj, sum_{t'<t} a_t'j)`` (no character attended twice) + ``pm_cov_scale`` x the
   coverage penalty ``sum_{j vowel} relu(pm_cov_threshold - sum_t a_tj)`` (every vowel of the verse gets
@@ -154,8 +155,13 @@ on CPU at size S) sums the three losses of one batch of pseudo-sonnets and takes
 of each optimiser, each weight with one owner (the character embedding and encoder the pentameter model's
 Adam, with the summed gradient), clipped at ``max_grad_norm`` over all weights together, a sonnet
 backpropagated whole; ``lm_loss: mean`` divides the LM's summed cross-entropy by its tokens instead of its
-sonnets. The LM's attention is bilinear, the pentameter model's window our monotone formulation (above: CPU
-cost; no switch restores the original's forms, so these two stay unmeasured). The softmax is adaptive by default; ``softmax_cutoffs: []``
+sonnets. The LM's attention is bilinear by default (``lm_attention: concat``, set by ``config/scale/paper.yaml``,
+is the original's ``v^T tanh(W [m; s] + b)``, a tensor of batch x steps x words x ``attn_dim`` on CPU), and the
+pentameter model's window our monotone formulation (above; ``pm_window: original``, set by
+``config/scale/paper.yaml``, is the original's learned step: ``mu`` a share of the verse, stepped by a sigmoid of
+an MLP of the decoder output and the last ``mu``, capped at 1; the encoder states weighted by the Gaussian around
+it before the content score, the attention the softmax of that score plus the Gaussian's log). Both measured in
+``docs/results/generators.md`` "The ports' smaller differences, measured". The softmax is adaptive by default; ``softmax_cutoffs: []``
 (``config/scale/paper.yaml``) gives a full softmax tied to the word embeddings, as the original's
 (``sonnet_model.py`` ties it through ``tanh`` of the embeddings times a projection, poeval through a projection
 of the decoder state), measured in ``docs/results/generators.md`` "The ports' smaller differences, measured".
@@ -169,7 +175,8 @@ cells (``dropout_scope: cells``, set by ``config/scale/paper.yaml``, drops those
 states; its config has no ``line_order``) is refused with a request to retrain it, as is one whose weights
 predate the original's pentameter input, rhyme model and gated unit. ``update_schedule``, ``update_order``,
 ``lm_context``, ``lm_loss``, ``bptt_verses``, ``last_batch`` and ``dropout_scope`` change training only, not
-the weights' shapes: a checkpoint loads whichever schedule trained it.
+the weights' shapes: a checkpoint loads whichever schedule trained it. ``lm_attention`` and ``pm_window`` add
+weights (``att_v``, ``loc``) and are read from the checkpoint's own config.
 
 Size ``S`` (the default) is cut to a 2-core CPU budget; size ``L`` has the original's dimensions
 (``config/scale/paper.yaml``). Modules: :mod:`.data` (params, pseudo-sonnets, tables), :mod:`.model` (the three

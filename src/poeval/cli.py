@@ -101,8 +101,9 @@ def cmd_rhyme(args) -> None:
     write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
                           progress=args.out is not None, poem=args.poem)
     if args.out is not None:
+        grouping = {} if args.poem is None else {"poem": args.poem}   # a stamp without --poem stays as it was
         write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,
-                                                                 "field": args.field, "poem": args.poem})
+                                                                 "field": args.field, **grouping})
 
 
 def _parser_rhyme(sub) -> None:

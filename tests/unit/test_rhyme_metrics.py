@@ -1,6 +1,7 @@
 """The rhyme metric family, its tables and `poeval rhyme`, against scipy and hand-computed cases."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,6 +266,7 @@ def test_cli_rhyme_labels_a_poem_together(tmp_path, capsys):
     out = tmp_path / "pred.jsonl"
     assert main(["rhyme", str(src), "--lang", "en", "--out", str(out), "--poem", "id/.."]) == 0
     assert [r["scheme"] for r in read_jsonl(out)] == ["abab", "abab", "abab", "abcb"]
+    assert json.loads(Path(f"{out}.stamp.json").read_text())["provenance"]["params"]["poem"] == "id/.."
     assert main(["rhyme", str(src), "--lang", "en", "--out", str(out)]) == 0   # each stanza alone
     assert [r["scheme"] for r in read_jsonl(out)] == ["abab", "abcb", "abab", "abcb"]
     capsys.readouterr()

@@ -138,7 +138,7 @@ Components (arch ``deepspeare``) and how they map to the paper:
     restarts) and ``max_quatrain_restarts``;
   - the candidates of all quatrains of a batch are decoded in parallel and a restarted quatrain joins the
     next parallel try: each draw follows the same distribution as the original's one-at-a-time loop, only
-    the random numbers it takes differ, so there is nothing to measure beyond a change of seed.
+    the random numbers it takes differ; measured: the same weights sampled with ``sampling.batch_size`` 1.
 
 Differences from the original's training, each with a reason. Under the default schedule (above), by
 default: the kinds of update are shuffled within a round, not across the whole epoch (``update_order:

@@ -546,11 +546,13 @@ def main() -> None:
     ap.add_argument("--nested-context", action="store_true",
                     help="also the CV with the stanza context chosen inside each fold (CONTEXT_GRID; minutes)")
     ap.add_argument("--poem-weight", type=float, default=None,
-                    help="override schemes.POEM_VOTE (the +poem rows: each poem's stanzas vote; 0 switches it off)")
+                    help="override schemes.POEM_VOTE in the cv +poem row (each poem's stanzas vote; 0 switches it "
+                         "off); shipped+poem keeps the shipped weight")
     ap.add_argument("--nested-poem", action="store_true",
                     help="also the CV by poet with the poem vote's weight chosen inside each fold (POEM_GRID)")
     ap.add_argument("--errors", action="store_true",
-                    help="the 4-line errors of the CV by poet (+poem), counted by gold -> predicted scheme")
+                    help="the 4-line errors of the CV by poet (+poem), counted by class and by gold -> predicted "
+                         "scheme, and the stanzas the vote fixed and broke")
     ap.add_argument("--fit-out", default=str(FIT_PATH), help="where --fit writes the tables (default: %(default)s)")
     ap.add_argument("--rhymetagger", metavar="PYTHON", default=None,
                     help="also run the peer tool rhymetagger with this interpreter (of a venv that has it)")

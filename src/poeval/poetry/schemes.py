@@ -109,7 +109,7 @@ CONTEXT: dict[str, tuple[float, float, float]] = {"en": (3.0, 3.0, 1.0), "de": (
 
 # how much the poem's other stanzas of the same length count (:func:`poem_schemes`): the share of them that
 # have a scheme, times this, is added to its score. Chosen by 5-fold CV by poet on the dev gold
-# (benchmarks/bench_rhyme.py --poem-weights scores others, --nested-poem chooses it inside each fold).
+# (benchmarks/bench_rhyme.py --poem-weight scores others, --nested-poem chooses it inside each fold).
 POEM_VOTE: dict[str, float] = {"en": 8.0, "de": 5.0}
 
 

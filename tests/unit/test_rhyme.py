@@ -119,10 +119,14 @@ def test_the_poem_vote_on_a_long_stanza():
 def test_poem_schemes_of_real_stanzas():
     """made / side (``v0c3 aɪ/eɪ``, about -2.2) alone reads abcb; beside two abab sisters, abab. A stanza
     of two exact couplets (about 5 each) keeps aabb: abab would need night / tree and moonlight / free."""
-    night = ["I walk alone by night", "beneath the silent tree", "and see the pale moonlight", "that sets my spirit free"]
-    sky = ["The swallows climb the sky", "the winds are growing cold", "and still the swallows fly", "as every tale has told"]
-    made = ["Of all the songs he made", "he carved them into stone", "and left them by the side", "when all the rest were gone"]
-    couplets = ["I walk alone by night", "beneath the pale moonlight", "beside the ancient tree", "that sets my spirit free"]
+    night = ["I walk alone by night", "beneath the silent tree",
+             "and see the pale moonlight", "that sets my spirit free"]
+    sky = ["The swallows climb the sky", "the winds are growing cold",
+           "and still the swallows fly", "as every tale has told"]
+    made = ["Of all the songs he made", "he carved them into stone",
+            "and left them by the side", "when all the rest were gone"]
+    couplets = ["I walk alone by night", "beneath the pale moonlight",
+                "beside the ancient tree", "that sets my spirit free"]
     assert [scheme(s, "en") for s in (night, sky, made, couplets)] == ["abab", "abab", "abcb", "aabb"]
     assert poem_schemes([night, made, sky], "en") == ["abab", "abab", "abab"]
     assert poem_schemes([night, couplets, sky], "en") == ["abab", "aabb", "abab"]

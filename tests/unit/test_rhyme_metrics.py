@@ -257,9 +257,12 @@ def test_cli_rhyme_adds_scheme_and_keeps_fields(tmp_path, capsys):
 def test_cli_rhyme_labels_a_poem_together(tmp_path, capsys):
     """--poem id/..: the stanzas whose ids share a parent are one poem; made / side (about -2.2 alone) reads
     abab beside two abab sisters, and alone (another poem) abcb."""
-    night = ["I walk alone by night", "beneath the silent tree", "and see the pale moonlight", "that sets my spirit free"]
-    made = ["Of all the songs he made", "he carved them into stone", "and left them by the side", "when all the rest were gone"]
-    sky = ["The swallows climb the sky", "the winds are growing cold", "and still the swallows fly", "as every tale has told"]
+    night = ["I walk alone by night", "beneath the silent tree",
+             "and see the pale moonlight", "that sets my spirit free"]
+    made = ["Of all the songs he made", "he carved them into stone",
+            "and left them by the side", "when all the rest were gone"]
+    sky = ["The swallows climb the sky", "the winds are growing cold",
+           "and still the swallows fly", "as every tale has told"]
     rows = [{"id": "c/poet/000/000", "lines": night}, {"id": "c/poet/000/001", "lines": made},
             {"id": "c/poet/000/002", "lines": sky}, {"id": "c/poet/001/000", "lines": made}]
     src = _jsonl(tmp_path / "poems.jsonl", rows)

@@ -161,12 +161,12 @@ pentameter model's window our monotone formulation (above; ``pm_window: original
 ``config/scale/paper.yaml``, is the original's learned step: ``mu`` a share of the verse, stepped by a sigmoid of
 an MLP of the decoder output and the last ``mu``, capped at 1; the encoder states weighted by the Gaussian around
 it before the content score, the attention the softmax of that score plus the Gaussian's log). Both measured in
-``docs/results/generators.md`` "The ports' smaller differences, measured". The softmax is adaptive by default; ``softmax_cutoffs: []``
-(``config/scale/paper.yaml``) gives a full softmax tied to the word embeddings, as the original's
-(``sonnet_model.py`` ties it through ``tanh`` of the embeddings times a projection, poeval through a projection
-of the decoder state), measured in ``docs/results/generators.md`` "The ports' smaller differences, measured".
-Early stopping keeps the best dev weights
-after ``patience`` evaluations without improvement (the reproduced paper's patience 5; the original itself
+``docs/results/generators.md`` "The ports' smaller differences, measured".
+The softmax is adaptive by default; ``softmax_cutoffs: []`` (``config/scale/paper.yaml``) gives a full softmax
+tied to the word embeddings, as the original's (``sonnet_model.py`` ties it through ``tanh`` of the embeddings
+times a projection, poeval through a projection of the decoder state), measured in
+``docs/results/generators.md`` "The ports' smaller differences, measured". Early stopping keeps the best dev
+weights after ``patience`` evaluations without improvement (the reproduced paper's patience 5; the original itself
 runs all epochs, reverting an epoch that made a dev loss worse); measured by the training log's evaluations:
 whether either would fire at the budget. Dropout (0.3) applies to the language model's word inputs and
 outputs; the original's keep_prob 0.7 also wraps its encoder's LSTM and the pentameter and rhyme models'

@@ -57,6 +57,17 @@ def _dry_run_inputs(out: str) -> dict[str, list[str]]:
 
 QUATRAIN = ["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]
 
+# three stanzas of one made-up poem, for the poem vote (poeval.poetry.schemes.poem_schemes): NIGHT and SKY rhyme
+# abab; MADE's made / side (v0c3 aɪ/eɪ, about -2.2) leaves it abcb alone; COUPLETS rhymes aabb
+NIGHT = ["I walk alone by night", "beneath the silent tree", "and see the pale moonlight",
+         "that sets my spirit free"]
+SKY = ["The swallows climb the sky", "the winds are growing cold", "and still the swallows fly",
+       "as every tale has told"]
+MADE = ["Of all the songs he made", "he carved them into stone", "and left them by the side",
+        "when all the rest were gone"]
+COUPLETS = ["I walk alone by night", "beneath the pale moonlight", "beside the ancient tree",
+            "that sets my spirit free"]
+
 
 def _jsonl(path, records):
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

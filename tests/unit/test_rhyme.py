@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from helpers import COUPLETS, MADE, NIGHT, SKY
 from poeval.errors import PoevalError
 from poeval.poetry import espeak, rhyme, spelling
 from poeval.poetry.metre import METRES, metre
@@ -117,26 +118,18 @@ def test_the_poem_vote_on_a_long_stanza():
 
 @needs_espeak
 def test_poem_schemes_of_real_stanzas():
-    """made / side (``v0c3 aɪ/eɪ``, about -2.2) alone reads abcb; beside two abab sisters, abab. A stanza
-    of two exact couplets (about 5 each) keeps aabb: abab would need night / tree and moonlight / free."""
-    night = ["I walk alone by night", "beneath the silent tree",
-             "and see the pale moonlight", "that sets my spirit free"]
-    sky = ["The swallows climb the sky", "the winds are growing cold",
-           "and still the swallows fly", "as every tale has told"]
-    made = ["Of all the songs he made", "he carved them into stone",
-            "and left them by the side", "when all the rest were gone"]
-    couplets = ["I walk alone by night", "beneath the pale moonlight",
-                "beside the ancient tree", "that sets my spirit free"]
-    assert [scheme(s, "en") for s in (night, sky, made, couplets)] == ["abab", "abab", "abcb", "aabb"]
-    assert poem_schemes([night, made, sky], "en") == ["abab", "abab", "abab"]
-    assert poem_schemes([night, couplets, sky], "en") == ["abab", "aabb", "abab"]
-    assert poem_schemes([made], "en") == ["abcb"]
-    assert poem_schemes([night, made, sky], "en", vote_weight=0.0)[1] == "abcb"
+    """MADE's made / side (``v0c3 aɪ/eɪ``, about -2.2) alone reads abcb; beside two abab sisters, abab. A stanza
+    of two exact couplets (COUPLETS, about 5 each) keeps aabb: abab would need night / tree and moonlight / free."""
+    assert [scheme(s, "en") for s in (NIGHT, SKY, MADE, COUPLETS)] == ["abab", "abab", "abcb", "aabb"]
+    assert poem_schemes([NIGHT, MADE, SKY], "en") == ["abab", "abab", "abab"]
+    assert poem_schemes([NIGHT, COUPLETS, SKY], "en") == ["abab", "aabb", "abab"]
+    assert poem_schemes([MADE], "en") == ["abcb"]
+    assert poem_schemes([NIGHT, MADE, SKY], "en", vote_weight=0.0)[1] == "abcb"
     # schemes() groups by key (not only neighbours), keeps the order, and None stands alone
-    got = schemes([made, night, made, sky], "en", poems=["p", "p", None, "p"])
+    got = schemes([MADE, NIGHT, MADE, SKY], "en", poems=["p", "p", None, "p"])
     assert got == ["abab", "abab", "abcb", "abab"]
     with pytest.raises(PoevalError, match="3 poem keys for 4 stanzas"):
-        schemes([made, night, made, sky], "en", poems=["p", "p", "p"])
+        schemes([MADE, NIGHT, MADE, SKY], "en", poems=["p", "p", "p"])
 
 
 def test_end_word():

@@ -218,21 +218,23 @@ def fold_weights(rows: list[dict], lang: str, k: int, weight: float, bias: float
         idx = [i for i, r in enumerate(rows) if fold[r["author"]] == f]
         if not idx:
             continue
-        prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
-        dist_f = fit_dist_bias(train) if dist else []
-        for i, wp in zip(idx, row_weights([rows[i] for i in idx], fit_ratios(train, lang), bias, prior, dist_f,
-                                          context)):
+        llr, prior, dist_f = fit_tables(train, lang, weight, dist)
+        for i, wp in zip(idx, row_weights([rows[i] for i in idx], llr, bias, prior, dist_f, context)):
             out[i] = wp
     return out
 
 
+def fit_tables(train: list[dict], lang: str, weight: float, dist: bool) -> tuple:
+    """(level ratios and pair table, scheme prior, distance shifts) fitted on ``train``: one fold's tables."""
+    prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
+    return fit_ratios(train, lang), prior, fit_dist_bias(train) if dist else []
+
+
 def fit_and_predict(train: list[dict], test: list[dict], lang: str, weight: float, bias: float, dist: bool,
                     context: tuple | None) -> list[str]:
-    """``test``'s schemes with everything fitted on ``train`` (level ratios and pair table, scheme prior,
-    distance shifts): one fold of a cross-validation."""
-    prior = schemes.scheme_prior(lang, weight, scheme_counts(train)) if weight > 0 else None
-    dist_f = fit_dist_bias(train) if dist else []
-    return predict(test, fit_ratios(train, lang), bias, prior, dist_f, context)
+    """``test``'s schemes, each alone, with everything fitted on ``train`` (:func:`fit_tables`)."""
+    llr, prior, dist_f = fit_tables(train, lang, weight, dist)
+    return predict(test, llr, bias, prior, dist_f, context)
 
 
 def poem_key(row: dict) -> str:

@@ -81,12 +81,15 @@ def capability(args) -> dict:
 
 
 def continuation_logprob(model, tok, prompt: str, text: str) -> float:
-    """log p(``text`` | ``prompt``), summed over ``text``'s tokens."""
+    """log p(``text`` | ``prompt``), summed over ``text``'s tokens (poeval's ``next_token_logprobs``)."""
+    from poeval.generators.lm.logits import next_token_logprobs
+
     p, t = (tok(x, add_special_tokens=False).input_ids for x in (prompt, text))
     ids = torch.tensor([p + t])
+    targets = ids[:, 1:].clone()
+    targets[0, : len(p) - 1] = -100   # only the continuation's tokens are scored
     with torch.no_grad():
-        logp = model(ids).logits[0, :-1].log_softmax(-1)
-    return logp[torch.arange(len(p) - 1, ids.shape[1] - 1), ids[0, len(p):]].sum().item()
+        return next_token_logprobs(model, ids, torch.ones_like(ids), targets)[1].sum().item()
 
 
 def scheme_gain(args) -> dict:

@@ -184,7 +184,7 @@ def best_partition(w: np.ndarray, prior: dict[str, float] | None = None, vote: d
         if prior:
             scores = scores + _prior_vector(n, tuple(sorted(prior.items())))
         if vote:
-            index = {p: k for k, p in enumerate(_partitions(n))}
+            index = _partition_index(n)
             for label, share in vote.items():
                 scores[index[label]] += vote_weight * share
         return _partitions(n)[int(np.argmax(scores))]
@@ -192,6 +192,12 @@ def best_partition(w: np.ndarray, prior: dict[str, float] | None = None, vote: d
         linked = sum(share * np.equal.outer(list(label), list(label)) for label, share in vote.items())
         w = w + vote_weight * (linked - 0.5)
     return _greedy_partition(w)
+
+
+@functools.lru_cache(maxsize=None)
+def _partition_index(n: int) -> dict[str, int]:
+    """The row of each partition label of n lines in :func:`_partition_matrix`."""
+    return {p: k for k, p in enumerate(_partitions(n))}
 
 
 @functools.lru_cache(maxsize=64)
@@ -325,8 +331,7 @@ def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False,
 
         it = tqdm(it, desc=f"rhyme schemes ({lang})", unit="poem" if poems is not None else "stanza")
     out = [""] * len(stanzas)
-    for idx in it:
-        labels = poem_schemes([stanzas[i] for i in idx], lang) if len(idx) > 1 else [scheme(stanzas[idx[0]], lang)]
-        for i, label in zip(idx, labels):
+    for idx in it:   # a poem of one stanza: poem_schemes gives scheme()'s label
+        for i, label in zip(idx, poem_schemes([stanzas[i] for i in idx], lang)):
             out[i] = label
     return out

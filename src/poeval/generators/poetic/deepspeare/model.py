@@ -128,7 +128,7 @@ class LanguageModel(nn.Module):
 
     def step_scores(self, s, keys):
         """:meth:`attention_scores` of one decoder step, ``s`` (N, D) over ``keys`` (N, M, A): (N, M)."""
-        if self.att_v is None:
+        if self.att_v is None:   # the generator's own bmm, as before the switch: the default samples bit for bit
             return torch.bmm(keys, self.att_q(s).unsqueeze(-1)).squeeze(-1)
         return self.attention_scores(s.unsqueeze(1), keys).squeeze(1)
 

@@ -148,15 +148,18 @@ def cmd_train(args) -> None:
         return train_jobs.from_options(args.model, args.training, args.name, args.lang)
 
     job = job_of(args, ("model", "training", "name", "lang"), by_hand)
-    check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec)
-    registry.trainer(job.model).fit(TrainInputs(args.train, args.dev, args.sonnets, args.word2vec), args.out,
-                                    job.model, job.training, lang=job.lang, name=job.name, threads=args.threads)
+    if not registry.is_served(job.model):   # an endpoint reads no split: its server holds the model
+        require_options(args, "train", "dev")
+    check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec, args.served)
+    inputs = TrainInputs(args.train, args.dev, args.sonnets, args.word2vec, args.served)
+    registry.trainer(job.model).fit(inputs, args.out, job.model, job.training, lang=job.lang, name=job.name,
+                                    threads=args.threads)
 
 
 def _parser_train(sub) -> None:
     p = sub.add_parser("train", help="train a generator on the train split, early stopping on dev")
-    p.add_argument("--train", required=True)
-    p.add_argument("--dev", required=True)
+    p.add_argument("--train", help="the train split (every arch but endpoint)")
+    p.add_argument("--dev", help="the dev split (every arch but endpoint)")
     p.add_argument("--out", required=True, help="checkpoint directory")
     job_option(p, _train_job_type, "poeval.jobs.train.TrainJob (model, training, name, lang)")
     p.add_argument("--model", type=json_object, help="by hand, without --job: params models.<name> as JSON")
@@ -165,8 +168,10 @@ def _parser_train(sub) -> None:
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
     p.add_argument("--word2vec", help="deepspeare/sa: word2vec text file for the embeddings (poeval word2vec)")
+    p.add_argument("--served", help="endpoint: the checkpoint folder the server serves (params serves), recorded "
+                                    "in the stamp")
     add_lang(p, help="deepspeare/sa: language (pronouncing dictionary)")
-    io_paths(p, ("--out",), ("--train", "--dev", "--sonnets", "--word2vec"))
+    io_paths(p, ("--out",), ("--train", "--dev", "--sonnets", "--word2vec", "--served"))
     add_force(p)
     p.set_defaults(func=cmd_train)
 
@@ -187,7 +192,8 @@ def cmd_sample(args) -> None:
 
     job = job_of(args, ("decoding", "sampling", "style", "id_prefix"), by_hand)
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
-                                            threads=args.threads, id_prefix=job.id_prefix, style=job.style)
+                                            threads=args.threads, id_prefix=job.id_prefix, style=job.style,
+                                            prompt=job.prompt)
 
 
 def _sample_job_type():

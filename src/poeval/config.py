@@ -225,6 +225,10 @@ UNTRAINED = "none"
 def _transformer_rules(cfg: dict):
     if cfg.get("training") == UNTRAINED:
         yield from _untrained_rules(cfg)
+    elif cfg.get("api") == "chat":
+        yield "api", "chat samples an instruction-tuned checkpoint as it is: it needs training: none"
+    if cfg.get("prompt") is not None and cfg.get("api") != "chat":
+        yield "prompt", "an in-process checkpoint is prompted only with api: chat (api completions starts at its BOS)"
     if cfg["init"] == "scratch":
         if cfg["arch"] == "gemma3":   # no scratch build of its own: it names a pretrained Gemma 3 checkpoint
             yield "init", "arch gemma3 is fine-tuned from a pretrained checkpoint (e.g. gemma3-270m): set init: pretrained"
@@ -239,10 +243,22 @@ def _untrained_rules(cfg: dict):
     """``training: none`` keeps the weights as loaded: anything that needs training is refused."""
     if cfg["init"] != "pretrained":
         yield "training", "none samples a checkpoint as it is: it needs init: pretrained (a scratch model is random)"
-    if cfg["conditioned"]:
-        yield "training", "none would leave the style tokens of conditioned: true untrained"
+    if cfg["conditioned"] and cfg.get("api") != "chat":
+        yield "training", ("none would leave the style tokens of conditioned: true untrained (api: chat conditions "
+                           "by prompt instead)")
     if cfg.get("lora") is not None:
         yield "training", "none trains no LoRA adapters: set lora to null"
+
+
+def _endpoint_rules(cfg: dict):
+    from urllib.parse import urlsplit
+
+    url = urlsplit(cfg["base_url"])
+    if url.username or url.password or url.query or url.fragment:
+        yield "base_url", ("no credentials or query string in the URL: params are copied into stamps and logs "
+                           "(the key goes in the environment variable api_key_env names)")
+    if cfg["conditioned"] and cfg["api"] == "completions" and not (cfg.get("prompt") or {}).get("text_style"):
+        yield "prompt.text_style", "conditioned: true with api completions needs the text that asks for a scheme"
 
 
 def _deepspeare_rules(cfg: dict):
@@ -284,6 +300,7 @@ def _mlm_rules(cfg: dict):
 
 
 RULES = {"transformer_model": _transformer_rules, "deepspeare_model": _deepspeare_rules, "sa_model": _sa_rules,
+         "endpoint_model": _endpoint_rules,
          "sa_train": _sa_train_rules, "deepspeare_train": _deepspeare_train_rules,
          "port_train": _port_train_rules, "mlm": _mlm_rules}
 
@@ -295,7 +312,7 @@ def rule_problems(rules: str, cfg: dict, where: str) -> list[str]:
 
 
 # Params that may be one value for every language or a mapping {lang: value} (a per-language setting).
-PER_LANG_MODEL_KEYS = ("name_or_path", "tokenizer")
+PER_LANG_MODEL_KEYS = ("name_or_path", "tokenizer", "model")
 
 
 def for_lang(value: Any, lang: str) -> Any:

@@ -24,10 +24,12 @@ from poeval.config import PER_LANG_MODEL_KEYS, model_for_lang, rule_problems
 from poeval.errors import PoevalError
 from poeval.generators import registry, supplied
 from poeval.generators.decoding import parse_decoding
+from poeval.generators.endpoint.connection import key_problems
+from poeval.generators.endpoint.params import endpoint_problems
 from poeval.metrics.adherence import pair_problems
 
 # Each stage's checks of the resolved params, each returning problems that name their key.
-STAGE_CHECKS: tuple[Callable[[dict], list[str]], ...] = (pair_problems, bpomp_problems)
+STAGE_CHECKS: tuple[Callable[[dict], list[str]], ...] = (pair_problems, bpomp_problems, endpoint_problems)
 
 
 def resolve(given: Any) -> dict:
@@ -35,6 +37,9 @@ def resolve(given: Any) -> dict:
     Raises PoevalError listing every problem, each naming its key."""
     if not isinstance(given, dict):
         raise PoevalError("params: the top level must be a mapping")
+    problems = _secret_problems(given)   # first: the schema's messages would echo a pasted key
+    if problems:
+        raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
     problems = schema_layer.schema_problems(given)
     resolved = {} if problems else schema_layer.fill(given)
     if not problems:
@@ -42,6 +47,15 @@ def resolve(given: Any) -> dict:
     if problems:
         raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
     return resolved
+
+
+def _secret_problems(given: dict) -> list[str]:
+    """A key pasted into an endpoint's params (:func:`poeval.generators.endpoint.connection.key_problems`)."""
+    models = given.get("models")
+    if not isinstance(models, dict):
+        return []
+    return [problem for name, entry in models.items() if isinstance(entry, dict) and entry.get("arch") == "endpoint"
+            for problem in key_problems(str(name), entry)]
 
 
 def load(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()) -> dict:

@@ -109,10 +109,12 @@ def train_stamp(train: str | os.PathLike, dev: str | os.PathLike, model_cfg: dic
     return stamp({"train": train, "dev": dev, **other_inputs}, {"model": model_cfg, "training": train_cfg})
 
 
-def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict) -> dict:
+def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict, prompt: dict | None = None) -> dict:
     """Stamp for a samples file's ``.stats.json``: ``sampling`` holds the params ``sampling`` keys as
-    received (n, batch_size, max_new_tokens, max_new_bytes, max_attempts, seed)."""
-    return stamp({"model": model_dir}, {"decoding": decoding, "sampling": sampling})
+    received (n, batch_size, max_new_tokens, max_new_bytes, max_attempts, seed); ``prompt``, for a prompted
+    generator only, what it was asked (so the stamps of every other sample keep their params)."""
+    params = {"decoding": decoding, "sampling": sampling} | ({"prompt": prompt} if prompt is not None else {})
+    return stamp({"model": model_dir}, params)
 
 
 def supplied_stamp(source: str | os.PathLike) -> dict:

@@ -153,7 +153,7 @@ def test_sample_hands_a_port_the_whole_sampling_block(arch, tmp_path, monkeypatc
     assert main(_sample_args(model)) == 0
     assert seen["args"] == (str(model), parse_decoding({"temperature": 0.9}), resolve(SAMPLING), "o.jsonl", "o.json")
     assert seen["args"][2]["max_new_bytes"] == SAMPLING["max_new_bytes"]
-    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": None}
+    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": None, "prompt": None}
 
 
 def test_sample_hands_a_transformers_checkpoint_the_block_and_the_style(tmp_path, monkeypatch):
@@ -161,7 +161,7 @@ def test_sample_hands_a_transformers_checkpoint_the_block_and_the_style(tmp_path
     assert main(_sample_args(tmp_path, "--style", "abab")) == 0
     assert seen["args"] == (str(tmp_path), parse_decoding({"temperature": 0.9}), resolve(SAMPLING), "o.jsonl",
                             "o.json")
-    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": "abab"}
+    assert seen["kw"] == {"threads": 2, "id_prefix": "x-", "style": "abab", "prompt": None}
 
 
 def test_sample_by_hand_fills_the_sampling_keys_it_is_not_given(tmp_path, monkeypatch):

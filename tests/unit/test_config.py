@@ -135,15 +135,18 @@ def test_schema_arch_enums_are_the_registry(root):
                                                                                        "gemma3", "bygpt5"]
     assert _arch_enums(schema, "poetic_model") == list(registry.names("poetic")) == ["deepspeare", "sa"]
     assert schema["$defs"]["model"]["if"]["properties"]["arch"]["const"] == "samples" == registry.names("supplied")[0]
-    assert schema["$defs"]["model"]["else"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
+    served = schema["$defs"]["model"]["else"]
+    assert served["if"]["properties"]["arch"]["const"] == "endpoint" == registry.names("served")[0]
+    assert served["then"] == {"$ref": "#/$defs/endpoint_model"}
+    assert served["else"]["if"]["properties"]["arch"]["enum"] == ["deepspeare", "sa"]
     assert list(registry.names()) == ["gpt2", "gptneo", "llama", "gemma3", "bygpt5", "deepspeare", "sa",
-                                     "samples"]
+                                     "endpoint", "samples"]
 
 
 # which module trains and samples each arch, written out by hand
 ARCH_MODULES = {"gpt2": "poeval.generators.lm", "gptneo": "poeval.generators.lm", "llama": "poeval.generators.lm",
                 "gemma3": "poeval.generators.lm", "bygpt5": "poeval.generators.lm", "deepspeare": "poeval.generators.poetic.deepspeare",
-                "sa": "poeval.generators.poetic.adversary"}
+                "sa": "poeval.generators.poetic.adversary", "endpoint": "poeval.generators.endpoint"}
 
 
 def test_every_model_in_params_has_a_registered_arch(params):
@@ -184,7 +187,7 @@ LM_TRAIN = {"seed": 1, "batch_size": 32, "max_steps": 1500, "max_epochs": None, 
             "length_grouping": 50}
 LM_MODEL = {"arch": "gpt2", "size": "S", "init": "scratch", "name_or_path": None, "tokenizer": None,
             "conditioned": False, "vocab_size": 4000, "n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 128,
-            "intermediate_size": None, "dropout": 0.0, "verse_order": "forward", "lora": None}
+            "intermediate_size": None, "dropout": 0.0, "verse_order": "forward", "lora": None, "api": "completions"}
 MLM = {"vocab_size": 4000, "n_layer": 2, "n_embd": 128, "n_head": 4, "intermediate_size": None, "n_positions": 128,
        "dropout": 0.1, "mask_prob": 0.15, "seed": 1, "batch_size": 32, "max_steps": 800, "lr": 0.001,
        "warmup_steps": 50, "weight_decay": 0.01, "eval_every": 100, "eval_quatrains": 500, "patience": 3,
@@ -274,9 +277,9 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
 # params step (`poeval validate`, the workflow) and the training-time resolver must both report
 BAD_MODELS = [
     ("gpt2-s", {"size": "XS"}, "key models.gpt2-s.size: 'XS' is not one of ['S', 'L']"),
-    ("gpt2-s", {"hidden": 64}, "unknown key models.gpt2-s.hidden (allowed: arch, conditioned, dropout, init, "
-                               "intermediate_size, lora, n_embd, n_head, n_layer, n_positions, name_or_path, sampling, "
-                               "size, tokenizer, training, verse_order, vocab_size)"),
+    ("gpt2-s", {"hidden": 64}, "unknown key models.gpt2-s.hidden (allowed: api, arch, conditioned, dropout, init, "
+                               "intermediate_size, lora, n_embd, n_head, n_layer, n_positions, name_or_path, prompt, "
+                               "sampling, size, tokenizer, training, verse_order, vocab_size)"),
     # a rule: n_embd 128 is not divisible by 3
     ("gpt2-s", {"n_head": 3}, "key models.gpt2-s.n_head: n_embd (128) must be divisible by n_head (3)"),
     # a rule: LoRA needs init pretrained
@@ -346,7 +349,8 @@ BAD_UNTRAINED = [
     ({"init": "scratch", "name_or_path": None},
      "key models.gpt2-s.training: none samples a checkpoint as it is: it needs init: pretrained (a scratch "
      "model is random)"),
-    ({"conditioned": True}, "key models.gpt2-s.training: none would leave the style tokens of conditioned: true untrained"),
+    ({"conditioned": True}, "key models.gpt2-s.training: none would leave the style tokens of conditioned: true "
+                            "untrained (api: chat conditions by prompt instead)"),
     ({"lora": {"r": 4}}, "key models.gpt2-s.training: none trains no LoRA adapters: set lora to null"),
 ]
 

@@ -109,6 +109,10 @@ def is_poetic(system):
     return registry.is_poetic(P["models"][system])
 
 
+def is_served(system):
+    return registry.is_served(P["models"][system])
+
+
 def is_supplied(system):
     """A system made of the user's sample files (arch: samples): imported, never trained or sampled."""
     return registry.is_supplied(P["models"][system])
@@ -197,8 +201,12 @@ def row_size(lang, system, decoding):
 def train_inputs(wildcards):
     """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec; a
     pretrained release named by its short id is imported first (rule import_pretrained); a .gguf file
-    named by its path is an input as it is."""
+    named by its path is an input as it is. An endpoint reads no split: only the checkpoint its server
+    serves, when params name one (``serves``), so that it is built first and its stamp records it."""
     lang = wildcards.lang
+    if is_served(wildcards.system):
+        served = P["models"][wildcards.system].get("serves")
+        return {"served": paths.model_dir(lang, served)} if served else {}
     inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
         inputs |= {"sonnets": paths.sonnets(lang), "word2vec": paths.word2vec(lang)}
@@ -216,10 +224,10 @@ def release_file(wildcards):
     return [str(f) for f in pretrained.release_files(wildcards.release)]
 
 
-def train_poetic_options(wildcards, input):
-    if not is_poetic(wildcards.system):
-        return ""
-    return shlex.join(["--sonnets", input.sonnets, "--word2vec", input.word2vec])
+def train_input_options(wildcards, input):
+    """`poeval train`'s input options: each named input of rule train (train_inputs) that the command reads."""
+    options = ("train", "dev", "sonnets", "word2vec", "served")
+    return shlex.join([arg for name in options if name in input.keys() for arg in (f"--{name}", input[name])])
 
 
 def table11_system():

@@ -25,9 +25,7 @@ rule train:
     params:
         # the typed train job (poeval.jobs.train: from the params as written, like every command's JSON)
         job=lambda wc: train_job(config, wc.lang, wc.system).to_json(),
-        poetic=train_poetic_options,
+        inputs=train_input_options,
     threads: P["threads"]
     shell:
-        "poeval train --train {input.train:q} --dev {input.dev:q} --out {output:q} --job {params.job:q}"
-        " --threads {threads} {params.poetic}"
-        " > {log:q} 2>&1"
+        "poeval train {params.inputs} --out {output:q} --job {params.job:q} --threads {threads} > {log:q} 2>&1"

@@ -19,6 +19,7 @@ class Arch:
     name: str      # the params value
     module: str    # module (under poeval) with fit(...) and sample(...): poeval.generators.interface
     family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
+                   # "served": a model behind an endpoint (nothing trains; requests sample);
                    # "supplied": samples the user supplies (no checkpoint: nothing trains or samples)
     level: str     # "word" (word or BPE tokens), "byte", or "-" (supplied samples)
     device: str    # "gpu" or "cpu": where a cluster job trains and samples it
@@ -37,6 +38,8 @@ ARCHS: tuple[Arch, ...] = (
     # small LSTMs, latency-bound: a GPU does not speed them up
     Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),
     Arch("sa", "generators.poetic.adversary", "poetic", "word", "cpu"),
+    # a model behind an OpenAI-compatible endpoint: rule train checks the server, rule sample sends requests
+    Arch("endpoint", "generators.endpoint", "served", "-", "cpu"),
     # a user's generator, known only by its samples: rule import_samples (poeval.generators.supplied)
     Arch("samples", "generators.supplied", "supplied", "-", "cpu"),
 )
@@ -64,6 +67,18 @@ def module(name: str):
 def is_poetic(model_cfg: dict) -> bool:
     arch = BY_NAME.get(model_cfg.get("arch"))
     return arch is not None and arch.family == "poetic"
+
+
+def is_served(model_cfg: dict) -> bool:
+    """Whether a ``models`` entry is a model behind an endpoint (``arch: endpoint``)."""
+    arch = BY_NAME.get(model_cfg.get("arch"))
+    return arch is not None and arch.family == "served"
+
+
+def is_prompted(model_cfg: dict) -> bool:
+    """Whether a ``models`` entry is asked for its quatrains by a prompt: an endpoint, or an in-process
+    checkpoint with ``api: chat``; a conditioned one is then conditioned by prompt (style adherence)."""
+    return is_served(model_cfg) or model_cfg.get("api") == "chat"
 
 
 def is_supplied(model_cfg: dict) -> bool:
@@ -107,7 +122,7 @@ def shared_training(model_cfg: dict, shared: dict) -> dict:
     """The shared params ``training`` block as a train job (:mod:`poeval.jobs.train`) takes it for
     ``model_cfg``: ``{}`` for a poetry port or an untrained system, which never take it, so that editing it
     reruns neither."""
-    return {} if is_poetic(model_cfg) or untrained(model_cfg) else shared
+    return {} if is_poetic(model_cfg) or untrained(model_cfg) or is_served(model_cfg) else shared
 
 
 def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict | str]:
@@ -118,8 +133,8 @@ def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict | str]:
     LLM's step budget) are an LLM's and would silently retrain the port. An untrained system
     (``training: none``) gets ``"none"``, nothing of the shared block. The system's ``sampling`` block
     is not the generator's: :func:`sampling_params` reads it."""
-    model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling")}
-    if untrained(model_cfg):
+    model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling", "prompt")}
+    if untrained(model_cfg) or is_served(model_cfg):
         return model, config.UNTRAINED
     own = model_cfg.get("training") or {}
     base = port_training_defaults(model["arch"]) if is_poetic(model) else shared

@@ -115,12 +115,13 @@ def resolve(sampling: dict) -> dict:
 
 def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_dir: str, decoding: Decoding,
                 sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
-                extra: Callable[[list[Attempt]], dict] | None = None) -> dict:
+                extra: Callable[[list[Attempt]], dict] | None = None, prompt: dict | None = None) -> dict:
     """Call ``generate(size)`` (one batch of ``size`` attempts) until ``n`` valid quatrains or
     ``max_attempts`` attempts; write JSONL + stats JSON and return the stats. ``sampling`` is the block
     :func:`resolve` returned (its counts are not checked again); it goes into the provenance stamp. The
     global torch RNG is seeded with its ``seed`` first, so equal seed, batch_size and threads give equal
-    samples. ``extra`` maps the counted attempts to generator-specific stats."""
+    samples. ``extra`` maps the counted attempts to generator-specific stats; ``prompt``: what a prompted
+    generator was asked (:class:`poeval.generators.prompting.Prompt`), recorded in the stamp."""
     import torch
     from tqdm.auto import tqdm
 
@@ -149,7 +150,7 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
     return write_samples(records, reasons, len(counted), n, out, stats, {
         "decoding": decoding.to_dict(), "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
-        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling)})
+        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling, prompt)})
 
 
 # --------------------------------------------------------------------------------------------------

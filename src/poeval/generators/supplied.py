@@ -27,6 +27,7 @@ from pathlib import Path
 from poeval.errors import PoevalError
 from poeval.generators.decoding import Decoding
 from poeval.generators.interface import TrainInputs
+from poeval.generators.prompting import Prompt
 from poeval.generators.sampling import check_quatrain, write_samples
 from poeval.io import nothing_usable, read_records
 from poeval.stamps import supplied_stamp
@@ -112,5 +113,6 @@ def fit(inputs: TrainInputs, out_dir: str, model_cfg: dict, train_cfg: dict | st
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
-           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None,
+           prompt: Prompt | None = None) -> dict:
     raise PoevalError(NOTHING_TO_RUN.format("samples"))

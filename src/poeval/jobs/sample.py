@@ -14,7 +14,9 @@ import dataclasses
 
 from poeval.errors import PoevalError
 from poeval.generators import registry
+from poeval.config import model_for_lang
 from poeval.generators.decoding import Decoding, parse_decoding
+from poeval.generators.prompting import Prompt, prompt_for
 from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.jobs.base import Job
 
@@ -23,17 +25,29 @@ from poeval.jobs.base import Job
 class SampleJob(Job):
     """``decoding``: the typed decoding; ``sampling``: the params ``sampling`` block resolved, the system's
     own keys over the shared block; ``style``: a rhyme scheme that prompts a style-conditioned model
-    (style adherence), else None; ``id_prefix``: what each quatrain's id starts with."""
+    (style adherence), else None; ``id_prefix``: what each quatrain's id starts with; ``prompt``: what a
+    prompted system is asked (an endpoint, an in-process chat checkpoint; :mod:`poeval.generators.prompting`),
+    else None, and then left out of the JSON, so that every other job reads as before."""
 
     KIND = "sample"
     decoding: Decoding
     sampling: dict
     style: str | None
     id_prefix: str
+    prompt: Prompt | None = None
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        return out if self.prompt is not None else {k: v for k, v in out.items() if k != "prompt"}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SampleJob":
+        return super().from_dict({"prompt": None} | data if isinstance(data, dict) else data)
 
     def stamp_params(self) -> dict:
         """What the sample's stats stamp records (:func:`poeval.stamps.sample_stamp`)."""
-        return {"decoding": self.decoding.to_dict(), "sampling": self.sampling}
+        prompt = {"prompt": self.prompt.to_dict()} if self.prompt is not None else {}
+        return {"decoding": self.decoding.to_dict(), "sampling": self.sampling} | prompt
 
 
 def sample_job(params: dict, lang: str, system: str, decoding: str, *, style: str | None = None,
@@ -44,14 +58,16 @@ def sample_job(params: dict, lang: str, system: str, decoding: str, *, style: st
     for section, name in (("models", system), ("decoding", decoding)):
         if name not in (params.get(section) or {}):
             raise PoevalError(f"'{name}' is not defined under {section}")
-    sampling = registry.sampling_params(params["models"][system], params.get("sampling") or {})
+    model = params["models"][system]
+    sampling = registry.sampling_params(model, params.get("sampling") or {})
     return from_options(params["decoding"][decoding], sampling | ({"n": n} if n is not None else {}), style,
-                        f"{lang}-{system}-{style or decoding}-", where=f"decoding.{decoding}")
+                        f"{lang}-{system}-{style or decoding}-", where=f"decoding.{decoding}",
+                        prompt=prompt_for(model_for_lang(model, lang), lang))
 
 
 def from_options(decoding: dict, sampling: dict, style: str | None, id_prefix: str,
-                 where: str = "decoding") -> SampleJob:
+                 where: str = "decoding", prompt: Prompt | None = None) -> SampleJob:
     """The job of `poeval sample --decoding --sampling [--style] [--id-prefix]` (by hand; :func:`sample_job`
     builds the rule's the same way): the decoding and the sampling block filled and checked by the schema."""
     return SampleJob(decoding=parse_decoding(decoding, where), sampling=resolve_sampling(sampling), style=style,
-                     id_prefix=id_prefix)
+                     id_prefix=id_prefix, prompt=prompt)

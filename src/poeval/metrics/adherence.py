@@ -32,19 +32,28 @@ COLUMNS = ["lang", "system", "baseline", "scheme", "n", "adherence", "baseline_n
            "repetitions"]
 
 
+def conditionable(model: dict) -> bool:
+    """Whether a ``models`` entry can be prompted with a scheme: a transformer (style tokens, or a prompt with
+    ``api: chat``) or an endpoint (a prompt)."""
+    return model.get("arch") in registry.names("llm") or registry.is_prompted(model)
+
+
 def pairs(config: dict) -> dict[str, str]:
-    """Conditioned system -> baseline system, for the conditioned transformers in ``systems`` (in its
-    order): params ``style_adherence.pairs``, else the system's name minus ``-cond`` when that runs too."""
+    """Conditioned system -> baseline system, for the conditioned transformers and endpoints in ``systems``
+    (in its order): params ``style_adherence.pairs``, else the system's name minus ``-cond`` when that runs
+    too, else for a system conditioned by prompt itself (its unprompted sample asks for no scheme)."""
     explicit = config["style_adherence"]["pairs"] or {}
     systems, models = config["systems"], config["models"]
     out = {}
     for s in systems:
-        if not (models[s].get("conditioned") and models[s].get("arch") in registry.names("llm")):
+        if not (models[s].get("conditioned") and conditionable(models[s])):
             continue
         if s in explicit:
             out[s] = explicit[s]
         elif s.endswith("-cond") and s.removesuffix("-cond") in systems:
             out[s] = s.removesuffix("-cond")
+        elif registry.is_prompted(models[s]):
+            out[s] = s
     return out
 
 
@@ -54,9 +63,10 @@ def pair_problems(config: dict) -> list[str]:
     models, problems = config["models"], []
     for cond, base in (section["pairs"] or {}).items():
         model = models.get(cond)
-        if model is None or not model.get("conditioned") or model.get("arch") not in registry.names("llm"):
-            problems.append(f"key style_adherence.pairs.{cond}: not a style-conditioned transformer under models "
-                            f"(arch one of {', '.join(registry.names('llm'))}, conditioned: true)")
+        if model is None or not model.get("conditioned") or not conditionable(model):
+            problems.append(f"key style_adherence.pairs.{cond}: not a style-conditioned transformer or endpoint "
+                            f"under models (arch one of {', '.join(registry.names('llm'))} or endpoint, "
+                            "conditioned: true)")
         if base not in models:
             problems.append(f"key style_adherence.pairs.{cond}: baseline '{base}' is not defined under models")
     decoding = section["decoding"]

@@ -406,7 +406,7 @@ def system_kind(model: dict) -> str:
     samples system: its ``kind``, as params say what generator wrote them)."""
     if "kind" in model:
         return model["kind"]
-    if model.get("arch") not in LLM_ARCHS:
+    if model.get("arch") not in LLM_ARCHS and not registry.is_served(model):
         return "poetic"
     return "conditioned" if model.get("conditioned") else "unconditioned"
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from poeval.errors import PoevalError
+from poeval.generators.checkpoint import MANIFEST, port_arch
+from poeval.generators.endpoint.connection import public_url
 from poeval.io import read_json, read_jsonl
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
 from poeval.poetry.schemes import SCHEMES_4
@@ -64,6 +66,9 @@ def table4(models: list[tuple[str, str, str]], out: str) -> None:
         if model_dir.endswith(".stats.json"):
             rows.append(_supplied_row(lang, system, model_dir))
             continue
+        if port_arch(model_dir) == "endpoint":
+            rows.append(_endpoint_row(lang, system, model_dir))
+            continue
         path = Path(model_dir) / "training_log.json"
         if not path.exists():
             raise PoevalError(f"{path}: no training log (is {model_dir} a poeval checkpoint?)")
@@ -91,6 +96,15 @@ def _supplied_row(lang: str, system: str, stats_path: str) -> list[str]:
     return [lang, system, "samples", NA, NA, NA, NA, NA, NA, NA, base]
 
 
+def _endpoint_row(lang: str, system: str, model_dir: str) -> list[str]:
+    """A model behind an endpoint: no checkpoint here, so the columns of one are NA; ``base`` names the model
+    and where it is served, as rule train found it (:mod:`poeval.generators.endpoint`)."""
+    endpoint = read_json(Path(model_dir) / MANIFEST)["endpoint"]
+    conditioned = read_json(Path(model_dir) / "training_log.json")["provenance"]["params"]["model"].get("conditioned")
+    base = f"{endpoint['model']} at {public_url(endpoint['base_url'])} ({endpoint['api']})"
+    return [lang, system, "endpoint", NA, NA, "yes (prompt)" if conditioned else "no", NA, NA, NA, NA, base]
+
+
 def _base_label(cfg: dict, summary: dict) -> str:
     """What a fine-tuned model started from (``-`` from scratch): its name and, for a model imported from a
     GGUF file, what its weights are (e.g. dequantised 4-bit weights of an instruction-tuned release)."""
@@ -107,12 +121,15 @@ def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:
     :func:`poeval.generators.sampling.sample_loop` writes: quatrains requested, generations attempted,
     valid quatrains, the validity rate and the share of distinct quatrains among the valid ones (both in
     percent; a contrastive config that repeats itself shows here below 100), then the failure reasons
-    (``reason=count``, space-separated; ``-`` for none). A sample drawn by the paper's procedure requests no
-    count (``NA``), and its validity is kept chunks per generation (``sampling.procedure``)."""
+    (``reason=count``, space-separated; ``-`` for none), then for a chat sample how many answers each
+    clean-up rule changed (``cleaned:<rule>=count``, :mod:`poeval.generators.chat_answers`). A sample drawn
+    by the paper's procedure requests no count (``NA``), and its validity is kept chunks per generation
+    (``sampling.procedure``)."""
     rows = []
     for lang, system, decoding, path in samples:
         st = read_json(path)
-        reasons = " ".join(f"{reason}={count}" for reason, count in sorted(st["reasons"].items())) or "-"
+        counts = sorted(st["reasons"].items()) + [(f"cleaned:{rule}", k) for rule, k in (st.get("cleaned") or {}).items()]
+        reasons = " ".join(f"{reason}={count}" for reason, count in counts) or "-"
         rows.append([lang, system, decoding, fmt(st["requested"], 0), str(st["attempts"]), str(st["valid"]),
                      fmt(_scaled(st["validity_rate"] if st["attempts"] else None, 100), 2),
                      fmt(_scaled(st.get("distinct_share"), 100), 2), reasons])

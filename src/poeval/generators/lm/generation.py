@@ -16,6 +16,7 @@ from poeval.generators.lm.logits import keep_last
 from poeval.generators.sampling import (N_VERSES, PAPER_MIN_NEW_TOKENS, Attempt, check_quatrain, paper_loop,
                                        sample_loop)
 from poeval.generators.sampling import resolve as resolve_sampling
+from poeval.generators.prompting import Prompt
 from poeval.poetry.style import SCHEMES, STYLE_TOKENS, strip_style
 
 
@@ -207,7 +208,8 @@ def _budget(sampling: dict, tokenizer, limit: int | None, prompt: int) -> int:
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *, threads: int = 1,
-           id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+           id_prefix: str = "", progress: bool = True, style: str | None = None,
+           prompt: Prompt | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON.
 
     ``sampling`` is a params ``sampling`` block (:func:`poeval.generators.sampling.resolve`). Each
@@ -220,6 +222,8 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     stops at the one that yields the n-th valid quatrain, so ``valid`` equals the number of records
     written. The stats record ``validity_rate`` and ``distinct_share``. Deterministic for equal seed,
     batch_size and threads. ``procedure: paper`` samples as the paper's code instead (:func:`_sample_paper`).
+    A ``prompt`` (``api: chat``) asks an instruction-tuned checkpoint through its chat template instead
+    (:func:`_sample_chat`).
     """
     import torch
 
@@ -232,6 +236,10 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
         model, tokenizer = load(model_dir)
     model.to(device.resolve())
     model.eval()
+    loop = {"model_dir": model_dir, "decoding": decoding, "sampling": sampling, "id_prefix": id_prefix,
+            "progress": progress}
+    if prompt is not None:
+        return _sample_chat(model, tokenizer, prompt, style, out, stats, **loop)
     prefix = style_prompt(tokenizer, style)
     max_new_tokens = _budget(sampling, tokenizer, max_positions(model), len(prefix))
     if sampling["procedure"] == "paper":
@@ -289,3 +297,53 @@ def _sample_paper(model, tokenizer, prefix: list[int], max_new_tokens: int, out:
     return paper_loop(generate, out, stats, **loop,
                       extra={"max_new_tokens": max_new_tokens, "byte_level": is_byte_level(tokenizer),
                              **({"style": style} if style is not None else {})})
+
+
+def chat_ids(tokenizer, prompt: Prompt, style: str | None) -> list[int]:
+    """The prompt ids of a chat request: the messages through the checkpoint's own chat template, ending
+    where the assistant's answer begins (as an OpenAI-compatible server renders them)."""
+    if prompt.api != "chat":
+        raise PoevalError("an in-process checkpoint is prompted only with api: chat (api completions starts at "
+                          "its BOS)")
+    if not getattr(tokenizer, "chat_template", None):
+        raise PoevalError("api: chat needs a checkpoint with a chat template (an instruction-tuned model)")
+    text = tokenizer.apply_chat_template(prompt.messages(style), add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def _chat_attempt(tokenizer, row: list[int], stops: list[int]) -> Attempt:
+    """A generated answer as an attempt: its text up to the first stop, cleaned by the chat rules
+    (:mod:`poeval.generators.chat_answers`); a special token other than the EOS is ``special_token``."""
+    from poeval.generators import chat_answers
+
+    end = next((i for i, token in enumerate(row) if token in stops), None)
+    cleaned = chat_answers.clean(tokenizer.decode(row if end is None else row[:end], skip_special_tokens=True))
+    foreign = end is not None and row[end] != stops[0]
+    return Attempt(cleaned.text.split("\n"), end is not None, reason="special_token" if foreign else None,
+                   info={"cleaned": cleaned.rules})
+
+
+def _sample_chat(model, tokenizer, prompt: Prompt, style: str | None, out: str, stats: str, **loop) -> dict:
+    """An instruction-tuned checkpoint asked for a quatrain (params ``api: chat``): every attempt is the
+    chat prompt, its answer runs to the EOS (no fifth-verse stop: a title or a preamble comes first) or
+    the budget, and is cleaned before the validity rule, as an endpoint's chat answers are."""
+    import collections
+
+    import torch
+
+    ids = chat_ids(tokenizer, prompt, style)
+    max_new_tokens = _budget(loop["sampling"], tokenizer, max_positions(model), len(ids))
+    stops, pad = stop_ids(tokenizer), tokenizer.pad_token_id
+
+    def generate(size: int) -> list[Attempt]:
+        batch = torch.tensor([ids] * size, dtype=torch.long, device=device.of(model))
+        with torch.no_grad(), quiet_transformers(loop["progress"]):
+            seqs = generate_batch(model, batch, loop["decoding"], max_new_tokens, stops, pad)
+        return [_chat_attempt(tokenizer, row, stops) for row in seqs[:, len(ids):].tolist()]
+
+    def extra(counted: list[Attempt]) -> dict:
+        cleaned = collections.Counter(rule for a in counted for rule in a.info.get("cleaned", ()))
+        return {"api": "chat", "max_new_tokens": max_new_tokens, "cleaned": dict(sorted(cleaned.items())),
+                "sent": {"prompt_text": tokenizer.decode(ids)}, **({"style": style} if style is not None else {})}
+
+    return sample_loop(generate, out, stats, **loop, extra=extra, prompt=prompt.to_dict())

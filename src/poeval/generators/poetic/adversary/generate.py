@@ -22,6 +22,7 @@ from poeval.generators.interface import refuse_style
 from poeval.generators.poetic import common
 from poeval.generators.poetic.adversary import endings, linelm
 from poeval.generators.poetic.adversary.settings import ARCH, SERIAL_THREADS
+from poeval.generators.prompting import Prompt
 from poeval.generators.sampling import Attempt, sample_loop
 from poeval.generators.sampling import resolve as resolve_sampling
 
@@ -77,7 +78,8 @@ def ban_stats(banned: dict) -> dict:
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
-           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None,
+           prompt: Prompt | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` generations; write JSONL + stats JSON
     (:func:`poeval.generators.sampling.sample_loop`, which holds the validity rule and failure reasons).
 
@@ -87,7 +89,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     (module docstring). Deterministic for equal seed, batch_size, threads."""
     import torch
 
-    refuse_style(model_dir, style)
+    refuse_style(model_dir, style, prompt)
     decoding = ancestral_only(parse_decoding(decoding), ARCH)
     sampling = resolve_sampling(sampling)
     max_tokens, procedure = sampling["max_new_tokens"], sampling["procedure"]

@@ -17,6 +17,7 @@ from poeval.generators.poetic.common import (detokenize, draw, filtered_probs, i
                                              load_checkpoint, tokenize, verse_ok)
 from poeval.generators.poetic.deepspeare.data import ARCH, MODEL_DEFAULTS, PAD_CHAR, Tables, pm_text
 from poeval.generators.poetic.deepspeare.model import Batcher, DeepSpeare, _pad2
+from poeval.generators.prompting import Prompt
 from poeval.generators.sampling import Attempt, sample_loop
 from poeval.generators.sampling import resolve as resolve_sampling
 from poeval.poetry import style as _style
@@ -484,14 +485,15 @@ def guard_counts(counted: list[Attempt], restarts: int) -> dict:
 
 
 def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, stats: str, *,
-           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None) -> dict:
+           threads: int = 1, id_prefix: str = "", progress: bool = True, style: str | None = None,
+           prompt: Prompt | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` quatrain generations; write the samples JSONL
     and the stats JSON (:func:`poeval.generators.sampling.sample_loop`). ``sampling`` is a params
     ``sampling`` block (:func:`poeval.generators.sampling.resolve`; ``max_new_bytes``, for byte-level
     models, does not apply). A quatrain is valid when each of its four verses ended with ``<eol>`` within
     ``max_new_tokens`` generated tokens in all (``<eol>`` included; else ``truncated``) and has a word
     (else ``empty_line``). Deterministic for equal seed, batch_size and threads."""
-    refuse_style(model_dir, style)
+    refuse_style(model_dir, style, prompt)
     decoding = ancestral_only(parse_decoding(decoding), ARCH)
     sampling = resolve_sampling(sampling)
     max_tokens = sampling["max_new_tokens"]

@@ -153,3 +153,16 @@ def tiny_gguf_llama(tmp_path_factory):
     model = gguf_tiny.model(len(tok))
     path = gguf_tiny.write(tmp_path_factory.mktemp("gguf") / "tiny.gguf", model, tok)
     return SimpleNamespace(gguf=path, model=model, tok=tok)
+
+
+@pytest.fixture(scope="session")
+def served_tiny(tiny_gpt2, tmp_path_factory):
+    """``transformers serve`` of tiny_gpt2 (servers.Served), started once a session: every endpoint test shares
+    it. It serves a copy that has a chat template (servers.with_chat_template), since the scratch tokenizer has
+    none and /v1/chat/completions answers 500 without one; tiny_gpt2 itself stays as trained. ``.bos`` is the
+    text to prompt with (``<|endoftext|>``): an empty prompt crashes the server."""
+    from servers import Served, with_chat_template
+
+    root = tmp_path_factory.mktemp("served_tiny")
+    with Served(with_chat_template(tiny_gpt2, root / "model"), root / "logs") as served:
+        yield served

@@ -7,7 +7,9 @@ Which server for which test:
   A real server, so a test sees what vLLM, llama.cpp or a hosted API would give it.
 - :class:`FaultServer` (a small stdlib HTTP server that follows a script): only the faults a real server
   cannot be made to give on demand: 429 storms (with or without Retry-After), 5xx, 401/403/404, hung sockets,
-  connections closed without a response. It never stands in for normal sampling: its "ok" text is canned.
+  connections closed without a response; and the prompt log-probabilities (``echo`` + ``logprobs``) that vLLM
+  gives and transformers serve does not, for BPoMP's endpoint scorer. It never stands in for normal sampling:
+  its "ok" text is canned.
 
 What ``transformers serve`` needs (measured with transformers 5.24): OMP_NUM_THREADS=1 (two threads were
 5-16x slower on a loaded machine); sampling only through ``extra_body=generation_config(...)`` (a top-level
@@ -282,12 +284,13 @@ _ERRORS = {  # status -> (the error type the OpenAI API gives, a message)
     500: ("server_error", "The server had an error while processing your request"),
     503: ("server_error", "The engine is currently overloaded"),
 }
-_KINDS = {"ok": 2, "status": 3, "hang": 2, "close": 1}   # action kind -> its tuple's length
+_KINDS = {"ok": 2, "logprobs": 3, "status": 3, "hang": 2, "close": 1}   # action kind -> its tuple's length
 
 
 def _check(action: tuple) -> tuple:
     if not action or action[0] not in _KINDS or len(action) != _KINDS[action[0]]:
-        raise ValueError(f"not a FaultServer action: {action!r} (ok/text, status/code/retry_after, hang/s, close)")
+        raise ValueError(f"not a FaultServer action: {action!r} (ok/text, logprobs/tokens/token_logprobs, "
+                         "status/code/retry_after, hang/s, close)")
     if action[0] == "status" and action[1] not in _ERRORS:
         raise ValueError(f"no error body for status {action[1]}; known: {sorted(_ERRORS)}")
     return action
@@ -299,6 +302,10 @@ class FaultServer:
     of ``script``, then with ``default``; a context manager. Actions:
 
     - ``("ok", text)``: a well-formed completion (or chat completion) of ``text``, echoing the request's model;
+    - ``("logprobs", tokens, token_logprobs)``: a /v1/completions answer to ``echo`` + ``logprobs`` as vLLM gives
+      it: the prompt's ``tokens`` with their ``token_logprobs`` (the first None), then one generated token
+      (``GENERATED``) when ``max_tokens`` is not 0; ``usage.prompt_tokens`` is ``len(tokens)``. What a real
+      server with prompt log-probabilities answers, for the tests that cannot run one (vLLM needs a GPU);
     - ``("status", code, retry_after)``: that status (400, 401, 403, 404, 429, 500, 503) with an OpenAI-style
       error body, and a Retry-After header when ``retry_after`` (seconds) is not None;
     - ``("hang", seconds)``: read the request, answer nothing for ``seconds``, then close (a hung socket);
@@ -406,6 +413,8 @@ class _FaultHandler(BaseHTTPRequestHandler):
             self._error(action[1], _ERRORS[action[1]][1], action[2])
         elif (request.body or {}).get("stream"):
             self._error(400, "FaultServer does not stream")
+        elif kind == "logprobs" and request.path == "/v1/completions":
+            self._json(200, _echoed(request, action[1], action[2]))
         elif request.path in ("/v1/completions", "/v1/chat/completions"):
             self._json(200, _completion(request, action[1]))
         else:
@@ -454,4 +463,25 @@ def _completion(request: Received, text: str) -> dict:
         "usage": {"prompt_tokens": len(json.dumps(prompt).split()), "completion_tokens": len(text.split()),
                   "total_tokens": len(json.dumps(prompt).split()) + len(text.split())},
         "system_fingerprint": "fp-test",
+    }
+
+
+GENERATED = ("!", -0.5)   # the token a "logprobs" action generates after the prompt, and its log-probability
+
+
+def _echoed(request: Received, tokens: list[str], token_logprobs: list[float | None]) -> dict:
+    """A completions response to ``echo`` + ``logprobs``: the prompt's ``tokens`` and ``token_logprobs``, then
+    the generated token unless ``max_tokens`` is 0 (what vLLM answers; its text is the prompt and the token)."""
+    body = request.body or {}
+    generate = body.get("max_tokens", 16) != 0
+    toks = list(tokens) + [GENERATED[0]] * generate
+    offsets = [sum(len(t) for t in toks[:i]) for i in range(len(toks))]
+    logprobs = {"tokens": toks, "token_logprobs": list(token_logprobs) + [GENERATED[1]] * generate,
+                "text_offset": offsets, "top_logprobs": None}
+    return {
+        "id": f"cmpl-test-{next(_COUNTER)}", "object": "text_completion", "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "text": "".join(toks), "logprobs": logprobs, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": len(tokens), "completion_tokens": int(generate),
+                  "total_tokens": len(tokens) + int(generate)},
     }

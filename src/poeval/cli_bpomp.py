@@ -4,12 +4,14 @@ thin wrapper around one function of :mod:`poeval.bpomp`; :mod:`poeval.cli` adds 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from poeval import hub
 from poeval.cli_args import (MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, nonneg_int,
                              positive_int, print_json, quantile, seed_int, stamp_option)
 from poeval.errors import PoevalError
+from poeval.generators.endpoint.connection import ENV_NAME, public_url
 
 
 def cmd_bpomp_corpus(args) -> None:
@@ -73,23 +75,75 @@ def _parser_bpomp_pairs(bsub) -> None:
 
 
 def cmd_bpomp_score(args) -> None:
-    from poeval.bpomp import write_scores
     from poeval.bpomp.report import timed_scores
 
     if args.kind == "causal" and args.variant != "original":
         raise PoevalError("--variant applies to masked scorers only")
+    if args.endpoint is not None:
+        return _score_endpoint(args)
+    given = [flag for flag, dest in ENDPOINT_ONLY if getattr(args, dest) != ENDPOINT_DEFAULTS.get(dest)]
+    if given:
+        raise PoevalError(f"{', '.join(given)} apply to --endpoint only")
+    from poeval.bpomp import write_scores
+
     print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
                              variant=args.variant, batch_size=args.batch_size, threads=args.threads,
                              model_key=args.model_param))
 
 
+# options of `bpomp score` that only scoring through an endpoint reads (flag, dest), and their defaults
+ENDPOINT_ONLY = (("--endpoint-model", "endpoint_model"), ("--api-key-env", "api_key_env"), ("--server", "server"),
+                 ("--bos", "bos"), ("--eos", "eos"), ("--max-concurrency", "max_concurrency"))
+ENDPOINT_DEFAULTS = {"server": "other", "bos": "", "eos": "", "max_concurrency": 4}
+
+
+def _score_endpoint(args) -> None:
+    """`bpomp score --endpoint`: causal log-probabilities from the server (poeval.bpomp.endpoint)."""
+    from poeval.bpomp.endpoint import endpoint, write_endpoint_scores
+    from poeval.bpomp.report import timed_scores
+
+    if args.kind != "causal":
+        raise PoevalError("--endpoint scores causal LMs only (--kind causal): a server gives no masked "
+                          "pseudo-log-likelihood")
+    if not args.endpoint_model:
+        raise PoevalError("--endpoint needs --endpoint-model, the model id its requests name (as /v1/models lists it)")
+    in_process = [flag for flag, dest in (("--batch-size", "batch_size"), ("--threads", "threads"))
+                  if getattr(args, dest) is not None]
+    if in_process or args.model_param != "--model":
+        raise PoevalError(f"{', '.join(in_process) or '--model-param'} apply to --model only")
+    where = endpoint(args.endpoint, args.endpoint_model, api_key_env=args.api_key_env, server=args.server,
+                     max_concurrency=args.max_concurrency)
+    print_json(timed_scores(write_endpoint_scores, args.pairs, args.endpoint_model, "causal", args.out, args.stats,
+                             where=where, bos=args.bos, eos=args.eos))
+
+
+def _base_url(text: str) -> str:
+    """An argparse type: an http(s) URL, as params' ``base_url`` (the endpoint's OpenAI-compatible root)."""
+    if not re.match(r"^https?://\S+$", text):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {public_url(text)!r}")
+    return text
+
+
+def _env_name(text: str) -> str:
+    """An argparse type: the NAME of an environment variable (a key pasted here would reach logs)."""
+    if not ENV_NAME.match(text):
+        raise argparse.ArgumentTypeError("give the NAME of the environment variable that holds the key, not the key")
+    return text
+
+
 def _parser_bpomp_score(bsub) -> None:
     from poeval.bpomp import VARIANTS
+    from poeval.generators.endpoint.requests import TOP_K
 
     p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
     p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
-    p.add_argument("--model", required=True, help="checkpoint directory or hub id (in the local Hugging Face cache "
-                   f"unless {hub.ONLINE_ENV}=1)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="checkpoint directory or hub id (in the local Hugging Face cache "
+                       f"unless {hub.ONLINE_ENV}=1)")
+    # docs/bpomp.md "Scoring through an endpoint"
+    which.add_argument("--endpoint", metavar="BASE_URL", type=_base_url,
+                       help="score through this OpenAI-compatible server instead (e.g. http://127.0.0.1:8000/v1): "
+                       "/v1/completions with echo + logprobs, which vLLM serves; causal only")
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.scorers.<i>.model"))
     p.add_argument("--kind", required=True, choices=["causal", "masked"])
     p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
@@ -97,6 +151,17 @@ def _parser_bpomp_score(bsub) -> None:
     p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
     p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--threads", type=positive_int)
+    e = p.add_argument_group("scoring through --endpoint")
+    e.add_argument("--endpoint-model", metavar="MODEL", help="the model id the requests name (as /v1/models lists it)")
+    e.add_argument("--api-key-env", metavar="NAME", type=_env_name,
+                   help="the NAME of the environment variable that holds the key (default: none, a local server)")
+    e.add_argument("--server", choices=sorted(TOP_K), default="other",
+                   help="the server's kind (vllm: no BOS added by the server, add_special_tokens false)")
+    e.add_argument("--bos", default="", metavar="TEXT",
+                   help="text before each limerick: the model's BOS, as the in-process scorer puts it (default: none)")
+    e.add_argument("--eos", default="", metavar="TEXT",
+                   help="text after each limerick: the model's EOS, scored with it (default: none)")
+    e.add_argument("--max-concurrency", type=positive_int, default=4, help="requests in flight at once")
     io_paths(p, ("--out", "--stats"), ("pairs",))
     stamp_option(p, "out", ("pairs",))
     p.set_defaults(func=cmd_bpomp_score)

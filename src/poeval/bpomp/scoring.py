@@ -198,6 +198,32 @@ def score_texts(model, tokenizer, kind: str, texts: Sequence[str], variant: str 
     raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
 
 
+def read_pairs(pairs_jsonl: str) -> list[dict]:
+    """The pairs of a pairs file, each checked for its ``original`` and ``corrupted`` line lists."""
+    pairs = list(io.read_jsonl(pairs_jsonl))
+    if not pairs:
+        raise io.nothing_usable(pairs_jsonl, 0, {}, "pairs")
+    for n, p in enumerate(pairs, 1):
+        if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
+            raise PoevalError(f"{pairs_jsonl}: record {n}: a pair needs 'original' and 'corrupted' line lists")
+    return pairs
+
+
+def pair_texts(pairs: Sequence[dict]) -> list[str]:
+    """Every distinct text of the pairs, sorted: each is scored once."""
+    return sorted({pair_text(p[f]) for p in pairs for f in ("original", "corrupted")})
+
+
+def write_scored(out: str, pairs: list[dict], scores: dict[str, float], label: str) -> dict:
+    """Write the pairs with ``score_original``, ``score_corrupted`` (looked up by text) and ``scorer``."""
+    for p in pairs:
+        p["score_original"] = scores[pair_text(p["original"])]
+        p["score_corrupted"] = scores[pair_text(p["corrupted"])]
+        p["scorer"] = label
+    io.write_jsonl(out, pairs)
+    return {"pairs": len(pairs), "texts": len(scores), "scorer": label}
+
+
 def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "original",
                  batch_size: int | None = None, threads: int | None = None, progress: bool = True,
                  model_key: str = "model") -> dict:
@@ -208,23 +234,13 @@ def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "o
         raise PoevalError(f"threads must be a positive integer, got {threads!r}")
     if kind not in KINDS:
         raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    pairs = list(io.read_jsonl(pairs_jsonl))
-    if not pairs:
-        raise io.nothing_usable(pairs_jsonl, 0, {}, "pairs")
-    for n, p in enumerate(pairs, 1):
-        if not all(isinstance(p.get(f), list) for f in ("original", "corrupted")):
-            raise PoevalError(f"{pairs_jsonl}: record {n}: a pair needs 'original' and 'corrupted' line lists")
+    pairs = read_pairs(pairs_jsonl)
     m, tok = resolve_model(model, kind, model_key)   # a model that cannot be loaded fails before torch is imported
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
-    texts = sorted({pair_text(p[f]) for p in pairs for f in ("original", "corrupted")})
+    texts = pair_texts(pairs)
     scores = dict(zip(texts, score_texts(m, tok, kind, texts, variant, batch_size, progress)))
     label = "causal" if kind == "causal" else f"masked:{variant}"
-    for p in pairs:
-        p["score_original"] = scores[pair_text(p["original"])]
-        p["score_corrupted"] = scores[pair_text(p["corrupted"])]
-        p["scorer"] = label
-    io.write_jsonl(out, pairs)
-    return {"pairs": len(pairs), "texts": len(texts), "scorer": label}
+    return write_scored(out, pairs, scores, label)

@@ -43,7 +43,8 @@ def cmd_provenance(args) -> int:
     if len(args.table) != 1 or args.row is None or args.column is None:
         raise PoevalError("give one table, --row and --column (or --recompute)")
     result = provenance.trace(args.table[0], args.row, args.column, lang=args.lang, decoding=args.decoding,
-                              root=args.root, params=args.params, configfiles=tuple(args.configfile))
+                              root=args.root, params=args.params, configfiles=tuple(args.configfile),
+                              ask_server=args.check)
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else chain_text.format_text(result))
     return 3 if args.check and result["stale"] else 0
 

@@ -206,7 +206,9 @@ def train_inputs(wildcards):
     lang = wildcards.lang
     if is_served(wildcards.system):
         served = P["models"][wildcards.system].get("serves")
-        return {"served": paths.model_dir(lang, served)} if served else {}
+        if served is None:
+            return {}
+        return {"served": paths.pretrained(served) if is_release(served) else paths.model_dir(lang, served)}
     inputs = {"train": paths.train(lang), "dev": paths.dev(lang)}
     if is_poetic(wildcards.system):
         inputs |= {"sonnets": paths.sonnets(lang), "word2vec": paths.word2vec(lang)}

@@ -42,6 +42,7 @@ class _Tracer:
         # dvc_config: params.yaml alone, which is all DVC reads (overlays are Snakemake's)
         self.root, self.config, self.dvc_config, self.dvc = root, config, dvc_config, DvcLock(root)
         self._hashes: dict[Path, str] = {}
+        self.ask = False   # ask a model behind an endpoint what it serves now (poeval provenance --check)
 
     def rel(self, path: str | Path) -> str:
         path = Path(path)

@@ -39,6 +39,7 @@ from poeval.paths import HUMAN
 from poeval.report.checks import Link, _built, _load, _stamp, _Tracer
 from poeval.report.recorded import (corpus_params, sample_params, split_params, supplied_params, table_params,
                                     training_params)
+from poeval.report.served import endpoint_link
 from poeval.report.table_cell import (HUMAN_TRAIN, TableCell, _cell_decodings, _cell_samples, _cell_value, drawn_n,
                                       resolve)
 from poeval.stamps import code_revision
@@ -112,7 +113,7 @@ def _supplied_links(t: _Tracer, cell: TableCell) -> list[Link]:
 
 def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     """Links decoding, checkpoint and training params of a model row (a samples system's: its file)."""
-    from poeval.generators.registry import is_supplied
+    from poeval.generators.registry import is_served, is_supplied
 
     if is_supplied(t.config.get("models", {}).get(cell.system) or {}):
         return _supplied_links(t, cell)
@@ -147,6 +148,10 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
         t.check_params(training, lst["params"] if lst else legacy, current, log_path, exact=bool(lst))
     else:
         training.stale.append(f"{log_path} is missing")
+    if is_served(t.config.get("models", {}).get(cell.system) or {}):   # no split: the server holds the model
+        split = Link("split")
+        t.file_entry(split, paths.train(cell.lang))
+        return [decoding, checkpoint, training, endpoint_link(t, stats, model_dir, lst, log_path, t.ask), split]
     split = Link("split")
     # the recorded inputs, as a generator may train on other files of the split (pseudo-sonnets, word2vec)
     inputs = (lst or {}).get("inputs") or {n: {"path": split_file(cell.lang)} for n, split_file in
@@ -221,12 +226,13 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
 
 def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None = None, decoding: str | None = None,
           root: str | os.PathLike | None = None, params: str | os.PathLike | None = None,
-          configfiles: tuple[str | os.PathLike, ...] = ()) -> dict:
+          configfiles: tuple[str | os.PathLike, ...] = (), ask_server: bool = False) -> dict:
     """The provenance chain of one table number, as a JSON-able dict (``stale``: any link stale).
 
     ``root`` is the workflow's working directory (default: the directory holding ``results/tables/``
     of ``table``, else the current one); ``params`` defaults to ``root/params.yaml``; ``configfiles``
-    are the overlays the run was made with (later wins, as with Snakemake's --configfile)."""
+    are the overlays the run was made with (later wins, as with Snakemake's --configfile); ``ask_server``: a
+    model behind an endpoint is asked what it serves now (:mod:`poeval.report.served`)."""
     from poeval import config as poeval_config
 
     cell = resolve(table, row, column, lang, decoding)
@@ -234,6 +240,7 @@ def trace(table: str | os.PathLike, row: str, column: str, *, lang: str | None =
     params_file = Path(params) if params else base / "params.yaml"
     cfg = poeval_config.read(params_file, tuple(configfiles))
     t = _Tracer(base.resolve(), cfg, poeval_config.read(params_file) if configfiles else cfg)
+    t.ask = ask_server
     table_stamp = _table_stamp(Path(table))   # read once: the table's link and the cells' link both use it
     links, stamps = _cell_links(t, cell, table_stamp)
     links.insert(0, _table_link(t, Path(table), table_stamp))

@@ -37,11 +37,13 @@ def _decodings(p: dict) -> list[tuple[str, str]]:
 
 
 def _serves_problems(system: str, entry: dict, models: dict) -> list[str]:
+    from poeval.generators.pretrained import RELEASES
+
     served = entry.get("serves")
-    if served is None:
+    if served is None or served in RELEASES:
         return []
     target = models.get(served)
     if target is None or target.get("arch") in ("endpoint", "samples"):
         return [f"key models.{system}.serves: '{served}' is not a checkpoint this workflow builds (a models entry "
-                "that is neither an endpoint nor samples)"]
+                f"that is neither an endpoint nor samples, or a pretrained release: {', '.join(RELEASES)})"]
     return []

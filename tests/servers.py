@@ -117,9 +117,12 @@ class Served:
     ``args``: more options for ``transformers serve``. ``started_in``: seconds the last start took.
     """
 
-    def __init__(self, model: str | Path, log_dir: str | Path, *, port: int | None = None,
-                 timeout: float = 120.0, args: tuple[str, ...] = ()):
-        self.model = str(model)   # the id to request: a forced model is listed under the path it was given
+    def __init__(self, model: str | Path | None, log_dir: str | Path, *, port: int | None = None,
+                 timeout: float = 120.0, args: tuple[str, ...] = (), cwd: str | Path | None = None):
+        # the id to request: a forced model is listed under the path it was given; None: no forced model, the
+        # server loads whatever folder a request names (relative to ``cwd``, e.g. a workflow's models/)
+        self.model = str(model) if model is not None else None
+        self.cwd = cwd
         self.log_dir = Path(log_dir)
         self.port = port
         self.timeout = timeout
@@ -224,7 +227,7 @@ class Served:
         self.started_in = time.monotonic() - began
 
     def _spawn(self) -> None:
-        cmd = [*_death_signal(), _transformers_cli(), "serve", self.model, "--host", HOST,
+        cmd = [*_death_signal(), _transformers_cli(), "serve", *([self.model] if self.model else []), "--host", HOST,
                "--port", str(self.port), *self.args]
         # one thread: OpenMP threads fight on a loaded machine; unbuffered: the log is read while it runs
         env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -234,7 +237,7 @@ class Served:
             out.write(f"\n==== start {time.strftime('%H:%M:%S')}: {cmd}\n".encode())
             out.flush()
             self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env, start_new_session=True)
+                                          env=env, start_new_session=True, cwd=self.cwd)
         _LIVE.add(self._proc)
 
     def _wait_healthy(self, deadline: float) -> None:

@@ -131,8 +131,9 @@ def training_params(model_cfg: dict, shared: dict) -> tuple[dict, dict | str]:
     block over it; a poetry port gets its arch's own training defaults (:func:`port_training_defaults`)
     with the system's own block over it, never the shared block, whose settings (a fine-tuning lr, an
     LLM's step budget) are an LLM's and would silently retrain the port. An untrained system
-    (``training: none``) gets ``"none"``, nothing of the shared block. The system's ``sampling`` block
-    is not the generator's: :func:`sampling_params` reads it."""
+    (``training: none``) and an endpoint get ``"none"``, nothing of the shared block. The system's
+    ``sampling`` block is not the generator's (:func:`sampling_params` reads it), nor is its ``prompt``
+    (the sample job carries it, :mod:`poeval.jobs.sample`)."""
     model = {key: value for key, value in model_cfg.items() if key not in ("training", "sampling", "prompt")}
     if untrained(model_cfg) or is_served(model_cfg):
         return model, config.UNTRAINED

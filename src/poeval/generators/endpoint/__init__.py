@@ -43,6 +43,9 @@ from poeval.stamps import stamp, utc_now
 ARCH = "endpoint"
 NODE = "#/$defs/endpoint_model"
 RETRY_PAUSE_S = 2.0   # before a request that failed all its retries is sent again (the client backed off already)
+# A job told to stop (SIGTERM, Ctrl-C) first waits this long for the requests in flight, so their answers reach
+# the log rather than being paid for twice; then it closes their connections
+STOP_GRACE_S = 15.0
 
 
 def resolve(model_cfg: dict, name: str | None) -> Endpoint:
@@ -111,7 +114,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
     session = _Session(endpoint, body, sampling["seed"], RequestLog(log_path(out)))
     window = Window(session.fetch, endpoint.max_concurrency, sampling["max_attempts"])
     indices = iter(range(sampling["max_attempts"]))
-    finished = False
+    finished = False   # the requests still in flight at the end are waited for; at a stop, for a grace only
     with _terminate_as_interrupt():
         try:
             result = sample_loop(lambda size: [_attempt(window.get(next(indices)), endpoint.api)], out, stats,
@@ -121,8 +124,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
                                  prompt=prompt.to_dict())
             finished = True
         finally:
-            if finished:
-                window.drain(endpoint.timeout)
+            window.drain(endpoint.timeout if finished else min(endpoint.timeout, STOP_GRACE_S))
             window.stop()
             session.client.close()   # a request still in flight loses its connection: vLLM, llama.cpp abort it
     _note_reported(endpoint, result)

@@ -365,3 +365,28 @@ def test_params_rules_of_an_in_process_chat_checkpoint(change, problem):
     with pytest.raises(PoevalError) as err:
         resolve(params)
     assert problem in str(err.value)
+
+
+def test_serves_makes_the_served_checkpoint_an_input_of_rule_train(tmp_path):
+    """``serves``: rule train of the endpoint waits for the checkpoint (a system's, or a release's import) and
+    hands it to `poeval train --served`, which records it; an endpoint reads no split."""
+    import shutil
+
+    import yaml
+
+    from helpers import ROOT, snakemake
+
+    (tmp_path / "config" / "scale").mkdir(parents=True)
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", tmp_path / "config" / "scale" / "tiny.yaml")
+    url = "http://127.0.0.1:1/v1"
+    overlay = {"models": {"ep": _entry(url, "models/en/gpt2-s", serves="gpt2-s"),
+                          "chat": _entry(url, "m", api="chat", serves="smollm2-135m")},
+               "systems": ["ep", "chat"], "decodings": ["vanilla"], "style_adherence": {"pairs": None}}
+    (tmp_path / "config" / "ep.yaml").write_text(yaml.safe_dump(overlay))
+    proc = snakemake(tmp_path, "-n", "-p", "models/en/ep", "models/en/chat",
+                     configs=("config/scale/tiny.yaml", "config/ep.yaml"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "poeval train --served models/en/gpt2-s --out models/en/ep" in proc.stdout
+    assert "poeval train --served models/pretrained/smollm2-135m --out models/en/chat" in proc.stdout
+    assert "rule import_pretrained" in proc.stdout   # the release is imported first

@@ -102,3 +102,16 @@ def test_provenance_names_the_endpoint_the_reported_model_and_the_prompt(run):
     assert any("asked now" in note or "answers now name" in note for note in link["notes"])
     decoding = next(link for link in result["chain"] if link["name"] == "decoding")
     assert "prompt" in json.dumps(decoding) and proc.returncode == 0, proc.stderr
+
+
+def test_a_changed_prompt_makes_exactly_that_systems_samples_stale(run):
+    import subprocess
+
+    work, _, configs = run
+    changed = work / "config" / "changed.yaml"
+    changed.write_text(yaml.safe_dump({"models": {"ep-chat": {"prompt": {"user": "another quatrain"}}}}))
+    cmd = [str(BIN / "poeval"), "stale", *[a for c in (*configs, "config/changed.yaml") for a in ("--configfile", c)]]
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=300)
+    stale = proc.stdout
+    assert paths.samples("en", "ep-chat", "vanilla") in stale and "prompt" in stale, stale + proc.stderr
+    assert paths.samples("en", "ep-plain", "vanilla") not in stale

@@ -390,3 +390,16 @@ def test_serves_makes_the_served_checkpoint_an_input_of_rule_train(tmp_path):
     assert "poeval train --served models/en/gpt2-s --out models/en/ep" in proc.stdout
     assert "poeval train --served models/pretrained/smollm2-135m --out models/en/chat" in proc.stdout
     assert "rule import_pretrained" in proc.stdout   # the release is imported first
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not os.environ.get("POEVAL_VLLM_URL"), reason="needs a vLLM server: POEVAL_VLLM_URL, POEVAL_VLLM_MODEL")
+def test_vllm_repeats_seeded_samples_under_concurrency(tmp_path):
+    """The slow tier (``-m vllm``, not in CI): vLLM honours each request's seed under concurrency, so two runs
+    at max_concurrency 4, each with a fresh request log, give the same samples."""
+    entry = _entry(os.environ["POEVAL_VLLM_URL"], os.environ["POEVAL_VLLM_MODEL"], server="vllm", max_concurrency=4,
+                   max_retries=2)
+    model_dir = _connect(tmp_path, entry)
+    runs = [_sample(model_dir, tmp_path / str(i) / "s.jsonl", entry, n=8, attempts=40) for i in range(2)]
+    assert runs[0]["attempts"] == runs[1]["attempts"]
+    assert _records(tmp_path / "0" / "s.jsonl") == _records(tmp_path / "1" / "s.jsonl")

@@ -195,7 +195,9 @@ def row_size(lang, system, decoding):
     if is_supplied(system):
         return None
     sampling = registry.sampling_params(P["models"][system], P["sampling"])
-    return None if sampling["procedure"] == "paper" and not is_poetic(system) else sampling["n"]
+    # the paper's procedure is the transformer LMs': the ports and the endpoints sample n by poeval's rule
+    paper = sampling["procedure"] == "paper" and not (is_poetic(system) or is_served(system))
+    return None if paper else sampling["n"]
 
 
 def train_inputs(wildcards):

@@ -108,8 +108,8 @@ def prompt_for(model: dict, lang: str) -> Prompt | None:
     """The prompt a ``models`` entry samples with in ``lang``: None for a checkpoint that starts at its BOS
     (an in-process model with ``api: completions``, the paper's start), else the entry's ``prompt`` block
     with the schema's defaults, each per-language value resolved."""
-    api = model.get("api") or "completions"
-    if model.get("arch") != "endpoint" and api == "completions":
+    api = model.get("api")   # required of an endpoint; a checkpoint's default (completions) starts at its BOS
+    if model.get("arch") != "endpoint" and api != "chat":
         return None
     block = config.resolve_section(model.get("prompt") or {}, NODE, "prompt")
     values = {key: config.for_lang(value, lang) for key, value in block.items()}

@@ -23,7 +23,7 @@ def endpoint_link(t, stats: dict | None, model_dir: str, training_stamp: dict | 
     stats = stats or {}
     reported = stats.get("reported") or {}
     requests = stats.get("requests") or {}
-    link.params = {"base_url": public_url(endpoint.get("base_url", "")), "model": endpoint.get("model"),
+    link.params = {"base_url": public_url(endpoint["base_url"]) if endpoint else None, "model": endpoint.get("model"),
                    "api": endpoint.get("api"), "server": endpoint.get("server"),
                    "listed": (manifest.get("reported") or {}).get("models"),
                    "answers name": reported.get("models"), "system_fingerprints": reported.get("system_fingerprints"),

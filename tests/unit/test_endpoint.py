@@ -384,12 +384,16 @@ def test_serves_makes_the_served_checkpoint_an_input_of_rule_train(tmp_path):
                           "chat": _entry(url, "m", api="chat", serves="smollm2-135m")},
                "systems": ["ep", "chat"], "decodings": ["vanilla"], "style_adherence": {"pairs": None}}
     (tmp_path / "config" / "ep.yaml").write_text(yaml.safe_dump(overlay))
-    proc = snakemake(tmp_path, "-n", "-p", "models/en/ep", "models/en/chat",
+    overlay["models"]["ep"]["max_concurrency"] = 3
+    (tmp_path / "config" / "ep.yaml").write_text(yaml.safe_dump(overlay))
+    proc = snakemake(tmp_path, "-n", "-p", "models/en/ep", "models/en/chat", "results/samples/en/ep/vanilla.jsonl",
                      configs=("config/scale/tiny.yaml", "config/ep.yaml"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "poeval train --served models/en/gpt2-s --out models/en/ep" in proc.stdout
     assert "poeval train --served models/pretrained/smollm2-135m --out models/en/chat" in proc.stdout
     assert "rule import_pretrained" in proc.stdout   # the release is imported first
+    sample = proc.stdout.split("\nrule sample:")[1].split("\n\n")[0]
+    assert "endpoint_requests=3" in sample   # --resources endpoint_requests=N bounds the requests of all jobs
 
 
 @pytest.mark.vllm

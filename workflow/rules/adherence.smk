@@ -19,6 +19,8 @@ rule adherence_sample:
         stats=paths.pattern(paths.adherence_stats),
     log:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
+    resources:
+        endpoint_requests=endpoint_requests,
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
         job=lambda wc: sample_job(config, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,

@@ -113,6 +113,14 @@ def is_served(system):
     return registry.is_served(P["models"][system])
 
 
+def endpoint_requests(wildcards):
+    """Resource ``endpoint_requests`` of a sample job: the requests it keeps in flight (an endpoint system's
+    max_concurrency, else 0). ``snakemake --resources endpoint_requests=1`` then keeps one request in flight
+    across all jobs, which a server with a process-wide seed (transformers serve) needs to repeat its samples."""
+    model = P["models"][wildcards.system]
+    return model["max_concurrency"] if registry.is_served(model) else 0
+
+
 def is_supplied(system):
     """A system made of the user's sample files (arch: samples): imported, never trained or sampled."""
     return registry.is_supplied(P["models"][system])

@@ -9,6 +9,8 @@ rule sample:
     wildcard_constraints:
         system=not_one_of(SUPPLIED),   # a samples system's files are imported (rule import_samples)
     priority: 1
+    resources:
+        endpoint_requests=endpoint_requests,
     params:
         job=lambda wc: sample_job(config, wc.lang, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
     threads: P["threads"]

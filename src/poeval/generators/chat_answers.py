@@ -52,8 +52,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from poeval.generators.sampling import N_VERSES
+
 RULES = ("fence", "emphasis", "heading", "preamble", "title", "closing", "numbering", "stanza_break")
-N_VERSES = 4
 TITLE_MAX_WORDS = 8
 PROSE_MIN_CHARS = 80   # a verse is rarely over 60 characters; a sentence of remark often is
 

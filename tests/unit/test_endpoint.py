@@ -29,9 +29,12 @@ from poeval.generators.interface import TrainInputs
 from poeval.generators.prompting import prompt_for, scheme_words
 from poeval.io import read_jsonl
 
+from helpers import ROOT
+
 
 def _records(path) -> list[dict]:
     return list(read_jsonl(path))
+
 
 VANILLA = {"temperature": 0.3}   # the tiny model writes quatrains at a low temperature
 
@@ -110,7 +113,7 @@ def test_a_literal_key_in_params_is_refused_without_echoing_it():
     from poeval.params import resolve
     from poeval.config import read
 
-    params = read("params.yaml")
+    params = read(ROOT / "params.yaml")
     params["models"]["ep"] = _entry("http://127.0.0.1:1/v1", "m", api_key_env="sk-live-0123456789abcdef")
     with pytest.raises(PoevalError) as err:
         resolve(params)
@@ -127,7 +130,7 @@ def test_params_refuse_a_decoding_config_the_endpoint_cannot_run():
     from poeval.config import read
     from poeval.params import resolve
 
-    params = read("params.yaml")
+    params = read(ROOT / "params.yaml")
     params["models"]["ep"] = _entry("http://127.0.0.1:1/v1", "m", server="openai")
     params["systems"] = ["ep"]
     params["decoding"]["k5"] = {"temperature": 1.0, "top_k": 5}
@@ -313,7 +316,6 @@ def test_fault_401_fails_at_once_and_a_hung_socket_times_out(tmp_path):
     assert stats["valid"] == 1
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX")
 def test_a_foreign_request_log_is_never_appended_to(tmp_path, tiny_entry):
     out = tmp_path / "s.jsonl"
     log_path(out).write_text("my notes\n")
@@ -356,7 +358,7 @@ def test_params_rules_of_an_in_process_chat_checkpoint(change, problem):
     from poeval.config import read
     from poeval.params import resolve
 
-    params = read("params.yaml")
+    params = read(ROOT / "params.yaml")
     mine = {"arch": "llama", "size": "S", "init": "pretrained", "name_or_path": "smollm2-135m", "training": "none"}
     params["models"]["mine"] = {k: v for k, v in (mine | change).items() if v is not None}
     if problem is None:
@@ -374,7 +376,7 @@ def test_serves_makes_the_served_checkpoint_an_input_of_rule_train(tmp_path):
 
     import yaml
 
-    from helpers import ROOT, snakemake
+    from helpers import snakemake
 
     (tmp_path / "config" / "scale").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")

@@ -409,3 +409,19 @@ def test_vllm_repeats_seeded_samples_under_concurrency(tmp_path):
     runs = [_sample(model_dir, tmp_path / str(i) / "s.jsonl", entry, n=8, attempts=40) for i in range(2)]
     assert runs[0]["attempts"] == runs[1]["attempts"]
     assert _records(tmp_path / "0" / "s.jsonl") == _records(tmp_path / "1" / "s.jsonl")
+
+
+def test_a_chat_checkpoint_conditioned_by_prompt_gets_no_style_tokens(tiny_gpt2, tiny_corpus, tmp_path):
+    """conditioned: true with api: chat is conditioning by prompt: rule train (training: none) saves the
+    checkpoint as it is, with its chat template and without untrained style tokens."""
+    from servers import with_chat_template
+    from transformers import AutoTokenizer
+
+    from poeval.generators import lm
+
+    model = with_chat_template(tiny_gpt2, tmp_path / "chat")
+    cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(model), "conditioned": True, "api": "chat"}
+    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "out"), cfg, "none", progress=False)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert not lm.has_style_tokens(tokenizer) and tokenizer.chat_template
+    assert len(tokenizer) == len(AutoTokenizer.from_pretrained(model))

@@ -98,7 +98,8 @@ def train(
     tcfg = TRAIN_DEFAULTS if untrained else resolve_train_cfg(train_cfg)
     # an untrained model's entry meets the rules of training: none (config.RULES: pretrained, no style, no LoRA)
     cfg = resolve_model_cfg({**model_cfg, "training": train_cfg} if untrained else model_cfg, name)
-    init, conditioned = cfg["init"], cfg["conditioned"]
+    # api chat conditions by prompt (poeval.generators.prompting): no style tokens join its vocabulary
+    init, conditioned = cfg["init"], cfg["conditioned"] and cfg["api"] != "chat"
     train_q, train_styles = read_split(train, "train", conditioned, name)
     dev_q, dev_styles = read_split(dev, "dev", conditioned, name)
     order = cfg["verse_order"]

@@ -184,3 +184,12 @@ def test_the_index_check_finds_what_is_missing_extra_or_misnamed(tmp_path):
     assert index_problems(tmp_path, "*.yaml", KEBAB) == [
         "not in the index: scale/bpomp_tiny.yaml", "in the index, no such file: scale/gone.yaml",
         "name: scale/bpomp_tiny.yaml"]
+
+
+def test_no_model_folders_code_can_run():
+    """Every from_pretrained call passes trust_remote_code=False on its line: a model folder's own code
+    (config.json's auto_map) never runs, and transformers never asks on stdin whether it may."""
+    calls = [f"{p.relative_to(ROOT)}:{n}" for p in (ROOT / "src" / "poeval").rglob("*.py")
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1)
+             if "from_pretrained(" in line and "trust_remote_code=False" not in line]
+    assert calls == []

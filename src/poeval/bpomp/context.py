@@ -88,8 +88,9 @@ def load(name_or_path: str):
 
     path = resolve(name_or_path)
     try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=hub.local_files_only())
-        model = AutoModel.from_pretrained(path, local_files_only=hub.local_files_only()).eval()
+        local = hub.local_files_only()
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=local, trust_remote_code=False)
+        model = AutoModel.from_pretrained(path, local_files_only=local, trust_remote_code=False).eval()
     except hub.LOAD_ERRORS as e:
         raise PoevalError(f"{PARAM}={name_or_path!r}: cannot load a transformers encoder "
                           f"from {path!r} ({hub.load_problem(e, path)})") from None

@@ -60,8 +60,8 @@ def model_framing(model: str, key: str = "--model") -> tuple[str, str]:
     from transformers import AutoConfig, AutoTokenizer   # after the checks: it takes seconds
 
     try:
-        cfg = AutoConfig.from_pretrained(ref, local_files_only=hub.local_files_only())
-        tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
+        cfg = AutoConfig.from_pretrained(ref, local_files_only=hub.local_files_only(), trust_remote_code=False)
+        tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only(), trust_remote_code=False)
     except (OSError, ValueError, KeyError, ImportError, RuntimeError) as err:
         raise PoevalError(f"cannot load model {model!r} given by {key}: {first_line(err)}") from None
     if (getattr(cfg, VERSE_ORDER, None) or "forward") != "forward":

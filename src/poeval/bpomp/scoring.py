@@ -37,8 +37,9 @@ def load_masked(name_or_path: str, key: str = "model"):
     from transformers import AutoModelForMaskedLM, AutoTokenizer   # after the check: it takes seconds
 
     try:
-        tok = AutoTokenizer.from_pretrained(ref, local_files_only=hub.local_files_only())
-        model = AutoModelForMaskedLM.from_pretrained(ref, local_files_only=hub.local_files_only())
+        local = hub.local_files_only()
+        tok = AutoTokenizer.from_pretrained(ref, local_files_only=local, trust_remote_code=False)
+        model = AutoModelForMaskedLM.from_pretrained(ref, local_files_only=local, trust_remote_code=False)
     except hub.LOAD_ERRORS as err:
         raise PoevalError(f"cannot load masked language model {name_or_path!r} given by {key}: "
                           f"{hub.load_problem(err, ref)}") from None

@@ -93,12 +93,12 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
         tok = pretrained.gguf_tokenizer(tok_ref, tok_key)
     if tok is None:
         try:
-            tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local)
+            tok = AutoTokenizer.from_pretrained(tok_ref, local_files_only=local, trust_remote_code=False)
         except hub.LOAD_ERRORS as err:
             raise fail(tok_ref, tok_key, "tokenizer" if tokenizer else "model", err) from None
     if model is None:
         try:
-            model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local)
+            model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local, trust_remote_code=False)
         except hub.LOAD_ERRORS as err:
             raise fail(model_ref, model_key, "model", err) from None
     if tok.eos_token_id is None:

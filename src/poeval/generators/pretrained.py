@@ -230,7 +230,7 @@ def gguf_tokenizer(path: Path, where: str):
     _needs_gguf(where)
     gguf_header.check(path, where)   # read first by every GGUF reader here: its counts bounded before they allocate
     try:
-        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise PoevalError(f"{where}: transformers cannot read {path}: {first_line(err)}") from None
 
@@ -244,7 +244,8 @@ def read_gguf(path: Path, where: str) -> tuple:
 
     tokenizer = gguf_tokenizer(path, where)
     try:
-        loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+        loaded = AutoModelForCausalLM.from_pretrained(path.parent, trust_remote_code=False, gguf_file=path.name,
+                                                      dtype=torch.float32)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise PoevalError(f"{where}: transformers cannot read {path}: {first_line(err)}") from None
     plain = _plain_copy(loaded.eval())

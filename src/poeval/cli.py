@@ -150,10 +150,10 @@ def cmd_train(args) -> None:
     job = job_of(args, ("model", "training", "name", "lang"), by_hand)
     if not registry.is_served(job.model):   # an endpoint reads no split: its server holds the model
         require_options(args, "train", "dev")
-    check_checkpoint_out(args, "train", args.train, args.dev, args.sonnets, args.word2vec, args.served)
-    inputs = TrainInputs(args.train, args.dev, args.sonnets, args.word2vec, args.served)
-    registry.trainer(job.model).fit(inputs, args.out, job.model, job.training, lang=job.lang, name=job.name,
-                                    threads=args.threads)
+    files = (args.train, args.dev, args.sonnets, args.word2vec, args.served)
+    check_checkpoint_out(args, "train", *files)
+    registry.trainer(job.model).fit(TrainInputs(*files), args.out, job.model, job.training, lang=job.lang,
+                                    name=job.name, threads=args.threads)
 
 
 def _parser_train(sub) -> None:
@@ -161,25 +161,18 @@ def _parser_train(sub) -> None:
     p.add_argument("--train", help="the train split (every arch but endpoint)")
     p.add_argument("--dev", help="the dev split (every arch but endpoint)")
     p.add_argument("--out", required=True, help="checkpoint directory")
-    job_option(p, _train_job_type, "poeval.jobs.train.TrainJob (model, training, name, lang)")
+    job_option(p, "poeval.jobs.train.TrainJob (model, training, name, lang)")
     p.add_argument("--model", type=json_object, help="by hand, without --job: params models.<name> as JSON")
     p.add_argument("--training", type=json_object, help="by hand, without --job: params training as JSON")
     p.add_argument("--name", help="the model's key under params models (for error messages)")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--sonnets", help="deepspeare/sa: pseudo-sonnets JSONL (poeval sonnets)")
     p.add_argument("--word2vec", help="deepspeare/sa: word2vec text file for the embeddings (poeval word2vec)")
-    p.add_argument("--served", help="endpoint: the checkpoint folder the server serves (params serves), recorded "
-                                    "in the stamp")
+    p.add_argument("--served", help="endpoint: the checkpoint its server serves (params serves), for the stamp")
     add_lang(p, help="deepspeare/sa: language (pronouncing dictionary)")
     io_paths(p, ("--out",), ("--train", "--dev", "--sonnets", "--word2vec", "--served"))
     add_force(p)
     p.set_defaults(func=cmd_train)
-
-
-def _train_job_type():
-    from poeval.jobs.train import TrainJob
-
-    return TrainJob
 
 
 def cmd_sample(args) -> None:
@@ -194,12 +187,6 @@ def cmd_sample(args) -> None:
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
                                             threads=args.threads, id_prefix=job.id_prefix, style=job.style,
                                             prompt=job.prompt)
-
-
-def _sample_job_type():
-    from poeval.jobs.sample import SampleJob
-
-    return SampleJob
 
 
 def cmd_import_samples(args) -> None:
@@ -227,7 +214,7 @@ def _parser_import_samples(sub) -> None:
 def _parser_sample(sub) -> None:
     p = sub.add_parser("sample", help="sample quatrains from a checkpoint with one decoding config")
     p.add_argument("model_dir")
-    job_option(p, _sample_job_type, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
+    job_option(p, "poeval.jobs.sample.SampleJob (decoding, sampling, style, id_prefix)")
     p.add_argument("--decoding", type=json_object, help="by hand, without --job: a decoding config as JSON "
                                                         "(params decoding.<name>)")
     p.add_argument("--sampling", type=json_object, help="by hand, without --job: params sampling as JSON; a key "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Callable
 
 from poeval import config, io
 from poeval.errors import PoevalError
@@ -138,14 +137,18 @@ def _as_list(value) -> list[str]:
 
 
 
-def job_option(parser: argparse.ArgumentParser, job_type: Callable[[], type], what: str) -> None:
-    """(workflow) ``--job JSON``: the typed job its rule passes (:mod:`poeval.jobs`), parsed strictly into
-    ``job_type()`` (imported only when a job is given); a bad job is a usage error naming the key."""
+def job_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """(workflow) ``--job JSON``: the typed job its rule passes (:mod:`poeval.jobs`), parsed strictly into the
+    class that ``what`` starts with (``poeval.jobs.train.TrainJob (...)``, imported only when a job is given);
+    a bad job is a usage error naming the key."""
     def parse_job(text: str):
+        import importlib
+
         from poeval.jobs.base import parse
 
+        module, _, name = what.split()[0].rpartition(".")
         try:
-            return parse(job_type(), text)
+            return parse(getattr(importlib.import_module(module), name), text)
         except PoevalError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
 

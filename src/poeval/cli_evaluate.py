@@ -149,7 +149,7 @@ def parser_evaluate(sub) -> None:
     p.add_argument("samples", help="JSONL ({'id','lines'} per line), plain text with blank lines between poems, "
                    "a folder written by Hugging Face Dataset.save_to_disk, or Parquet / CSV / TSV with a text column")
     p.add_argument("--reference", required=True, help="training quatrains (JSONL)")
-    job_option(p, _cell_job_type, "poeval.jobs.cell.CellJob (families, lang, options, bootstrap, cell "
+    job_option(p, "poeval.jobs.cell.CellJob (families, lang, options, bootstrap, cell "
                "label...), instead of the options --lang to --allow-empty; the result then goes to --out only")
     add_lang(p)
     p.add_argument("--metrics", help=f"comma-separated metric families (default: {DEFAULT_METRICS}; not in "
@@ -186,9 +186,3 @@ def parser_evaluate(sub) -> None:
     io_paths(p, ("--out",),
              ("samples", "--reference", "--cached=", "--reference-embeddings", "--memorization-index", "--topic-model"))
     p.set_defaults(func=cmd_evaluate)
-
-
-def _cell_job_type():
-    from poeval.jobs.cell import CellJob
-
-    return CellJob

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from poeval.generators.checkpoint import MANIFEST
-from poeval.generators.endpoint.connection import public_url
+from poeval.generators.endpoint import read
+from poeval.generators.endpoint.connection import Endpoint, public_url
 from poeval.report.checks import Link, _load
 
 
@@ -34,19 +35,15 @@ def endpoint_link(t, stats: dict | None, model_dir: str, training_stamp: dict | 
         t.file_entry(link, served["path"])
         t.check_input(link, training_stamp, "served", served["path"], log_path)
     if ask and endpoint:
-        link.notes += server_notes(endpoint, reported)
+        link.notes += server_notes(read(t.abs(model_dir)), reported)
     return link
 
 
-def server_notes(endpoint: dict, reported: dict) -> list[str]:
+def server_notes(ep: Endpoint, reported: dict) -> list[str]:
     """What the server says now, against what was recorded: its model list, and one 1-token answer's model
     id and fingerprint. A note each, never a stale mark: the samples' files are unchanged."""
     import openai
 
-    from poeval.generators.endpoint.connection import Endpoint
-
-    fields = {key: endpoint[key] for key in Endpoint.FIELDS if key in endpoint}
-    ep = Endpoint(name=endpoint.get("name"), **fields)
     client = ep.client()
     try:
         listed = sorted(m.id for m in client.models.list())

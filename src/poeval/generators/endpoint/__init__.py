@@ -90,12 +90,11 @@ def reported_models(endpoint: Endpoint) -> list[str]:
         client.close()
 
 
-def read(model_dir: str) -> tuple[Endpoint, dict]:
-    """The endpoint and what the server reported, from a checkpoint folder :func:`fit` wrote."""
-    manifest = read_json_object(Path(model_dir) / MANIFEST)
-    fields = manifest.get("endpoint") or {}
+def read(model_dir: str | Path) -> Endpoint:
+    """The endpoint of a checkpoint folder :func:`fit` wrote."""
+    fields = read_json_object(Path(model_dir) / MANIFEST).get("endpoint") or {}
     try:
-        return Endpoint(**fields), manifest.get("reported") or {}
+        return Endpoint(**fields)
     except TypeError:
         raise PoevalError(f"{model_dir}/{MANIFEST}: not an endpoint manifest; rerun rule train") from None
 
@@ -105,7 +104,7 @@ def sample(model_dir: str, decoding: Decoding | dict, sampling: dict, out: str, 
            prompt: Prompt | None = None) -> dict:
     """Sample until ``n`` valid quatrains or ``max_attempts`` requests (module docstring); write JSONL +
     stats JSON. Decoding configs the endpoint cannot run are refused before any request."""
-    endpoint, _ = read(model_dir)
+    endpoint = read(model_dir)
     decoding, sampling = parse_decoding(decoding), resolve_sampling(sampling)
     if prompt is None or prompt.api != endpoint.api:
         raise PoevalError(f"{endpoint.where()}: the sample job must carry the {endpoint.api} prompt "

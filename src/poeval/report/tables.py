@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from poeval.errors import PoevalError
-from poeval.generators.checkpoint import MANIFEST, port_arch
+from poeval.generators.checkpoint import port_arch
+from poeval.generators.endpoint import read
 from poeval.generators.endpoint.connection import public_url
 from poeval.io import read_json, read_jsonl
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
@@ -99,9 +100,9 @@ def _supplied_row(lang: str, system: str, stats_path: str) -> list[str]:
 def _endpoint_row(lang: str, system: str, model_dir: str) -> list[str]:
     """A model behind an endpoint: no checkpoint here, so the columns of one are NA; ``base`` names the model
     and where it is served, as rule train found it (:mod:`poeval.generators.endpoint`)."""
-    endpoint = read_json(Path(model_dir) / MANIFEST)["endpoint"]
+    endpoint = read(model_dir)
     conditioned = read_json(Path(model_dir) / "training_log.json")["provenance"]["params"]["model"].get("conditioned")
-    base = f"{endpoint['model']} at {public_url(endpoint['base_url'])} ({endpoint['api']})"
+    base = f"{endpoint.model} at {public_url(endpoint.base_url)} ({endpoint.api})"
     return [lang, system, "endpoint", NA, NA, "yes (prompt)" if conditioned else "no", NA, NA, NA, NA, base]
 
 
@@ -128,7 +129,8 @@ def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:
     rows = []
     for lang, system, decoding, path in samples:
         st = read_json(path)
-        counts = sorted(st["reasons"].items()) + [(f"cleaned:{rule}", k) for rule, k in (st.get("cleaned") or {}).items()]
+        cleaned = [(f"cleaned:{rule}", k) for rule, k in (st.get("cleaned") or {}).items()]
+        counts = sorted(st["reasons"].items()) + cleaned
         reasons = " ".join(f"{reason}={count}" for reason, count in counts) or "-"
         rows.append([lang, system, decoding, fmt(st["requested"], 0), str(st["attempts"]), str(st["valid"]),
                      fmt(_scaled(st["validity_rate"] if st["attempts"] else None, 100), 2),

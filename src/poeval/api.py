@@ -1,7 +1,7 @@
 """The notebook entry point: ``poeval.evaluate``, the Python face of ``poeval evaluate``.
 
 It runs the very function the CLI runs (:func:`poeval.metrics.evaluate.evaluate`) on paths or on in-memory
-poems, which pass the same reader and checks as files (:func:`poeval.io.read_poems`), and returns what the
+poems, which pass the same reader and checks as files (:func:`poeval.poem_files.read_poems`), and returns what the
 CLI writes, without its provenance stamp."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from poeval.errors import PoevalError
-from poeval.io import PoemSource
+from poeval.poem_files import PoemSource
 from poeval.metrics import evaluate as evaluation
 
 # The families that need neither a model, a phonemizer nor a trained topic model: they run offline

@@ -4,7 +4,7 @@ Any of poeval's record files (the train/dev splits and HUMAN samples of the data
 BPoMP limericks, pairs and scores) becomes one ``datasets.Dataset``, a column per field, written with
 ``save_to_disk`` (``disk``: a folder ``datasets.load_from_disk`` reads, as the paper's code saves its data)
 or as one Parquet file (``parquet``). The way back: :func:`load_records`, and ``poeval evaluate`` reads a
-saved folder of poems directly (:func:`poeval.io.read_poems`).
+saved folder of poems directly (:func:`poeval.poem_files.read_poems`).
 
 Columns are typed by Arrow from all records, not the first: a field that some records lack is null in
 those rows (and comes back as ``None``), as is a key missing from a nested object; a field whose values

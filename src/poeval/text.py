@@ -29,7 +29,7 @@ VERSE_PROBLEMS = ("empty_verse", "verse_without_word")
 
 def verse_problem(verse: str) -> str | None:
     """Why ``verse`` is no verse, or None: the one rule that every sampler (``check_quatrain`` of
-    :mod:`poeval.generators.sampling`, the ports' ``verse_ok``) and evaluate's reader (:func:`poeval.io.read_poems`)
+    :mod:`poeval.generators.sampling`, the ports' ``verse_ok``) and evaluate's reader (:func:`poeval.poem_files.read_poems`)
     apply, so that a sample's valid quatrain is never dropped by the metrics (the corpus's line filter
     keeps only verses with a letter too). ``empty_verse``: nothing but whitespace; ``verse_without_word``:
     no letter, so no word and no end word to rhyme (punctuation, digits or symbols alone: ``"``, ``--``,

@@ -4,7 +4,7 @@ import pytest
 
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.io import read_poems
+from poeval.poem_files import read_poems
 from poeval.metrics.evaluate import evaluate
 
 REF = [["the sun is warm today", "the sea is calm and blue", "I walk along the shore", "and think of you"]] * 3

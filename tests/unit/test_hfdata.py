@@ -7,7 +7,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from poeval import bpomp, cli, hfdata, io
+from poeval import bpomp, cli, hfdata, io, poem_files
 from poeval.data.quatrains import build_quatrains
 from poeval.errors import PoevalError
 from poeval.metrics.evaluate import evaluate
@@ -32,29 +32,29 @@ def paper_sample(path: Path, quatrains=SAMPLE, lang="en") -> Path:
 
 
 def test_read_poems_reads_a_saved_dataset(tmp_path):
-    poems, skipped = io.read_poems(paper_sample(tmp_path / "sample"))
+    poems, skipped = poem_files.read_poems(paper_sample(tmp_path / "sample"))
     assert [p["lines"] for p in poems] == [SAMPLE[0], SAMPLE[1], SAMPLE[3]]
     assert [p["id"] for p in poems] == ["0", "1", "3"]   # ids are row positions, as for a JSONL without ids
     assert dict(skipped) == {"not_4_lines": 1}
     # verses as one string per poem, ids and a scheme column kept
     datasets.Dataset.from_dict({"text": ["\n".join(SAMPLE[1])], "id": ["w"], "scheme": ["aaba"]}).save_to_disk(
         str(tmp_path / "strings"))
-    assert io.read_poems(tmp_path / "strings")[0] == [{"id": "w", "lines": SAMPLE[1], "scheme": "aaba"}]
+    assert poem_files.read_poems(tmp_path / "strings")[0] == [{"id": "w", "lines": SAMPLE[1], "scheme": "aaba"}]
 
 
 def test_read_poems_rejects_other_folders(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PoevalError, match="is a directory; expected a file.*save_to_disk.*no state.json"):
-        io.read_poems(tmp_path / "empty")
+        poem_files.read_poems(tmp_path / "empty")
     datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": SAMPLE})}).save_to_disk(str(tmp_path / "dd"))
     with pytest.raises(PoevalError, match=r"DatasetDict \(splits: train\)"):
-        io.read_poems(tmp_path / "dd")
+        poem_files.read_poems(tmp_path / "dd")
     datasets.Dataset.from_dict({"poem": ["x"]}).save_to_disk(str(tmp_path / "nocol"))
     with pytest.raises(PoevalError, match="no 'text' or 'lines' column.*poem"):
-        io.read_poems(tmp_path / "nocol")
+        poem_files.read_poems(tmp_path / "nocol")
     paper_sample(tmp_path / "short", [SAMPLE[2]])
     with pytest.raises(PoevalError, match="nothing usable.*not_4_lines 1"):
-        io.read_poems(tmp_path / "short")
+        poem_files.read_poems(tmp_path / "short")
 
 
 def test_evaluate_cli_reads_the_papers_saved_sample(tmp_path, capsys):
@@ -104,7 +104,7 @@ def test_export_cli_and_columns(tmp_path, capsys):
     back = datasets.load_from_disk(str(tmp_path / "ds")).to_list()
     assert back[0] == {"id": "a", "lines": ["x"] * 4, "note": None}   # a field the first record lacks: null there
     # poeval reads its own export back as a sample
-    assert [p["id"] for p in io.read_poems(tmp_path / "ds")[0]] == ["a", "b"]
+    assert [p["id"] for p in poem_files.read_poems(tmp_path / "ds")[0]] == ["a", "b"]
     io.write_jsonl(src, [{"id": "a", "n": 1}, {"id": "b", "n": "two"}])
     assert cli.main(["export-dataset", str(src), "--out", str(tmp_path / "bad")]) == 2
     assert "field 'n' cannot be one dataset column" in capsys.readouterr().err
@@ -123,14 +123,14 @@ def test_quatrain_release_format(tmp_path):
     assert records[0] == {"id": "qt-0000000", "lines": release[0]["text"], "source": "quatrain:1", "rhyme": "ABAB",
                           "metre": "iambus", "alliteration": release[0]["alliteration"]}
     # and as a sample for poeval evaluate: `text` read as the verses
-    poems, skipped = io.read_poems(tmp_path / "QuaTrain-en.json")
+    poems, skipped = poem_files.read_poems(tmp_path / "QuaTrain-en.json")
     assert [p["lines"] for p in poems] == [r["text"] for r in release] and not skipped
 
 
 def test_a_quatrain_release_file_gets_poevals_own_metre_labels():
     """Its ``meter`` is another labeller's ("iambus"): read_poems keeps no metre label from a ``text`` record,
     so the metre family labels the verses itself rather than stopping at an unknown label."""
-    poems, _ = io.read_poems(RELEASE)
+    poems, _ = poem_files.read_poems(RELEASE)
     assert all("meter" not in p for p in poems)
     result = evaluate(RELEASE, RELEASE, "en", ["metre"])["metre"]
     assert sum(result["counts"].values()) == 5 and result["entropy"] is not None

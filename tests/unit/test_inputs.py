@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import QUATRAIN, _jsonl
-from poeval import bpomp, io
+from poeval import bpomp, io, poem_files
 from poeval.bpomp.report import write_accuracy_cell
 from poeval.cli import main
 from poeval.data.quatrains import build_quatrains
@@ -63,7 +63,7 @@ def test_a_bom_prefixed_jsonl_named_txt_is_read_as_jsonl(tmp_path, ref):
     assert result["n_poems"] == 2 and result["skipped"] == {}
     plain = tmp_path / "plain.txt"
     plain.write_bytes(b"\xef\xbb\xbf" + "\n".join(QUATRAIN).encode())
-    assert io.read_poems(plain)[0][0]["lines"] == QUATRAIN   # the mark is not part of the first verse
+    assert poem_files.read_poems(plain)[0][0]["lines"] == QUATRAIN   # the mark is not part of the first verse
 
 
 def test_the_reference_sides_skipped_records_are_counted(tmp_path):
@@ -128,7 +128,7 @@ def test_plain_text_and_id_less_jsonl_get_unique_ids(tmp_path):
     text.write_text("\n\n".join("\n".join(QUATRAIN) for _ in range(3)))
     jsonl = _jsonl(tmp_path / "s.jsonl", [{"lines": QUATRAIN}] * 3)
     for path in (text, jsonl):
-        assert [p["id"] for p in io.read_poems(path)[0]] == ["0", "1", "2"]
+        assert [p["id"] for p in poem_files.read_poems(path)[0]] == ["0", "1", "2"]
 
 
 def test_bpomp_rejects_duplicate_limerick_ids(tmp_path, capsys):
@@ -218,7 +218,7 @@ PROPERTY = settings(max_examples=60, deadline=None, derandomize=True,   # the sa
 
 # Every reader of user input, as a call (input path, scratch folder) -> how many records it produced.
 READERS = {
-    "samples": lambda p, tmp: len(io.read_poems(p)[0]),
+    "samples": lambda p, tmp: len(poem_files.read_poems(p)[0]),
     "reference": lambda p, tmp: evaluate(_jsonl(tmp / "one.jsonl", [{"id": "one", "lines": QUATRAIN}]), p, "en",
                                          ["length"])["n_reference"],
     "rhyme stanzas": lambda p, tmp: write_annotated(p, "en", str(tmp / "out"), progress=False),

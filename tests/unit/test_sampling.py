@@ -31,7 +31,7 @@ Q = ["a", "b", "c", "d"]
         (Q + ["e", "f"], False, (None, "extra_verse")),   # ... whether or not the budget ran out
         ([], True, (None, "wrong_line_count:0")),
         (["a", " ", "c", "d"], True, (None, "empty_line")),
-        (["a", " --", "c", "d"], True, (None, "empty_line")),   # punctuation only: no verse (io.read_poems agrees)
+        (["a", " --", "c", "d"], True, (None, "empty_line")),   # punctuation only: no verse (poeval.poem_files.read_poems agrees)
         (["a", "1914", "c", "d"], True, (None, "empty_line")),  # no letter, no word: no verse either
     ],
 )
@@ -147,9 +147,9 @@ def test_a_key_left_out_of_a_sampling_block_takes_the_main_jobs_value(key):
 
 
 def test_every_valid_quatrain_is_one_the_metrics_read(tmp_path):
-    """The validity rule and the metrics' reader (io.read_poems) agree: what sampling writes is never
+    """The validity rule and the metrics' reader (poeval.poem_files.read_poems) agree: what sampling writes is never
     skipped when a cell reads it (a verse of punctuation or digits only is neither)."""
-    from poeval.io import read_poems
+    from poeval.poem_files import read_poems
 
     verses = [["a", "b", "c", "d"], ["a", "--", "c", "d"], ["a", "b", " ...!", "d"], ["a", "b", "c", "'Tis"],
               ["é", "b", "c", "d"], ["a", " ", "c", "d"], ["1", "b", "c", "d"]]

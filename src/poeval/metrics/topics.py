@@ -52,7 +52,8 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, read_poems, write_json
+from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, write_json
+from poeval.poem_files import read_poems
 from poeval.stamps import stamp
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv

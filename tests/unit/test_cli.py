@@ -273,3 +273,10 @@ def test_train_jobs_of_the_params_round_trip_and_carry_what_the_generator_takes(
             assert job.decoding == parse_decoding(params["decoding"][decoding])
             assert job.id_prefix == f"en-{system}-{decoding}-" and job.style is None
             assert job.sampling == resolve(registry.sampling_params(entry, params["sampling"]))
+
+
+def test_the_help_describes_the_command_in_whole_sentences(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "so the CLI and the workflow share one code path; each subcommand is a thin wrapper around one library function." in text

@@ -1,13 +1,13 @@
 """What a hand run of `poeval evaluate` shows on the terminal, and the checks of --lang before any work."""
 
 import json
+import shutil
 
 import pytest
 
 from poeval import api, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.io import file_sha256
 from poeval.poetry.spelling import guess_lang
 
 ENGLISH = [["The wind is in the willows and the rain", "is on the roof of all the houses here,",
@@ -68,24 +68,30 @@ def test_a_hand_run_needs_no_out_file_and_a_job_does(tmp_path, files, capsys, mo
     assert "evaluate --job writes its cell to --out: give --out" in capsys.readouterr().err
 
 
-def test_the_hint_names_the_workflows_cache_made_from_this_very_reference(tmp_path, files, capsys, monkeypatch):
+def test_a_hand_run_reuses_the_workflows_cache_of_this_very_reference(tmp_path, files, capsys, monkeypatch):
+    """The workflow's memorization index of this reference (same sha256) stands in for the one the run
+    would build, with one line saying so and the same numbers; one of another reference, or --no-cache,
+    and the run builds its own (and hints how to build it once)."""
     samples, reference = files
     monkeypatch.chdir(tmp_path)
-    index = tmp_path / paths.memorization_index("en")
-    index.mkdir(parents=True)
-    (index / "index.json").write_text(json.dumps({"input_sha256": "0" * 64}))
-    assert _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")[0] == 0
-    err = capsys.readouterr().err
-    assert "build it once with `poeval index REFERENCE --out DIR`" in err and "same sha256" not in err
-    (index / "index.json").write_text(json.dumps({"input_sha256": file_sha256(reference)}))
-    assert _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")[0] == 0
-    err = capsys.readouterr().err
-    assert f"--cached memorization_index={paths.memorization_index('en')} reuses it" in err
-    index_given = ["--cached", f"memorization_index={tmp_path / 'built'}"]
-    assert main(["index", str(reference), "--out", str(tmp_path / "built")]) == 0
+    index = paths.memorization_index("en")
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(line for line in reference.read_text().splitlines(keepends=True)[:-1]))
+    assert main(["index", str(other), "--out", index]) == 0   # the workflow's path, another reference
     capsys.readouterr()
-    assert _evaluate(tmp_path, samples, reference, "--quiet", *index_given, metrics="memorization")[0] == 0
-    assert "hint" not in capsys.readouterr().err
+    code, out = _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")
+    built, err = json.loads(out.read_text()), capsys.readouterr().err
+    assert code == 0 and "reusing" not in err and "build it once with `poeval index REFERENCE --out DIR`" in err
+    shutil.rmtree(index)
+    assert main(["index", str(reference), "--out", index]) == 0
+    capsys.readouterr()
+    code, out = _evaluate(tmp_path, samples, reference, "--quiet", metrics="memorization")
+    reused, err = json.loads(out.read_text()), capsys.readouterr().err
+    assert code == 0 and f"poeval evaluate: reusing {index} (memorization_index of this very reference" in err
+    assert "hint" not in err and reused["memorization"] == built["memorization"]
+    assert _evaluate(tmp_path, samples, reference, "--quiet", "--no-cache", metrics="memorization")[0] == 0
+    err = capsys.readouterr().err
+    assert "reusing" not in err and "build it once" in err
 
 
 @pytest.mark.parametrize("lang", ["english", "EN", "fr", ""])

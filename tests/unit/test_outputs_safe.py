@@ -219,9 +219,10 @@ def test_every_command_refuses_an_output_that_is_an_input(argv, work, capsys):
 
 # --- 3: bpomp export writes only inside its folder -------------------------------------------------
 
-@pytest.mark.parametrize("task", ["y/../../../victim", "../victim", "/tmp/victim", ".hidden", "", 3])
+@pytest.mark.parametrize("task", ["y/../../../victim", "../victim", "/tmp/victim", ".hidden", "", 3, "a" * 300])
 def test_bpomp_export_refuses_a_task_that_is_not_a_plain_name(task, work, capsys):
-    """The issue's probe: on main, `y/../../../victim` wrote work/victim.jsonl from out/x's temp folder."""
+    """`y/../../../victim` once wrote work/victim.jsonl from out/x's temp folder; a task of 300 letters once
+    stopped with a traceback (OSError: file name too long) from the temp file of `<group>_<task>.jsonl`."""
     (work / "out").mkdir()
     victims = [work / "victim.jsonl", work / "victim.yaml"]
     for victim in victims:
@@ -230,6 +231,17 @@ def test_bpomp_export_refuses_a_task_that_is_not_a_plain_name(task, work, capsys
     bad = work / "bad.jsonl"   # the pair on line 2, after a blank line
     bad.write_text("\n" + json.dumps({"task": task, "original": LIMERICK, "corrupted": LIMERICK}) + "\n")
     assert main(["bpomp", "export", "out/x", "--pairs", good, str(bad)]) == 2
-    assert f"{bad}: line 2: 'task' must be a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*), got {task!r}" in _err(capsys)
+    err = _err(capsys)
+    assert f"{bad}: line 2: 'task' must be a plain name of at most 100 characters" in err
+    assert f"got {task!r}"[:100] in err
     assert all(v.read_bytes() == NOTES for v in victims)
     assert not (work / "out" / "x").exists() and _strays(work.parent) == []
+
+
+def test_bpomp_export_refuses_a_group_name_too_long_for_a_file_name(work, capsys):
+    """A group of 300 letters once stopped with a traceback (OSError: file name too long)."""
+    good = _pairs(work / "good.jsonl")
+    assert main(["bpomp", "export", "out/x", "--pairs", good, "--group", "g" * 300]) == 2
+    assert "--group must be ASCII letters, digits and underscores, at most 100 of them" in _err(capsys)
+    assert not (work / "out").exists()
+    assert main(["bpomp", "export", "out/x", "--pairs", good, "--group", "g" * 100]) == 0

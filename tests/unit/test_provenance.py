@@ -382,9 +382,23 @@ def test_dvc_lock_params_and_md5_are_cross_checked(run):
     lock["stages"]["sample"]["params"]["params.yaml"]["sampling"]["n"] = 5
     (run / "dvc.lock").write_text(yaml.safe_dump(lock))
     (run / SAMPLES).write_text("changed\n")
-    reasons = _trace(run)["reasons"]
+    reasons = _trace(run, configs=())["reasons"]   # params.yaml alone, as dvc.lock records it
     assert any("dvc.lock stage 'sample' ran with sampling.n: recorded 5, now 1000" in r for r in reasons)
     assert any("vanilla.jsonl: md5 differs from dvc.lock (stage 'sample')" in r for r in reasons)
+
+
+def test_an_overlays_outputs_differ_from_dvc_lock_as_a_note(run):
+    """dvc.lock records what params.yaml alone builds; a file built with overlays differs from it by
+    design: a note, not a reason to call the chain stale."""
+    import hashlib
+
+    (run / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"sample": {
+        "cmd": "snakemake -c all --until sample", "outs": [{"path": SAMPLES, "hash": "md5",
+                                                             "md5": hashlib.md5(b"other").hexdigest()}]}}}))
+    result = _trace(run)
+    assert not result["stale"], result["reasons"]
+    assert any("vanilla.jsonl: md5 differs from dvc.lock (stage 'sample'); dvc.lock records the outputs of "
+               "params.yaml alone" in n for n in _link(result, "samples")["notes"])
 
 
 # --- the producers stamp what they write ----------------------------------------------------------

@@ -9,6 +9,8 @@ rule import_pretrained:
         paths.log("import", "{release}"),
     # training and sampling are the long chain of the DAG: they start first, the cells and tables fill in
     priority: 2
+    params:
+        digest=release_digest,
     threads: 1
     shell:
         "poeval import {wildcards.release:q} --out {output:q} > {log:q} 2>&1"

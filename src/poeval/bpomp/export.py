@@ -34,13 +34,16 @@ from typing import Sequence
 from poeval import hub, io, paths
 from poeval.bpomp.pairs import TASKS
 from poeval.bpomp.scoring import pair_text
-from poeval.errors import PoevalError, first_line
+from poeval.errors import PoevalError, first_line, quote
 
 FORMATS = ("lm-eval",)
 DEFAULT_GROUP = "bpomp"
 MARKER = "_*.yaml"   # the group YAML: what every export holds, so a second export may replace the folder
-# a task names files of the export: a plain name, so that no name reaches outside the folder
-TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# a task names files of the export: a plain name, so that no name reaches outside the folder, and a short one,
+# so that `.<group>_<task>.jsonl.<8 letters>.tmp`, the temp file of the write, stays within a file name's 255 bytes
+NAME_CHARS = 100
+TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,%d}" % (NAME_CHARS - 1))
+GROUP_NAME = re.compile(r"[A-Za-z0-9_]{1,%d}" % NAME_CHARS)
 
 
 def default_pairs() -> list[str]:
@@ -92,8 +95,8 @@ def _documents(pairs_file: str, end: str) -> tuple[str, list[dict]]:
         raise io.nothing_usable(pairs_file, 0, {}, "pairs")
     for lineno, p in numbered:
         if not isinstance(p.get("task"), str) or not TASK_NAME.fullmatch(p["task"]):
-            raise PoevalError(f"{pairs_file}: line {lineno}: 'task' must be a plain name ({TASK_NAME.pattern}), "
-                              f"got {p.get('task')!r}")
+            raise PoevalError(f"{pairs_file}: line {lineno}: 'task' must be a plain name of at most {NAME_CHARS} "
+                              f"characters ({TASK_NAME.pattern}), got {quote(p.get('task'))}")
     pairs = [p for _, p in numbered]
     tasks = {p["task"] for p in pairs}
     if len(tasks) != 1:
@@ -152,8 +155,9 @@ def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group:
     with the ``lm_eval`` command line when ``model`` is given."""
     import yaml
 
-    if not isinstance(group, str) or not group.replace("_", "").isalnum():
-        raise PoevalError(f"--group must be letters, digits and underscores, got {group!r}")
+    if not isinstance(group, str) or not GROUP_NAME.fullmatch(group):
+        raise PoevalError(f"--group must be ASCII letters, digits and underscores, at most {NAME_CHARS} of them, "
+                          f"got {quote(group)}")
     files = list(pairs_files or default_pairs())
     if not files:
         raise PoevalError("no pairs files given and none under " + str(Path(paths.bpomp_pairs("TASK")).parent)

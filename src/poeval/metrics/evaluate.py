@@ -20,7 +20,7 @@ from poeval.errors import PoevalError
 from poeval.io import write_json
 from poeval.poem_files import PoemSource, is_path, read_poems, source_name
 from poeval.metrics.families import FAMILIES, cached_inputs, family, read_sections
-from poeval.poetry.spelling import check_lang, guess_lang
+from poeval.poetry.spelling import check_lang, language_warning
 from poeval.stamps import stamp
 
 
@@ -107,14 +107,14 @@ def family_options(name: str, given: dict) -> dict:
     return config.resolve_section(params, f"#/properties/metrics/properties/{name}", f"options.{name}") | runtime
 
 
-def _warn_language(lang: str, sources: dict[str, list[dict]], first: int = 200) -> None:
-    """A warning on stderr where a sample's or the reference's first poems read as another language
-    (rhyme, metre and the encoder's coverage depend on ``lang``); nothing stops."""
+def _warn_language(lang: str, sources: dict[str, list[dict]]) -> None:
+    """A warning on stderr where a sample or the reference reads as another language than ``lang``, whole or
+    in part (:func:`poeval.poetry.spelling.language_warning`; rhyme, metre and the encoder's coverage depend
+    on ``lang``); nothing stops."""
     for name, poems in sources.items():
-        guess = guess_lang(v for p in poems[:first] for v in p["lines"])
-        if guess not in (None, lang):
-            print(f"poeval evaluate: warning: {name} reads as {guess!r}, not as --lang {lang!r} "
-                  f"(by its function words); rhyme and metre are detected for {lang!r}", file=sys.stderr)
+        warning = language_warning(name, (p["lines"] for p in poems), lang)
+        if warning:
+            print(f"poeval evaluate: warning: {warning}", file=sys.stderr)
 
 
 def _check_caches(reference: PoemSource, resolved: dict) -> None:

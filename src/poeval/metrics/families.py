@@ -245,6 +245,9 @@ class Cached:
     option: str
     rule: str
     stamped: bool = False
+    # (path, reference, the owner's resolved options with "lang") -> None, or the PoevalError of its loader:
+    # whether the cache at path can stand in for the one this run would build (`poeval evaluate` reuses it)
+    fits: Callable[[str, str, dict], None] | None = None
 
     def path(self, lang: str) -> str:
         return getattr(paths, self.name)(lang)
@@ -283,16 +286,30 @@ class Family:
         return {c.option for c in self.cached} | set(self.runtime)
 
 
-EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True)
+def _embeddings_fit(path: str, reference: str, opts: dict) -> None:
+    semantic.load_embeddings(path, encoder=for_lang(opts["encoder"], opts["lang"]), backend=opts["backend"],
+                             input_path=reference)
+
+
+def _index_fit(path: str, reference: str, opts: dict) -> None:
+    memorization.load_index(path, tuple(memorization.LEVELS), input_path=reference)
+
+
+def _topic_model_fit(path: str, reference: str, opts: dict) -> None:
+    if topics.load_model(path, input_path=reference, options=opts).lang != opts["lang"]:
+        raise PoevalError(f"{path}: a topic model of another language")
+
+
+EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True, fits=_embeddings_fit)
 FAMILIES = {
     "length": Family(_length),
     "lexical": Family(_lexical),
-    "memorization": Family(_memorization, (Cached("memorization_index", "index", "memorization_index"),),
+    "memorization": Family(_memorization, (Cached("memorization_index", "index", "memorization_index", fits=_index_fit),),
                            threads=lambda n: {"workers": n}, runtime=("workers",)),
     "rhyme": Family(_rhyme),
     "semantic": Family(_semantic, (EMBEDDINGS,), threads=_torch_threads),
     "metre": Family(_metre),
-    "topics": Family(_topics, (Cached("topic_model", "topic_model", "topic_model"),)),
+    "topics": Family(_topics, (Cached("topic_model", "topic_model", "topic_model", fits=_topic_model_fit),)),
     # embeds with the semantic family's encoder and reuses its cached reference embeddings
     "diversity": Family(_diversity, shares=("semantic",), threads=_diversity_threads),
 }

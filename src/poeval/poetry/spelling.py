@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 
 from poeval.errors import PoevalError
 
@@ -46,6 +47,23 @@ def guess_lang(verses, min_hits: int = 30, share: float = 0.8) -> str | None:
     total = sum(counts.values())
     best = max(counts, key=counts.get)
     return best if total >= min_hits and counts[best] >= share * total else None
+
+
+def language_warning(name: str, poems, lang: str, judged: int = 1000, share: float = 0.1) -> str | None:
+    """The warning for the poems of ``name`` (each a list of verses) said to be in ``lang``, where at least
+    ``share`` of them read as another language (:func:`guess_lang` of each poem, from 3 function words), else
+    None: a file all in another language, or one that mixes languages (18 English and 30 German poems).
+    Up to ``judged`` poems, evenly spread over the file, are read. ``poeval evaluate`` and ``poeval
+    import-samples`` both warn by this rule."""
+    poems = list(poems)
+    chosen = poems[::-(-len(poems) // judged) or 1]
+    guesses = Counter(guess_lang(verses, min_hits=3) for verses in chosen)
+    other, count = max(((g, n) for g, n in guesses.items() if g not in (None, lang)), key=lambda gn: gn[1],
+                       default=(None, 0))
+    if not count or count < share * len(chosen):
+        return None
+    return (f"{name} reads as {other!r}, not as --lang {lang!r}, in {count} of {len(chosen)} poems (by their "
+            f"function words); rhyme and metre are detected for {lang!r}")
 
 
 _APOS = "’`´ʼ‘"

@@ -86,11 +86,16 @@ class _Tracer:
         if set(recorded) == {""}:
             entry["dvc_md5"] = recorded[""]
         changed = sorted(k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k))
-        if changed == [""]:
-            link.stale.append(f"{entry['path']}: md5 differs from dvc.lock (stage '{stage}')")
-        elif changed:
-            what = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-            link.stale.append(f"{entry['path']}: files differ from dvc.lock (stage '{stage}'): {what}")
+        if not changed:
+            return
+        what = ("md5 differs" if changed == [""] else "files differ") + f" from dvc.lock (stage '{stage}')"
+        if changed != [""]:
+            what += ": " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+        if self.dvc_config is self.config:
+            link.stale.append(f"{entry['path']}: {what}")
+        else:   # dvc.lock records the main job (params.yaml alone): an overlay's outputs were never in it
+            link.notes.append(f"{entry['path']}: {what}; dvc.lock records the outputs of params.yaml alone, "
+                              "and this run has overlays: not compared")
 
     def check_input(self, link: Link, stamp_: dict | None, name: str, path: str | Path, consumer: str) -> None:
         """Stale when ``path`` now hashes differently from what ``consumer`` recorded for input ``name``."""

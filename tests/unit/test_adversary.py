@@ -636,10 +636,11 @@ def test_paper_procedure_keeps_the_verses_as_written(trained, tmp_path):
 def test_sample_stops_at_max_attempts_and_respects_max_new_tokens(trained, tmp_path):
     out, _ = trained
     # 4 tokens cannot hold four verses: every attempt is truncated
-    res = sa.sample(str(out), VANILLA, sampling(5, batch_size=7, max_new_tokens=4, max_attempts=20),
-                    str(tmp_path / "s.jsonl"), str(tmp_path / "st.json"), progress=False)
-    assert res["attempts"] == 20 and res["valid"] == 0 and res["reasons"] == {"truncated": 20}
-    assert (tmp_path / "s.jsonl").read_text() == ""
+    with pytest.raises(PoevalError, match=r"0 of 20 attempts gave a valid quatrain \(truncated 20\); raise "
+                                          "sampling.max_new_tokens"):
+        sa.sample(str(out), VANILLA, sampling(5, batch_size=7, max_new_tokens=4, max_attempts=20),
+                  str(tmp_path / "s.jsonl"), str(tmp_path / "st.json"), progress=False)
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 def test_training_and_sampling_are_deterministic(trained, data, tmp_path):

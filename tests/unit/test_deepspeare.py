@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -279,12 +280,14 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
 
 def test_sample_budget_and_validity(trained, tmp_path):
     out, stats = tmp_path / "s.jsonl", tmp_path / "s.stats.json"
-    res = ds.sample(str(trained["dir"]), VANILLA, sampling(10, batch_size=8, max_new_tokens=8, max_attempts=16),
-                    str(out), str(stats), progress=False)
-    # 8 tokens cannot hold four verses of this corpus (8 tokens each): no attempt is valid, none is written
-    assert res["valid"] == 0 and res["attempts"] == 16 and sum(res["reasons"].values()) == 16
-    assert set(res["reasons"]) <= {"truncated", "empty_line", "constraints"} and res["reasons"]["truncated"] >= 8
-    assert list(read_jsonl(out)) == []
+    # 8 tokens cannot hold four verses of this corpus (8 tokens each): no attempt is valid, nothing is written
+    with pytest.raises(PoevalError, match=r"0 of 16 attempts gave a valid quatrain \(") as err:
+        ds.sample(str(trained["dir"]), VANILLA, sampling(10, batch_size=8, max_new_tokens=8, max_attempts=16),
+                  str(out), str(stats), progress=False)
+    counted = dict(re.findall(r"(\w+) (\d+)", str(err.value).split("(", 1)[1].split(")")[0]))
+    assert set(counted) <= {"truncated", "empty_line", "constraints"} and sum(map(int, counted.values())) == 16
+    assert int(counted["truncated"]) >= 8
+    assert not out.exists() and not stats.exists()
 
 
 @pytest.mark.parametrize("schedule,order", [("alternating", "round"), ("alternating", "epoch"), ("joint", "round")])

@@ -348,11 +348,9 @@ def test_sample_missing_model_dir(tmp_path):
 
 
 def test_sample_zero_valid(trained, tmp_path):
-    records, stats, _ = _sample(trained, tmp_path, max_new_tokens=1, max_attempts=20)
-    assert records == []
-    assert (tmp_path / "s.jsonl").read_text() == ""
-    assert stats["valid"] == 0 and stats["validity_rate"] == 0.0 and stats["distinct_share"] is None
-    assert stats["attempts"] == 20 == sum(stats["reasons"].values())
+    with pytest.raises(PoevalError, match=r"0 of 20 attempts gave a valid quatrain \(truncated 20\)"):
+        _sample(trained, tmp_path, max_new_tokens=1, max_attempts=20)
+    assert not (tmp_path / "s.jsonl").exists() and not (tmp_path / "s.json").exists()
 
 
 def test_every_decoding_config_of_params_runs(trained, tmp_path, root):

@@ -170,10 +170,11 @@ def test_another_end_token_is_not_a_quatrains_end(finetuned, tmp_path):
     shutil.copytree(finetuned / "model", model_dir)
     config = json.loads((model_dir / "tokenizer_config.json").read_text())
     (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "eos_token": "<|endoftext|>"}))
-    stats = lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1},
-                      sampling(4, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), progress=False)
-    assert stats["valid"] == 0 and stats["reasons"] == {"special_token": 8}
+    with pytest.raises(PoevalError, match=r"0 of 8 attempts gave a valid quatrain \(special_token 8\); the model "
+                                          "emits a special token other than its tokenizer's EOS"):
+        lm.sample(str(model_dir), {"temperature": 1.0, "top_p": 1.0, "top_k": 1},
+                  sampling(4, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
+                  str(tmp_path / "s.json"), progress=False)
 
 
 # --- LoRA on the SmolLM2 layout (tied input and output embeddings, grouped key/value heads) -----------

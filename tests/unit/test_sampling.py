@@ -18,6 +18,8 @@ from helpers import ROOT
 TEMPERATURE_1 = parse_decoding({"temperature": 1.0})
 
 Q = ["a", "b", "c", "d"]
+GIVE_UP_AFTER = json.loads((ROOT / "src/poeval/schemas/params.schema.json").read_text())["$defs"]["sampling"][
+    "properties"]["give_up_after"]["default"]
 
 
 @pytest.mark.parametrize(
@@ -87,15 +89,64 @@ def test_loop_resamples_until_n_valid_and_counts_reasons(tmp_path):
     assert read_json(tmp_path / "s.json") == stats
     assert stats["provenance"]["params"] == {"decoding": {"method": "ancestral", "temperature": 1.0, "top_p": 1.0,
                                                           "top_k": 0}, "sampling": {
-        "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, "procedure": "poeval"}}
+        "n": 3, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1, "procedure": "poeval",
+        "give_up_after": GIVE_UP_AFTER}}
     assert stats["provenance"]["inputs"]["model"]["sha256"]
 
 
 def test_loop_stops_at_max_attempts(tmp_path):
-    records, stats, sizes = _run(tmp_path, [Attempt(Q, False)] * 10, n=2, max_attempts=5)
-    assert records == [] and stats["attempts"] == 5 and sizes == [3, 2]   # the last batch is cut to fit
-    assert stats["reasons"] == {"truncated": 5} and stats["validity_rate"] == 0.0
-    assert stats["distinct_share"] is None
+    script = [Attempt(Q, False), Attempt(Q, True)] + [Attempt(Q, False)] * 8
+    records, stats, sizes = _run(tmp_path, script, n=2, max_attempts=5)
+    assert len(records) == 1 and stats["attempts"] == 5 and sizes == [3, 2]   # the last batch is cut to fit
+    assert stats["reasons"] == {"truncated": 4} and stats["validity_rate"] == 1 / 5
+
+
+def test_a_sample_without_a_valid_quatrain_is_an_error_naming_the_reasons(tmp_path):
+    script = [Attempt(Q, False)] * 3 + [Attempt(Q[:2], True)] * 2
+    with pytest.raises(PoevalError, match=r"model: 0 of 5 attempts gave a valid quatrain \(truncated 3, "
+                                          r"wrong_line_count:2 2\); raise sampling.max_new_tokens"):
+        _run(tmp_path, script * 2, n=2, max_attempts=5)
+    assert not (tmp_path / "s.jsonl").exists() and not (tmp_path / "s.json").exists()
+
+
+def _bound_reference(attempts: int) -> float:
+    """The exact one-sided 95 % upper bound of a share after 0 successes in ``attempts`` (Clopper-Pearson)."""
+    from scipy.stats import beta
+
+    return float(beta.ppf(0.95, 1, attempts))
+
+
+@pytest.mark.parametrize(("n", "max_attempts", "gives_up_at"), [
+    (1000, 4000, 12),   # 0 of 9 allows 28 % (1130 of the 3991 left), 0 of 12 22 % (882): under 1000
+    (50, 4000, 225),    # a small n needs more evidence: the bound must fall under 50 / the attempts left
+    (5, 60, 30),        # give_up_after 30 and the bound of 30 (9.5 %) x 30 left < 5
+])
+def test_a_sample_without_a_valid_quatrain_yet_is_given_up_once_n_is_out_of_reach(tmp_path, n, max_attempts,
+                                                                                 gives_up_at):
+    """The rule (poeval.generators.sampling.out_of_reach) checked against the exact binomial bound: the loop stops
+    at the first batch end from give_up_after on where even that bound cannot reach n in the attempts left."""
+    after = 30 if max_attempts == 60 else 3
+    expected = next(a for a in range(after, max_attempts, 3) if _bound_reference(a) * (max_attempts - a) < n)
+    assert expected == gives_up_at
+    with pytest.raises(PoevalError, match=rf"model: 0 of {gives_up_at} attempts gave a valid quatrain \(truncated "
+                                          rf"{gives_up_at}\): n = {n} is out of reach within sampling.max_attempts "
+                                          rf"{max_attempts}, so the sample stops \(sampling.give_up_after {after}\)"):
+        _run(tmp_path, [Attempt(Q, False)] * max_attempts, n=n, max_attempts=max_attempts, give_up_after=after)
+    # giving up is for a sample without a valid quatrain: once one is valid, the loop runs on to max_attempts
+    script = [Attempt(Q, True)] + [Attempt(Q, False)] * (max_attempts - 1)
+    records, stats, _ = _run(tmp_path, script, n=n, max_attempts=max_attempts, give_up_after=after)
+    assert len(records) == 1 and stats["attempts"] == max_attempts
+
+
+def test_the_progress_bar_shows_attempts_beside_the_valid_quatrains(tmp_path, capsys):
+    model = tmp_path / "model"
+    model.mkdir()
+    generate, _ = _script([Attempt(Q, False), Attempt(Q, True), Attempt(Q, False)] * 2)
+    block = resolve({"n": 2, "batch_size": 3, "max_new_tokens": 10, "max_attempts": 100, "seed": 1})
+    sample_loop(generate, tmp_path / "s.jsonl", tmp_path / "s.json", model_dir=str(model), decoding=TEMPERATURE_1,
+                sampling=block, progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"sample: .*1/2 .*3 attempts", err) and re.search(r"sample: .*2/2 .*5 attempts", err)
 
 
 def test_loop_extra_sees_which_attempts_were_valid(tmp_path):
@@ -141,8 +192,9 @@ def test_a_key_left_out_of_a_sampling_block_takes_the_main_jobs_value(key):
 
     main_job = yaml.safe_load((ROOT / "params.yaml").read_text())["sampling"]
     block = {"n": 1, "batch_size": 1, "max_new_tokens": 1, "max_attempts": 1, "seed": 1}
-    assert resolve(block) == {**block, "procedure": "poeval"}
-    assert resolve({k: v for k, v in block.items() if k != key}) == {**block, key: main_job[key], "procedure": "poeval"}
+    assert resolve(block) == {**block, "procedure": "poeval", "give_up_after": GIVE_UP_AFTER}
+    assert resolve({k: v for k, v in block.items() if k != key}) == {**block, key: main_job[key], "procedure": "poeval",
+                                                                     "give_up_after": GIVE_UP_AFTER}
     assert "max_new_bytes" not in resolve({})   # without it a byte-level model gets max_new_tokens
 
 
@@ -241,6 +293,12 @@ def test_paper_loop_draws_every_generation_and_applies_the_rule_per_batch(tmp_pa
     assert (stats["chunks"], stats["kept_with_empty_line"], stats["ended_with_eos"]) == (7, 1, 3)
     assert stats["procedure"] == "paper" and stats["min_new_tokens"] == 20
     assert json.loads((tmp_path / "p.json").read_text())["valid"] == 3
+
+
+def test_the_paper_loop_keeping_no_chunk_is_an_error_too(tmp_path):
+    with pytest.raises(PoevalError, match=r"0 of 3 attempts gave a valid quatrain \(chunk_lines:2 3\)"):
+        _paper_run(tmp_path, [("a\nb", True)] * 3, generations=3, batch_size=2)
+    assert not (tmp_path / "p.jsonl").exists()
 
 
 # --- the typed decoding (poeval.generators.decoding): parsed once, by the schema's two shapes

@@ -6,6 +6,7 @@
 # records), and the command fills it the same way.
 import json
 import shlex
+from pathlib import Path
 from re import escape as _re_escape
 
 from snakemake.exceptions import WorkflowError
@@ -147,14 +148,18 @@ def supplied_source(wildcards):
     return files[wildcards.decoding]
 
 
-def supplied_input(wildcards):
-    """What rule import_samples reads: the file, or every file of a folder, so that replacing one file of a
-    saved dataset (which leaves the folder's own mtime alone) still makes the import stale."""
+def every_file(path):
+    """A file, or every file of a folder: replacing one file of a folder (a saved dataset, a re-saved
+    checkpoint) leaves the folder's own mtime alone, so the folder itself would never make a job stale."""
     from poeval.stamps import files_under
-    from pathlib import Path
 
-    source = Path(supplied_source(wildcards))
-    return [str(p) for p in files_under(source)] if source.is_dir() else [str(source)]
+    path = Path(path).expanduser()
+    return [str(p) for p in files_under(path)] if path.is_dir() else [str(path)]
+
+
+def supplied_input(wildcards):
+    """What rule import_samples reads: the file, or every file of a saved dataset's folder (:func:`every_file`)."""
+    return every_file(supplied_source(wildcards))
 
 
 def not_one_of(names):
@@ -211,7 +216,8 @@ def row_size(lang, system, decoding):
 def train_inputs(wildcards):
     """The train and dev splits; the poetry-specific ports train on pseudo-sonnets with word2vec; a
     pretrained release named by its short id is imported first (rule import_pretrained); a .gguf file
-    named by its path is an input as it is. An endpoint reads no split: only the checkpoint its server
+    named by its path is an input as it is, a local folder (a Hugging Face checkpoint or tokenizer) every
+    file of it (:func:`every_file`). An endpoint reads no split: only the checkpoint its server
     serves, when params name one (``serves``), so that it is built first and its stamp records it."""
     lang = wildcards.lang
     if is_served(wildcards.system):
@@ -227,6 +233,11 @@ def train_inputs(wildcards):
     inputs |= {f"base{i}": paths.pretrained(r) for i, r in enumerate(sorted(b for b in bases if is_release(b)))}
     # a GGUF file named by its path is read directly: editing it retrains
     inputs |= {f"gguf{i}": f for i, f in enumerate(sorted(b for b in bases if pretrained.is_gguf(b)))}
+    # a local folder is read as from_pretrained reads it (poeval.hub.resolve: an existing folder before a hub id):
+    # re-saving it retrains, as `poeval stale` says from the training stamp's hash of the base folder
+    folders = sorted(b for b in bases if isinstance(b, str) and not is_release(b) and not pretrained.is_gguf(b)
+                     and Path(b).expanduser().is_dir())
+    inputs |= {f"folder{i}": every_file(b) for i, b in enumerate(folders)}
     return inputs
 
 

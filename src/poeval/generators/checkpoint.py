@@ -101,6 +101,8 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
             model = AutoModelForCausalLM.from_pretrained(model_ref, local_files_only=local, trust_remote_code=False)
         except hub.LOAD_ERRORS as err:
             raise fail(model_ref, model_key, "model", err) from None
+    check_vocabulary(model, tok, f"model {str(model_ref)!r} ({model_key})", f"{str(tok_ref)!r} ({tok_key})",
+                     param_key(name, "tokenizer"))
     if tok.eos_token_id is None:
         raise PoevalError(f"model {str(tok_ref)!r} ({tok_key}): its tokenizer has no EOS token")
     if tok.pad_token_id is None:
@@ -109,6 +111,33 @@ def load(name_or_path: str, *, name: str | None = None, tokenizer: str | None = 
         tok.bos_token = tok.eos_token
     sync_special_ids(model, tok)
     return model, tok
+
+
+# A model's embedding may have more rows than its tokenizer has tokens when they are padding (rounded up for
+# fast matrix shapes, or reserved): a few hundred rows, under 2 % of the vocabulary in the common models. More
+# than this many is another model's tokenizer (docs/own-generator.md "A checkpoint of your own").
+PADDING_ROWS = 128
+PADDING_SHARE = 1 / 8
+
+
+def check_vocabulary(model, tokenizer, what: str, tok_what: str, tok_param: str) -> None:
+    """Refuse a tokenizer that does not fit ``model``'s input embedding: one with more tokens than the embedding
+    has rows (its last ids would index past it), or with fewer than the rows by more than padding explains
+    (:data:`PADDING_ROWS`, or :data:`PADDING_SHARE` of the tokenizer's vocabulary when that is more). ``what``
+    and ``tok_what`` name the model and the tokenizer, ``tok_param`` the params key that names a tokenizer."""
+    embedding = model.get_input_embeddings()
+    rows = getattr(embedding, "num_embeddings", None)
+    if not isinstance(rows, int):   # an embedding module without a row count: nothing to compare
+        return
+    tokens = len(tokenizer)
+    if tokens > rows:
+        problem = f"its tokenizer {tok_what} has {tokens} tokens but its embedding only {rows} rows"
+    elif rows - tokens > max(PADDING_ROWS, tokens * PADDING_SHARE):
+        problem = (f"its embedding has {rows} rows but its tokenizer {tok_what} only {tokens} tokens, more "
+                   "than padding explains")
+    else:
+        return
+    raise PoevalError(f"{what}: {problem}; name the tokenizer the model was trained with in {tok_param}")
 
 
 def _ref(name: object, key: str, what: str) -> str | Path:

@@ -20,7 +20,9 @@ of ``reasons`` in the stats:
 
 Invalid attempts are dropped and generation goes on until ``n`` valid quatrains or ``max_attempts``
 attempts; attempts are counted in order, up to the one that gives the n-th valid quatrain, so
-``validity_rate = valid / attempts``.
+``validity_rate = valid / attempts``. A sample of no valid quatrain is an error (:func:`no_quatrain`), under
+either procedure, with the reasons counted: nothing is written. A sample with none yet is given up early, at
+the end of a batch, once ``give_up_after`` attempts are made and :func:`out_of_reach` says ``n`` is.
 
 The paper's procedure (params ``sampling.procedure: paper``; hgroener/diversity_in_poetry_generation,
 ``sampling/sample_generation_llm.py``, ``generate_quatrains``) is the other rule, for the transformer LMs:
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from poeval import config
+from poeval.errors import PoevalError
 from poeval.generators.decoding import Decoding
 from poeval.io import write_json, write_jsonl
 from poeval.stamps import sample_stamp
@@ -49,6 +52,17 @@ N_VERSES = 4
 # TextGenerationPipeline adds the prefix's length to both), so EOS is barred for the first 20 new tokens.
 PAPER_MIN_NEW_TOKENS = 20
 REASONS = ("extra_verse", "truncated", "wrong_line_count:<k>", "empty_line", "special_token")
+# the one-sided confidence of the early stop's bound (:func:`out_of_reach`): a model whose valid share could give
+# n within max_attempts is given up by mistake in at most 5 % of samples
+CONFIDENCE = 0.95
+# what to change when no attempt is valid, by the commonest reason (its part before ':')
+HINTS = {
+    "truncated": "raise sampling.max_new_tokens (max_new_bytes for a byte-level model)",
+    "extra_verse": "the model does not end a text after four verses: fine-tune it on quatrains (a training block)",
+    "wrong_line_count": "the model ends a text before four verses: fine-tune it on quatrains (a training block)",
+    "empty_line": "the model writes empty verses: fine-tune it on quatrains (a training block)",
+    "special_token": "the model emits a special token other than its tokenizer's EOS: check the tokenizer's eos_token",
+}
 
 
 @dataclass
@@ -101,6 +115,30 @@ def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | No
     return result
 
 
+def out_of_reach(attempts: int, n: int, max_attempts: int) -> bool:
+    """Whether ``n`` valid quatrains are out of reach after ``attempts`` attempts without a valid one: even the
+    one-sided :data:`CONFIDENCE` upper bound of the valid share that zero of ``attempts`` allows (the exact
+    binomial bound, ``1 - (1 - CONFIDENCE) ** (1 / attempts)``, about ``3 / attempts``) gives fewer than ``n``
+    expected in the ``max_attempts - attempts`` attempts left. A model whose share would give ``n`` in them
+    shows no valid quatrain in that many attempts with probability under ``1 - CONFIDENCE``, however often
+    this is asked, since a sample with a valid quatrain is never asked again."""
+    share = 1.0 - (1.0 - CONFIDENCE) ** (1.0 / attempts)
+    return share * (max_attempts - attempts) < n
+
+
+def _counted(reasons: dict) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0])))
+
+
+def no_quatrain(where: str, attempts: int, reasons: dict, gave_up: str = "") -> PoevalError:
+    """The error of a sample without a valid quatrain: the attempts, the reasons counted (commonest first), what
+    ``gave_up`` early (else nothing) and what to change for the commonest reason (:data:`HINTS`)."""
+    top = max(reasons.items(), key=lambda rc: (rc[1], rc[0]))[0].split(":")[0] if reasons else ""
+    hint = HINTS.get(top, "see docs/own-generator.md \"Sizing the sampling\"")
+    return PoevalError(f"{where}: 0 of {attempts} attempts gave a valid quatrain ({_counted(reasons) or 'no reason'})"
+                       f"{gave_up}; {hint}")
+
+
 # The top-level params node: its defaults fill what a block leaves out, so a library call without
 # params.yaml meets the same rules as the workflow (a system's own block only overrides some keys).
 NODE = "#/properties/sampling"
@@ -117,7 +155,10 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
                 sampling: dict, id_prefix: str = "", progress: bool = True, desc: str = "sample",
                 extra: Callable[[list[Attempt]], dict] | None = None, prompt: dict | None = None) -> dict:
     """Call ``generate(size)`` (one batch of ``size`` attempts) until ``n`` valid quatrains or
-    ``max_attempts`` attempts; write JSONL + stats JSON and return the stats. ``sampling`` is the block
+    ``max_attempts`` attempts, or until a sample with no valid quatrain yet is given up (:func:`out_of_reach`,
+    from ``give_up_after`` attempts on); write JSONL + stats JSON and return the stats, or, without a valid
+    quatrain, raise :func:`no_quatrain` and write nothing. The progress bar counts the valid quatrains and
+    shows the attempts beside them. ``sampling`` is the block
     :func:`resolve` returned (its counts are not checked again); it goes into the provenance stamp. The
     global torch RNG is seeded with its ``seed`` first, so equal seed, batch_size and threads give equal
     samples. ``extra`` maps the counted attempts to generator-specific stats; ``prompt``: what a prompted
@@ -145,12 +186,26 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
                     bar.update(1)
                 if len(records) >= n:
                     break
+            bar.set_postfix_str(f"{len(counted)} attempts")
+            _give_up_check(records, counted, reasons, sampling, model_dir)
     finally:
         bar.close()
+    if not records:
+        raise no_quatrain(model_dir, len(counted), reasons)
     return write_samples(records, reasons, len(counted), n, out, stats, {
         "decoding": decoding.to_dict(), "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
         "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling, prompt)})
+
+
+def _give_up_check(records: list, counted: list, reasons: dict, sampling: dict, where: str) -> None:
+    """At the end of a batch: give a sample with no valid quatrain yet up (:func:`out_of_reach`)."""
+    n, max_attempts, after = sampling["n"], sampling["max_attempts"], sampling["give_up_after"]
+    attempts = len(counted)
+    if records or attempts < after or attempts >= max_attempts or not out_of_reach(attempts, n, max_attempts):
+        return
+    raise no_quatrain(where, attempts, reasons, f": n = {n} is out of reach within sampling.max_attempts "
+                      f"{max_attempts}, so the sample stops (sampling.give_up_after {after})")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,6 +273,8 @@ def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *,
             tally["ended_with_eos"] += sum(ended for _, ended in batch)
             records += [{"id": f"{id_prefix}{len(records) + k:05d}", "lines": chunk} for k, chunk in enumerate(kept)]
             bar.update(len(batch))
+    if not records:
+        raise no_quatrain(model_dir, generations, {k: v for k, v in reasons.items() if v})
     return write_samples(records, {k: v for k, v in reasons.items() if v}, generations, None, out, stats, {
         "procedure": "paper", **dict(sorted(tally.items())), "decoding": decoding.to_dict(), "seed": seed,
         "batch_size": batch_size, "min_new_tokens": PAPER_MIN_NEW_TOKENS,

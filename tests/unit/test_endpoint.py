@@ -163,15 +163,18 @@ def test_completions_sample_and_a_rerun_sends_nothing_twice(served_tiny, tiny_en
 
 
 def test_chat_answers_are_cleaned_and_the_scheme_is_asked(served_tiny, tmp_path):
+    """The tiny model answers no valid quatrain to a chat request: the sample is an error naming the reasons, after
+    every request was answered and logged; what each request asked is the user message with the scheme."""
     # a short prompt: the tiny model has 128 positions (the default prompts are for real instruct models)
     entry = _entry(served_tiny.base_url, served_tiny.model, api="chat", conditioned=True,
                    prompt={"user": "a quatrain", "user_style": "{scheme}: {scheme_words}"})
     model_dir = _connect(tmp_path, entry)
-    stats = _sample(model_dir, tmp_path / "c.jsonl", entry, n=2, attempts=3, style="abab")
-    assert stats["valid"] + sum(stats["reasons"].values()) == stats["attempts"] <= 3
-    user = stats["sent"]["request"]["messages"][-1]["content"]
-    assert user == "ABAB: lines 1 and 3 rhyme, lines 2 and 4 rhyme" and stats["style"] == "abab"
-    assert isinstance(stats["cleaned"], dict)
+    with pytest.raises(PoevalError, match=r": 0 of 3 attempts gave a valid quatrain \(truncated 3\); raise"):
+        _sample(model_dir, tmp_path / "c.jsonl", entry, n=2, attempts=3, style="abab")
+    assert _logged(tmp_path / "c.jsonl") == 3   # each answer is kept for a rerun
+    assert not (tmp_path / "c.jsonl").exists() and not (tmp_path / "c.stats.json").exists()
+    body = req.template(endpoint.read(model_dir), parse_decoding(VANILLA), 40, prompt_for(entry, "en"), "abab")
+    assert body["messages"][-1]["content"] == "ABAB: lines 1 and 3 rhyme, lines 2 and 4 rhyme"
 
 
 def test_a_wrong_model_fails_at_once_with_one_line(served_tiny, tmp_path):
@@ -329,19 +332,24 @@ def test_a_foreign_request_log_is_never_appended_to(tmp_path, tiny_entry):
 
 def test_an_in_process_chat_checkpoint_is_asked_through_its_chat_template(tiny_gpt2, tmp_path):
     from servers import with_chat_template
+    from transformers import AutoTokenizer
 
     from poeval.generators import lm
+    from poeval.generators.lm.generation import chat_ids
 
     model = with_chat_template(tiny_gpt2, tmp_path / "chat")
     entry = {"arch": "gpt2", "api": "chat", "prompt": {"user": "a quatrain", "user_style": "{scheme}: {scheme_words}"}}
     out = tmp_path / "s.jsonl"
-    stats = lm.sample(str(model), VANILLA, {"n": 3, "max_attempts": 6, "batch_size": 6, "max_new_tokens": 40},
-                      str(out), str(tmp_path / "s.stats.json"), progress=False, style="abab",
-                      prompt=prompt_for(entry, "en"))
-    assert "ABAB: lines 1 and 3 rhyme, lines 2 and 4 rhyme" in stats["sent"]["prompt_text"]
-    assert stats["api"] == "chat" and stats["style"] == "abab" and isinstance(stats["cleaned"], dict)
-    assert stats["provenance"]["params"]["prompt"]["api"] == "chat"
-    assert stats["valid"] + sum(stats["reasons"].values()) == stats["attempts"]
+    # the tiny model answers no valid quatrain to the chat prompt: an error naming the reasons, nothing written
+    with pytest.raises(PoevalError, match=r"chat: 0 of 6 attempts gave a valid quatrain \(truncated 6\)"):
+        lm.sample(str(model), VANILLA, {"n": 3, "max_attempts": 6, "batch_size": 6, "max_new_tokens": 40},
+                  str(out), str(tmp_path / "s.stats.json"), progress=False, style="abab",
+                  prompt=prompt_for(entry, "en"))
+    assert not out.exists() and not (tmp_path / "s.stats.json").exists()
+    tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
+    asked = tokenizer.decode(chat_ids(tokenizer, prompt_for(entry, "en"), "abab"))
+    assert "ABAB: lines 1 and 3 rhyme, lines 2 and 4 rhyme" in asked and asked != tokenizer.decode(
+        chat_ids(tokenizer, prompt_for(entry, "en"), None))
     # a checkpoint without a chat template cannot be asked
     with pytest.raises(PoevalError, match="needs a checkpoint with a chat template"):
         lm.sample(str(tiny_gpt2), VANILLA, {"n": 1, "max_attempts": 1}, str(out), str(tmp_path / "t.json"),

@@ -99,14 +99,14 @@ def endpoint_scores(where: Endpoint, texts: Sequence[str], bos: str = "", eos: s
                     progress: bool = False) -> list[float]:
     """The score of each text framed ``bos + text + eos``, in order. The first text is asked alone, so that a
     server without prompt log-probabilities costs one request; the rest go ``max_concurrency`` at a time."""
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
     client = where.client()
     prompts = [bos + t + eos for t in texts]
     scores = [text_score(client, where, prompts[0])] if prompts else []
     # the bar starts after the first answer: a server that fails it leaves one error line on stderr, no bar
-    with tqdm(total=len(prompts), initial=len(scores), disable=not progress, desc="causal (endpoint)",
-              mininterval=1.0) as bar, ThreadPoolExecutor(where.max_concurrency) as pool:
+    with progress_bar(total=len(prompts), initial=len(scores), progress=progress,
+                      desc="causal (endpoint)") as bar, ThreadPoolExecutor(where.max_concurrency) as pool:
         for score in pool.map(lambda p: text_score(client, where, p), prompts[1:]):
             scores.append(score)
             bar.update(1)

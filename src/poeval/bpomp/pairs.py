@@ -217,7 +217,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     (``where`` names the input). Each limerick's corruption is seeded by its id, so ids must be unique.
     ``model_key`` names the parameter that gave ``model`` in errors (the workflow's:
     ``bpomp.pairs.synonym_model``)."""
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
     if task not in TASKS:
         raise PoevalError(f"unknown BPoMP task {task!r}; use one of {', '.join(TASKS)}")
@@ -241,7 +241,7 @@ def make_pairs(limericks: list[dict], task: str, *, n: int | None = None, seed: 
     skipped: dict[str, int] = {}
     made: list[tuple[int, dict]] = []
     considered = 0
-    for k in tqdm(order, disable=not progress, desc=task, mininterval=1.0):
+    for k in progress_bar(order, progress=progress, desc=task):
         if n is not None and len(made) >= n:
             break
         considered += 1

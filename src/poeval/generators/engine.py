@@ -212,7 +212,7 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
     ``{"evals": [...], "summary": {...}}``; the summary has best_step, best_dev_loss, stopped_early,
     steps, epochs, tokens_per_s, train_tokens, elapsed_s and resumed_from_step."""
     import torch
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     model, stream = loop.model, loop.stream
     max_steps = budget(tcfg, stream.per_epoch)
@@ -272,7 +272,7 @@ def run(loop: Loop, tcfg: dict, resume: "Resume | None" = None, progress: bool =
         return bool(patience) and s["bad_evals"] >= patience
 
     model.train()
-    bar = tqdm(total=max_steps, initial=s["step"], desc=loop.desc, unit="step", disable=not progress, leave=False)
+    bar = progress_bar(total=max_steps, initial=s["step"], desc=loop.desc, unit="step", progress=progress, leave=False)
     try:
         if loop.eval_at_start and s["step"] == 0:
             evaluate()

@@ -164,7 +164,7 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
     samples. ``extra`` maps the counted attempts to generator-specific stats; ``prompt``: what a prompted
     generator was asked (:class:`poeval.generators.prompting.Prompt`), recorded in the stamp."""
     import torch
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     n, batch_size, max_attempts, seed = (sampling[k] for k in ("n", "batch_size", "max_attempts", "seed"))
     torch.manual_seed(seed)
@@ -172,7 +172,7 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
     reasons: collections.Counter = collections.Counter()
     counted: list[Attempt] = []
     t0 = time.perf_counter()
-    bar = tqdm(total=n, desc=desc, unit="quatrain", disable=not progress, leave=False)
+    bar = progress_bar(total=n, desc=desc, unit="quatrain", progress=progress, leave=False)
     try:
         while len(records) < n and len(counted) < max_attempts:
             for attempt in generate(min(batch_size, max_attempts - len(counted))):
@@ -255,7 +255,7 @@ def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *,
     batch as the paper's loop did, and write JSONL + stats JSON as :func:`sample_loop` does. The records'
     lines are the chunk's lines as written (not stripped)."""
     import torch
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     batch_size, generations, seed = (sampling[k] for k in ("batch_size", "max_attempts", "seed"))
     torch.manual_seed(seed)
@@ -263,7 +263,7 @@ def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *,
     reasons: collections.Counter = collections.Counter()
     tally = collections.Counter()
     t0 = time.perf_counter()
-    with tqdm(total=generations, desc=desc, unit="generation", disable=not progress, leave=False) as bar:
+    with progress_bar(total=generations, desc=desc, unit="generation", progress=progress, leave=False) as bar:
         for start in range(0, generations, batch_size):
             batch = generate(min(batch_size, generations - start))
             chunks = [chunk for text, _ in batch for chunk in paper_chunks(text)]

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from tqdm import tqdm
+from poeval.progress import progress_bar
 
 from poeval.errors import PoevalError
 from poeval.metrics.semantic import quatrain_text
@@ -97,7 +97,7 @@ def self_bleu(sample: Sequence[str], references: int | None = None, seed: int = 
     rng = np.random.default_rng([seed, 0])
     out = np.empty(n)
     mask = np.zeros(n, dtype=bool)
-    for i in tqdm(range(n), desc="self-BLEU", disable=not progress, mininterval=1.0):
+    for i in progress_bar(range(n), desc="self-BLEU", progress=progress):
         refs = _draw_others(rng, n, i, references)
         mask[refs] = True
         grams, hyp_len = stats[i]
@@ -204,7 +204,7 @@ def homogenization(sample: Sequence[str], partners: int | None = None, seed: int
     masks = [_masks(t) for t in toks]
     rng = np.random.default_rng([seed, 1])
     out = np.empty(n)
-    for i in tqdm(range(n), desc="homogenization", disable=not progress, mininterval=1.0):
+    for i in progress_bar(range(n), desc="homogenization", progress=progress):
         others = _draw_others(rng, n, i, partners)
         # the package scores (target=other, prediction=this); F1 is symmetric in the two anyway
         out[i] = np.mean([rouge_l(toks[j], toks[i], masks[i]) for j in others])

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
+from poeval.progress import progress_bar
 
 from poeval import config
 from poeval.errors import PoevalError
@@ -40,7 +40,7 @@ def bootstrap(resample, n: int, reps: int, seed: int, progress: bool = False) ->
     """Percentile 95 % intervals of every scalar of ``resample`` over ``reps`` resamples of n poems."""
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = defaultdict(list)
-    for _ in tqdm(range(reps), desc="bootstrap", disable=not progress, mininterval=1.0):
+    for _ in progress_bar(range(reps), desc="bootstrap", progress=progress):
         for key, value in resample(rng.integers(0, n, n)).items():
             if isinstance(value, float):
                 draws[key].append(value)
@@ -193,7 +193,7 @@ def n_curve(samples: str, reference: str, lang: str, families: list[str], sizes:
     whole = len(read_poems(samples)[0])
     points = []
     grid = [(n, draw) for n in curve_sizes(sizes, whole) for draw in range(draws if n < whole else 1)]
-    for n, draw in tqdm(grid, desc="n curve", disable=not progress, mininterval=1.0):
+    for n, draw in progress_bar(grid, desc="n curve", progress=progress):
         result = evaluate(samples, reference, lang, families, subsample=n, subsample_seed=seed + draw, **kwargs)
         points.append({"n": result["n_poems"], "draw": draw, "seed": seed + draw}
                       | {family: _numbers(result[family]) for family in families})

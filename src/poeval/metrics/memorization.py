@@ -425,8 +425,8 @@ def best_matches(samples: Sequence[str], training: Sequence[str] | Index, thresh
     prof = Counter()
     blocks: Iterable = list(_blocks(s_len, index, threshold))
     if progress:
-        from tqdm import tqdm
-        blocks = tqdm(blocks, desc=f"memorization >= {threshold}", unit="block")
+        from poeval.progress import progress_bar
+        blocks = progress_bar(blocks, desc=f"memorization >= {threshold}", unit="block")
     for start, stop, lo, hi in blocks:
         if hi <= lo:
             continue
@@ -544,11 +544,11 @@ def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
     """Build and save (:func:`save_index`) the index of every level of a training file, read as ``poeval
     evaluate`` reads its reference, so its training indices are the rows a metric cell sees. Returns the
     saved ``index.json``."""
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     poems, _ = read_poems(quatrains_path)
     quatrains = [p["lines"] for p in poems]
     indexes = {level: build_index(units(quatrains, level))
-               for level in tqdm(levels, desc="memorization index", unit="level", disable=not progress)}
+               for level in progress_bar(levels, desc="memorization index", unit="level", progress=progress)}
     save_index(indexes, out_dir, quatrains_path, force)
     return read_json(Path(out_dir) / INDEX_META)

@@ -33,10 +33,10 @@ def label(record: dict, lang: str) -> str:
 
 def labels(records: list[dict], lang: str, progress: bool = False) -> list[str]:
     """Every record's label."""
-    from tqdm import tqdm
+    from poeval.progress import progress_bar
 
-    return [label(record, lang) for record in tqdm(records, desc=f"metre ({lang})", unit="quatrain",
-                                                   disable=not progress, mininterval=1.0)]
+    return [label(record, lang) for record in progress_bar(records, desc=f"metre ({lang})", unit="quatrain",
+                                                          progress=progress)]
 
 
 def index(found: list[str]) -> np.ndarray:

@@ -201,7 +201,7 @@ def _precision(model):
 
 
 def _embed_sorted(texts, model, batch_size, progress, desc) -> np.ndarray:
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     dim = _dimension(model)
     n = len(texts)
@@ -209,7 +209,7 @@ def _embed_sorted(texts, model, batch_size, progress, desc) -> np.ndarray:
     if n == 0:
         return out
     order = np.argsort([-len(t) for t in texts], kind="stable")
-    with tqdm(total=n, desc=desc, unit="quatrain", disable=not progress, leave=False) as bar:
+    with progress_bar(total=n, desc=desc, unit="quatrain", progress=progress, leave=False) as bar:
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
             vecs = model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_numpy=True,

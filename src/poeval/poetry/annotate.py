@@ -53,9 +53,9 @@ def annotate(records: Iterable[dict], lang: str, *, meter: bool = False, field: 
     labels = schemes(stanzas, lang, progress=progress, poems=keys)
     out = [{**record, field: label} for record, label in zip(records, labels)]
     if meter:
-        from tqdm import tqdm
+        from poeval.progress import progress_bar
 
-        for record in tqdm(out, desc=f"metre ({lang})", unit="stanza", disable=not progress):
+        for record in progress_bar(out, desc=f"metre ({lang})", unit="stanza", progress=progress):
             record["meter"] = record_meter(record, lang)
     return out
 

@@ -327,9 +327,9 @@ def schemes(stanzas: Iterable[list[str]], lang: str, progress: bool = False,
         groups.setdefault(("stanza", i) if key is None else ("poem", key), []).append(i)
     it: Iterable = groups.values()
     if progress:
-        from tqdm import tqdm
+        from poeval.progress import progress_bar
 
-        it = tqdm(it, desc=f"rhyme schemes ({lang})", unit="poem" if poems is not None else "stanza")
+        it = progress_bar(it, desc=f"rhyme schemes ({lang})", unit="poem" if poems is not None else "stanza")
     out = [""] * len(stanzas)
     for idx in it:   # a poem of one stanza: poem_schemes gives scheme()'s label
         for i, label in zip(idx, poem_schemes([stanzas[i] for i in idx], lang)):

@@ -87,7 +87,7 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
     ``adv_batch_size`` training quatrains (``end_seqs[i]`` the endings sequence of quatrain i,
     ``real_endings[i]`` its cleaned end words). Returns the log: per-epoch evaluations and a summary."""
     import torch
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     n_style = len(end_seqs[0]) - 6
     slots = endings.style_slots(vocab, n_style > 0)
@@ -117,8 +117,8 @@ def run(model, disc, chars: CharVocab, vocab: Vocab, cfg: dict, end_seqs: list[l
                      "torch_rng": torch.get_rng_state(), "s": {**s, "elapsed": time.perf_counter() - t_start}},
                     "adv")
 
-    bar = tqdm(total=n_batches, initial=s["batch"], desc="sa: endings model (MLE + REINFORCE)", unit="batch",
-               disable=not progress, leave=False)
+    bar = progress_bar(total=n_batches, initial=s["batch"], desc="sa: endings model (MLE + REINFORCE)", unit="batch",
+                       progress=progress, leave=False)
     try:
         while s["batch"] < n_batches:
             batch = stream.next()

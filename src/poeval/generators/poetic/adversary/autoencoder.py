@@ -184,7 +184,7 @@ def pretrain(encoder, chars: CharVocab, src: dict, *, char_emb: int, epochs: int
     order), at most ``steps`` steps (null: no cap), Adam at ``lr``; the val loss after each epoch (and after
     the last step) picks the encoder weights kept. Returns the summary's ``ae_*`` record."""
     import torch
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     split = splits(src, rng)
     train_words = split["train"]
@@ -206,8 +206,8 @@ def pretrain(encoder, chars: CharVocab, src: dict, *, char_emb: int, epochs: int
     opt = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=lr)
     best = None         # (val loss, step, exact share, encoder and decoder states)
     recent: collections.deque = collections.deque(maxlen=50)
-    for step in tqdm(range(1, total + 1), desc="sa: rhyme encoder (autoencoder)", unit="step",
-                     disable=not progress, leave=False):
+    for step in progress_bar(range(1, total + 1), desc="sa: rhyme encoder (autoencoder)", unit="step",
+                             progress=progress, leave=False):
         i = (step - 1) % per_epoch
         encoder.train()
         decoder.train()

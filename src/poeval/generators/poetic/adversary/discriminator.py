@@ -197,7 +197,7 @@ def pretrain_encoder(encoder, chars: CharVocab, words: list[str], lang: str, *, 
     weighted equally. Words without a pronunciation are counted and skipped. Returns a summary."""
     import torch
     import torch.nn.functional as F
-    from tqdm.auto import tqdm
+    from poeval.progress import progress_bar
 
     words = sorted(dict.fromkeys(w for w in words if w))
     parts, missing = pronunciations(words, lang)
@@ -236,7 +236,7 @@ def pretrain_encoder(encoder, chars: CharVocab, words: list[str], lang: str, *, 
     eval_batch = batch(random.Random(rng.random()))
     encoder.train()
     recent: collections.deque = collections.deque(maxlen=50)
-    for _ in tqdm(range(steps), desc="sa: rhyme encoder", unit="step", disable=not progress, leave=False):
+    for _ in progress_bar(range(steps), desc="sa: rhyme encoder", unit="step", progress=progress, leave=False):
         left, right, target = batch(rng)
         logits = scale * cosines(left, right) + bias
         per = F.binary_cross_entropy_with_logits(logits, target, reduction="none")

@@ -203,3 +203,16 @@ def test_the_reference_check_reports_a_missing_heading_a_missing_page_and_a_read
         "src/a.py:5: a README reference (point it at docs/<page>.md)",
         'params.json:1: docs/page.md has no heading "Nope"',
     ]
+
+
+# A tracker's number means nothing to a reader of the docs: a measurement names its commit and command instead.
+ISSUE_NUMBER = re.compile(r"\b(?:issues?|pull requests?|PRs?)\s*#?\d+", re.I)
+
+
+def test_no_docs_page_names_an_issue_number():
+    pages = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+    found = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)}" for p in pages
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1) for m in ISSUE_NUMBER.finditer(line)]
+    assert found == []
+    assert ISSUE_NUMBER.findall("measured before issue 28's rules (issue #43, PR 15189); this issue 's") == \
+        ["issue 28", "issue #43", "PR 15189"]

@@ -328,7 +328,7 @@ def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_pa
         poeval_params.resolve(params)
 
 
-# --- legends clear of the data (issue 44, point 5) -----------------------------------------------------
+# --- legends clear of the data -----------------------------------------------------------------------
 
 def test_a_legend_goes_where_it_covers_no_data_else_outside(tmp_path):
     plt = render.load_pyplot()
@@ -378,3 +378,24 @@ def test_every_figure_keeps_its_legends_off_the_data(tmp_path, captured):
     solid, dashed = handles["word_swap (all)"], handles["word_swap (errors)"]
     assert (solid.get_linestyle(), solid.get_marker()) != (dashed.get_linestyle(), dashed.get_marker())
     assert dashed.get_markerfacecolor() == "none"
+
+
+# --- axes and panels that say what the data are ------------------------------------------------------------
+
+def _semantic_cell(tmp_path, system, decoding, within, across, lang="en"):
+    path = tmp_path / f"sem-{lang}-{system}-{decoding}.json"
+    path.write_text(json.dumps({"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": len(across),
+                                "semantic": {"per_poem": {"within": within, "across": across}}}))
+    return str(path)
+
+
+def test_the_similarity_figures_fit_their_x_axis_to_the_data(tmp_path, captured):
+    # the main job's similarities lie in 0.2-0.7; the bins run from -0.2 to 1.0
+    paths = [_semantic_cell(tmp_path, "HUMAN", "human0", [0.31, 0.52], [0.44, 0.68]),
+             _semantic_cell(tmp_path, "a", "vanilla", [0.23, 0.41], [0.37, 0.61])]
+    figures.make("figure4", paths, str(tmp_path / "f4.png"))
+    assert [ax.get_xlim() for ax in captured[0].axes] == [(0.2, 0.7)] * 2     # one range for within and across
+    figures.make("figure10", paths, str(tmp_path / "f10.png"), selection=figures.Selection("a", "en"))
+    assert captured[1].axes[0].get_xlim() == (0.35, 0.7)
+    assert figures.sim_limits([np.array([0.5])]) == (0.45, 0.55)               # one value: a step either side
+    assert figures.sim_limits([np.array([-0.9, 1.0])]) == (-0.2, 1.0)          # never beyond the bins

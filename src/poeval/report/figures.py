@@ -33,7 +33,7 @@ from poeval.poetry.schemes import SCHEMES_4
 from poeval.poetry.style import METERS
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
 from poeval.report.figures_basic import (BAR_COLOR, SIM_BINS, _lang_name, _letter, _load_per_poem, _panels,  # noqa: F401
-                                         _sim_hist, figure1, figure4)
+                                         _sim_hist, figure1, figure4, sim_limits)
 from poeval.report.tables import HUMAN, n_range
 
 
@@ -90,6 +90,8 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
             note_panel(ax, note or "no similarities in this cell")
         ax.set_title(f"{_letter(i)} {decoding} (n={values.size})" if decoding else "")
         ax.set_xlabel("max cosine similarity to train")
+    for ax in axes:
+        ax.set_xlim(*sim_limits([*data.values(), human]))
     finish_figure(plt, fig, out)
     return data
 

@@ -69,19 +69,35 @@ def _sim_hist(ax, values: np.ndarray, label: str, human: bool = False) -> None:
     ax.hist(values, bins=SIM_BINS, density=True, histtype="step", label=label, **style)
 
 
+def sim_limits(values: list[np.ndarray], step: float = 0.05) -> tuple[float, float]:
+    """The x range of a similarity figure: its data's, widened to the next ``step``, within the bins (a fixed
+    -0.2..1.0 leaves most of the axis empty: sentence-embedding similarities of quatrains lie in about 0.2-0.8)."""
+    data = np.concatenate([np.asarray(v, dtype=float).ravel() for v in values] or [np.empty(0)])
+    data = data[np.isfinite(data)]
+    if not data.size:
+        return float(SIM_BINS[0]), float(SIM_BINS[-1])
+    lo = max(float(SIM_BINS[0]), round(math.floor(round(data.min() / step, 6)) * step, 6))
+    hi = min(float(SIM_BINS[-1]), round(math.ceil(round(data.max() / step, 6)) * step, 6))
+    return (lo, hi) if hi > lo else (max(float(SIM_BINS[0]), lo - step), min(float(SIM_BINS[-1]), hi + step))
+
+
 def figure4(paths: list[str], out: str) -> None:
     """Max-cosine distributions per system: within the sample and across to the training set."""
     plt = load_pyplot()
     groups = _grouped(paths, "semantic")
     langs = list(groups)
     fig, axes = plt.subplots(len(langs), 2, figsize=(7.5, 2.8 * len(langs)), squeeze=False)
+    drawn = []
     for row, lang in zip(axes, langs):
         for ax, kind in zip(row, ("within", "across")):
             for label, cells in groups[lang].items():
                 values = np.asarray([x for cell in cells for x in (cell.get(kind) or [])], dtype=float)
                 if values.size:
                     _sim_hist(ax, values, label, human=label == HUMAN)
+                    drawn.append(values)
             _sim_axes(ax, lang, kind)
+    for ax in axes.flat:   # one range for every panel, so that within and across compare
+        ax.set_xlim(*sim_limits(drawn))
     finish_figure(plt, fig, out)
 
 

@@ -53,12 +53,21 @@ def _check_selected(lang: str, system: str, sel: Selection) -> None:
 
 
 def _decoding_panels(sel: Selection, present: list[str], has_human: bool) -> list[tuple[str, str | None]]:
-    """(decoding config, None or the note that replaces its panel) per panel of a single-system figure."""
+    """(decoding config, None or the note that replaces its panel) per panel of a single-system figure: the
+    configs asked for that have cells (one asked for without a cell gets no panel: :func:`_left_out` says so)."""
     if not present:
         missing = f"system '{sel.system}'" if has_human else f"language '{sel.lang}'"
         return [("", f"{missing} not in this run")]
-    return [(d, None if d in present else f"decoding config '{d}'\nnot configured for {sel.system}")
-            for d in sel.decodings or present]
+    return [(d, None) for d in sel.decodings or present if d in present]
+
+
+def _left_out(title: str, sel: Selection, present: list[str]) -> str:
+    """The figure's title, with a line naming the decoding configs asked for that have no cell in this run (a
+    panel that only said so took as much room as a drawn one)."""
+    missing = [d for d in sel.decodings if d not in present] if present else []
+    if not missing:
+        return title
+    return f"{title}\n(no panel for {', '.join(missing)}: not configured for {sel.system} in this run)"
 
 
 # --- Figure 10: max similarity per decoding config of one system -----------------------------------
@@ -75,8 +84,8 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
         pooled.extend(per_poem.get("across") or [])
     plt = load_pyplot()
     panels = _decoding_panels(sel, list(by_decoding), has_human)
-    fig, axes = _panels(plt, len(panels), spec.title.format(system=sel.system, lang=_lang_name(sel.lang)),
-                        "density")
+    title = _left_out(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), sel, list(by_decoding))
+    fig, axes = _panels(plt, len(panels), title, "density")
     data = {}
     for i, (ax, (decoding, note)) in enumerate(zip(axes, panels)):
         values = np.asarray(by_decoding.get(decoding, []), dtype=float)
@@ -270,7 +279,8 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
         (f"{decoding}, n={by_decoding[decoding].n_range}" if note is None else decoding,
          by_decoding.get(decoding), human, note)
         for decoding, note in _decoding_panels(sel, list(by_decoding), human is not None)]
-    return _scheme_figure(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), panels, out)
+    title = _left_out(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), sel, list(by_decoding))
+    return _scheme_figure(title, panels, out)
 
 
 # --- Metre figure (not in the paper) ------------------------------------------------------------------

@@ -403,3 +403,16 @@ def test_the_similarity_figures_fit_their_x_axis_to_the_data(tmp_path, captured)
     assert captured[1].axes[0].get_xlim() == (0.35, 0.7)
     assert figures.sim_limits([np.array([0.5])]) == (0.45, 0.55)               # one value: a step either side
     assert figures.sim_limits([np.array([-0.9, 1.0])]) == (-0.2, 1.0)          # never beyond the bins
+
+
+def test_the_best_worst_figure_marks_a_ranking_of_models_of_different_n(tmp_path, captured):
+    human = _rhyme_cell(tmp_path, "HUMAN", "human0", n=1000)
+    # the main job: smollm2's 50 quatrains against gpt2-s's 1000
+    unequal = [human, _rhyme_cell(tmp_path, "smollm2", ce=2.0, n=50), _rhyme_cell(tmp_path, "gpt2-s", ce=1.0, n=1000)]
+    figures.make("figure3", unequal, str(tmp_path / "f3.png"))
+    title = "English: rhyme schemes of HUMAN and of the best, worst and average model by cross-entropy"
+    assert captured[0].get_suptitle() == (f"{title}\n(ranked at unequal n, 50-1000, without intervals: the "
+                                          "cross-entropy grows as n falls; table6_common_n ranks at one n)")
+    equal = [human, _rhyme_cell(tmp_path, "a", ce=2.0, n=50), _rhyme_cell(tmp_path, "b", ce=1.0, n=50)]
+    figures.make("figure3", equal, str(tmp_path / "f3.png"))
+    assert captured[1].get_suptitle() == title

@@ -234,7 +234,17 @@ def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", models=Non
         panels.append(("", None, None, f"language '{spec.lang}' not in this run"))
     elif not picks:
         panels.append(("", None, None, "no model cell with valid quatrains"))
-    return _scheme_figure(spec.title.format(lang=_lang_name(spec.lang)), panels, out)
+    return _scheme_figure(_unequal_n(spec.title.format(lang=_lang_name(spec.lang)), series), panels, out)
+
+
+def _unequal_n(title: str, series: list[SchemeSeries]) -> str:
+    """The title of a ranking figure, marked when the models ranked hold different numbers of quatrains: a
+    cross-entropy estimated from fewer quatrains is larger, so such a ranking is partly one of n."""
+    ns = sorted({round(s.n) for s in series if s.system != HUMAN and s.cross_entropy is not None})
+    if len(ns) < 2:
+        return title
+    return (f"{title}\n(ranked at unequal n, {ns[0]}-{ns[-1]}, without intervals: the cross-entropy grows as n "
+            f"falls; table6_common_n ranks at one n)")
 
 
 def _check_kind(series: list[SchemeSeries], spec: "Figure", models: dict) -> None:

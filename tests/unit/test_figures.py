@@ -416,3 +416,21 @@ def test_the_best_worst_figure_marks_a_ranking_of_models_of_different_n(tmp_path
     equal = [human, _rhyme_cell(tmp_path, "a", ce=2.0, n=50), _rhyme_cell(tmp_path, "b", ce=1.0, n=50)]
     figures.make("figure3", equal, str(tmp_path / "f3.png"))
     assert captured[1].get_suptitle() == title
+
+
+def test_a_single_system_figure_that_repeats_an_earlier_one_names_it_instead(root, tmp_path, captured):
+    from poeval import config, params
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    # two systems, one decoding config: 12 and 14 show gpt2-s under vanilla, 13 and 15 smollm2
+    assert {n: figures.repeats(main_job, n) for n in ("figure11", "figure12", "figure13", "figure14", "figure15")} \
+        == {"figure11": None, "figure12": None, "figure13": None, "figure14": "figure12", "figure15": "figure13"}
+    grid = params.resolve(config.read(root / "params.yaml", (root / "config" / "systems" / "grid.yaml",)))
+    assert [n for n in figures.FIGURES if figures.repeats(grid, n)] == []
+    out = tmp_path / "f14.png"
+    assert main(["figure", "figure14", "--system", "gpt2-s", "--lang", "en", "--decodings", "vanilla",
+                 "--same-as", "figure12", "--out", str(out)]) == 0
+    assert len(captured[0].axes) == 1 and not captured[0].axes[0].containers       # no bars: no second copy
+    assert _texts(captured[0]) == ("The same as Figure 12 in this run:\nparams figures.figure14 and figures.figure12\n"
+                                   "both show gpt2-s (English)\nunder the same decoding configs")
+    assert "figure12" in Path(f"{out}.stamp.json").read_text()                    # the stamp records it

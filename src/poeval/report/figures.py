@@ -430,10 +430,12 @@ def same_as(params: dict, name: str) -> list[str]:
     return [other for other, spec in FIGURES.items() if other != name and spec.single and drawn(other) == drawn(name)]
 
 
-def figure_params(models: dict | None, selection: Selection | None) -> dict:
-    """What a figure records it was drawn with (beside its cells): the systems' kinds, or its one system."""
+def figure_params(models: dict | None, selection: Selection | None, same: str | None = None) -> dict:
+    """What a figure records it was drawn with (beside its cells): the systems' kinds, or its one system (and
+    the figure it repeats)."""
     if selection is not None:
-        return {"system": selection.system, "lang": selection.lang, "decodings": list(selection.decodings)}
+        return {"system": selection.system, "lang": selection.lang, "decodings": list(selection.decodings),
+                **({"same_as": same} if same else {})}
     return {"models": models} if models else {}
 
 
@@ -447,12 +449,36 @@ def figure_args(params: dict, name: str) -> tuple[dict, Selection | None]:
     return {}, Selection(sel["system"], sel["lang"], tuple(figure_decodings(params, name)))
 
 
+def repeats(params: dict, name: str) -> str | None:
+    """The earlier figure that single-system figure ``name`` would repeat in this run (:func:`same_as`), or
+    None: the main job's two systems and one decoding config make 14 draw what 12 draws, 15 what 13 does."""
+    earlier = list(FIGURES)[:list(FIGURES).index(name)] if name in FIGURES else []
+    return next((other for other in same_as(params, name) if other in earlier), None)
+
+
+def _repeat_note(name: str, same: str, selection: Selection | None, out: str) -> dict:
+    """In the place of a figure that repeats ``same``: one panel that names it, instead of a second copy."""
+    plt = load_pyplot()
+    fig, (ax,) = _panels(plt, 1, f"Figure {name.removeprefix('figure')}", "")
+    what = f"{selection.system} ({_lang_name(selection.lang)})" if selection else "the same system"
+    ax.axis("off")
+    note_panel(ax, f"The same as Figure {same.removeprefix('figure')} in this run:\nparams figures.{name} "
+                   f"and figures.{same}\nboth show {what}\nunder the same decoding configs")
+    finish_figure(plt, fig, out)
+    return {"same_as": same}
+
+
 def make(name: str, paths: list[str], out: str, models: dict[str, dict] | None = None,
-         selection: Selection | None = None):
+         selection: Selection | None = None, same: str | None = None):
     """Draw figure ``name`` from its cells into the PNG ``out`` (the CLI's and the workflow's entry).
-    ``models``: {system: {arch, conditioned}} (figures 5-9); ``selection``: the system of 10-15."""
+    ``models``: {system: {arch, conditioned}} (figures 5-9); ``selection``: the system of 10-15; ``same``:
+    the earlier figure it repeats in this run (:func:`repeats`), named in its place."""
     if name not in FIGURES:
         raise PoevalError(f"unknown figure {name!r} (one of {', '.join(FIGURES)})")
+    if same is not None:
+        if same not in FIGURES:
+            raise PoevalError(f"--same-as: unknown figure {same!r} (one of {', '.join(FIGURES)})")
+        return _repeat_note(name, same, selection, out)
     return FIGURES[name].draw(paths, out, spec=FIGURES[name], models=models, selection=selection)
 
 

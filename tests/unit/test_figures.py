@@ -434,3 +434,16 @@ def test_a_single_system_figure_that_repeats_an_earlier_one_names_it_instead(roo
     assert _texts(captured[0]) == ("The same as Figure 12 in this run:\nparams figures.figure14 and figures.figure12\n"
                                    "both show gpt2-s (English)\nunder the same decoding configs")
     assert "figure12" in Path(f"{out}.stamp.json").read_text()                    # the stamp records it
+
+
+def test_the_readme_says_which_figures_the_main_job_makes(root):
+    from poeval import config, params
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    rows = re.findall(r"^\| ([\d, ]+) \| (made|not made|a note)", (root / "README.md").read_text(), re.M)
+    said = {f"figure{n.strip()}": what for numbers, what in rows for n in numbers.split(",")}
+    assert sorted(said, key=lambda n: int(n[6:])) == [f"figure{i}" for i in range(1, 16)]
+    assert {n for n, what in said.items() if what != "not made"} == \
+        {n for n in figures.FIGURES if n.removeprefix("figure").isdigit() and figures.has_panels(main_job, n)}
+    assert {n for n, what in said.items() if what == "a note"} == \
+        {n for n in figures.FIGURES if figures.has_panels(main_job, n) and figures.repeats(main_job, n)}

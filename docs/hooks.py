@@ -27,5 +27,13 @@ def on_files(files, config):
     return files
 
 
+def on_nav(nav, config, files):
+    # the home page sits in the "Getting started" section, so mkdocs finds no top-level homepage and the theme's
+    # site-name link becomes "." (a folder listing when the site is opened from disk): name index.md the homepage
+    if nav.homepage is None:
+        nav.homepage = next((p for p in nav.pages if p.file.src_uri == "index.md"), None)
+    return nav
+
+
 def on_page_markdown(markdown, page, config, files):
     return docs.fill_markers(markdown, ROOT)

@@ -447,8 +447,8 @@ def cmd_figure(args) -> None:
     if bool(args.system) != bool(args.lang):
         raise PoevalError("--system and --lang go together (the one system of figures 10-15)")
     selection = figures.Selection(args.system, args.lang, tuple(args.decodings)) if args.system else None
-    figures.make(args.name, args.inputs, args.out, models=args.models, selection=selection)
-    write_stamp_file(args.out, numbered(args.inputs), figures.figure_params(args.models, selection))
+    figures.make(args.name, args.inputs, args.out, models=args.models, selection=selection, same=args.same_as)
+    write_stamp_file(args.out, numbered(args.inputs), figures.figure_params(args.models, selection, args.same_as))
 
 
 def _parser_figure(sub) -> None:
@@ -464,6 +464,7 @@ def _parser_figure(sub) -> None:
     add_lang(p, help="its language (params figures.<name>.lang)")
     p.add_argument("--decodings", nargs="*", default=[],
                    help="its panels' decoding configs, in order (none: every one it has cells of)")
+    p.add_argument("--same-as", help="the earlier figure that this one repeats in the run: a note naming it instead")
     p.add_argument("--out", required=True, help="PNG file")
     io_paths(p, ("--out",), ("inputs",))
     p.set_defaults(func=cmd_figure)

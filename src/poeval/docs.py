@@ -164,8 +164,25 @@ def key_paths(schema: dict | None = None) -> list[str]:
     return list(dict.fromkeys(r.path for r in params_rows(schema)))
 
 
+# A Sphinx role of a docstring (:mod:`x`, :py:func:`~a.b`), shown on a page as the code it names; a code span.
+_ROLE = re.compile(r"(?<![\w`]):(?:[a-z]+:)?[a-z]+:`(~?)([^`]+)`")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False).replace("|", "\\|")
+
+
 def _cell(text: str) -> str:
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """Docstring or schema text as one markdown table cell: a Sphinx role becomes a code span (``~`` keeps the
+    last name, as Sphinx shows it), newlines become spaces, and ``<``, ``&`` and ``|`` are escaped outside code
+    spans only (markdown escapes a code span's content itself: escaping it too shows ``&lt;`` on the page)."""
+    text = _ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`", text)
+    text, out, pos = text.replace("\n", " "), [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [_escape(text[pos:m.start()]), m.group(0)]
+        pos = m.end()
+    return "".join(out + [_escape(text[pos:])])
 
 
 def params_page(schema: dict | None = None) -> str:
@@ -188,8 +205,8 @@ def params_page(schema: dict | None = None) -> str:
         out += ["| key | when | type | default | description |", "|---|---|---|---|---|"]
         for r in mine:
             key = f"`{r.path}`" + (" (required)" if r.required else "")
-            default = f"`{_cell(r.default)}`" if r.default else ""
-            out.append(f"| {key} | {_cell(r.when)} | {_cell(r.type).replace('&gt;', '>')} | {default} | "
+            default = f"`{r.default}`" if r.default else ""
+            out.append(f"| {key} | {_cell(r.when)} | {_cell(r.type)} | {default} | "
                        f"{_cell(r.description)} |")
         out.append("")
     return "\n".join(out)

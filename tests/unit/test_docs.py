@@ -2,10 +2,14 @@
 every subcommand, and every code comment that points into it (docs/<page>.md "Heading") finds its heading."""
 
 import copy
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -17,7 +21,82 @@ from helpers import _params_keys
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_site_builds_in_strict_mode(tmp_path):
+# --- the built site, checked as a reader opens it: from disk, each page's HTML ------------------------------
+# One build (about 12 s on a 2-core machine) serves every check, in one test: pytest-xdist would build once per
+# worker for a module fixture. It stays in the unit tier, which runs in parallel, rather than the serial e2e one.
+
+# Tags that markdown and the mkdocs theme write; any other tag is a placeholder (<unk>, <system>) that a page
+# wrote outside a code span, which the browser reads as an unknown element and shows nothing of.
+HTML_TAGS = {"html", "head", "body", "meta", "title", "link", "script", "style", "div", "span", "nav", "header",
+             "footer", "main", "section", "form", "input", "button", "label", "i", "img", "a", "p", "br", "hr",
+             "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd", "table", "thead", "tbody",
+             "tr", "th", "td", "code", "pre", "kbd", "em", "strong", "b", "sup", "sub", "blockquote", "small"}
+# A Sphinx role that reached a page as text (:mod:`x` renders as ":mod:<code>x</code>").
+RAW_ROLE = re.compile(r"(?<![\w/]):(?:[a-z]+:)?[a-z]+:(?:<code>|`)")
+# An entity left in a text node after the browser's one unescaping: markup escaped twice (&amp;lt;output&amp;gt;).
+ENTITY = re.compile(r"&(?:[A-Za-z]+|#[0-9]+|#x[0-9A-Fa-f]+);")
+
+
+class _Page(HTMLParser):
+    """A built page's links, tags, text outside ``<pre>`` and text inside each ``<pre>``."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.links, self.tags, self.text, self.pre, self._pre = [], set(), [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.links += [v for k, v in attrs if k in ("href", "src") and v]
+        if tag == "pre":
+            self._pre = []
+
+    def handle_endtag(self, tag):
+        if tag == "pre" and self._pre is not None:
+            self.pre.append("".join(self._pre))
+            self._pre = None
+
+    def handle_data(self, data):
+        (self._pre if self._pre is not None else self.text).append(data)
+
+
+def _fenced_blocks(markdown: str) -> list[str]:
+    """The text of each fenced code block of a markdown page, dedented and stripped (as a ``<pre>`` shows it)."""
+    out, inside = [], None
+    for line in markdown.splitlines():
+        if re.match(r"\s*```", line):
+            if inside is not None:
+                out.append(textwrap.dedent("\n".join(inside)).strip())
+            inside = [] if inside is None else None
+        elif inside is not None:
+            inside.append(line)
+    return [x for x in out if x]
+
+
+def site_problems(site: Path) -> list[str]:
+    problems = []
+    for path in sorted(site.rglob("*.html")):
+        rel, raw = path.relative_to(site).as_posix(), path.read_text("utf-8")
+        page = _Page()
+        page.feed(raw)
+        if rel != "404.html":   # a server's error page: mkdocs writes its links from the server root on purpose
+            for link in page.links:
+                url = urlsplit(link)
+                if not (url.scheme or url.netloc) and url.path and not (path.parent / unquote(url.path)).is_file():
+                    problems.append(f"{rel}: link {link} is not a file of the site")
+        problems += [f"{rel}: <{tag}> is not HTML (a placeholder outside a code span?)"
+                     for tag in sorted(page.tags - HTML_TAGS)]
+        problems += [f"{rel}: raw role {m.group(0)!r}" for m in RAW_ROLE.finditer(re.sub(r"<pre>.*?</pre>", "", raw,
+                                                                                            flags=re.S))]
+        problems += [f"{rel}: markup escaped twice: {t.strip()[:80]!r}" for t in page.text if ENTITY.search(t)]
+        source = ROOT / "docs" / Path(rel).with_suffix(".md")
+        if source.is_file():
+            problems += [f"{rel}: fenced block {block.splitlines()[0]!r} is not a code block"
+                         for block in _fenced_blocks(source.read_text("utf-8"))
+                         if not any(block in pre for pre in page.pre)]
+    return problems
+
+
+def test_the_site_builds_opens_from_disk_and_shows_what_the_pages_mean(tmp_path):
     pytest.importorskip("mkdocs")
     if shutil.which("dot") is None:
         pytest.skip("graphviz's dot is not installed (./run.sh setup installs it)")
@@ -25,10 +104,40 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                           cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    for page in ("index.html", "reference/params/index.html", "reference/cli/index.html",
-                 "workflow/index.html", "images/rulegraph.svg"):
+    for page in ("index.html", "reference/params.html", "reference/cli.html", "workflow.html",
+                 "images/rulegraph.svg"):
         assert (site / page).is_file(), page
     assert "<svg" in (site / "images" / "rulegraph.svg").read_text()
+    assert site_problems(site) == []
+    # long code in a table cell may break, so the workflow page's artifact table fits the page
+    assert 'href="css/poeval.css"' in (site / "workflow.html").read_text()
+    assert re.search(r"td code\s*{[^}]*overflow-wrap:\s*anywhere", (site / "css" / "poeval.css").read_text())
+
+
+def test_the_site_checks_find_a_folder_link_a_raw_role_a_placeholder_tag_escaped_markup_and_a_lost_fence(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "target.html").write_text("")
+    (tmp_path / "sub" / "fine.html").write_text(
+        '<p><a href="../target.html#x">ok</a> <a href="https://example.org/">web</a> <a href="#top">top</a> '
+        "<code>&lt;output&gt;.json</code> &amp; a:b:<code>x</code> <pre><code>:mod:`kept`</code></pre></p>")
+    (tmp_path / "sub" / "bad.html").write_text(
+        '<p><a href="../sub/">folder</a> :func:<code>samples</code> end symbol and <unk>, '
+        "<code>&amp;lt;output&amp;gt;.json</code></p>")
+    assert site_problems(tmp_path) == [
+        "sub/bad.html: link ../sub/ is not a file of the site",
+        "sub/bad.html: <unk> is not HTML (a placeholder outside a code span?)",
+        "sub/bad.html: raw role ':func:<code>'",
+        "sub/bad.html: markup escaped twice: '&lt;output&gt;.json'",
+    ]
+    assert _fenced_blocks("a\n\n```yaml\n\nmodels: {}\n```\n  ```\n  x: 1\n    y: 2\n  ```\n") == \
+        ["models: {}", "x: 1\n  y: 2"]
+
+
+def test_a_docstring_cell_shows_roles_as_code_and_escapes_outside_code_only():
+    assert docs._cell("the side file of :func:`samples` (:mod:`poeval.paths`, :py:meth:`~a.B.run`)") == \
+        "the side file of `samples` (`poeval.paths`, `run`)"
+    assert docs._cell("stamp ``<output>.stamp.json``; <unk> | a & b\nnext") == \
+        "stamp ``<output>.stamp.json``; &lt;unk&gt; \\| a &amp; b next"
 
 
 def test_the_params_page_holds_every_key_path_of_the_schema():
@@ -94,3 +203,16 @@ def test_the_reference_check_reports_a_missing_heading_a_missing_page_and_a_read
         "src/a.py:5: a README reference (point it at docs/<page>.md)",
         'params.json:1: docs/page.md has no heading "Nope"',
     ]
+
+
+# A tracker's number means nothing to a reader of the docs: a measurement names its commit and command instead.
+ISSUE_NUMBER = re.compile(r"\b(?:issues?|pull requests?|PRs?)\s*#?\d+", re.I)
+
+
+def test_no_docs_page_names_an_issue_number():
+    pages = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+    found = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)}" for p in pages
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1) for m in ISSUE_NUMBER.finditer(line)]
+    assert found == []
+    assert ISSUE_NUMBER.findall("measured before issue 28's rules (issue #43, PR 15189); this issue 's") == \
+        ["issue 28", "issue #43", "PR 15189"]

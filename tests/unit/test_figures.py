@@ -245,10 +245,13 @@ def test_single_system_figure_draws_a_panel_per_decoding_config(tmp_path, captur
         "(a) vanilla, n=10": {"sa": _percent({"aabb": 0.25, "abcd": 0.75}), "HUMAN": _percent({"abab": 1.0})},
         "(b) temperature-0.7, n=8": {"sa": _percent({"aabb": 0.5, "abcd": 0.5}), "HUMAN": _percent({"abab": 1.0})}}
     assert list(data) == ["vanilla, n=10", "temperature-0.7, n=8"]
-    # the lowered temperature not configured: its panel says so
+    # the lowered temperature not configured: no panel of it (the main job's figure 11 spent half its area on
+    # one saying so), the title says it is left out
     figures.make("figure11", [human, vanilla], str(tmp_path / "f11.png"), selection=sel)
-    assert list(_panel_bars(captured[1])) == ["(a) vanilla, n=10"]
-    assert _texts(captured[1]) == "decoding config 'temperature-0.7'\nnot configured for sa"
+    assert [ax.get_title() for ax in captured[1].axes if ax.axison] == ["(a) vanilla, n=10"]
+    assert _texts(captured[1]) == ""
+    assert captured[1].get_suptitle() == ("sa (English): rhyme schemes at the default vs a lowered temperature\n"
+                                          "(no panel for temperature-0.7: not configured for sa in this run)")
     # no decodings given: every config with a cell, in input order; the system not in the run
     figures.make("figure12", [human, cooler, vanilla], str(tmp_path / "f12.png"),
                  selection=figures.Selection("sa", "en"))
@@ -278,7 +281,8 @@ def test_similarity_figure_shows_one_systems_max_similarity_to_train_per_decodin
     counts = {round(p.get_x() + width / 2, 2): round(p.get_height() * width * 3, 6) for p in bars if p.get_height()}
     assert counts == {0.31: 1.0, 0.41: 2.0}                        # 0.41 and 0.415 share the bin [0.40, 0.42)
     assert human.get_label() == "HUMAN"
-    assert "decoding config 'nucleus'\nnot configured for a" in _texts(captured[0])
+    assert [ax.get_title() for ax in captured[0].axes if ax.axison] == ["(a) vanilla (n=3)", "(b) topk (n=1)"]
+    assert captured[0].get_suptitle().endswith("\n(no panel for nucleus: not configured for a in this run)")
 
 
 def test_training_curve_is_a_flat_tsv_of_the_evals(tmp_path):
@@ -328,7 +332,7 @@ def test_single_system_figures_default_to_the_main_job_and_the_grid_names_the_pa
         poeval_params.resolve(params)
 
 
-# --- legends clear of the data (issue 44, point 5) -----------------------------------------------------
+# --- legends clear of the data -----------------------------------------------------------------------
 
 def test_a_legend_goes_where_it_covers_no_data_else_outside(tmp_path):
     plt = render.load_pyplot()
@@ -378,3 +382,68 @@ def test_every_figure_keeps_its_legends_off_the_data(tmp_path, captured):
     solid, dashed = handles["word_swap (all)"], handles["word_swap (errors)"]
     assert (solid.get_linestyle(), solid.get_marker()) != (dashed.get_linestyle(), dashed.get_marker())
     assert dashed.get_markerfacecolor() == "none"
+
+
+# --- axes and panels that say what the data are ------------------------------------------------------------
+
+def _semantic_cell(tmp_path, system, decoding, within, across, lang="en"):
+    path = tmp_path / f"sem-{lang}-{system}-{decoding}.json"
+    path.write_text(json.dumps({"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": len(across),
+                                "semantic": {"per_poem": {"within": within, "across": across}}}))
+    return str(path)
+
+
+def test_the_similarity_figures_fit_their_x_axis_to_the_data(tmp_path, captured):
+    # the main job's similarities lie in 0.2-0.7; the bins run from -0.2 to 1.0
+    paths = [_semantic_cell(tmp_path, "HUMAN", "human0", [0.31, 0.52], [0.44, 0.68]),
+             _semantic_cell(tmp_path, "a", "vanilla", [0.23, 0.41], [0.37, 0.61])]
+    figures.make("figure4", paths, str(tmp_path / "f4.png"))
+    assert [ax.get_xlim() for ax in captured[0].axes] == [(0.2, 0.7)] * 2     # one range for within and across
+    figures.make("figure10", paths, str(tmp_path / "f10.png"), selection=figures.Selection("a", "en"))
+    assert captured[1].axes[0].get_xlim() == (0.35, 0.7)
+    assert figures.sim_limits([np.array([0.5])]) == (0.45, 0.55)               # one value: a step either side
+    assert figures.sim_limits([np.array([-0.9, 1.0])]) == (-0.2, 1.0)          # never beyond the bins
+
+
+def test_the_best_worst_figure_marks_a_ranking_of_models_of_different_n(tmp_path, captured):
+    human = _rhyme_cell(tmp_path, "HUMAN", "human0", n=1000)
+    # the main job: smollm2's 50 quatrains against gpt2-s's 1000
+    unequal = [human, _rhyme_cell(tmp_path, "smollm2", ce=2.0, n=50), _rhyme_cell(tmp_path, "gpt2-s", ce=1.0, n=1000)]
+    figures.make("figure3", unequal, str(tmp_path / "f3.png"))
+    title = "English: rhyme schemes of HUMAN and of the best, worst and average model by cross-entropy"
+    assert captured[0].get_suptitle() == (f"{title}\n(ranked at unequal n, 50-1000, without intervals: the "
+                                          "cross-entropy grows as n falls; table6_common_n ranks at one n)")
+    equal = [human, _rhyme_cell(tmp_path, "a", ce=2.0, n=50), _rhyme_cell(tmp_path, "b", ce=1.0, n=50)]
+    figures.make("figure3", equal, str(tmp_path / "f3.png"))
+    assert captured[1].get_suptitle() == title
+
+
+def test_a_single_system_figure_that_repeats_an_earlier_one_names_it_instead(root, tmp_path, captured):
+    from poeval import config, params
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    # two systems, one decoding config: 12 and 14 show gpt2-s under vanilla, 13 and 15 smollm2
+    assert {n: figures.repeats(main_job, n) for n in ("figure11", "figure12", "figure13", "figure14", "figure15")} \
+        == {"figure11": None, "figure12": None, "figure13": None, "figure14": "figure12", "figure15": "figure13"}
+    grid = params.resolve(config.read(root / "params.yaml", (root / "config" / "systems" / "grid.yaml",)))
+    assert [n for n in figures.FIGURES if figures.repeats(grid, n)] == []
+    out = tmp_path / "f14.png"
+    assert main(["figure", "figure14", "--system", "gpt2-s", "--lang", "en", "--decodings", "vanilla",
+                 "--same-as", "figure12", "--out", str(out)]) == 0
+    assert len(captured[0].axes) == 1 and not captured[0].axes[0].containers       # no bars: no second copy
+    assert _texts(captured[0]) == ("The same as Figure 12 in this run:\nparams figures.figure14 and figures.figure12\n"
+                                   "both show gpt2-s (English)\nunder the same decoding configs")
+    assert "figure12" in Path(f"{out}.stamp.json").read_text()                    # the stamp records it
+
+
+def test_the_readme_says_which_figures_the_main_job_makes(root):
+    from poeval import config, params
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    rows = re.findall(r"^\| ([\d, ]+) \| (made|not made|a note)", (root / "README.md").read_text(), re.M)
+    said = {f"figure{n.strip()}": what for numbers, what in rows for n in numbers.split(",")}
+    assert sorted(said, key=lambda n: int(n[6:])) == [f"figure{i}" for i in range(1, 16)]
+    assert {n for n, what in said.items() if what != "not made"} == \
+        {n for n in figures.FIGURES if n.removeprefix("figure").isdigit() and figures.has_panels(main_job, n)}
+    assert {n for n, what in said.items() if what == "a note"} == \
+        {n for n in figures.FIGURES if figures.has_panels(main_job, n) and figures.repeats(main_job, n)}

@@ -276,3 +276,24 @@ def test_no_report_output_falls_into_other(root):
              for m in re.finditer(r"(?<![\w.])report\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)", text)]
     assert calls and all("category=" in c or "_place(" in c for c in calls), calls
     assert "paths.curve" in "".join(calls)
+
+
+def test_a_caption_says_when_a_table_holds_less_than_its_title(root):
+    from poeval import config, params
+    from poeval.generators import registry
+    from poeval.report import tables
+
+    main_job = params.resolve(config.read(root / "params.yaml"))
+    decodings, systems = main_job["decodings"], main_job["systems"]
+    poetic = [s for s in systems if registry.is_poetic(main_job["models"][s])]
+    assert (decodings, poetic) == (["vanilla"], [])          # the main job: one decoding config, no poetic system
+    assert tables.scope_note("table10", decodings, poetic).endswith("the table holds only the HUMAN rows.")
+    assert tables.scope_note("table9", decodings, systems) == (
+        "This run has one decoding config (vanilla): the rows are Table 5's (``table5.tsv``, less its HUMAN (train) "
+        "row); a row per decoding config needs more in ``decodings`` (config/systems/grid.yaml runs all twelve).")
+    assert "the rows are Table 2's (``table2.tsv``);" in tables.scope_note("table12", decodings, systems)
+    assert tables.scope_note("table10", decodings, ["deepspeare-s"]) == ""
+    assert tables.scope_note("table9", ["vanilla", "temperature-0.7"], systems) == ""
+    assert tables.scope_note("table5", decodings, systems) == tables.scope_note("table11", decodings, systems) == ""
+    for table in ("table7", "table9", "table10", "table12", "diversity_decodings"):   # the captions print it
+        assert "{{ snakemake.params.scope }}" in (root / "workflow" / "report" / f"{table}.rst").read_text()

@@ -372,7 +372,7 @@ def figure_cells(name):
     fig = FIGURES[name]
     if fig.single:
         sel = FIGURE_SELECTION[name]
-        if sel["lang"] not in LANGS:
+        if sel["lang"] not in LANGS or report_figures.repeats(P, name):   # a repeat names the earlier figure
             return []
         systems = [sel["system"]] if sel["system"] in SYSTEMS else []
         if systems and is_supplied(systems[0]):   # its own names need not be decoding configs
@@ -387,7 +387,9 @@ def figure_options(name):
     """`poeval figure` options: the systems' kinds (figures 5-9), or the one system and its panels."""
     models, sel = report_figures.figure_args(P, name)
     if sel is not None:
-        return shlex.join(["--system", sel.system, "--lang", sel.lang, "--decodings", *sel.decodings])
+        same = report_figures.repeats(P, name)
+        return shlex.join(["--system", sel.system, "--lang", sel.lang, "--decodings", *sel.decodings,
+                           *(["--same-as", same] if same else [])])
     return f"--models {shlex.quote(as_json(models))}" if models else ""
 
 
@@ -398,7 +400,9 @@ def figure_shows(name):
     sel = FIGURE_SELECTION[name]
     where = "" if sel["system"] in SYSTEMS and sel["lang"] in LANGS else ", not in this run"
     same = report_figures.same_as(P, name)
-    note = f" (the same figure as {', '.join(same)}: params figures gives them one system)" if same else ""
+    repeated = report_figures.repeats(P, name)
+    note = (f" (in this run the same as {repeated}: its place holds a note naming it)" if repeated else
+            f" ({', '.join(same)} would repeat it in this run and holds a note naming it)" if same else "")
     return f"{sel['system']} ({sel['lang']}{where}); panels: {', '.join(figure_decodings(name))}{note}"
 
 

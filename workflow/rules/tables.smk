@@ -68,6 +68,7 @@ for _table in FAMILY_OF_TABLE:
             metrics=recorded.table_caption_metrics(P, _table),
             tests=as_json(config["metrics"].get("tests", {})),
             pooled=", ".join(pooled_columns(_table)) or "none",   # for the caption
+            scope=report_tables.scope_note(_table, DECODINGS, table_systems(_table)),   # for the caption
         threads: 1
         shell:
             "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q}"

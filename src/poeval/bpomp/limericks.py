@@ -47,7 +47,7 @@ SHORT_LINES = (2, 3)
 DEFAULT_SYLLABLES = {"long": (7, 11), "short": (4, 8)}
 # The form's usual statement: lines 1, 2, 5 (anapaestic trimeter) of 7-10 syllables, lines 3, 4 (dimeter) of 5-7.
 # Mining needs it: a 4-syllable short line or an 11-syllable long one is nearly always a ballad or song stanza
-# (docs/results/bpomp.md "The miner's syllable ranges (issue 41)"); curated sources keep the wider ranges.
+# (docs/results/bpomp.md "The miner's syllable ranges"); curated sources keep the wider ranges.
 MINER_SYLLABLES = {"long": (7, 10), "short": (5, 7)}
 MINER_GAP = 2
 DROP_REASONS = ("not_limerick", "not_5_lines", "syllables", "syllable_gap", "not_aabba", "duplicate")

@@ -19,7 +19,6 @@ Figure numbers (Chen et al. 2024, main text and appendix):
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,115 +32,9 @@ from poeval.io import read_json
 from poeval.poetry.schemes import SCHEMES_4
 from poeval.poetry.style import METERS
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
+from poeval.report.figures_basic import (BAR_COLOR, SIM_BINS, _lang_name, _letter, _load_per_poem, _panels,  # noqa: F401
+                                         _sim_hist, figure1, figure4, sim_limits)
 from poeval.report.tables import HUMAN, n_range
-
-
-def _load_per_poem(paths: list[str], family: str):
-    """(cell header, per-poem values) of each cell, in input order."""
-    for path in paths:
-        cell = read_json(path)
-        per_poem = cell.get(family, {}).get("per_poem") if "cell" in cell else None
-        if per_poem is None:
-            raise PoevalError(f"{path}: not a '{family}' metric cell with per-poem values")
-        yield cell["cell"], per_poem
-
-
-def _grouped(paths: list[str], family: str) -> dict[str, dict[str, list]]:
-    """lang -> system label -> per-poem values pooled over that system's cells (input order kept)."""
-    out: dict[str, dict[str, list]] = defaultdict(dict)
-    for c, per_poem in _load_per_poem(paths, family):
-        label = HUMAN if c["system"] == HUMAN else f"{c['system']} ({c['decoding']})"
-        out[c["lang"]].setdefault(label, []).append(per_poem)
-    return out
-
-
-def figure1(paths: list[str], out: str) -> None:
-    """Length histograms: every system's quatrain lengths (tokens) against the pooled HUMAN samples."""
-    plt = load_pyplot()
-    groups = _grouped(paths, "length")
-    panels = [(lang, label) for lang, systems in groups.items() for label in systems if label != HUMAN]
-    if not panels:
-        raise PoevalError("figure1 needs at least one model cell")
-    cols = min(4, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
-    for ax, (lang, label) in zip(axes.flat, panels):
-        model = np.concatenate([np.asarray(v, dtype=float) for v in groups[lang][label]] or [np.empty(0)])
-        human = np.concatenate([np.asarray(v, dtype=float) for v in groups[lang].get(HUMAN, [])] or [np.empty(0)])
-        top = max([1.0, *(a.max() for a in (model, human) if a.size)])
-        bins = np.arange(0, top + 2) - 0.5
-        if human.size:
-            ax.hist(human, bins=bins, density=True, histtype="step", color="black", label="HUMAN")
-        if model.size:
-            ax.hist(model, bins=bins, density=True, alpha=0.6, color="tab:blue", label=label)
-        ax.set_title(f"{lang}: {label} (n={model.size})")
-        ax.set_xlabel("tokens per quatrain")
-        ax.set_ylabel("share")
-        ax.legend(frameon=False)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    finish_figure(plt, fig, out)
-
-
-SIM_BINS = np.linspace(-0.2, 1.0, 61)
-
-
-def _sim_hist(ax, values: np.ndarray, label: str, human: bool = False) -> None:
-    style = {"color": "black", "linewidth": 1.6} if human else {"linewidth": 1.0}
-    ax.hist(values, bins=SIM_BINS, density=True, histtype="step", label=label, **style)
-
-
-def figure4(paths: list[str], out: str) -> None:
-    """Max-cosine distributions per system: within the sample and across to the training set."""
-    plt = load_pyplot()
-    groups = _grouped(paths, "semantic")
-    langs = list(groups)
-    fig, axes = plt.subplots(len(langs), 2, figsize=(7.5, 2.8 * len(langs)), squeeze=False)
-    for row, lang in zip(axes, langs):
-        for ax, kind in zip(row, ("within", "across")):
-            for label, cells in groups[lang].items():
-                values = np.asarray([x for cell in cells for x in (cell.get(kind) or [])], dtype=float)
-                if values.size:
-                    _sim_hist(ax, values, label, human=label == HUMAN)
-            _sim_axes(ax, lang, kind)
-    finish_figure(plt, fig, out)
-
-
-def _sim_axes(ax, lang: str, kind: str) -> None:
-    ax.set_title(f"{lang}: max cosine {kind} {'the sample' if kind == 'within' else 'to train'}")
-    ax.set_xlabel("max cosine similarity")
-    ax.set_ylabel("density")
-    if ax.has_data():
-        ax.legend(frameon=False)
-
-
-# --- Panels -----------------------------------------------------------------------------------------
-
-BAR_COLOR = "#2ab0ff"          # the paper's code's bar colour
-LANG_NAMES = {"en": "English", "de": "German"}
-
-
-def _lang_name(lang: str | None) -> str:
-    return LANG_NAMES.get(lang, f"'{lang}'")
-
-
-def _panels(plt, n: int, title: str, ylabel: str):
-    """A figure of ``n`` panels in rows of three (four panels: 2 x 2) sharing the y axis, titled (at
-    least two panels wide, so the title fits); unused cells hidden, the y axis labelled on the left only."""
-    cols = 2 if n == 4 else min(3, n)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * max(cols, 2), 2.7 * rows + 0.5), squeeze=False, sharey=True)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    for ax in axes[:, 0]:
-        ax.set_ylabel(ylabel)
-    fig.suptitle(title)
-    return fig, list(axes.flat)[:n]
-
-
-def _letter(i: int) -> str:
-    """The paper's panel labels: (a), (b), ..."""
-    return f"({chr(ord('a') + i)})" if i < 26 else f"({i + 1})"
 
 
 @dataclass(frozen=True)
@@ -160,12 +53,21 @@ def _check_selected(lang: str, system: str, sel: Selection) -> None:
 
 
 def _decoding_panels(sel: Selection, present: list[str], has_human: bool) -> list[tuple[str, str | None]]:
-    """(decoding config, None or the note that replaces its panel) per panel of a single-system figure."""
+    """(decoding config, None or the note that replaces its panel) per panel of a single-system figure: the
+    configs asked for that have cells (one asked for without a cell gets no panel: :func:`_left_out` says so)."""
     if not present:
         missing = f"system '{sel.system}'" if has_human else f"language '{sel.lang}'"
         return [("", f"{missing} not in this run")]
-    return [(d, None if d in present else f"decoding config '{d}'\nnot configured for {sel.system}")
-            for d in sel.decodings or present]
+    return [(d, None) for d in sel.decodings or present if d in present]
+
+
+def _left_out(title: str, sel: Selection, present: list[str]) -> str:
+    """The figure's title, with a line naming the decoding configs asked for that have no cell in this run (a
+    panel that only said so took as much room as a drawn one)."""
+    missing = [d for d in sel.decodings if d not in present] if present else []
+    if not missing:
+        return title
+    return f"{title}\n(no panel for {', '.join(missing)}: not configured for {sel.system} in this run)"
 
 
 # --- Figure 10: max similarity per decoding config of one system -----------------------------------
@@ -182,8 +84,8 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
         pooled.extend(per_poem.get("across") or [])
     plt = load_pyplot()
     panels = _decoding_panels(sel, list(by_decoding), has_human)
-    fig, axes = _panels(plt, len(panels), spec.title.format(system=sel.system, lang=_lang_name(sel.lang)),
-                        "density")
+    title = _left_out(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), sel, list(by_decoding))
+    fig, axes = _panels(plt, len(panels), title, "density")
     data = {}
     for i, (ax, (decoding, note)) in enumerate(zip(axes, panels)):
         values = np.asarray(by_decoding.get(decoding, []), dtype=float)
@@ -197,6 +99,8 @@ def similarity_decoding_figure(paths: list[str], out: str, spec: "Figure", model
             note_panel(ax, note or "no similarities in this cell")
         ax.set_title(f"{_letter(i)} {decoding} (n={values.size})" if decoding else "")
         ax.set_xlabel("max cosine similarity to train")
+    for ax in axes:
+        ax.set_xlim(*sim_limits([*data.values(), human]))
     finish_figure(plt, fig, out)
     return data
 
@@ -330,7 +234,17 @@ def rhyme_extremes_figure(paths: list[str], out: str, spec: "Figure", models=Non
         panels.append(("", None, None, f"language '{spec.lang}' not in this run"))
     elif not picks:
         panels.append(("", None, None, "no model cell with valid quatrains"))
-    return _scheme_figure(spec.title.format(lang=_lang_name(spec.lang)), panels, out)
+    return _scheme_figure(_unequal_n(spec.title.format(lang=_lang_name(spec.lang)), series), panels, out)
+
+
+def _unequal_n(title: str, series: list[SchemeSeries]) -> str:
+    """The title of a ranking figure, marked when the models ranked hold different numbers of quatrains: a
+    cross-entropy estimated from fewer quatrains is larger, so such a ranking is partly one of n."""
+    ns = sorted({round(s.n) for s in series if s.system != HUMAN and s.cross_entropy is not None})
+    if len(ns) < 2:
+        return title
+    return (f"{title}\n(ranked at unequal n, {ns[0]}-{ns[-1]}, without intervals: the cross-entropy grows as n "
+            f"falls; table6_common_n ranks at one n)")
 
 
 def _check_kind(series: list[SchemeSeries], spec: "Figure", models: dict) -> None:
@@ -375,7 +289,8 @@ def rhyme_decoding_figure(paths: list[str], out: str, spec: "Figure", models=Non
         (f"{decoding}, n={by_decoding[decoding].n_range}" if note is None else decoding,
          by_decoding.get(decoding), human, note)
         for decoding, note in _decoding_panels(sel, list(by_decoding), human is not None)]
-    return _scheme_figure(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), panels, out)
+    title = _left_out(spec.title.format(system=sel.system, lang=_lang_name(sel.lang)), sel, list(by_decoding))
+    return _scheme_figure(title, panels, out)
 
 
 # --- Metre figure (not in the paper) ------------------------------------------------------------------
@@ -515,10 +430,12 @@ def same_as(params: dict, name: str) -> list[str]:
     return [other for other, spec in FIGURES.items() if other != name and spec.single and drawn(other) == drawn(name)]
 
 
-def figure_params(models: dict | None, selection: Selection | None) -> dict:
-    """What a figure records it was drawn with (beside its cells): the systems' kinds, or its one system."""
+def figure_params(models: dict | None, selection: Selection | None, same: str | None = None) -> dict:
+    """What a figure records it was drawn with (beside its cells): the systems' kinds, or its one system (and
+    the figure it repeats)."""
     if selection is not None:
-        return {"system": selection.system, "lang": selection.lang, "decodings": list(selection.decodings)}
+        return {"system": selection.system, "lang": selection.lang, "decodings": list(selection.decodings),
+                **({"same_as": same} if same else {})}
     return {"models": models} if models else {}
 
 
@@ -532,12 +449,36 @@ def figure_args(params: dict, name: str) -> tuple[dict, Selection | None]:
     return {}, Selection(sel["system"], sel["lang"], tuple(figure_decodings(params, name)))
 
 
+def repeats(params: dict, name: str) -> str | None:
+    """The earlier figure that single-system figure ``name`` would repeat in this run (:func:`same_as`), or
+    None: the main job's two systems and one decoding config make 14 draw what 12 draws, 15 what 13 does."""
+    earlier = list(FIGURES)[:list(FIGURES).index(name)] if name in FIGURES else []
+    return next((other for other in same_as(params, name) if other in earlier), None)
+
+
+def _repeat_note(name: str, same: str, selection: Selection | None, out: str) -> dict:
+    """In the place of a figure that repeats ``same``: one panel that names it, instead of a second copy."""
+    plt = load_pyplot()
+    fig, (ax,) = _panels(plt, 1, f"Figure {name.removeprefix('figure')}", "")
+    what = f"{selection.system} ({_lang_name(selection.lang)})" if selection else "the same system"
+    ax.axis("off")
+    note_panel(ax, f"The same as Figure {same.removeprefix('figure')} in this run:\nparams figures.{name} "
+                   f"and figures.{same}\nboth show {what}\nunder the same decoding configs")
+    finish_figure(plt, fig, out)
+    return {"same_as": same}
+
+
 def make(name: str, paths: list[str], out: str, models: dict[str, dict] | None = None,
-         selection: Selection | None = None):
+         selection: Selection | None = None, same: str | None = None):
     """Draw figure ``name`` from its cells into the PNG ``out`` (the CLI's and the workflow's entry).
-    ``models``: {system: {arch, conditioned}} (figures 5-9); ``selection``: the system of 10-15."""
+    ``models``: {system: {arch, conditioned}} (figures 5-9); ``selection``: the system of 10-15; ``same``:
+    the earlier figure it repeats in this run (:func:`repeats`), named in its place."""
     if name not in FIGURES:
         raise PoevalError(f"unknown figure {name!r} (one of {', '.join(FIGURES)})")
+    if same is not None:
+        if same not in FIGURES:
+            raise PoevalError(f"--same-as: unknown figure {same!r} (one of {', '.join(FIGURES)})")
+        return _repeat_note(name, same, selection, out)
     return FIGURES[name].draw(paths, out, spec=FIGURES[name], models=models, selection=selection)
 
 

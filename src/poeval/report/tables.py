@@ -365,6 +365,25 @@ FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length"
 DECODING_TABLES = {"table7", "table8", "table9", "table10", "table11", "table12", "diversity_decodings"}
 # Tables with the paper's HUMAN row (the whole training set against itself) next to the HUMAN samples.
 HUMAN_TRAIN_TABLES = {"table5", "table6"}
+# Decoding tables of a family table's columns: with one decoding config in the run their rows are that table's.
+REPEATS_AT_ONE_DECODING = {"table7": "memorization", "table9": "table5", "table12": "table2",
+                           "diversity_decodings": "diversity"}
+
+
+def scope_note(table: str, decodings: list[str], systems: list[str]) -> str:
+    """A caption's sentence on what a table holds in this run when that is less than its title says: Table 10
+    without a poetry-specific system holds HUMAN only; a decoding table with one decoding config repeats
+    another table (``decodings``: the run's; ``systems``: those the table shows). Empty otherwise."""
+    if table == "table10" and not systems:
+        return ("In this run no system is poetry-specific (arch deepspeare or sa in ``systems``): the table holds "
+                "only the HUMAN rows.")
+    other = REPEATS_AT_ONE_DECODING.get(table)
+    if other is None or len(decodings) != 1:
+        return ""
+    name = f"Table {other.removeprefix('table')}" if other.startswith("table") else f"the {other} table"
+    train = ", less its HUMAN (train) row" if other in HUMAN_TRAIN_TABLES else ""
+    return (f"This run has one decoding config ({decodings[0]}): the rows are {name}'s (``{other}.tsv``{train}); "
+            f"a row per decoding config needs more in ``decodings`` (config/systems/grid.yaml runs all twelve).")
 
 
 def table_families(table: str) -> list[str]:

@@ -102,8 +102,11 @@ def _gguf_header(tensors: int, kvs: int, tail: bytes = b"") -> bytes:
     (_gguf_header(2 ** 60, 2 ** 60), "tensor count"),
     (_gguf_header(0, 1, struct.pack("<Q", 2 ** 62)), "key length"),
     (_gguf_header(0, 1, struct.pack("<Q", 1) + b"k" + struct.pack("<IIQ", 9, 4, 2 ** 61)), "array length"),
-])
-def test_a_gguf_with_huge_counts_is_refused_before_allocating(tmp_path, capsys, header, what):
+    # an array of arrays ... 1000 deep: a reader that recurses per level (gguf-py) runs out of stack
+    (_gguf_header(0, 1, struct.pack("<Q", 1) + b"k" + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 999
+                  + struct.pack("<IQ", 0, 0)), "arrays nested more than 8 deep"),
+], ids=["tensor-count", "key-length", "array-length", "nested-arrays"])
+def test_a_gguf_with_huge_counts_or_deep_arrays_is_refused_before_allocating(tmp_path, capsys, header, what):
     path = tmp_path / "huge.gguf"
     path.write_bytes(header + b"\0" * 64)
     assert main(["import", str(path), "--out", str(tmp_path / "ckpt")]) == 2

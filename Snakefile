@@ -4,6 +4,11 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# Every rule's shell: bash's strict mode (Snakemake's own prefix, which this one replaces) and no stdin. A
+# rule never reads the terminal or pipe that Snakemake was started from: a library's yes/no question
+# (transformers asks whether to run a model folder's own code) would take its answer from it.
+shell.prefix("set -euo pipefail; exec </dev/null; ")
+
 
 configfile: "params.yaml"
 

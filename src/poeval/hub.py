@@ -15,9 +15,12 @@ outside the CLI stays offline too.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
+
+from safetensors import SafetensorError
 
 from poeval.errors import PoevalError, first_line
 
@@ -74,16 +77,56 @@ def resolve(ref: object, key: str, what: str = "model") -> str:
 
 
 # What ``from_pretrained`` raises for a folder or file it cannot load; an UnpicklingError is a pickled
-# ``pytorch_model.bin`` that torch's weights_only loader refuses (it would run code), not a crash.
-LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, pickle.UnpicklingError)
+# ``pytorch_model.bin`` that torch's weights_only loader refuses (it would run code), not a crash; a
+# SafetensorError a damaged or truncated ``model.safetensors``.
+LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, pickle.UnpicklingError, SafetensorError)
+# The files where a checkpoint names code of its own for transformers to import (``auto_map``)
+OWN_CODE_FILES = ("config.json", "tokenizer_config.json")
 
 
 def load_problem(err: BaseException, ref: object) -> str:
-    """One line saying why ``from_pretrained`` (or ``torch.load``) failed; a refused pickle names the
-    checkpoint's pickled files (``ref`` a folder) or the file (``ref`` a file)."""
-    if not isinstance(err, pickle.UnpicklingError):
-        return first_line(err)
+    """One line saying why ``from_pretrained`` (or ``torch.load``) failed, naming the file at fault where
+    it can: a refused pickle (the checkpoint's pickled files, or the file ``ref``), a damaged safetensors
+    file, or a folder that names its own code, which is never run (every call passes
+    ``trust_remote_code=False``), so a model that needs it cannot load."""
     path = Path(str(ref))
-    pickles = sorted(p.name for p in path.glob("*.bin")) if path.is_dir() else [path.name] if path.is_file() else []
-    return (f"{', '.join(pickles) or 'its weights'}: a pickle that torch's safe loader (weights_only) refuses, "
-            "so it is not loaded; give the weights as model.safetensors")
+    if isinstance(err, pickle.UnpicklingError):
+        pickles = [p.name for p in _weights(path, "*.bin")]
+        return (f"{', '.join(pickles) or 'its weights'}: a pickle that torch's safe loader (weights_only) refuses, "
+                "so it is not loaded; give the weights as model.safetensors")
+    if isinstance(err, SafetensorError):
+        files = [str(p) for p in _weights(path, "*.safetensors")]
+        return (f"{', '.join(files) or 'its weights'}: not a readable safetensors file ({first_line(err)}); "
+                "it is damaged or incomplete: copy or save it again")
+    own = _own_code(path) if path.is_dir() else None
+    if own:
+        return (f"{own}, which poeval never runs (trust_remote_code=False); use a checkpoint whose architecture "
+                f"transformers has built in (transformers: {first_line(err)})")
+    return first_line(err)
+
+
+def _weights(path: Path, pattern: str) -> list[Path]:
+    """The files of a folder ``path`` that match ``pattern``, the file ``path`` itself, or none (a hub id)."""
+    return sorted(path.glob(pattern)) if path.is_dir() else [path] if path.is_file() else []
+
+
+def _own_code(folder: Path) -> str | None:
+    """Where ``folder`` names code of its own (``FILE: auto_map names ...``), None when it names none. An
+    unreadable file names none here: the error it causes is reported as it is."""
+    for name in OWN_CODE_FILES:
+        try:
+            auto_map = json.loads((folder / name).read_bytes()).get("auto_map")
+        except (OSError, ValueError, AttributeError, RecursionError):
+            continue
+        if auto_map:
+            refs = _class_refs(auto_map)
+            more = f", … ({len(refs) - 4} more)" if len(refs) > 4 else ""
+            return f"{folder / name}: auto_map names the folder's own code ({', '.join(refs[:4])}{more})"
+    return None
+
+
+def _class_refs(auto_map) -> list[str]:
+    """The ``module.Class`` references of an ``auto_map`` (a dict of references or of [slow, fast] pairs)."""
+    items = auto_map.values() if isinstance(auto_map, dict) else auto_map if isinstance(auto_map, list) else [auto_map]
+    refs = [r for item in items for r in (item if isinstance(item, list) else [item]) if r is not None]
+    return [str(r) for r in refs] or [str(auto_map)]

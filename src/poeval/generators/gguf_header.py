@@ -20,6 +20,9 @@ VERSIONS = (2, 3)
 FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 STRING, ARRAY = 8, 9
 MAX_DIMS = 8   # GGML_MAX_DIMS is 4; room for a later format
+# arrays of arrays: gguf-py reads them by recursion, so a file nesting them 1000 deep would crash it (and
+# this walk); no model file nests any (a tokenizer's tokens, scores and merges are flat arrays)
+MAX_NESTING = 8
 
 
 class _Header:
@@ -57,19 +60,21 @@ class _Header:
     def string(self, what: str) -> None:
         self.skip(self.unpack("Q", f"{what} length"), f"{what} length")
 
-    def value(self, kind: int, what: str) -> None:
+    def value(self, kind: int, what: str, depth: int = 0) -> None:
         if kind in FIXED:
             self.skip(FIXED[kind], what)
         elif kind == STRING:
             self.string("string")
         elif kind == ARRAY:
             item = self.unpack("I", "array type")
+            if item == ARRAY and depth + 2 > MAX_NESTING:   # this array and its items: depth + 2 levels
+                raise self.fail(f"arrays nested more than {MAX_NESTING} deep in {what}")
             n = self.count("array length", FIXED.get(item, 8))   # a string or an array item takes >= 8 bytes
             if item in FIXED:
                 self.skip(n * FIXED[item], "array length")
             else:
                 for _ in range(n):
-                    self.value(item, what)
+                    self.value(item, what, depth + 1)
         else:
             raise self.fail(f"unknown value type {kind} of {what}")
 

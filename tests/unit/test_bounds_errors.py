@@ -210,6 +210,25 @@ def test_a_total_input_cap_stops_a_bomb_of_short_lines(tmp_path, capsys, ref, mo
     _one_line_error(capsys, "many.jsonl.gz", "more than 65536 bytes", "POEVAL_MAX_INPUT_BYTES")
 
 
+def test_dvc_commit_refuses_a_dangling_output_link_and_leaves_it(tmp_path, capsys, monkeypatch):
+    """An output that is a symbolic link to nothing (a DVC cache link whose cache entry is gone), or that lies
+    under one, is named; the link is not replaced by an empty folder."""
+    (tmp_path / "dvc.yaml").write_text("stages:\n  one: {cmd: 'true', outs: [results/embeddings, gone/under]}\n")
+    (tmp_path / "results").mkdir()
+    link = tmp_path / "results" / "embeddings"
+    link.symlink_to(tmp_path / ".dvc" / "cache" / "missing")
+    monkeypatch.chdir(tmp_path)
+    assert main(["dvc-commit"]) == 2
+    _one_line_error(capsys, "results/embeddings is a symbolic link to", "which does not exist", "dvc checkout")
+    assert link.is_symlink() and not link.exists()
+    link.unlink()
+    (tmp_path / "results" / "embeddings").mkdir()
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    assert main(["dvc-commit"]) == 2
+    _one_line_error(capsys, "gone is a symbolic link to")
+    assert (tmp_path / "gone").is_symlink() and not (tmp_path / "nowhere").exists()
+
+
 # --- 11: bounds ----------------------------------------------------------------------------------
 
 def _validate(tmp_path, text: str) -> int:

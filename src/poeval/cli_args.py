@@ -39,9 +39,12 @@ def _int_at_least(low: int, high: int | None = None):
     return parse
 
 
-nonneg_int = _int_at_least(0)     # counts that may be zero (--bootstrap-reps 0: no intervals)
+nonneg_int = _int_at_least(0)     # counts that may be zero
 positive_int = _int_at_least(1)   # sizes and thread counts
 seed_int = _int_at_least(*config.seed_range())
+# the params schema's bounds (0: no intervals); 1e11 resamples would run for thousands of hours
+bootstrap_reps_int = _int_at_least(*config.bootstrap_reps_range())
+bpomp_bootstrap_reps_int = _int_at_least(*config.bootstrap_reps_range("bpomp"))
 
 
 def quantile(text: str) -> float:

@@ -8,8 +8,8 @@ import re
 import sys
 
 from poeval import hub
-from poeval.cli_args import (MODEL_PARAM_HELP, add_force, check_checkpoint_out, io_paths, json_object, nonneg_int,
-                             positive_int, print_json, quantile, seed_int, stamp_option)
+from poeval.cli_args import (MODEL_PARAM_HELP, add_force, bpomp_bootstrap_reps_int, check_checkpoint_out, io_paths,
+                             json_object, nonneg_int, positive_int, print_json, quantile, seed_int, stamp_option)
 from poeval.errors import PoevalError
 from poeval.generators.endpoint.connection import ENV_NAME, public_url
 
@@ -180,7 +180,7 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p = bsub.add_parser("accuracy", help="accuracy per task with bootstrap 95%% intervals (JSON on stdout)")
     p.add_argument("scores", help="scored pairs JSONL")
     p.add_argument("--out", help="also write the JSON here (a workflow cell)")
-    p.add_argument("--bootstrap-reps", type=nonneg_int, default=1000)
+    p.add_argument("--bootstrap-reps", type=bpomp_bootstrap_reps_int, default=1000)
     p.add_argument("--seed", type=seed_int, default=1)
     p.add_argument("--scorer", help="scorer name recorded in the cell")
     p.add_argument("--kind", help="scorer kind recorded in the cell")

@@ -3,8 +3,9 @@ hand run's options; both build one :class:`poeval.jobs.cell.CellJob` and run it 
 
 from __future__ import annotations
 
-from poeval.cli_args import (add_lang, io_paths, job_option, json_object, name_path, nonneg_int, pairs, positive_int,
-                             seed_int)
+from poeval import config
+from poeval.cli_args import (add_lang, bootstrap_reps_int, io_paths, job_option, json_object, name_path, pairs,
+                             positive_int, seed_int)
 from poeval.errors import PoevalError
 
 
@@ -178,7 +179,8 @@ def parser_evaluate(sub) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="compute every reference cache in this run; without it a hand run reuses the workflow's "
                         "cache under results/ when it was built from this reference (same sha256) with the same params")
-    p.add_argument("--bootstrap-reps", type=nonneg_int, help="bootstrap resamples for 95%% intervals (default 0)")
+    p.add_argument("--bootstrap-reps", type=bootstrap_reps_int, help="bootstrap resamples for 95%% intervals "
+                   f"(default 0; at most {config.bootstrap_reps_range()[1]}, the params schema's bound)")
     p.add_argument("--seed", type=seed_int, help="bootstrap seed (default 1)")
     p.add_argument("--threads", type=positive_int, help="CPU threads (torch, rapidfuzz)")
     p.add_argument("--exclude-sample-from-reference", action="store_true",

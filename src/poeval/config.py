@@ -99,8 +99,11 @@ def _fill(value: Any, node: dict) -> Any:
 def resolve_section(value: Any, pointer: str, where: str, rules: str | None = None) -> Any:
     """A section given to a library function, with its defaults filled (:func:`fill`) and checked
     (:func:`check`): what the params step does for a whole run, for one section."""
-    filled = fill(value, pointer)
-    check(filled, pointer, where, rules)
+    try:
+        filled = fill(value, pointer)
+        check(filled, pointer, where, rules)
+    except RecursionError:   # a library caller's dict, never parsed from JSON with its depth limit
+        raise PoevalError(f"{where or 'config'}: nested too deeply; give a section of plain keys and values") from None
     return filled
 
 
@@ -330,10 +333,21 @@ def languages() -> list[str]:
     return list(_schema()["properties"]["languages"]["items"]["enum"])
 
 
+def int_range(pointer: str) -> tuple[int, int]:
+    """The bounds of the integers the schema node at ``pointer`` takes (``#/$defs/seed``), ``$ref`` followed."""
+    node = _node(pointer)
+    return node["minimum"], node["maximum"]
+
+
 def seed_range() -> tuple[int, int]:
     """The seeds a seeded step takes (numpy's: 0 <= seed < 2**32), as the schema's ``$defs/seed`` bounds them."""
-    node = _schema()["$defs"]["seed"]
-    return node["minimum"], node["maximum"]
+    return int_range("#/$defs/seed")
+
+
+def bootstrap_reps_range(section: str = "metrics") -> tuple[int, int]:
+    """The resamples a bootstrap takes, as the schema bounds ``<section>.bootstrap.reps`` (``$defs/bootstrap_reps``;
+    metric intervals may take 0, none; BPoMP's accuracy at least 1)."""
+    return int_range(f"#/properties/{section}/properties/bootstrap/properties/reps")
 
 
 def section_defaults(section: str) -> dict:

@@ -13,7 +13,10 @@ def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:
 
 def quote(value) -> str:
     """``repr(value)`` as an error quotes it: at most :data:`QUOTE_LIMIT` characters."""
-    return shorten(repr(value))
+    try:
+        return shorten(repr(value))
+    except RecursionError:   # a library caller's deeply nested list or dict
+        return f"a {type(value).__name__} nested too deeply"
 
 
 class PoevalError(Exception):

@@ -63,6 +63,14 @@ def test_in_memory_poems_give_the_numbers_of_the_same_poems_in_a_file(tmp_path):
     assert [(hit["sample"], hit["train"]) for hit in hits] == [("0", "s"), ("n", "n2")]
 
 
+def _nested(depth: int) -> dict:
+    """``{"a": {"a": ...}}``, ``depth`` levels deep (built in a loop: a literal would hit the parser's limit)."""
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: evaluate([SUN], reference=[SUN], metrics=["length", "rhymes"]), "unknown metric family rhymes"),
     (lambda: evaluate([SUN], reference=[SUN], metrics="length"), "metrics: expected a list of family names"),
@@ -77,11 +85,29 @@ def test_in_memory_poems_give_the_numbers_of_the_same_poems_in_a_file(tmp_path):
     (lambda: evaluate([SUN], reference=[SUN], options={"memorization": {"index": "idx"}}),
      "options.memorization.index: a cache of the reference needs the reference as a file"),
     (lambda: evaluate({"lines": SUN}, reference=[SUN]), "poems: expected a path or a list of poems, got dict"),
+    (lambda: evaluate([SUN], reference=[SUN], bootstrap_reps=2.5), "bootstrap_reps: expected an integer .* got 2.5"),
+    (lambda: evaluate([SUN], reference=[SUN], seed=-1), "seed: expected an integer from 0 .* got -1"),
+    (lambda: evaluate([SUN], reference=[SUN], seed="1"), "seed: expected an integer .* got '1'"),
+    (lambda: evaluate([SUN], reference=[SUN], options={"length": _nested(20_000)}),
+     "options.length: nested too deeply"),
+    (lambda: evaluate([SUN], reference=[SUN], options=[("length", {})]), "options: expected an object"),
 ])
 def test_bad_input_is_a_one_line_poeval_error(call, message):
     with pytest.raises(PoevalError, match=message) as err:
         call()
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("bootstrap_reps, seed", [(-5, 1), (100_001, 1), (True, 1), (20, 2 ** 40),
+                                                  (20, 2 ** 32)])
+def test_the_api_takes_the_bootstrap_bounds_of_the_cli_and_the_params_schema(bootstrap_reps, seed):
+    """One check for both: `poeval evaluate --bootstrap-reps/--seed` and params metrics.bootstrap refuse the same
+    values (tests/unit/test_bounds_errors.py); the schema's bounds are 0..100000 and 0..2**32-1."""
+    with pytest.raises(PoevalError, match=r"(bootstrap_reps: expected an integer from 0 to 100000|"
+                                          r"seed: expected an integer from 0 to 4294967295), got"):
+        evaluate([SUN, ROSES], reference=[SUN], metrics=["length"], bootstrap_reps=bootstrap_reps, seed=seed)
+    within = evaluate([SUN, ROSES], reference=[SUN], metrics=["length"], bootstrap_reps=3, seed=2 ** 32 - 1)
+    assert within["length"]["ci"]
 
 
 def test_a_misspelt_option_is_named():

@@ -248,6 +248,25 @@ def test_a_total_input_cap_stops_a_bomb_of_short_lines(tmp_path, capsys, ref, mo
     _one_line_error(capsys, "many.jsonl.gz", "more than 65536 bytes", "POEVAL_MAX_INPUT_BYTES")
 
 
+def test_dvc_commit_refuses_a_dangling_output_link_and_leaves_it(tmp_path, capsys, monkeypatch):
+    """An output that is a symbolic link to nothing (a DVC cache link whose cache entry is gone), or that lies
+    under one, is named; the link is not replaced by an empty folder."""
+    (tmp_path / "dvc.yaml").write_text("stages:\n  one: {cmd: 'true', outs: [results/embeddings, gone/under]}\n")
+    (tmp_path / "results").mkdir()
+    link = tmp_path / "results" / "embeddings"
+    link.symlink_to(tmp_path / ".dvc" / "cache" / "missing")
+    monkeypatch.chdir(tmp_path)
+    assert main(["dvc-commit"]) == 2
+    _one_line_error(capsys, "results/embeddings is a symbolic link to", "which does not exist", "dvc checkout")
+    assert link.is_symlink() and not link.exists()
+    link.unlink()
+    (tmp_path / "results" / "embeddings").mkdir()
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    assert main(["dvc-commit"]) == 2
+    _one_line_error(capsys, "gone is a symbolic link to")
+    assert (tmp_path / "gone").is_symlink() and not (tmp_path / "nowhere").exists()
+
+
 # --- 11: bounds ----------------------------------------------------------------------------------
 
 def _validate(tmp_path, text: str) -> int:
@@ -269,6 +288,33 @@ def test_length_bins_has_a_maximum(tmp_path, capsys, samples, ref):
 ])
 def test_negative_bootstrap_reps_are_refused(capsys, argv):
     _usage_error(capsys, argv, "--bootstrap-reps", "-")
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "s.jsonl", "--reference", "r.jsonl", "--lang", "en", "--out", "c.json", "--bootstrap-reps", "100001"],
+    ["evaluate", "s.jsonl", "--reference", "r.jsonl", "--out", "c.json", "--job", json.dumps({
+        "kind": "metric-cell", "lang": "en", "families": ["length"], "options": {}, "bootstrap_reps": 100_000_000_000,
+        "seed": 1, "exclude_sample_from_reference": False, "allow_empty": False, "cell": None})],
+    ["bpomp", "accuracy", "p.jsonl", "--out", "a.json", "--bootstrap-reps", "100000000000"],
+])
+def test_bootstrap_reps_above_the_schemas_maximum_are_refused_before_any_work(capsys, argv):
+    """100000 resamples at most (params $defs/bootstrap_reps): 1e11 would run for thousands of hours."""
+    _usage_error(capsys, argv, "bootstrap", "100000")
+
+
+def test_bootstrap_reps_in_params_has_the_same_maximum(tmp_path, capsys):
+    assert _validate(tmp_path, "metrics:\n  bootstrap:\n    reps: 100001\n") == 2
+    assert "metrics.bootstrap.reps" in capsys.readouterr().err
+    assert _validate(tmp_path, "bpomp:\n  bootstrap:\n    reps: 100001\n") == 2
+    assert "bpomp.bootstrap.reps" in capsys.readouterr().err
+
+
+def test_bpomp_accuracy_takes_the_resamples_its_params_take(tmp_path, capsys):
+    """bpomp.bootstrap.reps is 1 to 100000 in the schema; `bpomp accuracy --bootstrap-reps` has those bounds."""
+    _usage_error(capsys, ["bpomp", "accuracy", "p.jsonl", "--bootstrap-reps", "0"], "--bootstrap-reps",
+                 "between 1 and 100000")
+    assert _validate(tmp_path, "bpomp:\n  bootstrap:\n    reps: 0\n") == 2
+    assert "bpomp.bootstrap.reps" in capsys.readouterr().err
 
 
 def test_bootstrap_reps_in_params_is_not_negative(tmp_path, capsys):

@@ -59,10 +59,7 @@ class CellJob(Job):
         langs = poeval_config.languages()
         if self.lang not in langs:
             raise PoevalError(f"{self.KIND} job: unknown lang {self.lang!r} (available: {', '.join(langs)})")
-        if not isinstance(self.bootstrap_reps, int) or self.bootstrap_reps < 0:
-            raise PoevalError(f"{self.KIND} job: bootstrap_reps must be an integer >= 0, got {self.bootstrap_reps!r}")
-        if not isinstance(self.seed, int):
-            raise PoevalError(f"{self.KIND} job: seed must be an integer, got {self.seed!r}")
+        runner.check_bootstrap(self.bootstrap_reps, self.seed, f"{self.KIND} job: ")
         runner.check_subsample(self.subsample, f"{self.KIND} job: subsample")
         if self.n_curve is not None:
             resolve_curve(self.n_curve)   # checked here, filled where it runs

@@ -16,7 +16,7 @@ import numpy as np
 from poeval.progress import progress_bar
 
 from poeval import config
-from poeval.errors import PoevalError
+from poeval.errors import PoevalError, quote
 from poeval.io import write_json
 from poeval.poem_files import PoemSource, is_path, read_poems, source_name
 from poeval.metrics.families import FAMILIES, cached_inputs, family, read_sections
@@ -51,6 +51,16 @@ def check_subsample(subsample, where: str = "subsample") -> None:
     """A subsample size is a number of quatrains >= 1, or None (the whole sample)."""
     if subsample is not None and (type(subsample) is not int or subsample < 1):
         raise PoevalError(f"{where}: expected a number of quatrains >= 1 or null, got {subsample!r}")
+
+
+def check_bootstrap(reps, seed, where: str = "") -> None:
+    """The bootstrap's resamples and seed as integers within the params schema's bounds
+    (:func:`poeval.config.bootstrap_reps_range`, :func:`poeval.config.seed_range`), for `poeval evaluate`'s job and
+    :func:`poeval.evaluate` alike; a float, a string or a bool is refused, not rounded."""
+    for name, value, (low, high) in (("bootstrap_reps", reps, config.bootstrap_reps_range()),
+                                     ("seed", seed, config.seed_range())):
+        if type(value) is not int or not low <= value <= high:
+            raise PoevalError(f"{where}{name}: expected an integer from {low} to {high}, got {quote(value)}")
 
 
 def draw_subsample(poems: list[dict], n: int, seed: int) -> list[dict]:
@@ -142,6 +152,10 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     of it): the set-level measures at a common n."""
     check_lang(lang)
     check_subsample(subsample)
+    check_bootstrap(bootstrap_reps, seed)
+    if options is not None and not isinstance(options, dict):
+        raise PoevalError(f"options: expected an object of family options, e.g. {{'length': {{}}}}; "
+                          f"got {quote(options)}")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from poeval.errors import PoevalError
@@ -78,18 +79,47 @@ def commit(root: str | Path = ".") -> list[str]:
     as the stage's own command makes it; DVC refuses to commit a missing output. Returns the outputs made."""
     import subprocess
 
-    import yaml
-
     root = Path(root)
-    stages = yaml.safe_load((root / "dvc.yaml").read_text("utf-8"))["stages"]
-    made = []
-    for spec in stages.values():
-        for out in spec.get("outs") or []:
-            rel = str(next(iter(out)) if isinstance(out, dict) else out)
-            if not (root / rel).exists():
-                (root / rel).mkdir(parents=True)
-                made.append(rel)
-    proc = subprocess.run(["dvc", "commit", "-f", "-q"], cwd=root, capture_output=True, text=True)
+    made = [rel for rel in _outs(root) if _make_empty(root, rel)]
+    try:
+        proc = subprocess.run(["dvc", "commit", "-f", "-q"], cwd=root, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise PoevalError("dvc-commit: `dvc` is not on PATH; run it from the project's environment, "
+                          "where DVC is installed") from None
     if proc.returncode:
         raise PoevalError(f"dvc commit failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
     return made
+
+
+def _outs(root: Path) -> list[str]:
+    """The outputs of every stage of ``root``/dvc.yaml, as written."""
+    import yaml
+
+    path = root / "dvc.yaml"
+    if not path.is_file():
+        raise PoevalError(f"{path}: not found; run `poeval dvc-commit` in the project's folder")
+    try:
+        stages = yaml.safe_load(path.read_text("utf-8"))["stages"]
+        return [str(next(iter(out)) if isinstance(out, dict) else out)
+                for spec in stages.values() for out in spec.get("outs") or []]
+    except (yaml.YAMLError, TypeError, KeyError, AttributeError, StopIteration):
+        raise PoevalError(f"{path}: not a DVC pipeline (a `stages` mapping of stages with `outs` lists); "
+                          "restore it from git") from None
+
+
+def _make_empty(root: Path, rel: str) -> bool:
+    """Make the missing output ``rel`` an empty folder (True), or leave the one that exists (False). A symbolic
+    link on its way that points nowhere (a DVC cache link whose cache entry is gone) is an error: poeval never
+    replaces a link it did not make."""
+    target = root / rel
+    for step in [*reversed(target.parents[:len(Path(rel).parents) - 1]), target]:
+        if step.is_symlink() and not step.exists():
+            raise PoevalError(f"dvc-commit: {step} is a symbolic link to {os.readlink(step)}, which does not exist; "
+                              "restore what it points to (`dvc checkout`) or remove the link, then run it again")
+    if target.exists():
+        return False
+    try:
+        target.mkdir(parents=True)
+    except OSError as err:
+        raise PoevalError(f"dvc-commit: cannot make the empty output {target} ({err.strerror}: {err.filename})") from None
+    return True

@@ -516,7 +516,7 @@ def cmd_validate(args) -> None:
     from poeval import params
 
     overlays = [*args.configfile, *args.overlay]
-    params.load(args.params, tuple(overlays))
+    params.load(args.params, tuple(overlays), inputs=True)   # the corpus paths too, as the workflow checks them
     print(f"{args.params}{' with ' + ', '.join(overlays) if overlays else ''}: valid")
 
 

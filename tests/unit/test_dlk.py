@@ -1,13 +1,16 @@
 """German corpora: ``format: dlk`` reads the DLK release as cloned (its JSON folder or one file) and gives the
 windows of the same poems in the converted JSON-lines shape; a release file that cannot be read stops with one
-line; German in other shapes goes through the generic formats."""
+line; German in other shapes goes through the generic formats; the params step names a corpus path that is not
+there (docs/configuration.md "German")."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
+import yaml
 
 from poeval import cli
 from poeval.data import quatrains as Q
@@ -137,3 +140,34 @@ def test_german_in_other_shapes_goes_through_the_generic_formats():
     assert [r["source"] for r in records] == ["herbst:0:0", "winter:0:0"]
     assert records[1]["lines"][3] == "Und lachen laut im kalten Sturm." and records[0]["measure"] == [None] * 4
     assert report["source"]["stanzas_under_4_lines"] == 1
+
+
+# --- the params step: a corpus path that is not there ------------------------------------------------------
+
+def validate(tmp_path, capsys, corpus: dict, english: dict | None = None) -> tuple[int, str]:
+    overlay = tmp_path / "german.yaml"
+    overlay.write_text(yaml.safe_dump({"languages": ["en", "de"], "corpus": {"de": corpus, "en": english or {}}}))
+    status = cli.main(["validate", "--params", str(ROOT / "params.yaml"), str(ROOT / "config" / "lang" / "de.yaml"),
+                       str(overlay)])
+    out = capsys.readouterr()
+    return status, out.out + out.err
+
+
+def test_validate_names_a_german_corpus_path_that_is_not_there(tmp_path, capsys):
+    missing = tmp_path / "DLK" / "DLK" / "meterized" / "json_DLK_v6"
+    status, said = validate(tmp_path, capsys, {"path": str(missing)})
+    assert status == 2
+    assert f"  - key corpus.de.path: {missing}: not found; clone the DLK corpus (git clone --depth 1 " \
+           "https://github.com/tnhaider/DLK ../DLK, where params.yaml looks)" in said
+    assert said.count("\n  - ") == 1, said
+    # a relative path is read from the working directory, which the line names
+    status, said = validate(tmp_path, capsys, {"path": "nowhere/dlk_poems.jsonl.gz"})
+    assert status == 2 and f"nowhere/dlk_poems.jsonl.gz: not found (relative to the working directory {Path.cwd()})" in said
+    for there in (RELEASE, POEM1, CONVERTED):
+        assert validate(tmp_path, capsys, {"path": str(there)})[0] == 0
+    status, said = validate(tmp_path, capsys, {"format": "quatrain", "path": str(tmp_path / "q.txt")})
+    assert status == 2 and f"key corpus.de.path: {tmp_path / 'q.txt'}: not found" in said and "DLK" not in said
+    # every language's path, one line each
+    status, said = validate(tmp_path, capsys, {"path": str(missing)}, {"format": "quatrain", "path": "en.jsonl"})
+    assert status == 2 and [line.split(":")[0] for line in said.splitlines() if line.startswith("  - ")] == [
+        "  - key corpus.en.path", "  - key corpus.de.path"], said

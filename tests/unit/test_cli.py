@@ -54,9 +54,11 @@ def test_validate_names_the_bad_key(tmp_path, root, capsys):
     assert main(["validate", "--params", str(root / "params.yaml")]) == 0
     # overlays as for stale and provenance (--configfile) or positional, named in the verdict
     tiny, de = (str(root / "config" / c) for c in ("scale/tiny.yaml", "lang/de.yaml"))
+    corpus = tmp_path / "corpus.yaml"   # a German corpus that is there (validate checks the path)
+    corpus.write_text(f"corpus: {{de: {{path: {root / 'tests' / 'fixtures' / 'dlk_release'}}}}}\n")
     capsys.readouterr()
-    assert main(["validate", "--params", str(root / "params.yaml"), "--configfile", tiny, de]) == 0
-    assert capsys.readouterr().out.strip() == f"{root / 'params.yaml'} with {tiny}, {de}: valid"
+    assert main(["validate", "--params", str(root / "params.yaml"), "--configfile", tiny, de, str(corpus)]) == 0
+    assert capsys.readouterr().out.strip() == f"{root / 'params.yaml'} with {tiny}, {de}, {corpus}: valid"
     bad = tmp_path / "bad.yaml"
     bad.write_text("training: {patience: three}\n")
     assert main(["validate", "--params", str(root / "params.yaml"), "--configfile", str(bad)]) == 2

@@ -27,6 +27,11 @@ CASES = {
               ["key systems.1: 'gpt9' is not defined under models",
                "key models.gpt2-s.n_head: n_embd (64) must be divisible by n_head (3)",   # tiny.yaml's n_embd 64
                "key bpomp.scorers.0.variant: only masked scorers have a PLL variant"]),
+    # a German corpus that is not there stops before any job (not at the quatrains rule's missing input)
+    "corpus": ({"languages": ["en", "de"], "corpus": {"de": {"path": "/nonexistent/dlk"}}},
+               ["key corpus.de.path: /nonexistent/dlk: not found; clone the DLK corpus (git clone --depth 1 "
+                "https://github.com/tnhaider/DLK ../DLK, where params.yaml looks) or point it at a clone's folder "
+                "DLK/meterized/json_DLK_v6 (docs/configuration.md \"German\")"]),
 }
 
 

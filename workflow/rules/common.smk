@@ -1,9 +1,9 @@
 # The params step and input functions. At parse time, before any job, poeval.params.resolve (the same as
-# `poeval validate`: schema, every default filled, cross-checks) gives P, the resolved params that every
-# decision below reads. `config`, the params as written, is read only where a command line carries a
-# params section as JSON, or builds a typed job from them (poeval.jobs: train, sample): a default filled by
-# the params step then never changes a command (nor its params trigger, nor the params a provenance stamp
-# records), and the command fills it the same way.
+# `poeval validate`: schema, every default filled, cross-checks, each language's corpus path there) gives P,
+# the resolved params that every decision below reads. `config`, the params as written, is read only where a
+# command line carries a params section as JSON, or builds a typed job from them (poeval.jobs: train, sample):
+# a default filled by the params step then never changes a command (nor its params trigger, nor the params a
+# provenance stamp records), and the command fills it the same way.
 import json
 import shlex
 from pathlib import Path
@@ -31,7 +31,7 @@ from poeval.report.tables import (DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_
                                   table_families)
 
 try:
-    P = poeval_params.resolve(config)
+    P = poeval_params.resolve(config, inputs=True)
 except PoevalError as err:
     raise WorkflowError(str(err))
 

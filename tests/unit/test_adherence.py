@@ -13,7 +13,7 @@ from poeval.errors import PoevalError
 from poeval.generators import lm
 from poeval.io import write_jsonl
 from poeval.metrics import adherence
-from helpers import ROOT, _dry_run_inputs, _workdir, snakemake
+from helpers import ROOT, _dry_run_inputs, _workdir, sample_stats, snakemake
 
 # quatrains whose detected scheme is unambiguous (checked in the first test)
 Q = {
@@ -113,16 +113,17 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
         return generate(model, prompt, *args)
 
     monkeypatch.setattr(lm.generation, "generate_batch", spy)
-    stats = lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
-                      sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), style="abab", progress=False)
+    stats = sample_stats(lm.sample, str(tmp_path / "cond"), {"temperature": 1.0},
+                         sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "s.jsonl"),
+                         str(tmp_path / "s.json"), style="abab", progress=False)
     abab = tok.convert_tokens_to_ids("<scheme=abab>")
     assert abab not in (tok.bos_token_id, tok.unk_token_id)
     assert prompts and all(row == [tok.bos_token_id, abab] for p in prompts for row in p)
-    assert stats["style"] == "abab" and json.loads((tmp_path / "s.json").read_text())["style"] == "abab"
-    lm.sample(str(tmp_path / "cond"), {"temperature": 1.0},
-              sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "u.jsonl"),
-              str(tmp_path / "u.json"), progress=False)
+    assert stats["style"] == "abab"   # in the stats file too, where a quatrain was valid (else nothing is written)
+    assert not stats["valid"] or json.loads((tmp_path / "s.json").read_text())["style"] == "abab"
+    sample_stats(lm.sample, str(tmp_path / "cond"), {"temperature": 1.0},
+                 sampling(1, batch_size=3, max_new_tokens=20, max_attempts=3), str(tmp_path / "u.jsonl"),
+                 str(tmp_path / "u.json"), progress=False)
     assert all(row == [tok.bos_token_id] for row in prompts[-1])   # unprompted: BOS alone
     with pytest.raises(PoevalError, match="not a four-line rhyme scheme"):
         lm.style_prompt(tok, "baba")

@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from helpers import sample_stats
 from poeval import bpomp
 from poeval.bpomp import scoring
 from poeval.errors import PoevalError
@@ -241,8 +242,8 @@ def test_a_checkpoint_has_one_position_limit_for_sampling_and_scoring(tmp_path):
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=8, n_layer=1, n_head=1, n_positions=limit)
                     ).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
-    stats = lm.sample(str(model_dir), {"temperature": 1.0}, sampling(1, batch_size=1, max_attempts=1),
-                      str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), progress=False)
+    stats = sample_stats(lm.sample, str(model_dir), {"temperature": 1.0}, sampling(1, batch_size=1, max_attempts=1),
+                         str(tmp_path / "s.jsonl"), str(tmp_path / "s.json"), progress=False)
     assert stats["max_new_tokens"] == limit - 1 < sampling(1)["max_new_tokens"]
     model, tok = scoring.resolve_model(str(model_dir), "causal")
     assert checkpoint.max_positions(model) == limit

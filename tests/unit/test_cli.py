@@ -171,8 +171,8 @@ def test_sample_by_hand_fills_the_sampling_keys_it_is_not_given(tmp_path, monkey
     seen = _recorder(monkeypatch, registry.module("gpt2"))
     argv = _sample_args(tmp_path)
     assert main(argv[:argv.index("--sampling")] + ["--sampling", '{"n": 3}'] + argv[argv.index("--out"):]) == 0
-    assert seen["args"][2] == {"n": 3, "batch_size": 100, "max_new_tokens": 100, "max_attempts": 4000, "seed": 1,
-                               "procedure": "poeval"}
+    assert seen["args"][2] == {"n": 3, "batch_size": 100, "max_new_tokens": 100, "max_attempts": 4000, "give_up_after": 100,
+                               "seed": 1, "procedure": "poeval"}
     assert main(argv[:argv.index("--sampling")] + argv[argv.index("--out"):]) == 0
     assert seen["args"][2]["n"] == 1000
 

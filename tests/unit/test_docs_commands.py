@@ -14,7 +14,7 @@ PAGES = ("docs/getting-started.md", "docs/own-generator.md", "README.md")
 RUN_BY = {
     "./run.sh": "test_workflow::test_main_job_imports_smollm2_finetunes_it_and_runs_bpomp",   # its DAG, dry
     "./run.sh test": "test_docs_commands::test_ci_runs_the_readme_test_command",
-    "./run.sh docs": "test_docs::test_the_site_builds_in_strict_mode",
+    "./run.sh docs": "test_docs::test_the_site_builds_opens_from_disk_and_shows_what_the_pages_mean",
     "./run.sh setup && export PATH=\"$PWD/.venv/bin:$PATH\"":   # the set-up of every CI run
         "test_docs_commands::test_ci_runs_the_readme_test_command",
     "snakemake -c all results/tables/table2.tsv --configfile examples/my-generator.yaml":

@@ -16,7 +16,7 @@ pytest.importorskip("gguf")
 pytest.importorskip("peft")
 
 from conftest import sampling  # noqa: E402
-from helpers import fake_distributions, reference_dev_loss, split_folder  # noqa: E402
+from helpers import fake_distributions, reference_dev_loss, sample_stats, split_folder  # noqa: E402
 from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
@@ -177,10 +177,11 @@ def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_sc
     table4([("de", "gemma3", str(tmp_path / "m"))], str(tmp_path / "t4.tsv"))
     row = dict(zip(*[line.split("\t") for line in (tmp_path / "t4.tsv").read_text().splitlines()]))
     assert row["base"] == f"{imported.out} + LoRA: {RELEASE.weights}" and "Gemma Terms of Use" in row["base"]
-    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
-                      sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), progress=False)
-    assert stats["attempts"] >= 2 and stats["valid"] == len(list(read_jsonl(tmp_path / "s.jsonl")))
+    stats = sample_stats(lm.sample, str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
+                         sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),
+                         str(tmp_path / "s.json"), progress=False)
+    written = list(read_jsonl(tmp_path / "s.jsonl")) if stats["valid"] else []   # none valid: nothing written
+    assert stats["attempts"] >= 2 and stats["valid"] == len(written)
     model, tok = lm.load(str(tmp_path / "m"))
     text = "\n".join(QUATRAINS[0]["lines"])
     ids = causal_ids(tok, text)
@@ -198,9 +199,9 @@ def test_conditioned_lora_learns_the_style_tokens_and_samples_a_scheme(imported,
     vocab = len(gguf_tiny.gemma_vocab()[0])
     assert summary["vocab_size"] == vocab + len(lm.STYLE_TOKENS) == _weights(tmp_path / "m")[
         "model.embed_tokens.weight"].shape[0]
-    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
-                      sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), progress=False, style="abab")
+    stats = sample_stats(lm.sample, str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
+                         sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),
+                         str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["style"] == "abab" and stats["attempts"] >= 2
     assert reference_dev_loss(tmp_path / "m", corpus / "dev.jsonl", styled=True) == pytest.approx(
         summary["best_dev_loss"], rel=1e-5)

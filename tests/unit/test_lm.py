@@ -20,7 +20,7 @@ from poeval.generators import lm  # noqa: E402
 from poeval.generators import engine  # noqa: E402
 from conftest import assert_stamped, sampling  # noqa: E402
 from helpers import (ADJ, DEV_ONLY, NOUN, PREP, TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, VERB, _quatrains, _state,  # noqa: E402
-                     _styled, reference_dev_loss)
+                     _styled, reference_dev_loss, sample_stats)
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators.decoding import parse_decoding  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
@@ -362,8 +362,9 @@ def test_every_decoding_config_of_params_runs(trained, tmp_path, root):
     assert len(configs) == 12 and configs["temperature-0.7"] == {"temperature": 0.7}
     for name, decoding in configs.items():
         out, stats = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
-        result = lm.sample(str(trained), decoding, sampling(4, batch_size=8, max_attempts=16, max_new_tokens=60),
-                           str(out), str(stats), progress=False)
+        result = sample_stats(lm.sample, str(trained), decoding,
+                              sampling(4, batch_size=8, max_attempts=16, max_new_tokens=60), str(out), str(stats),
+                              progress=False)
         assert result["attempts"] >= 1 and result["decoding"] == parse_decoding(decoding).to_dict(), name
 
 

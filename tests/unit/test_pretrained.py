@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
 from conftest import sampling  # noqa: E402
-from helpers import fake_distributions, split_folder  # noqa: E402
+from helpers import fake_distributions, sample_stats, split_folder  # noqa: E402
 from poeval import paths  # noqa: E402
 from poeval.devtools import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
@@ -278,9 +278,9 @@ def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, sty
     after = _weights(tmp_path / "m")
     assert summary["vocab_size"] == len(tiny.tok) + len(lm.STYLE_TOKENS) == after["model.embed_tokens.weight"].shape[0]
     assert _dev_loss(tmp_path / "m", styled / "dev.jsonl", True) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
-    stats = lm.sample(str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
-                      sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
-                      str(tmp_path / "s.json"), progress=False, style="abab")
+    stats = sample_stats(lm.sample, str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
+                         sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
+                         str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["style"] == "abab" and stats["attempts"] >= 2
 
 

@@ -99,9 +99,19 @@ def distinct_share(records: list[dict]) -> float | None:
     return len({"\n".join(r["lines"]) for r in records}) / len(records)
 
 
-def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | None, out, stats, extra: dict) -> dict:
-    """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``)."""
-    write_jsonl(out, records)
+class NoQuatrain(PoevalError):
+    """A sample without a valid quatrain (:func:`no_quatrain`); ``stats`` holds what its stats file would have
+    held (None for a sample given up early), for a caller that diagnoses the model."""
+
+    def __init__(self, message: str, stats: dict | None = None):
+        super().__init__(message)
+        self.stats = stats
+
+
+def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | None, out, stats, extra: dict,
+                  where: str | None = None) -> dict:
+    """Write the samples JSONL and its stats JSON (the counts every generator reports, then ``extra``). With
+    ``where`` (the model), no record is :func:`no_quatrain`, and nothing is written."""
     result = {
         "attempts": attempts,
         "valid": len(records),
@@ -111,6 +121,9 @@ def write_samples(records: list[dict], reasons: dict, attempts: int, n: int | No
         "reasons": dict(sorted(reasons.items())),
         **extra,
     }
+    if where is not None and not records:
+        raise no_quatrain(where, attempts, reasons, stats=result)
+    write_jsonl(out, records)
     write_json(stats, result)
     return result
 
@@ -130,13 +143,14 @@ def _counted(reasons: dict) -> str:
     return ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0])))
 
 
-def no_quatrain(where: str, attempts: int, reasons: dict, gave_up: str = "") -> PoevalError:
+def no_quatrain(where: str, attempts: int, reasons: dict, gave_up: str = "", stats: dict | None = None) -> NoQuatrain:
     """The error of a sample without a valid quatrain: the attempts, the reasons counted (commonest first), what
-    ``gave_up`` early (else nothing) and what to change for the commonest reason (:data:`HINTS`)."""
+    ``gave_up`` early (else nothing) and what to change for the commonest reason (:data:`HINTS`); ``stats``: what
+    the stats file would have held."""
     top = max(reasons.items(), key=lambda rc: (rc[1], rc[0]))[0].split(":")[0] if reasons else ""
     hint = HINTS.get(top, "see docs/own-generator.md \"Sizing the sampling\"")
-    return PoevalError(f"{where}: 0 of {attempts} attempts gave a valid quatrain ({_counted(reasons) or 'no reason'})"
-                       f"{gave_up}; {hint}")
+    return NoQuatrain(f"{where}: 0 of {attempts} attempts gave a valid quatrain ({_counted(reasons) or 'no reason'})"
+                      f"{gave_up}; {hint}", stats)
 
 
 # The top-level params node: its defaults fill what a block leaves out, so a library call without
@@ -186,16 +200,14 @@ def sample_loop(generate: Callable[[int], list[Attempt]], out, stats, *, model_d
                     bar.update(1)
                 if len(records) >= n:
                     break
-            bar.set_postfix_str(f"{len(counted)} attempts")
+            bar.set_postfix_str(f"{len(counted)} attempts", refresh=False)   # shown at the next redraw
             _give_up_check(records, counted, reasons, sampling, model_dir)
     finally:
         bar.close()
-    if not records:
-        raise no_quatrain(model_dir, len(counted), reasons)
     return write_samples(records, reasons, len(counted), n, out, stats, {
         "decoding": decoding.to_dict(), "seed": seed, "batch_size": batch_size, "max_attempts": max_attempts,
         "elapsed_s": time.perf_counter() - t0, **(extra(counted) if extra else {}),
-        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling, prompt)})
+        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling, prompt)}, where=model_dir)
 
 
 def _give_up_check(records: list, counted: list, reasons: dict, sampling: dict, where: str) -> None:
@@ -273,10 +285,8 @@ def paper_loop(generate: Callable[[int], list[tuple[str, bool]]], out, stats, *,
             tally["ended_with_eos"] += sum(ended for _, ended in batch)
             records += [{"id": f"{id_prefix}{len(records) + k:05d}", "lines": chunk} for k, chunk in enumerate(kept)]
             bar.update(len(batch))
-    if not records:
-        raise no_quatrain(model_dir, generations, {k: v for k, v in reasons.items() if v})
     return write_samples(records, {k: v for k, v in reasons.items() if v}, generations, None, out, stats, {
         "procedure": "paper", **dict(sorted(tally.items())), "decoding": decoding.to_dict(), "seed": seed,
         "batch_size": batch_size, "min_new_tokens": PAPER_MIN_NEW_TOKENS,
         "elapsed_s": time.perf_counter() - t0, **(extra or {}),
-        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling)})
+        "provenance": sample_stamp(model_dir, decoding.to_dict(), sampling)}, where=model_dir)

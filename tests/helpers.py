@@ -32,13 +32,13 @@ def _workdir(tmp_path: Path) -> Path:
 
 
 def snakemake(work: Path, *args: str, configs: tuple[str, ...] = ("config/scale/tiny.yaml",),
-              commands: bool = True) -> subprocess.CompletedProcess:
+              commands: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess:
     """Snakemake on the repository's Snakefile in ``work``; ``commands``: print each job's command (``-p``,
     which the workflow profile leaves out)."""
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1")
     cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
            *args, *(["-p"] if commands else []), "--configfile", *configs]
-    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _rows(path: Path) -> list[list[str]]:

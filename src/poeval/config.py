@@ -157,7 +157,7 @@ def read(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()
         p = Path(p)
         if not p.is_file():
             raise PoevalError(f"config file not found: {p}")
-        loaded = _load_yaml(p)
+        loaded = load_yaml(p)
         if not isinstance(loaded, dict):
             raise PoevalError(f"{p}: the top level must be a mapping")
         merged = merge(merged, loaded)
@@ -172,28 +172,50 @@ def read(path: str | Path = "params.yaml", overlays: tuple[str | Path, ...] = ()
 MAX_YAML_VALUES = 100_000
 
 
-def _load_yaml(path: Path) -> Any:
-    text = path.read_text("utf-8")
+def load_yaml(path: Path) -> Any:
+    """The YAML file at ``path`` (``{}`` when empty), refused in one line when it is not YAML or its aliases
+    expand past :data:`MAX_YAML_VALUES` values."""
     try:
-        size = _expanded_size(yaml.compose(text, Loader=yaml.SafeLoader), {})
-        if size > MAX_YAML_VALUES:
-            raise PoevalError(f"{path}: its YAML aliases (*name) expand to {size} values, more than "
-                              f"{MAX_YAML_VALUES}; write the values out")
-        return yaml.safe_load(text) or {}
+        loaded = yaml.safe_load(path.read_text("utf-8")) or {}   # an alias is one shared object: cheap
     except yaml.YAMLError as err:
         raise PoevalError(f"{path}: not valid YAML ({err})") from None
     except RecursionError:
         raise PoevalError(f"{path}: YAML nested too deeply") from None
+    check_expanded(loaded, str(path))
+    return loaded
 
 
-def _expanded_size(node, memo: dict) -> int:
-    """How many values ``node`` stands for with every alias expanded; an alias is the same node object,
-    so ``memo`` counts each node once however often it is repeated."""
-    if id(node) not in memo:
-        children = node.value if isinstance(node.value, list) else []
-        items = [v for pair in children for v in pair] if isinstance(node, yaml.MappingNode) else children
-        memo[id(node)] = 1 + sum(_expanded_size(child, memo) for child in items)
-    return memo[id(node)]
+def check_expanded(value: Any, where: str) -> None:
+    """Refuse ``value`` (loaded YAML, whoever loaded it) when its aliases expand to more than
+    :data:`MAX_YAML_VALUES` values, or into a value that contains itself: any walk of it (the schema, a
+    deep copy, an error message) would visit a shared value once per reference to it."""
+    try:
+        size = _expanded_size(value, MAX_YAML_VALUES, {})
+    except RecursionError:
+        raise PoevalError(f"{where}: nested too deeply") from None
+    if size > MAX_YAML_VALUES:
+        endless = " (one contains itself)" if size == float("inf") else ""
+        raise PoevalError(f"{where}: its YAML aliases (*name) expand to more than {MAX_YAML_VALUES} values"
+                          f"{endless}; write the values out")
+
+
+def _expanded_size(value: Any, limit: int, memo: dict) -> float:
+    """How many values ``value`` stands for with every alias expanded, or some number above ``limit`` once
+    that is certain. An alias is the same object as its anchor, so ``memo`` sizes each container once,
+    however often it is repeated; a container met again inside itself is endless (inf)."""
+    if not isinstance(value, (dict, list, tuple, set)):
+        return 1
+    if id(value) in memo:
+        return memo[id(value)]
+    memo[id(value)] = float("inf")   # until sized: reached again below itself, it contains itself
+    items = [v for pair in value.items() for v in pair] if isinstance(value, dict) else value
+    total = 1
+    for item in items:
+        total += _expanded_size(item, limit, memo)
+        if total > limit:
+            break
+    memo[id(value)] = total
+    return total
 
 
 def _key(path) -> str:

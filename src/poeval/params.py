@@ -39,6 +39,9 @@ def resolve(given: Any, *, inputs: bool = False) -> dict:
     problem, each naming its key."""
     if not isinstance(given, dict):
         raise PoevalError("params: the top level must be a mapping")
+    # first of all: every later walk (the schema, fill's deep copy, an error quoting a value) would expand
+    # the aliases of a --configfile that Snakemake loaded and merged, and no file is left to name
+    schema_layer.check_expanded(given, "params (params.yaml and every --configfile; `poeval validate` names the file)")
     problems = _secret_problems(given)   # first: the schema's messages would echo a pasted key
     if problems:
         raise PoevalError("invalid params:\n  - " + "\n  - ".join(problems))

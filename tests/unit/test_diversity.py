@@ -260,11 +260,15 @@ def test_a_human_cell_reads_its_embeddings_from_the_cache_and_draws_mauves_human
     from poeval.metrics.evaluate import evaluate
 
     ref, npy, _, human, train = _files(tmp_path)
-    monkeypatch.setattr(semantic, "load_encoder", lambda *a, **k: pytest.fail("encoder loaded"))
+    encoded = []
+    encode = fake.encode
+    monkeypatch.setattr(fake, "encode", lambda batch, **kw: encoded.extend(batch) or encode(batch, **kw))
     options = {"semantic": {"reference_embeddings": str(npy)}, "diversity": {"mauve_buckets": 2}}
     result = evaluate(human, ref, "en", ["diversity"], options=options, exclude_sample_from_reference=True)
     cell = result["diversity"]
     assert result["n_reference"] == 20 and cell["mauve_human_n"] == 10
+    # the encoder embeds only the three rows that check the cache (first, middle, last), no poem of the sample
+    assert sorted(encoded) == sorted(semantic.quatrain_text(train[i]["lines"]) for i in (0, 15, 29))
     cached = np.load(npy)
     assert cell["vendi"] == pytest.approx(diversity.vendi(cached[:10]), rel=1e-12)
     # the HUMAN sample of MAUVE comes from the reference minus the sample's own quatrains (rows 10..29)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import poeval
+from poeval import paths
 from poeval.cli import main
 from poeval.io import file_sha256
 
@@ -160,6 +161,74 @@ def test_embeddings_whose_sidecar_records_no_sha256_are_refused(tmp_path, fake, 
     status, _ = _evaluate(tmp_path, ref, ref, "semantic", "--reference-embeddings", str(npy))
     err = capsys.readouterr().err
     assert status == 2 and "records no sha256" in err and "`poeval embed" in err
+
+
+def _forge(npy, rows):
+    """``rows`` written as the cache, its sidecar's sha256, n and dim rewritten to match (what a forger does)."""
+    np.save(npy, rows)
+    side = npy.parent / f"{npy.name}.json"
+    meta = json.loads(side.read_text())
+    side.write_text(json.dumps(meta | {"sha256": file_sha256(npy), "n": rows.shape[0], "dim": rows.shape[1]}))
+
+
+def _unit(rows):
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+FORGERIES = {   # the honest rows -> the forged ones, and the error they must give
+    "random unit rows": (lambda e: _unit(np.random.default_rng(1).standard_normal(e.shape)),
+                         "row 0 is not the encoder's embedding of reference quatrain 0 (cosine "),
+    "NaN": (lambda e: np.where(np.arange(len(e))[:, None] == 2, np.float32("nan"), e), "holds NaN or infinite values"),
+    "int8 zeros": (lambda e: np.zeros(e.shape, dtype=np.int8), "its values are int8, not the float32 that `poeval embed`"),
+    "a row short": (lambda e: e[:-1], "4 rows for the 5 usable quatrains of the reference"),
+    "another dimension": (lambda e: _unit(np.random.default_rng(1).standard_normal((len(e), 16))),
+                          "rows of 16 values, but the encoder gives 32"),
+    "rows not of norm 1": (lambda e: e * np.float32(0.5), "row 0 has norm 0.5, not 1"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_forged_embeddings_cache_is_refused_whatever_its_sidecar_says(tmp_path, fake, capsys, forgery):
+    """Rows that `poeval embed` did not write, with the sidecar's sha256 (and shape) rewritten to match: each
+    gave a number (semantic across 0.141 instead of 0.456, NaN, 0.0) before the rows themselves were checked."""
+    forge, message = FORGERIES[forgery]
+    reference = _quatrains(5)
+    ref = _jsonl(tmp_path / "r.jsonl", reference)
+    npy = tmp_path / "r.npy"
+    assert main(["embed", ref, "--out", str(npy)]) == 0
+    samples = _jsonl(tmp_path / "s.jsonl", _quatrains(2, seed=1))
+    _forge(npy, forge(np.load(npy)))
+    capsys.readouterr()
+    status, cell = _evaluate(tmp_path, samples, ref, "semantic", "--cached", f"embeddings={npy}")
+    err = capsys.readouterr().err
+    assert status == 2 and cell is None and err.count("\n") == 1, err
+    assert err.startswith(f"poeval: error: {npy}: ") and message in err and "recreate it with `poeval embed`" in err, err
+
+
+def test_the_honest_cache_passes_the_same_checks_and_gives_the_same_numbers(tmp_path, fake, capsys):
+    reference = _quatrains(5)
+    ref = _jsonl(tmp_path / "r.jsonl", reference)
+    npy = tmp_path / "r.npy"
+    assert main(["embed", ref, "--out", str(npy)]) == 0
+    samples = _jsonl(tmp_path / "s.jsonl", _quatrains(2, seed=1))
+    status, cached = _evaluate(tmp_path, samples, ref, "semantic", "--cached", f"embeddings={npy}")
+    assert status == 0
+    status, fresh = _evaluate(tmp_path, samples, ref, "semantic")
+    assert status == 0 and cached["semantic"]["across"] == pytest.approx(fresh["semantic"]["across"], abs=1e-6)
+
+
+def test_a_forged_workflow_cache_is_refused_when_reused(tmp_path, fake, capsys, monkeypatch):
+    """A hand run reuses the workflow's embeddings of this very reference: forged rows there are refused too."""
+    monkeypatch.chdir(tmp_path)
+    reference = _quatrains(5)
+    ref = _jsonl(tmp_path / "r.jsonl", reference)
+    npy = tmp_path / paths.embeddings("en")
+    assert main(["embed", ref, "--out", str(npy)]) == 0
+    _forge(npy, FORGERIES["random unit rows"][0](np.load(npy)))
+    capsys.readouterr()
+    status, cell = _evaluate(tmp_path, _jsonl(tmp_path / "s.jsonl", _quatrains(2, seed=1)), ref, "semantic")
+    err = capsys.readouterr().err
+    assert status == 2 and cell is None and f"poeval: error: {paths.embeddings('en')}: row 0 is not the encoder" in err, err
 
 
 def _change_bytes(path):

@@ -212,9 +212,18 @@ def test_default_encoder_real_embeddings(minilm):
         float(emb[0] @ emb[1]), abs=1e-5)
 
 
+def _encoded(fake, monkeypatch) -> list[str]:
+    """The texts ``fake`` encodes from now on."""
+    texts: list[str] = []
+    encode = fake.encode
+    monkeypatch.setattr(fake, "encode", lambda batch, **kw: texts.extend(batch) or encode(batch, **kw))
+    return texts
+
+
 def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_path, monkeypatch):
     """A sample drawn from the reference (same ids and verses) reuses the cached rows: same numbers as
-    encoding it, and the encoder is never loaded. Any other sample is encoded."""
+    encoding it, and the encoder embeds only the three rows that check the cache (first, middle, last). Any
+    other sample is encoded."""
     from poeval.metrics.evaluate import evaluate
 
     Q4 = ["a fourth quatrain here", "with verses of its own", "that no one else has", "written down before"]
@@ -226,15 +235,17 @@ def test_human_sample_takes_its_embeddings_from_the_reference_cache(fake, tmp_pa
     human.write_text("".join(json.dumps({"id": f"r{i}", "lines": q}) + "\n" for i, q in [(0, Q1), (2, Q3)]))
     kwargs = dict(exclude_sample_from_reference=True)
     fresh = evaluate(human, ref, "en", ["semantic"], **kwargs)["semantic"]
-    monkeypatch.setattr(semantic, "load_encoder", lambda *a, **k: pytest.fail("encoder loaded"))
+    encoded = _encoded(fake, monkeypatch)
     opts = {"semantic": {"reference_embeddings": str(npy)}}
     cached = evaluate(human, ref, "en", ["semantic"], options=opts, **kwargs)["semantic"]
     for key in ("within", "across"):
         assert cached[key] == pytest.approx(fresh[key], abs=1e-6)
+    assert sorted(encoded) == sorted(semantic.quatrain_text(q) for q in (Q1, Q3, Q4))   # rows 0, 2, 3 of the cache
+    encoded.clear()
     edited = tmp_path / "edited.jsonl"   # same id, other verses: must be encoded, not looked up
     edited.write_text(json.dumps({"id": "r0", "lines": Q4[:3] + ["changed"]}) + "\n")
-    with pytest.raises(pytest.fail.Exception, match="encoder loaded"):
-        evaluate(edited, ref, "en", ["semantic"], options=opts)
+    evaluate(edited, ref, "en", ["semantic"], options=opts)
+    assert semantic.quatrain_text(Q4[:3] + ["changed"]) in encoded
 
 
 def test_per_language_encoder_and_the_english_only_note(fake, tmp_path):

@@ -91,6 +91,7 @@ def _cached_embeddings(poems, ref, opts):
     ref_emb = sample_emb = None
     if cache:
         cached = semantic.load_embeddings(cache, encoder=opts["encoder"], backend=opts["backend"], input_path=ref.path)
+        semantic.check_rows(cached, cache, [p["lines"] for p in ref.usable], opts["encoder"], backend=opts["backend"])
         ref_emb = cached[ref.rows]
         rows = _cached_sample_rows(poems, ref)
         sample_emb = None if rows is None else cached[rows]   # no encoder run for HUMAN samples

@@ -305,7 +305,48 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
                           "(the sample must be embedded the same way); recreate it")
     if input_path is not None:
         check_built_from(npy, meta.get("input_sha256"), input_path, f"recreate it with `{EMBED}`")
-    return np.asarray(emb, dtype=np.float32)
+    _check_values(emb, npy)
+    return np.asarray(emb)
+
+
+# How far a cached row's norm may be from 1: bfloat16 rounding moves it by about 1e-3.
+NORM_TOLERANCE = 1e-2
+# The least cosine between a cached row and the same quatrain embedded again: batches padded otherwise move a
+# float32 row by about 1e-6, a bfloat16 one by about 1e-3; another quatrain's row is far below.
+SPOT_COSINE = 0.999
+
+
+def _check_values(emb: np.ndarray, npy: Path) -> None:
+    """What ``poeval embed`` writes: float32, finite, unit rows (the sidecar's sha256 is no proof of that:
+    whoever edits the array can rewrite it)."""
+    redo = f"recreate it with `{EMBED}`"
+    if emb.dtype != np.float32:
+        raise PoevalError(f"{npy}: its values are {emb.dtype}, not the float32 that `{EMBED}` writes; {redo}")
+    if not np.isfinite(emb).all():
+        raise PoevalError(f"{npy}: holds NaN or infinite values; {redo}")
+    off = np.flatnonzero(np.abs(np.linalg.norm(emb, axis=1) - 1.0) > NORM_TOLERANCE)
+    if off.size:
+        raise PoevalError(f"{npy}: row {off[0]} has norm {np.linalg.norm(emb[off[0]]):.3g}, not 1 (`{EMBED}` "
+                          f"writes unit rows); {redo}")
+
+
+def check_rows(emb: np.ndarray, npy: str | os.PathLike, quatrains: Sequence[Sequence[str]], encoder="default", *,
+               backend: str | None = None) -> None:
+    """Refuse cached reference embeddings ``emb`` (from :func:`load_embeddings`) unless they have a row per
+    reference quatrain (``quatrains``, the usable ones in file order) and the encoder's dimension, and three
+    rows (first, middle, last), embedded again with ``encoder``, agree with them (cosine >= SPOT_COSINE)."""
+    redo = f"recreate it with `{EMBED}`"
+    if len(emb) != len(quatrains):
+        raise PoevalError(f"{npy}: {len(emb)} rows for the {len(quatrains)} usable quatrains of the reference; {redo}")
+    picks = sorted({0, len(emb) // 2, len(emb) - 1}) if len(emb) else []
+    fresh = embed_quatrains([quatrains[i] for i in picks], encoder, progress=False, backend=backend)
+    if fresh.shape[1] != emb.shape[1]:
+        raise PoevalError(f"{npy}: rows of {emb.shape[1]} values, but the encoder gives {fresh.shape[1]}; {redo}")
+    cosines = np.sum(fresh * emb[picks], axis=1)
+    for row, cosine in zip(picks, cosines):
+        if not cosine >= SPOT_COSINE:
+            raise PoevalError(f"{npy}: row {row} is not the encoder's embedding of reference quatrain {row} (cosine "
+                              f"{cosine:.3f} with it embedded again); {redo}")
 
 
 # --- max similarity -------------------------------------------------------------------------------------

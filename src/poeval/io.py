@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -23,21 +24,81 @@ from poeval.errors import PoevalError, first_line
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
-    """Open a temp file next to ``path``; rename it over ``path`` only if the block succeeds."""
+    """Open a temp file next to ``path``; rename it over ``path`` only if the block succeeds. What already
+    stands at ``path`` is never replaced by anything but a regular file (:func:`write_target`): a character
+    device or a pipe is written through, a symbolic link within the folder is written at its target."""
     path = Path(path)
-    if path.is_dir():
-        raise PoevalError(f"{path}: is a directory; expected a file to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target, stream = write_target(path)
+    kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
+    if stream:
+        with _streamed(target, mode, kwargs) as handle:
+            yield handle
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
-        kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _raise_write_error(err, path)
+        raise
+
+
+def _streamed_kind(mode: int) -> bool:
+    """Whether a file of this ``st_mode`` takes a write as a stream (a device like /dev/null, a pipe)."""
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+_KINDS = ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def write_target(path: Path) -> tuple[Path, bool]:
+    """Where a write of the output ``path`` goes, and whether it streams there. A character device or a pipe
+    (also behind a link: ``/dev/stdout``) is opened and written through, never replaced; a regular file or
+    nothing is replaced atomically. A symbolic link to a regular file (or to nothing) is written at its
+    target when the target lies in the output's folder, and refused otherwise; any other kind of file
+    (a directory, a block device, a socket) is refused."""
+    try:
+        mode = os.stat(path).st_mode   # follows links: what a write would reach
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:   # a loop of links, a file where a folder should be
+        raise PoevalError(f"cannot write {path}: {err.strerror}") from None
+    if mode is not None and _streamed_kind(mode):
+        return path, True
+    for is_kind, kind in _KINDS:
+        if mode is not None and is_kind(mode):
+            raise PoevalError(f"{path}: is {kind}; expected a file to write")
+    if not path.is_symlink():
+        return path, False
+    target, folder = path.resolve(), path.parent.resolve()
+    if not _inside(target.parent, folder):
+        raise PoevalError(f"{path}: is a symbolic link to {target}, outside its folder; poeval does not write "
+                          "through it: name the file itself, or another path")
+    return target, False
+
+
+@contextlib.contextmanager
+def _streamed(path: Path, mode: str, kwargs: dict):
+    """``path`` (a device or a pipe) opened for writing as it is: no creating, truncating or renaming.
+    A pipe waits for its reader, as a shell's ``>`` does."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    except OSError as err:
+        raise PoevalError(f"cannot write {path}: {err.strerror}") from None
+    if not _streamed_kind(os.fstat(fd).st_mode):   # swapped for another kind of file since write_target
+        os.close(fd)
+        raise PoevalError(f"{path}: changed while poeval opened it; try again")
+    try:
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+    except BrokenPipeError:
+        raise PoevalError(f"cannot write {path}: its reader closed it") from None
+    except BaseException as err:
         _raise_write_error(err, path)
         raise
 

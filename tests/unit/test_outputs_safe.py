@@ -5,6 +5,9 @@ the working directory or an input; an output path may not name an input; a BPoMP
 
 import json
 import os
+import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -245,3 +248,96 @@ def test_bpomp_export_refuses_a_group_name_too_long_for_a_file_name(work, capsys
     assert "--group must be ASCII letters, digits and underscores, at most 100 of them" in _err(capsys)
     assert not (work / "out").exists()
     assert main(["bpomp", "export", "out/x", "--pairs", good, "--group", "g" * 100]) == 0
+
+
+# --- 4: what stands at an output path is written through or refused, never replaced -----------------
+
+def _char_device(path: Path) -> Path:
+    """A null device node (major 1, minor 3) made inside the test's folder, never the machine's /dev/null."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        os.close(os.open(path, os.O_WRONLY))   # a folder mounted nodev refuses to open it
+    except (PermissionError, OSError) as err:
+        pytest.skip(f"cannot make a character device here: {err}")
+    return path
+
+
+def _import_samples(sample, out):
+    return main(["import-samples", sample, "--lang", "en", "--out", out, "--stats", "stats.json"])
+
+
+def _evaluate_to(sample, out):
+    return _evaluate(sample, _quatrains(Path(sample).parent / "ref.jsonl"), out)
+
+
+@pytest.mark.parametrize("run", [_evaluate_to, _import_samples])
+def test_out_writes_through_a_character_device(run, work):
+    device = _char_device(work / "n")
+    assert run(_quatrains(work / "sample.jsonl"), "n") == 0
+    assert stat.S_ISCHR(os.lstat(device).st_mode) and _strays(work.parent) == []
+
+
+def _drain(reader: int, writer: threading.Thread, seconds: float = 20) -> bytes:
+    """What the non-blocking ``reader`` gets while ``writer`` runs, and after (at most ``seconds``)."""
+    chunks, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = not writer.is_alive()
+        try:
+            while chunk := os.read(reader, 1 << 16):
+                chunks.append(chunk)
+        except BlockingIOError:   # a writer holds it open, nothing to read yet
+            pass
+        if done:
+            return b"".join(chunks)
+        time.sleep(0.01)
+    raise AssertionError("the command did not finish writing the FIFO")
+
+
+def test_out_writes_through_a_fifo(work):
+    """The command runs in a thread while the test reads the FIFO, its reader open from the start (so that the
+    command's open does not wait); a deadline keeps the test from hanging however the command behaves."""
+    fifo = work / "f"
+    os.mkfifo(fifo)
+    sample = _quatrains(work / "sample.jsonl")
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    result: dict = {}
+    writer = threading.Thread(target=lambda: result.update(rc=_evaluate_to(sample, "f")), daemon=True)
+    writer.start()
+    try:
+        got = _drain(reader, writer)
+    finally:
+        os.close(reader)
+    assert result["rc"] == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(got)["length"]["n"] == 6
+
+
+def test_out_writes_through_a_link_to_a_pipe(work):
+    """`ln -s /proc/self/fd/1 so`: a link to the command's own standard output, here a pipe of the test's."""
+    read_end, write_end = os.pipe()
+    os.symlink(f"/proc/self/fd/{write_end}", work / "so")
+    try:
+        assert _evaluate_to(_quatrains(work / "sample.jsonl"), "so") == 0
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        assert json.loads(handle.read())["length"]["n"] == 6
+    assert (work / "so").is_symlink() and _strays(work.parent) == []
+
+
+def test_out_refuses_a_link_that_points_outside_its_folder(work, capsys):
+    (work / "elsewhere").mkdir()
+    (work / "elsewhere" / "x.json").write_bytes(NOTES)
+    (work / "d").mkdir()
+    os.symlink("../elsewhere/x.json", work / "d" / "out_link")
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "d/out_link") == 2
+    assert (f"d/out_link: is a symbolic link to {work / 'elsewhere' / 'x.json'}, outside its folder"
+            in _err(capsys))
+    assert (work / "d" / "out_link").is_symlink() and (work / "elsewhere" / "x.json").read_bytes() == NOTES
+
+
+def test_out_writes_at_the_target_of_a_link_inside_its_folder(work):
+    (work / "real.json").write_bytes(NOTES)
+    os.symlink("real.json", work / "in_link")
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "in_link") == 0
+    assert (work / "in_link").is_symlink() and json.loads((work / "real.json").read_text())["length"]["n"] == 6
+    assert _strays(work.parent) == []

@@ -10,9 +10,11 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 import zlib
 from collections import Counter
@@ -35,7 +37,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             yield handle
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
         with os.fdopen(fd, mode, **kwargs) as handle:
@@ -103,6 +106,48 @@ def _streamed(path: Path, mode: str, kwargs: dict):
         raise
 
 
+# A temp file or folder of an output is ``.<name>.<pid>.<8 random characters>.tmp`` (an older poeval's had
+# no pid). A process killed outright (SIGKILL, out of memory, power loss) leaves it behind; the next write of
+# that output removes it once it is stale: its process is gone from this machine and it has not changed for
+# STALE_TEMP_SECONDS. Both, because a pid says nothing about a process on another machine that shares the
+# folder, and a live writer keeps touching its file.
+STALE_TEMP_SECONDS = 600
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}."
+
+
+def _running(pid: str | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):   # no such process; a number too big to be a pid
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove the stale temp files and folders of the output ``path`` (see :data:`STALE_TEMP_SECONDS`)."""
+    own = re.compile(rf"\.{re.escape(path.name)}\.(?:(\d+)\.)?[a-z0-9_]{{8}}\.tmp")
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            match = own.fullmatch(entry.name)
+            if match is None or _running(match[1]):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat(follow_symlinks=False).st_mtime < STALE_TEMP_SECONDS:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` is ``folder`` or lies under it (both resolved, so links and ``..`` count)."""
     return path == folder or folder in path.parents
@@ -145,7 +190,8 @@ def atomic_dir(path: str | os.PathLike, command: str, marker: str, inputs: Itera
         raise PoevalError(f"{path}: is a file; expected a directory to write")
     check_out_dir(path, command, marker, inputs, force)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    remove_stale_temps(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp

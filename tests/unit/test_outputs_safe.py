@@ -5,6 +5,9 @@ the working directory or an input; an output path may not name an input; a BPoMP
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import stat
 import threading
 import time
@@ -341,3 +344,42 @@ def test_out_writes_at_the_target_of_a_link_inside_its_folder(work):
     assert _evaluate_to(_quatrains(work / "sample.jsonl"), "in_link") == 0
     assert (work / "in_link").is_symlink() and json.loads((work / "real.json").read_text())["length"]["n"] == 6
     assert _strays(work.parent) == []
+
+
+# --- 5: the temp files of a killed write are removed by a later write of the same output ---------------
+
+KILLED_WRITE = """import os, signal, sys
+from poeval.io import atomic_write
+with atomic_write(sys.argv[1]) as handle:
+    handle.write("partial")
+    handle.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+NO_PID = 4194305   # above Linux's largest pid (PID_MAX_LIMIT, 2**22): never a running process
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def test_the_temp_file_of_a_killed_write_is_removed_by_the_next_write(work):
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITE, "out.json"], cwd=work, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    [left] = _strays(work)
+    _age(work / left)
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "out.json") == 0
+    assert _strays(work) == [] and json.loads((work / "out.json").read_text())["length"]["n"] == 6
+
+
+def test_only_stale_temp_files_of_the_output_itself_are_removed(work):
+    names = {"stale_old_format": ".out.json.abcdefgh.tmp", "stale_dead_pid": f".out.json.{NO_PID}.abcdefgh.tmp",
+             "fresh_dead_pid": f".out.json.{NO_PID}.ijklmnop.tmp", "running": f".out.json.{os.getpid()}.abcdefgh.tmp",
+             "other_output": f".out.json.1.{NO_PID}.abcdefgh.tmp", "not_a_temp": ".out.json.abcdefgh.tmp.keep"}
+    for key, name in names.items():
+        (work / name).write_bytes(NOTES)
+        if key != "fresh_dead_pid":
+            _age(work / name)
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "out.json") == 0
+    left = {key for key, name in names.items() if (work / name).exists()}
+    assert left == {"fresh_dead_pid", "running", "other_output", "not_a_temp"}

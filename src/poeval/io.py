@@ -163,6 +163,29 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return False
 
 
+def sidecars(path: str | os.PathLike) -> list[str]:
+    """The files poeval keeps beside a file to describe it: its provenance stamp (:func:`poeval.paths.stamp_file`)
+    and, of an embeddings cache, its metadata (``<file>.npy.json``, :func:`poeval.metrics.semantic.sidecar_path`)."""
+    from poeval.paths import stamp_file
+
+    return [stamp_file(str(path)), *([f"{path}.json"] if str(path).endswith(".npy") else [])]
+
+
+def clash(out: str | os.PathLike, path: str | os.PathLike) -> str | None:
+    """How writing ``out`` would overwrite ``path`` (an input, or another output): ``"is also"`` (one file,
+    also through a link), ``"lies inside"`` (the folder ``path``: a cache), ``"is the sidecar of"``
+    (:func:`sidecars`); ``None`` where it would not."""
+    if not str(path):
+        return None
+    if same_file(out, path):
+        return "is also"
+    if _inside(Path(out).resolve(), Path(path).resolve()):
+        return "lies inside"
+    if any(same_file(out, side) for side in sidecars(path)):
+        return "is the sidecar of"
+    return None
+
+
 def check_out_dir(path: str | os.PathLike, command: str, marker: str, inputs: Iterable = (),
                   force: bool = False) -> None:
     """Refuse to replace the folder ``path`` unless it is absent, empty or holds ``command``'s own earlier

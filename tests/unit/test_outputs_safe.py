@@ -223,6 +223,48 @@ def test_every_command_refuses_an_output_that_is_an_input(argv, work, capsys):
     assert Path(data).read_bytes() == before
 
 
+def test_evaluate_refuses_an_out_inside_a_cache_folder_it_reads(work, capsys):
+    reference = _quatrains(work / "ref.jsonl")
+    assert _index(work, "idx") == 0
+    before = (work / "idx" / "index.json").read_bytes()
+    assert main(["evaluate", _quatrains(work / "sample.jsonl"), "--reference", reference, "--lang", "en",
+                 "--metrics", "length", "--cached", "memorization_index=idx", "--out", "idx/index.json"]) == 2
+    assert "evaluate: --out idx/index.json lies inside an input (--cached); choose another path" in _err(capsys)
+    assert (work / "idx" / "index.json").read_bytes() == before
+
+
+def test_evaluate_refuses_an_out_that_is_the_sidecar_of_an_input(work, capsys):
+    (work / "emb.npy").write_bytes(b"cached vectors")
+    (work / "emb.npy.json").write_bytes(NOTES)
+    assert main(["evaluate", _quatrains(work / "sample.jsonl"), "--reference", _quatrains(work / "ref.jsonl"),
+                 "--lang", "en", "--metrics", "length", "--reference-embeddings", "emb.npy",
+                 "--out", "emb.npy.json"]) == 2
+    assert ("evaluate: --out emb.npy.json is the sidecar of an input (--reference-embeddings); choose another "
+            "path") in _err(capsys)
+    assert (work / "emb.npy.json").read_bytes() == NOTES
+
+
+@pytest.mark.parametrize("argv", [["import-samples", "IN", "--lang", "en"], ["sample", "model"]])
+def test_a_command_refuses_two_outputs_that_are_one_file(argv, work, capsys):
+    data = _quatrains(work / "in.jsonl")
+    assert main([a.replace("IN", data) for a in argv] + ["--out", "s.jsonl", "--stats", "./s.jsonl"]) == 2
+    assert "--out s.jsonl is also another output (--stats ./s.jsonl); choose another path" in _err(capsys)
+    assert not (work / "s.jsonl").exists()
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    (["--field", "lines"], "poeval reads that field of a record (id, lines, text, language)"),
+    (["--field", "id"], "poeval reads that field of a record (id, lines, text, language)"),
+    (["--field", "title", "--poem", "title"], "--poem title reads that field"),
+    (["--field", "meter", "--meter"], "--meter writes that field"),
+])
+def test_rhyme_refuses_a_label_field_that_it_reads_or_writes(extra, why, work, capsys):
+    data = _quatrains(work / "in.jsonl")
+    assert main(["rhyme", data, "--lang", "en", "--out", "out.jsonl", *extra]) == 2
+    assert f"--field {extra[1]!r}: {why}; name another field for the label" in _err(capsys)
+    assert not (work / "out.jsonl").exists()
+
+
 # --- 3: bpomp export writes only inside its folder -------------------------------------------------
 
 @pytest.mark.parametrize("task", ["y/../../../victim", "../victim", "/tmp/victim", ".hidden", "", 3, "a" * 300])

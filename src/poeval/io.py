@@ -204,6 +204,15 @@ def check_out_dir(path: str | os.PathLike, command: str, marker: str, inputs: It
                           f"(no {marker}); empty it, choose another folder, or pass --force")
 
 
+def check_out_file(path: str | os.PathLike, command: str, is_own, mark: str, force: bool = False) -> None:
+    """:func:`check_out_dir` of a file: refuse to replace the file ``path`` unless it is absent, empty or
+    ``command``'s own earlier output (``is_own(path)``: it bears ``mark``), or ``force``."""
+    path = Path(path)
+    if path.is_file() and path.stat().st_size and not force and not is_own(path):
+        raise PoevalError(f"refusing to replace {path}: it is not an earlier `{command}` output (no {mark}); "
+                          "choose another path, or pass --force")
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, command: str, marker: str, inputs: Iterable = (), force: bool = False):
     """A temp directory next to ``path`` to fill; it takes the place of ``path`` (replacing an earlier one)

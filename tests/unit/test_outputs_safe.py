@@ -131,6 +131,34 @@ def test_an_empty_folder_is_filled_without_force(work):
     assert _export_dataset(work, "empty") == 0 and (work / "empty" / "state.json").is_file()
 
 
+def _foreign_parquet(path: Path) -> None:
+    """A Parquet file that is not poeval's (no mark in its metadata)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"notes": ["mine"]}), path)
+
+
+@pytest.mark.parametrize("content", ["notes", "parquet"])
+def test_export_dataset_replaces_a_parquet_file_only_when_it_wrote_it(content, work, capsys):
+    from poeval.hfdata import load_records
+
+    mine = work / "my.parquet"
+    if content == "notes":
+        mine.write_bytes(NOTES)
+    else:
+        _foreign_parquet(mine)
+    before = mine.read_bytes()
+    assert _export_dataset(work, "my.parquet", "--format", "parquet") == 2
+    assert ("refusing to replace my.parquet: it is not an earlier `poeval export-dataset` output (no poeval key in "
+            "its Parquet metadata); choose another path, or pass --force") in _err(capsys)
+    assert mine.read_bytes() == before
+    for out, extra in (("own.parquet", []), ("own.parquet", []), ("my.parquet", ["--force"])):
+        assert _export_dataset(work, out, "--format", "parquet", *extra) == 0
+        assert len(load_records(str(work / out))) == 6
+    assert _strays(work.parent) == []
+
+
 @pytest.mark.parametrize("out", [".", "..", "../work", str(Path("..") / "..")])
 def test_the_working_directory_is_never_replaced(out, work, capsys):
     (work / "keep.txt").write_bytes(NOTES)

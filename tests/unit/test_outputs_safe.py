@@ -1,7 +1,9 @@
-"""A command never deletes or overwrites what is not its own output (issue 39, points 1-3): a folder is replaced
-only when it is absent, empty or holds the command's earlier output (or with --force), never when it is or holds
-the working directory or an input; an output path may not name an input; a BPoMP pairs file cannot make
-`bpomp export` write outside its folder. docs/inputs-errors.md "Outputs" describes the same behaviour."""
+"""A command never deletes or overwrites what is not its own output: a folder (or an exported Parquet file) is
+replaced only when it is absent, empty or holds the command's earlier output (or with --force), never when it is
+or holds the working directory or an input; an output path may not name an input, lie inside one, be its sidecar
+or another output; a BPoMP pairs file cannot make `bpomp export` write outside its folder; a device, a pipe or a
+link at an output path is written through or refused, never replaced; a killed write's temp file is removed by
+a later write. docs/inputs-errors.md "Outputs" describes the same behaviour."""
 
 import json
 import os

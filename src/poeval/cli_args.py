@@ -96,15 +96,21 @@ def _paths(args, arg: str) -> list[str]:
 
 
 def check_io(args) -> None:
-    """Refuse an output path that names one of the command's inputs (writing it would overwrite the input),
-    also through a symbolic or hard link."""
+    """Refuse an output path that would overwrite what the command reads or writes (:func:`poeval.io.clash`):
+    one of its inputs, a file inside an input folder (a cache), an input's sidecar, or another of its outputs
+    (or that one's sidecar); also through a symbolic or hard link."""
     command, outputs, inputs = getattr(args, "io_paths", ("", (), ()))
-    for out_arg in outputs:
-        for out in _values(args, out_arg):
-            for in_arg in inputs:
-                if any(io.same_file(out, path) for path in _paths(args, in_arg)):
-                    raise PoevalError(f"{command}: {out_arg} {out} is also an input ({in_arg.rstrip('=:')}); "
+    written = [(out_arg, out) for out_arg in outputs for out in _values(args, out_arg)]
+    for i, (out_arg, out) in enumerate(written):
+        for in_arg in inputs:
+            for path in _paths(args, in_arg):
+                if how := io.clash(out, path):
+                    raise PoevalError(f"{command}: {out_arg} {out} {how} an input ({in_arg.rstrip('=:')}); "
                                       "choose another path")
+        for j, (other_arg, other) in enumerate(written):
+            if i != j and (how := io.clash(out, other)):
+                raise PoevalError(f"{command}: {out_arg} {out} {how} another output ({other_arg} {other}); "
+                                  "choose another path")
 
 
 def check_checkpoint_out(args, command: str, *inputs: str | None) -> None:

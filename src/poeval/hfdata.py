@@ -21,6 +21,7 @@ from poeval.errors import PoevalError
 
 FORMATS = ("disk", "parquet")
 DISK_MARKER = "state.json"   # what save_to_disk writes into every folder: the mark of an earlier export
+PARQUET_MARK = b"poeval"     # the key in a Parquet file's metadata that marks an earlier export
 
 
 def _columns(records: list[dict], where: str) -> dict:
@@ -55,15 +56,38 @@ def export_dataset(src: str, out: str, fmt: str = "disk", force: bool = False) -
     ``disk``, a file for ``parquet``); return ``{"records", "columns", "format", "out"}``."""
     if fmt not in FORMATS:
         raise PoevalError(f"dataset format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "parquet":   # checked before reading, as atomic_dir checks a folder before writing it
+        io.check_out_file(out, "poeval export-dataset", _own_parquet, f"{PARQUET_MARK.decode()} key in its "
+                          "Parquet metadata", force)
     records = list(io.read_jsonl(src))
     ds = records_dataset(records, str(src))
     if fmt == "disk":
         with io.atomic_dir(out, "poeval export-dataset", DISK_MARKER, (src,), force) as tmp:
             ds.save_to_disk(str(tmp))
     else:
-        with io.atomic_write(out, "wb", encoding=None) as handle:
-            ds.to_parquet(handle)
+        _write_parquet(ds, out)
     return {"records": len(ds), "columns": ds.column_names, "format": fmt, "out": str(out)}
+
+
+def _write_parquet(ds, out: str) -> None:
+    """The dataset's Arrow table as Parquet, with its ``huggingface`` features metadata (what ``to_parquet``
+    writes) and :data:`PARQUET_MARK`, so that the next export may replace the file."""
+    import pyarrow.parquet as pq
+
+    table = ds.data.table
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_MARK: b"export-dataset"})
+    with io.atomic_write(out, "wb", encoding=None) as handle:
+        pq.write_table(table, handle)
+
+
+def _own_parquet(path) -> bool:
+    """Whether ``path`` is a Parquet file that :func:`export_dataset` wrote (its metadata holds the mark)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return PARQUET_MARK in (pq.read_schema(path).metadata or {})
+    except (OSError, ValueError):   # not Parquet (ArrowInvalid is a ValueError)
+        return False
 
 
 def load_records(path: str) -> list[dict]:

@@ -1,10 +1,18 @@
-"""A command never deletes or overwrites what is not its own output (issue 39, points 1-3): a folder is replaced
-only when it is absent, empty or holds the command's earlier output (or with --force), never when it is or holds
-the working directory or an input; an output path may not name an input; a BPoMP pairs file cannot make
-`bpomp export` write outside its folder. docs/inputs-errors.md "Outputs" describes the same behaviour."""
+"""A command never deletes or overwrites what is not its own output: a folder (or an exported Parquet file) is
+replaced only when it is absent, empty or holds the command's earlier output (or with --force), never when it is
+or holds the working directory or an input; an output path may not name an input, lie inside one, be its sidecar
+or another output; a BPoMP pairs file cannot make `bpomp export` write outside its folder; a device, a pipe or a
+link at an output path is written through or refused, never replaced; a killed write's temp file is removed by
+a later write. docs/inputs-errors.md "Outputs" describes the same behaviour."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -125,6 +133,34 @@ def test_an_empty_folder_is_filled_without_force(work):
     assert _export_dataset(work, "empty") == 0 and (work / "empty" / "state.json").is_file()
 
 
+def _foreign_parquet(path: Path) -> None:
+    """A Parquet file that is not poeval's (no mark in its metadata)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"notes": ["mine"]}), path)
+
+
+@pytest.mark.parametrize("content", ["notes", "parquet"])
+def test_export_dataset_replaces_a_parquet_file_only_when_it_wrote_it(content, work, capsys):
+    from poeval.hfdata import load_records
+
+    mine = work / "my.parquet"
+    if content == "notes":
+        mine.write_bytes(NOTES)
+    else:
+        _foreign_parquet(mine)
+    before = mine.read_bytes()
+    assert _export_dataset(work, "my.parquet", "--format", "parquet") == 2
+    assert ("refusing to replace my.parquet: it is not an earlier `poeval export-dataset` output (no poeval key in "
+            "its Parquet metadata); choose another path, or pass --force") in _err(capsys)
+    assert mine.read_bytes() == before
+    for out, extra in (("own.parquet", []), ("own.parquet", []), ("my.parquet", ["--force"])):
+        assert _export_dataset(work, out, "--format", "parquet", *extra) == 0
+        assert len(load_records(str(work / out))) == 6
+    assert _strays(work.parent) == []
+
+
 @pytest.mark.parametrize("out", [".", "..", "../work", str(Path("..") / "..")])
 def test_the_working_directory_is_never_replaced(out, work, capsys):
     (work / "keep.txt").write_bytes(NOTES)
@@ -217,6 +253,48 @@ def test_every_command_refuses_an_output_that_is_an_input(argv, work, capsys):
     assert Path(data).read_bytes() == before
 
 
+def test_evaluate_refuses_an_out_inside_a_cache_folder_it_reads(work, capsys):
+    reference = _quatrains(work / "ref.jsonl")
+    assert _index(work, "idx") == 0
+    before = (work / "idx" / "index.json").read_bytes()
+    assert main(["evaluate", _quatrains(work / "sample.jsonl"), "--reference", reference, "--lang", "en",
+                 "--metrics", "length", "--cached", "memorization_index=idx", "--out", "idx/index.json"]) == 2
+    assert "evaluate: --out idx/index.json lies inside an input (--cached); choose another path" in _err(capsys)
+    assert (work / "idx" / "index.json").read_bytes() == before
+
+
+def test_evaluate_refuses_an_out_that_is_the_sidecar_of_an_input(work, capsys):
+    (work / "emb.npy").write_bytes(b"cached vectors")
+    (work / "emb.npy.json").write_bytes(NOTES)
+    assert main(["evaluate", _quatrains(work / "sample.jsonl"), "--reference", _quatrains(work / "ref.jsonl"),
+                 "--lang", "en", "--metrics", "length", "--reference-embeddings", "emb.npy",
+                 "--out", "emb.npy.json"]) == 2
+    assert ("evaluate: --out emb.npy.json is the sidecar of an input (--reference-embeddings); choose another "
+            "path") in _err(capsys)
+    assert (work / "emb.npy.json").read_bytes() == NOTES
+
+
+@pytest.mark.parametrize("argv", [["import-samples", "IN", "--lang", "en"], ["sample", "model"]])
+def test_a_command_refuses_two_outputs_that_are_one_file(argv, work, capsys):
+    data = _quatrains(work / "in.jsonl")
+    assert main([a.replace("IN", data) for a in argv] + ["--out", "s.jsonl", "--stats", "./s.jsonl"]) == 2
+    assert "--out s.jsonl is also another output (--stats ./s.jsonl); choose another path" in _err(capsys)
+    assert not (work / "s.jsonl").exists()
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    (["--field", "lines"], "poeval reads that field of a record (id, lines, text, language)"),
+    (["--field", "id"], "poeval reads that field of a record (id, lines, text, language)"),
+    (["--field", "title", "--poem", "title"], "--poem title reads that field"),
+    (["--field", "meter", "--meter"], "--meter writes that field"),
+])
+def test_rhyme_refuses_a_label_field_that_it_reads_or_writes(extra, why, work, capsys):
+    data = _quatrains(work / "in.jsonl")
+    assert main(["rhyme", data, "--lang", "en", "--out", "out.jsonl", *extra]) == 2
+    assert f"--field {extra[1]!r}: {why}; name another field for the label" in _err(capsys)
+    assert not (work / "out.jsonl").exists()
+
+
 # --- 3: bpomp export writes only inside its folder -------------------------------------------------
 
 @pytest.mark.parametrize("task", ["y/../../../victim", "../victim", "/tmp/victim", ".hidden", "", 3, "a" * 300])
@@ -245,3 +323,135 @@ def test_bpomp_export_refuses_a_group_name_too_long_for_a_file_name(work, capsys
     assert "--group must be ASCII letters, digits and underscores, at most 100 of them" in _err(capsys)
     assert not (work / "out").exists()
     assert main(["bpomp", "export", "out/x", "--pairs", good, "--group", "g" * 100]) == 0
+
+
+# --- 4: what stands at an output path is written through or refused, never replaced -----------------
+
+def _char_device(path: Path) -> Path:
+    """A null device node (major 1, minor 3) made inside the test's folder, never the machine's /dev/null."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        os.close(os.open(path, os.O_WRONLY))   # a folder mounted nodev refuses to open it
+    except (PermissionError, OSError) as err:
+        pytest.skip(f"cannot make a character device here: {err}")
+    return path
+
+
+def _import_samples(sample, out):
+    return main(["import-samples", sample, "--lang", "en", "--out", out, "--stats", "stats.json"])
+
+
+def _evaluate_to(sample, out):
+    return _evaluate(sample, _quatrains(Path(sample).parent / "ref.jsonl"), out)
+
+
+@pytest.mark.parametrize("run", [_evaluate_to, _import_samples])
+def test_out_writes_through_a_character_device(run, work):
+    device = _char_device(work / "n")
+    assert run(_quatrains(work / "sample.jsonl"), "n") == 0
+    assert stat.S_ISCHR(os.lstat(device).st_mode) and _strays(work.parent) == []
+
+
+def _drain(reader: int, writer: threading.Thread, seconds: float = 20) -> bytes:
+    """What the non-blocking ``reader`` gets while ``writer`` runs, and after (at most ``seconds``)."""
+    chunks, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = not writer.is_alive()
+        try:
+            while chunk := os.read(reader, 1 << 16):
+                chunks.append(chunk)
+        except BlockingIOError:   # a writer holds it open, nothing to read yet
+            pass
+        if done:
+            return b"".join(chunks)
+        time.sleep(0.01)
+    raise AssertionError("the command did not finish writing the FIFO")
+
+
+def test_out_writes_through_a_fifo(work):
+    """The command runs in a thread while the test reads the FIFO, its reader open from the start (so that the
+    command's open does not wait); a deadline keeps the test from hanging however the command behaves."""
+    fifo = work / "f"
+    os.mkfifo(fifo)
+    sample = _quatrains(work / "sample.jsonl")
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    result: dict = {}
+    writer = threading.Thread(target=lambda: result.update(rc=_evaluate_to(sample, "f")), daemon=True)
+    writer.start()
+    try:
+        got = _drain(reader, writer)
+    finally:
+        os.close(reader)
+    assert result["rc"] == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(got)["length"]["n"] == 6
+
+
+def test_out_writes_through_a_link_to_a_pipe(work):
+    """`ln -s /proc/self/fd/1 so`: a link to the command's own standard output, here a pipe of the test's."""
+    read_end, write_end = os.pipe()
+    os.symlink(f"/proc/self/fd/{write_end}", work / "so")
+    try:
+        assert _evaluate_to(_quatrains(work / "sample.jsonl"), "so") == 0
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        assert json.loads(handle.read())["length"]["n"] == 6
+    assert (work / "so").is_symlink() and _strays(work.parent) == []
+
+
+def test_out_refuses_a_link_that_points_outside_its_folder(work, capsys):
+    (work / "elsewhere").mkdir()
+    (work / "elsewhere" / "x.json").write_bytes(NOTES)
+    (work / "d").mkdir()
+    os.symlink("../elsewhere/x.json", work / "d" / "out_link")
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "d/out_link") == 2
+    assert (f"d/out_link: is a symbolic link to {work / 'elsewhere' / 'x.json'}, outside its folder"
+            in _err(capsys))
+    assert (work / "d" / "out_link").is_symlink() and (work / "elsewhere" / "x.json").read_bytes() == NOTES
+
+
+def test_out_writes_at_the_target_of_a_link_inside_its_folder(work):
+    (work / "real.json").write_bytes(NOTES)
+    os.symlink("real.json", work / "in_link")
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "in_link") == 0
+    assert (work / "in_link").is_symlink() and json.loads((work / "real.json").read_text())["length"]["n"] == 6
+    assert _strays(work.parent) == []
+
+
+# --- 5: the temp files of a killed write are removed by a later write of the same output ---------------
+
+KILLED_WRITE = """import os, signal, sys
+from poeval.io import atomic_write
+with atomic_write(sys.argv[1]) as handle:
+    handle.write("partial")
+    handle.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+NO_PID = 4194305   # above Linux's largest pid (PID_MAX_LIMIT, 2**22): never a running process
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def test_the_temp_file_of_a_killed_write_is_removed_by_the_next_write(work):
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITE, "out.json"], cwd=work, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    [left] = _strays(work)
+    _age(work / left)
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "out.json") == 0
+    assert _strays(work) == [] and json.loads((work / "out.json").read_text())["length"]["n"] == 6
+
+
+def test_only_stale_temp_files_of_the_output_itself_are_removed(work):
+    names = {"stale_old_format": ".out.json.abcdefgh.tmp", "stale_dead_pid": f".out.json.{NO_PID}.abcdefgh.tmp",
+             "fresh_dead_pid": f".out.json.{NO_PID}.ijklmnop.tmp", "running": f".out.json.{os.getpid()}.abcdefgh.tmp",
+             "other_output": f".out.json.1.{NO_PID}.abcdefgh.tmp", "not_a_temp": ".out.json.abcdefgh.tmp.keep"}
+    for key, name in names.items():
+        (work / name).write_bytes(NOTES)
+        if key != "fresh_dead_pid":
+            _age(work / name)
+    assert _evaluate_to(_quatrains(work / "sample.jsonl"), "out.json") == 0
+    left = {key for key, name in names.items() if (work / name).exists()}
+    assert left == {"fresh_dead_pid", "running", "other_output", "not_a_temp"}

@@ -40,6 +40,22 @@ def poem_keys(records: list, poem: str, where: str = "input") -> list[str]:
     return keys
 
 
+def check_label_field(field: str, meter: bool = False, poem: str | None = None) -> None:
+    """Refuse a label ``field`` that would overwrite a field poeval reads: a stanza's verses, id, text or
+    language (:data:`poeval.poem_files.WANTED_COLUMNS`, but the label itself), the ``--poem`` field, or
+    ``meter`` with ``--meter``."""
+    from poeval.poem_files import WANTED_COLUMNS
+
+    read = [name for name in WANTED_COLUMNS if name != "scheme"]
+    if field in read:
+        raise PoevalError(f"--field {field!r}: poeval reads that field of a record ({', '.join(read)}); "
+                          "name another field for the label")
+    if poem is not None and field == poem.removesuffix("/.."):
+        raise PoevalError(f"--field {field!r}: --poem {poem} reads that field; name another field for the label")
+    if meter and field == "meter":
+        raise PoevalError("--field 'meter': --meter writes that field; name another field for the label")
+
+
 def annotate(records: Iterable[dict], lang: str, *, meter: bool = False, field: str = "scheme",
              progress: bool = False, where: str = "input", poem: str | None = None) -> list[dict]:
     """Copies of ``records`` (``{"lines": [...], ...}``, other fields kept) with the detected scheme in
@@ -47,6 +63,7 @@ def annotate(records: Iterable[dict], lang: str, *, meter: bool = False, field: 
     that says which poem each record belongs to (:func:`poem_keys`): the stanzas of one poem are then
     labelled together (:func:`poeval.poetry.schemes.poem_schemes`); ``None`` labels each stanza alone."""
     check_lang(lang)
+    check_label_field(field, meter, poem)
     records = list(records)
     stanzas = [_record_lines(r, f"{where}: record {i + 1}") for i, r in enumerate(records)]
     keys = None if poem is None else poem_keys(records, poem, where)

@@ -56,6 +56,15 @@ def _streamed_kind(mode: int) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether the output ``path`` is written through as a stream (a device such as /dev/null, a pipe, a link to
+    one): it keeps no file beside it (a stamp), since there is no file to describe."""
+    try:
+        return _streamed_kind(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 _KINDS = ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 from poeval.errors import PoevalError
 from poeval import paths
-from poeval.io import file_sha256, write_json
+from poeval.io import file_sha256, is_stream, write_json
 
 # Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
@@ -94,7 +94,10 @@ def stamp(inputs: dict[str, str | os.PathLike | None], params: dict) -> dict:
 
 
 def write_stamp_file(output: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], params: dict) -> None:
-    """:func:`stamp` into :func:`poeval.paths.stamp_file` of ``output``, for an output that cannot hold it."""
+    """:func:`stamp` into :func:`poeval.paths.stamp_file` of ``output``, for an output that cannot hold it; none
+    beside an output written as a stream (``--out /dev/null``, a pipe), which leaves no file to describe."""
+    if is_stream(output):
+        return
     write_json(paths.stamp_file(str(output)), {"provenance": stamp(inputs, params)})
 
 

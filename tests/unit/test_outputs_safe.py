@@ -352,6 +352,15 @@ def test_out_writes_through_a_character_device(run, work):
     assert stat.S_ISCHR(os.lstat(device).st_mode) and _strays(work.parent) == []
 
 
+def test_an_output_written_through_a_device_gets_no_stamp_beside_it(work):
+    """`rhyme --out` writes a stamp beside a file it writes; beside a device (as /dev/null would be) it makes none."""
+    device = _char_device(work / "n")
+    assert main(["rhyme", _quatrains(work / "sample.jsonl"), "--lang", "en", "--out", "n"]) == 0
+    assert sorted(p.name for p in work.iterdir()) == ["n", "sample.jsonl"]
+    assert main(["rhyme", "sample.jsonl", "--lang", "en", "--out", "r.jsonl"]) == 0
+    assert (work / "r.jsonl.stamp.json").is_file()
+
+
 def _drain(reader: int, writer: threading.Thread, seconds: float = 20) -> bytes:
     """What the non-blocking ``reader`` gets while ``writer`` runs, and after (at most ``seconds``)."""
     chunks, deadline = [], time.monotonic() + seconds

@@ -3,8 +3,8 @@ in the workflow's directory without a forced model (it loads the folder each req
 
 - ``ep-plain``: completions from the BOS of a tiny GPT-2 trained on made-up quatrains (the session's tiny_gpt2);
 - ``ep-chat``: a chat row conditioned by prompt (the same model with a chat template), with its style adherence.
-  Its answers are no quatrains (a model that small, asked through a chat template), so its rows show n = 0:
-  the chain still runs, and the sampling table counts why.
+  Its template renders the BOS alone: a model that small, given the user's message, answers no quatrain, and a
+  row without a valid quatrain is an error. Its requests still carry the prompt (recorded, stamped, stale).
 
 Both are rows of Tables 2 and 6, the sampling table (with the chat clean-up counts) and Table 4, and the
 provenance of a cell names the endpoint, the model the answers reported and the prompt."""
@@ -51,7 +51,7 @@ def run(tiny_gpt2, tmp_path_factory):
     (work / "config" / "scale").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work / "params.yaml")
     shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale" / "tiny.yaml")
-    chat_model = with_chat_template(tiny_gpt2, work.parent / "chat-model")
+    chat_model = with_chat_template(tiny_gpt2, work.parent / "chat-model", template="{{ bos_token }}")
     with Served(None, work.parent / "logs", cwd=work) as served:
         overlay = _overlay(served.base_url, tiny_gpt2, chat_model)
         (work / "config" / "endpoint.yaml").write_text(yaml.safe_dump(overlay))

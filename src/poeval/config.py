@@ -361,6 +361,14 @@ def int_range(pointer: str) -> tuple[int, int]:
     return node["minimum"], node["maximum"]
 
 
+def check_int(value, name: str, bounds: tuple[int, int], where: str = "") -> None:
+    """Refuse ``value`` unless it is an integer within ``bounds`` (:func:`int_range`); a float, a string or a
+    bool is refused, not rounded."""
+    low, high = bounds
+    if type(value) is not int or not low <= value <= high:
+        raise PoevalError(f"{where}{name}: expected an integer from {low} to {high}, got {quote(value)}")
+
+
 def seed_range() -> tuple[int, int]:
     """The seeds a seeded step takes (numpy's: 0 <= seed < 2**32), as the schema's ``$defs/seed`` bounds them."""
     return int_range("#/$defs/seed")

@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from poeval import config, io
-from poeval.errors import PoevalError, quote
+from poeval.errors import PoevalError
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
@@ -72,9 +72,7 @@ def bootstrap_ci(values: np.ndarray, reps: int, seed: int, level: float = 0.95) 
 
 def accuracy(scores_jsonl, bootstrap_reps: int = 1000, seed: int = 1) -> dict:
     """``{task: {"n", "accuracy", "ties", "ci95": [low, high]}}`` for a scored pairs file (or list)."""
-    low, high = config.bootstrap_reps_range("bpomp")
-    if type(bootstrap_reps) is not int or not low <= bootstrap_reps <= high:
-        raise PoevalError(f"bootstrap_reps: expected an integer from {low} to {high}, got {quote(bootstrap_reps)}")
+    config.check_int(bootstrap_reps, "bootstrap_reps", config.bootstrap_reps_range("bpomp"))
     records, where = _load(scores_jsonl)
     _check_scored(records, where)
     out = {}

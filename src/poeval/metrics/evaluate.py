@@ -57,10 +57,8 @@ def check_bootstrap(reps, seed, where: str = "") -> None:
     """The bootstrap's resamples and seed as integers within the params schema's bounds
     (:func:`poeval.config.bootstrap_reps_range`, :func:`poeval.config.seed_range`), for `poeval evaluate`'s job and
     :func:`poeval.evaluate` alike; a float, a string or a bool is refused, not rounded."""
-    for name, value, (low, high) in (("bootstrap_reps", reps, config.bootstrap_reps_range()),
-                                     ("seed", seed, config.seed_range())):
-        if type(value) is not int or not low <= value <= high:
-            raise PoevalError(f"{where}{name}: expected an integer from {low} to {high}, got {quote(value)}")
+    config.check_int(reps, "bootstrap_reps", config.bootstrap_reps_range(), where)
+    config.check_int(seed, "seed", config.seed_range(), where)
 
 
 def draw_subsample(poems: list[dict], n: int, seed: int) -> list[dict]:

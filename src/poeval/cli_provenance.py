@@ -92,10 +92,10 @@ def cmd_stale(args) -> int:
 
 
 def parser_stale(sub) -> None:
-    from poeval.report.stale import RULES
+    from poeval.report.stale import rules
 
     p = sub.add_parser("stale", help="stamped outputs whose provenance stamp disagrees with the params or inputs now")
-    p.add_argument("--rule", nargs="+", choices=list(RULES), help="only the outputs of these rules (default: all)")
+    p.add_argument("--rule", nargs="+", choices=rules(), help="only the outputs of these rules (default: all)")
     p.add_argument("--root", default=".", help="working directory of the run (default: the current one)")
     p.add_argument("--params", help="params file (default: ROOT/params.yaml)")
     p.add_argument("--configfile", nargs="+", action="extend", default=[], help="overlays, as for snakemake")

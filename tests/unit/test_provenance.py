@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from poeval.jobs.train import train_job
 from poeval import config as poeval_config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
@@ -281,10 +282,11 @@ def test_a_generator_trained_on_other_files_is_followed_by_what_it_recorded(run)
     (run / WORD2VEC).write_text("1 2\nword 0.1 0.2\n")
     cfg = poeval_config.read(run / "params.yaml", (run / "config/scale/tiny.yaml",))
     system = {**cfg["models"]["gpt2-s"], "training": {"patience": 5}}
-    received = P.training_params({"models": {"gpt2-s": system}, "training": cfg["training"]}, "gpt2-s", "en")
+    received = train_job(poeval_config.fill({"models": {"gpt2-s": system}, "training": cfg["training"]}), "en",
+                         "gpt2-s").recorded()
     assert received["training"]["patience"] == 5 and "training" not in received["model"]
     per_lang = {**system, "name_or_path": {"en": "org/en", "de": "org/de"}}   # compared as train received it
-    assert P.training_params({"models": {"gpt2-s": per_lang}}, "gpt2-s", "de")["model"]["name_or_path"] == "org/de"
+    assert train_job(poeval_config.fill({"models": {"gpt2-s": per_lang}}), "de", "gpt2-s").model["name_or_path"] == "org/de"
     log = run / paths.training_log("en", "gpt2-s")
     write_json(log, {"provenance": stamps.train_stamp(SONNETS, DEV, cfg["models"]["gpt2-s"],
                                                  cfg["training"], word2vec=WORD2VEC)})

@@ -23,7 +23,7 @@ rule adherence_sample:
         endpoint_requests=endpoint_requests,
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
-        job=lambda wc: sample_job(config, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,
+        job=lambda wc: sample_job(P, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,
                                   n=ADHERENCE["n"]).to_json(),
     threads: P["threads"]
     shell:

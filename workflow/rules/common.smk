@@ -1,9 +1,7 @@
 # The params step and input functions. At parse time, before any job, poeval.params.resolve (the same as
 # `poeval validate`: schema, every default filled, cross-checks, each language's corpus path there) gives P,
-# the resolved params that every decision below reads. `config`, the params as written, is read only where a
-# command line carries a params section as JSON, or builds a typed job from them (poeval.jobs: train, sample):
-# a default filled by the params step then never changes a command (nor its params trigger, nor the params a
-# provenance stamp records), and the command fills it the same way.
+# the resolved params: the one view every decision below reads, and every step's typed job is built from
+# (poeval.report.steps: job_of). `config`, the params as written, is Snakemake's and is not read here.
 import json
 import shlex
 from pathlib import Path
@@ -19,11 +17,11 @@ from poeval.report import figures as report_figures
 from poeval.report import recorded
 from poeval.report.figures import FIGURES, figure_place
 from poeval.jobs import cell as cell_jobs
+from poeval.report.steps import by_rule
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
 from poeval.jobs.sample import sample_job
-from poeval.jobs.train import train_job
 from poeval.paths import HUMAN, TRAIN
 from poeval.report import tables as report_tables
 from poeval.report.tables import (DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, REPORT_CATEGORIES,
@@ -52,6 +50,16 @@ wildcard_constraints:
     family="|".join(P["metrics"]["families"]),
 
 
+STEPS = by_rule()
+
+
+def job_of(rule, **fixed):
+    """A rule's ``--job``: its step's typed job (poeval.report.steps) built from P and the rule's wildcards (and
+    ``fixed``, for a rule with the wildcards of another's outputs), as one JSON value; `poeval stale` and
+    `poeval provenance` call the same builder."""
+    return lambda wildcards: STEPS[rule].build(P, **dict(wildcards.items()), **fixed).to_json()
+
+
 def as_json(obj):
     """Params are passed to the CLI as JSON; sorted keys keep the string (and the params trigger) stable."""
     return json.dumps(obj, sort_keys=True)
@@ -78,22 +86,9 @@ def inputs_of_cell(lang, system, decoding, family):
     return inputs | {name: c.path(lang) for name, (_, c) in cached_inputs([family]).items()}
 
 
-def cell_job(wildcards):
-    """The cell's typed job (poeval.jobs.cell.cell_job) as one JSON value, from the params as written; a cell
-    of a common-n table (wildcard n) draws n quatrains."""
-    n = int(wildcards.n) if "n" in wildcards.keys() else None
-    return cell_jobs.cell_job(config, wildcards.lang, wildcards.system, wildcards.decoding, wildcards.family,
-                              n).to_json()
-
-
 def curve_inputs(wildcards):
     """The first HUMAN sample of a language with the reference and the caches of the family (:func:`cell_inputs`)."""
     return inputs_of_cell(wildcards.lang, HUMAN, HUMAN_IDS[0], wildcards.family)
-
-
-def curve_job(wildcards):
-    """The n-sensitivity curve's job: the first HUMAN sample's cell job (poeval.jobs.cell.curve_job)."""
-    return cell_jobs.curve_job(config, wildcards.lang, wildcards.family).to_json()
 
 
 def cell_cached(wildcards, input):

@@ -62,7 +62,7 @@ rule metric_cell:
     log:
         paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}"),
     params:
-        job=cell_job,
+        job=job_of("metric_cell"),
         cached=cell_cached,
     threads: cell_threads
     shell:
@@ -79,7 +79,7 @@ rule metric_cell_at_n:
     log:
         paths.log("metrics", "{lang}", "{system}", "{decoding}", "{family}.n{n}"),
     params:
-        job=cell_job,
+        job=job_of("metric_cell_at_n"),
         cached=cell_cached,
     wildcard_constraints:
         n=r"\d+",
@@ -98,7 +98,7 @@ rule n_curve:
     log:
         paths.log("metrics", "{lang}", "n_curve", "{family}"),
     params:
-        job=curve_job,
+        job=job_of("n_curve"),
         cached=cell_cached,
     threads: cell_threads
     shell:

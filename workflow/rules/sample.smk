@@ -12,7 +12,7 @@ rule sample:
     resources:
         endpoint_requests=endpoint_requests,
     params:
-        job=lambda wc: sample_job(config, wc.lang, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
+        job=job_of("sample"),   # poeval.jobs.sample
     threads: P["threads"]
     shell:
         "poeval sample {input:q} --job {params.job:q}"

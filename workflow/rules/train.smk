@@ -25,8 +25,7 @@ rule train:
         paths.log("train", "{lang}", "{system}"),
     priority: 1
     params:
-        # the typed train job (poeval.jobs.train: from the params as written, like every command's JSON)
-        job=lambda wc: train_job(config, wc.lang, wc.system).to_json(),
+        job=job_of("train"),   # poeval.jobs.train
         inputs=train_input_options,
     threads: P["threads"]
     shell:

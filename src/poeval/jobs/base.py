@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from typing import Any, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 from poeval.errors import PoevalError
 
@@ -23,6 +23,11 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND} | {f.name: _out(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def recorded(self) -> dict[str, Any]:
+        """What the output's provenance stamp records of this job, and what `poeval stale` and `poeval
+        provenance` compare it with (the job rebuilt from the params of now): by default its fields."""
+        return {k: v for k, v in self.to_dict().items() if k != "kind"}
 
     def to_json(self) -> str:
         """The command-line value: sorted keys, so that the string (and Snakemake's params trigger) is stable."""
@@ -71,3 +76,37 @@ def _in(hint: Any, value: Any) -> Any:
         if value is not None and hasattr(tp, "from_dict"):
             return tp.from_dict(value)
     return value
+
+
+def _always(params: dict, wildcards: dict) -> bool:
+    return True
+
+
+def _nothing(**wildcards: str) -> tuple[str, ...]:
+    return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One rule of the workflow that runs a poeval command with a typed job, as `poeval stale` and `poeval
+    provenance` find its outputs again.
+
+    ``build(params, **wildcards)``: the job's one builder, from the resolved params
+    (:func:`poeval.params.resolve`) and the rule's wildcards; the rule passes its JSON as ``--job``, and the
+    command's stamp records :meth:`Job.recorded`. ``stamped(**wildcards)``: the file holding the output's
+    stamp; ``output(**wildcards)``: what Snakemake's ``--forcerun`` gets (default: the stamped file);
+    ``applies(params, wildcards)``: whether a file matching ``stamped`` is this rule's in this run;
+    ``products``: what the rule writes besides ``output`` that later stamps name as their inputs."""
+
+    rule: str
+    build: Callable[..., Job]
+    stamped: Callable[..., str]
+    output: Callable[..., str] | None = None
+    applies: Callable[[dict, dict], bool] = _always
+    products: Callable[..., tuple[str, ...]] = _nothing
+
+    def job(self, params: dict, wildcards: dict) -> Job:
+        return self.build(params, **wildcards)
+
+    def forced(self, **wildcards: str) -> str:
+        return (self.output or self.stamped)(**wildcards)

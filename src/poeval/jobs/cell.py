@@ -20,7 +20,8 @@ from typing import ClassVar
 
 from poeval import config as poeval_config
 from poeval.errors import PoevalError
-from poeval.jobs.base import Job
+from poeval import paths
+from poeval.jobs.base import Job, Step
 from poeval.metrics import evaluate as runner
 from poeval.metrics.families import FAMILIES, read_sections, runtime_options
 from poeval.io import write_json
@@ -165,3 +166,13 @@ def run_curve(job: CellJob, samples: str, reference: str, out: str | None, cache
     if out is not None:
         write_json(out, result)
     return result
+
+
+def _cell_at_n_job(params: dict, lang: str, system: str, decoding: str, family: str, n: str) -> CellJob:
+    return cell_job(params, lang, system, decoding, family, int(n))
+
+
+STEPS = (Step("metric_cell", cell_job, paths.cell),
+         Step("metric_cell_at_n", _cell_at_n_job, paths.cell_at_n,
+              applies=lambda params, w: w["n"].isdigit() and params["tables"]["common_n"]["n"] is not None),
+         Step("n_curve", curve_job, paths.n_curve, applies=lambda params, w: bool(params["tables"]["n_curve"]["sizes"])))

@@ -5,7 +5,7 @@ the wildcards. Its decoding is typed (:func:`poeval.generators.decoding.parse_de
 block resolved (:func:`poeval.generators.sampling.resolve`): both take defaults from the schema alone, the
 same whichever params they start from, and every sampler fills them the same way, so a resolved job
 samples what the section as written sampled. `poeval provenance` and `poeval stale` rebuild the job to
-compare it with a sample's stamp (:meth:`SampleJob.stamp_params`).
+compare it with a sample's stamp (:meth:`SampleJob.recorded`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from poeval.config import model_for_lang
 from poeval.generators.decoding import Decoding, parse_decoding
 from poeval.generators.prompting import Prompt, prompt_for
 from poeval.generators.sampling import resolve as resolve_sampling
-from poeval.jobs.base import Job
+from poeval import paths
+from poeval.jobs.base import Job, Step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +45,7 @@ class SampleJob(Job):
     def from_dict(cls, data: dict) -> "SampleJob":
         return super().from_dict({"prompt": None} | data if isinstance(data, dict) else data)
 
-    def stamp_params(self) -> dict:
+    def recorded(self) -> dict:
         """What the sample's stats stamp records (:func:`poeval.stamps.sample_stamp`)."""
         prompt = {"prompt": self.prompt.to_dict()} if self.prompt is not None else {}
         return {"decoding": self.decoding.to_dict(), "sampling": self.sampling} | prompt
@@ -71,3 +72,8 @@ def from_options(decoding: dict, sampling: dict, style: str | None, id_prefix: s
     builds the rule's the same way): the decoding and the sampling block filled and checked by the schema."""
     return SampleJob(decoding=parse_decoding(decoding, where), sampling=resolve_sampling(sampling), style=style,
                      id_prefix=id_prefix, prompt=prompt)
+
+
+STEPS = (Step("sample", sample_job, paths.stats,
+              applies=lambda params, w: not registry.is_supplied(params["models"][w["system"]]),
+              products=lambda **w: (paths.samples(**w),)),)

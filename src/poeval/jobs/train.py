@@ -18,7 +18,8 @@ import sys
 from poeval.config import model_for_lang
 from poeval.errors import PoevalError
 from poeval.generators import registry
-from poeval.jobs.base import Job
+from poeval import paths
+from poeval.jobs.base import Job, Step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +34,7 @@ class TrainJob(Job):
     model: dict
     training: dict | str
 
-    def stamp_params(self) -> dict:
+    def recorded(self) -> dict:
         """What the checkpoint's training stamp records (:func:`poeval.stamps.train_stamp`)."""
         return {"model": self.model, "training": self.training}
 
@@ -64,3 +65,6 @@ def note_ignored_training(model: dict, training: dict) -> None:
     if training and registry.is_poetic(model):
         print(f"poeval train: arch {model['arch']} ignores --training (the transformers' shared block); its "
               "training block is --model's `training` over the arch's own defaults", file=sys.stderr)
+
+
+STEPS = (Step("train", train_job, paths.training_log, paths.model_dir),)

@@ -4,7 +4,7 @@ one link per line."""
 from __future__ import annotations
 
 from poeval.report.checks import ABBREV, _abbrev
-from poeval.report.recorded import _show
+from poeval.report.param_diff import show as _show
 
 
 def _file_text(entry: dict) -> str:

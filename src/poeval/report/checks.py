@@ -9,7 +9,9 @@ from pathlib import Path
 
 from poeval.io import read_json
 from poeval.report.dvc_lock import DvcLock, file_md5
-from poeval.report.recorded import param_diffs
+from poeval.report.steps import by_rule
+from poeval.config import fill
+from poeval.report.param_diff import param_diffs
 # the build-time half (poeval.stamps) lives low in the package, so that every stage can stamp what it builds
 from poeval.stamps import files_under, path_sha256
 
@@ -41,8 +43,13 @@ class _Tracer:
     def __init__(self, root: Path, config: dict, dvc_config: dict):
         # dvc_config: params.yaml alone, which is all DVC reads (overlays are Snakemake's)
         self.root, self.config, self.dvc_config, self.dvc = root, config, dvc_config, DvcLock(root)
+        self.params = fill(config)   # resolved: the one view every step's job is built from
         self._hashes: dict[Path, str] = {}
         self.ask = False   # ask a model behind an endpoint what it serves now (poeval provenance --check)
+
+    def current(self, rule: str, **wildcards: str) -> dict:
+        """What ``rule``'s output would record now: its step's job rebuilt from the params of now."""
+        return by_rule()[rule].job(self.params, wildcards).recorded()
 
     def rel(self, path: str | Path) -> str:
         path = Path(path)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from poeval.errors import PoevalError
-from poeval.report.recorded import dotted, param_diffs
+from poeval.report.param_diff import dotted, param_diffs
 
 
 def file_md5(path: Path) -> str:

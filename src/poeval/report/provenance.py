@@ -9,8 +9,7 @@ Query time (`poeval provenance`): :func:`trace` walks back from a table cell alo
 the hash its consumer recorded, and compares each recorded params group with params.yaml (+ overlays).
 The rooms: :mod:`poeval.report.table_cell` picks the number and its cell files, :mod:`poeval.report.checks`
 hashes and compares each link, :mod:`poeval.report.dvc_lock` reads dvc.lock; the params a stamp is
-compared with are :mod:`poeval.report.recorded`'s (a metric cell's: its rebuilt typed job,
-:mod:`poeval.jobs.cell`); :mod:`poeval.report.chain_text` prints the chain and :mod:`poeval.report.recompute`
+compared with are its step's typed job rebuilt from the params of now (:mod:`poeval.report.steps`); :mod:`poeval.report.chain_text` prints the chain and :mod:`poeval.report.recompute`
 reruns the cells behind a number.
 When dvc.lock exists it is a second record: its params per stage (compared with params.yaml alone, as
 DVC does) and, where the DVC cache holds the listing of a directory output, its md5 per file.
@@ -34,11 +33,10 @@ from pathlib import Path
 from poeval import paths
 from poeval.io import read_json
 from poeval.jobs.cell import cell_job
+from poeval.report.steps import by_rule
 from poeval.metrics.families import cached_inputs
 from poeval.paths import HUMAN
 from poeval.report.checks import Link, _built, _load, _stamp, _Tracer
-from poeval.report.recorded import (corpus_params, sample_params, split_params, supplied_params, table_params,
-                                    training_params)
 from poeval.report.served import endpoint_link
 from poeval.report.table_cell import (HUMAN_TRAIN, TableCell, _cell_decodings, _cell_samples, _cell_value, drawn_n,
                                       resolve)
@@ -79,7 +77,7 @@ def _cell_links(t: _Tracer, cell: TableCell, table_stamp: dict | None = None) ->
     reference = paths.train(cell.lang)
     for (path, sample), st, decoding in zip(cell_samples, stamps, _cell_decodings(cell)):
         # the job rule metric_cell would pass now, as the cell's stamp records it
-        job = cell_job(t.config, cell.lang, system, decoding, cell.family, drawn_n(path))
+        job = cell_job(t.params, cell.lang, system, decoding, cell.family, drawn_n(path))
         t.check_params(params, (st or {}).get("params"), job.recorded(), path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)
@@ -107,7 +105,7 @@ def _supplied_links(t: _Tracer, cell: TableCell) -> list[Link]:
         return [link, split]
     if not t.check_source(link, st, stats_path):
         link.stale.append(f"the sample file {st['inputs']['source']['path']} is missing")
-    t.check_params(link, st["params"], supplied_params(t.config, cell.system, cell.lang, cell.decoding), stats_path)
+    t.check_params(link, st["params"], t.current("import_samples", lang=cell.lang, system=cell.system, decoding=cell.decoding), stats_path)
     return [link, split]
 
 
@@ -115,7 +113,7 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     """Links decoding, checkpoint and training params of a model row (a samples system's: its file)."""
     from poeval.generators.registry import is_served, is_supplied
 
-    if is_supplied(t.config.get("models", {}).get(cell.system) or {}):
+    if is_supplied(t.params["models"].get(cell.system) or {}):
         return _supplied_links(t, cell)
     decoding, checkpoint, training = Link("decoding"), Link("checkpoint"), Link("training params")
     stats_path = paths.stats(cell.lang, cell.system, cell.decoding)
@@ -127,10 +125,11 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
         decoding.stale.append(f"{stats_path} has no provenance stamp (its params are unknown): resample")
     decoding.files.append({"path": stats_path, "name": cell.decoding})
     decoding.built = _built(st)
-    if cell.decoding not in t.config.get("decoding", {}):
+    if cell.decoding not in t.params["decoding"]:
         decoding.stale.append(f"decoding config '{cell.decoding}' is no longer defined in the params")
-    if st is not None:
-        t.check_params(decoding, st["params"], sample_params(t.config, cell.lang, cell.system, cell.decoding), stats_path)
+    elif st is not None and cell.system in t.params["models"]:
+        now = t.current("sample", lang=cell.lang, system=cell.system, decoding=cell.decoding)
+        t.check_params(decoding, st["params"], now, stats_path)
 
     model_dir = paths.model_dir(cell.lang, cell.system)
     t.file_entry(checkpoint, model_dir)
@@ -140,15 +139,15 @@ def _model_links(t: _Tracer, cell: TableCell) -> list[Link]:
     lst = _stamp(log)
     training.files.append({"path": log_path})
     training.built = _built(lst)
-    if cell.system not in t.config.get("models", {}):
+    if cell.system not in t.params["models"]:
         training.stale.append(f"system '{cell.system}' is no longer defined under models in the params")
-    current = training_params(t.config, cell.system, cell.lang)
+    current = t.current("train", lang=cell.lang, system=cell.system) if cell.system in t.params["models"] else {}
     if log is not None:
         legacy = {"model": log.get("model_cfg"), "training": log.get("train_cfg")}
         t.check_params(training, lst["params"] if lst else legacy, current, log_path, exact=bool(lst))
     else:
         training.stale.append(f"{log_path} is missing")
-    if is_served(t.config.get("models", {}).get(cell.system) or {}):   # no split: the server holds the model
+    if is_served(t.params["models"].get(cell.system) or {}):   # no split: the server holds the model
         split = Link("split")
         t.file_entry(split, paths.train(cell.lang))
         return [decoding, checkpoint, training, endpoint_link(t, stats, model_dir, lst, log_path, t.ask), split]
@@ -205,7 +204,7 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     if report is None:
         split.stale.append(f"{report_path} is missing")
     else:
-        t.check_params(split, (st or {}).get("params"), split_params(t.config), report_path)
+        t.check_params(split, (st or {}).get("params"), t.current("split", lang=lang), report_path)
     corpus = Link("corpus")
     labelled = paths.labelled(lang)
     t.file_entry(corpus, labelled)
@@ -218,7 +217,7 @@ def _data_links(t: _Tracer, cell: TableCell, split: Link) -> list[Link]:
     if rep is None:
         corpus.stale.append(f"{corpus_path} is missing")
         return [split, corpus]
-    t.check_params(corpus, (cst or {}).get("params"), corpus_params(t.config, lang), corpus_path)
+    t.check_params(corpus, (cst or {}).get("params"), t.current("quatrains", lang=lang), corpus_path)
     if (cst or {}).get("inputs", {}).get("source") and not t.check_source(corpus, cst, corpus_path):
         corpus.notes.append(f"corpus source {cst['inputs']['source']['path']} is not available here; not compared")
     return [split, corpus]
@@ -265,9 +264,15 @@ def _table_link(t: _Tracer, table: Path, st: dict | None) -> Link:
     link = Link("table")
     t.file_entry(link, table.resolve())
     stamped = Path(paths.stamp_file(str(table)))
-    t.check_params(link, (st or {}).get("params"), table_params(t.config, table.stem), t.rel(stamped.resolve()))
+    t.check_params(link, (st or {}).get("params"), _table_params(t, table.stem), t.rel(stamped.resolve()))
     link.built = _built(st)
     return link
+
+
+def _table_params(t: _Tracer, name: str) -> dict:
+    """What a table's stamp records now; a table of no step in this run (its family not configured): nothing."""
+    step = by_rule().get(name)
+    return step.job(t.params, {}).recorded() if step is not None else {}
 
 
 def _default_root(table: Path) -> Path:

@@ -13,7 +13,7 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.report.checks import _stamp
 from poeval.report.provenance import _default_root
-from poeval.report.recorded import _show
+from poeval.report.param_diff import show as _show
 from poeval.report.table_cell import _cell_samples, _cell_value, _read_tsv, resolve
 from poeval.stamps import path_sha256
 

@@ -18,13 +18,11 @@ keep theirs in their JSON. A table or figure records its cells as its inputs, so
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -34,158 +32,15 @@ from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.generators.registry import is_supplied
 from poeval.generators.supplied import sample_files
-from poeval.jobs.cell import cell_job, curve_job, resolve_tables_section
-from poeval.report.recorded import (adherence_cell_params, adherence_table_params, bpomp_params, corpus_params,
-                                    dotted, embeddings_params, figure_record, param_diffs, rhyme_label_params,
-                                    sample_params, sonnets_params, split_params, supplied_params, table_params,
-                                    topics_params, training_params, word2vec_params)
+from poeval.jobs.base import Step
+from poeval.report.steps import by_rule, steps
+from poeval.report.param_diff import param_diffs
 from poeval.stamps import code_revision, path_sha256
 
 
-def _import_json(release: str) -> str:
-    return f"{paths.pretrained(release)}/import.json"   # written by poeval.generators.pretrained.import_gguf
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A rule whose outputs carry a stamp: the stamped side file, the output to force, and the params
-    the rule would pass now, from the config and the path's wildcards."""
-
-    rule: str
-    stamped: Callable[..., str]
-    output: Callable[..., str]
-    current: Callable[[dict, dict], dict]
-    applies: Callable[[dict, dict], bool] = lambda c, w: True   # whether a matched file is this rule's
-    # what the rule writes besides ``output``, which the stamps of later steps name as their inputs
-    products: Callable[..., tuple[str, ...]] = lambda **w: ()
-    resolved: bool = False   # ``current`` reads the params with the schema's defaults filled in
-
-
-def _supplied(config: dict, w: dict) -> bool:
-    return is_supplied(config.get("models", {}).get(w["system"]) or {})
-
-
-def _families(config: dict) -> set[str]:
-    return set(dotted(config, "metrics.families") or ())
-
-
-def _common_n(config: dict):
-    """params ``tables.common_n.n`` (None: no companion tables)."""
-    return resolve_tables_section(config, "common_n")["n"]
-
-
-def _n_curve(config: dict) -> dict:
-    return resolve_tables_section(config, "n_curve")
-
-
-def _in_stamp_file(output: Callable[..., str]) -> Callable[..., str]:
-    """The stamp file beside ``output``'s path, a function of the same wildcards (paths.pattern reads them)."""
-    @functools.wraps(output)
-    def stamped(*args: str, **wildcards: str) -> str:
-        return paths.stamp_file(output(*args, **wildcards))
-    return stamped
-
-
-def _cache_meta(directory: Callable[..., str], name: str) -> Callable[..., str]:
-    """The file ``name`` inside the directory ``directory`` gives, a function of the same wildcards."""
-    @functools.wraps(directory)
-    def inside(*args: str, **wildcards: str) -> str:
-        return f"{directory(*args, **wildcards)}/{name}"
-    return inside
-
-
-def _bpomp(config: dict, w: dict) -> bool:
-    """Whether BPoMP runs, with the scorer of the path (a scorer dropped from params is not rebuilt)."""
-    bpomp = config.get("bpomp") or {}
-    return bool(bpomp.get("enabled")) and ("scorer" not in w or w["scorer"] in {s["name"] for s in bpomp["scorers"]})
-
-
-def _bpomp_kinds() -> tuple[Kind, ...]:
-    """The BPoMP steps (their rule passes what they record as --stamp) and the scratch masked LMs."""
-    steps = {"bpomp_corpus": paths.limericks, "bpomp_pairs": paths.bpomp_pairs, "bpomp_score": paths.bpomp_scores,
-             "bpomp_accuracy": paths.bpomp_accuracy, "bpomp_errors": paths.bpomp_errors}
-    mlm = Kind("train_mlm", _cache_meta(paths.mlm_dir, "training_log.json"),
-               paths.mlm_dir, lambda c, w: {"mlm": ((c.get("bpomp") or {}).get("mlm") or {}).get(w["mlm"])},
-               lambda c, w: bool((c.get("bpomp") or {}).get("enabled")))
-    return (mlm, *(Kind(rule, _in_stamp_file(path), path, lambda c, w, r=rule: bpomp_params(c, r, w.get("scorer")),
-                        _bpomp, resolved=True) for rule, path in steps.items()))
-
-
-def _adherence(config: dict, w: dict) -> bool:
-    """Whether style adherence compares a pair (with the system of the path in it)."""
-    from poeval.metrics.adherence import pairs
-
-    compared = pairs(config)
-    return bool(compared) and ("system" not in w or w["system"] in {*compared, *compared.values()})
-
-
-def _adherence_kinds() -> tuple[Kind, ...]:
-    """The style-adherence cells, table and figure (when params name a pair to compare)."""
-    return (Kind("adherence_cell", _in_stamp_file(paths.adherence_cell), paths.adherence_cell,
-                 lambda c, w: adherence_cell_params(c), _adherence, resolved=True),
-            *(Kind(f"style_adherence_{action}", _in_stamp_file(partial(path, "style_adherence")),
-                   partial(path, "style_adherence"), lambda c, w: adherence_table_params(c), _adherence,
-                   resolved=True)
-              for action, path in (("table", paths.table), ("figure", paths.figure))))
-
-
-def _report_kinds() -> tuple[Kind, ...]:
-    """One kind per table and figure rule (each is a rule of its own, named after it)."""
-    from poeval.report.figures import FIGURES
-    from poeval.report.tables import FAMILY_OF_TABLE, common_n_name, table_families
-
-    tables = [Kind(name, _in_stamp_file(partial(paths.table, name)), partial(paths.table, name),
-                   lambda c, w, n=name: table_params(c, n),
-                   lambda c, w, n=name: n not in FAMILY_OF_TABLE or set(table_families(n)) <= _families(c))
-              for name in ("table1", "table4", "sampling", *FAMILY_OF_TABLE)]
-    # a common-n companion records no params of its own: its n is in its cells' paths and stamps
-    tables += [Kind(common_n_name(name), _in_stamp_file(partial(paths.table, common_n_name(name))),
-                    partial(paths.table, common_n_name(name)), lambda c, w: {},
-                    lambda c, w, n=name: set(table_families(n)) <= _families(c) and _common_n(c) is not None)
-               for name in FAMILY_OF_TABLE]
-    tables += [Kind(f"n_sensitivity_{kind}", _in_stamp_file(partial(path, "n_sensitivity")),
-                    partial(path, "n_sensitivity"), lambda c, w: {}, lambda c, w: bool(_n_curve(c)["sizes"]))
-               for kind, path in (("table", paths.table), ("figure", paths.figure))]
-    figures = [Kind(name, _in_stamp_file(partial(paths.figure, name)), partial(paths.figure, name),
-                    lambda c, w, n=name: figure_record(c, n), lambda c, w, n=name: FIGURES[n].family in _families(c),
-                    resolved=True)
-               for name in FIGURES]
-    return (*tables, *figures)
-
-
-# in DAG order (stale_outputs): the data steps, checkpoints, samples, caches, cells, then tables and figures
-KINDS = (
-    Kind("quatrains", paths.corpus_report, paths.corpus_report, lambda c, w: corpus_params(c, w["lang"])),
-    Kind("rhyme_labels", _in_stamp_file(paths.labelled), paths.labelled, lambda c, w: rhyme_label_params(w["lang"])),
-    Kind("split", paths.split_report, paths.split_report, lambda c, w: split_params(c)),
-    Kind("pseudo_sonnets", paths.sonnets_report, paths.sonnets, lambda c, w: sonnets_params(c),
-         products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w)), resolved=True),
-    Kind("word2vec", _in_stamp_file(paths.word2vec), paths.word2vec, lambda c, w: word2vec_params(c)),
-    Kind("import_pretrained", _import_json, paths.pretrained, lambda c, w: {"source": w["release"]}),
-    Kind("train", paths.training_log, paths.model_dir, lambda c, w: training_params(c, w["system"], w["lang"])),
-    Kind("sample", paths.stats, paths.stats, lambda c, w: sample_params(c, w["lang"], w["system"], w["decoding"]),
-         lambda c, w: not _supplied(c, w), lambda **w: (paths.samples(**w),)),
-    Kind("import_samples", paths.stats, paths.stats,
-         lambda c, w: supplied_params(c, w["system"], w["lang"], w["decoding"]), _supplied,
-         lambda **w: (paths.samples(**w),)),
-    Kind("embed_reference", paths.embeddings_meta, paths.embeddings,
-         lambda c, w: embeddings_params(c, w["lang"]), resolved=True),
-    Kind("memorization_index", _cache_meta(paths.memorization_index, "index.json"), paths.memorization_index,
-         lambda c, w: {}),
-    Kind("topic_model", _cache_meta(paths.topic_model, "topics.json"), paths.topic_model,
-         lambda c, w: topics_params(c, w["lang"])),
-    Kind("metric_cell", paths.cell, paths.cell,   # the job the rule would pass now, as its stamp records it
-         lambda c, w: cell_job(c, w["lang"], w["system"], w["decoding"], w["family"]).recorded()),
-    Kind("metric_cell_at_n", paths.cell_at_n, paths.cell_at_n,
-         lambda c, w: cell_job(c, w["lang"], w["system"], w["decoding"], w["family"], int(w["n"])).recorded(),
-         lambda c, w: w["n"].isdigit() and _common_n(c) is not None),
-    Kind("n_curve", paths.n_curve, paths.n_curve, lambda c, w: curve_job(c, w["lang"], w["family"]).recorded(),
-         lambda c, w: bool(_n_curve(c)["sizes"])),
-    *_bpomp_kinds(),
-    *_adherence_kinds(),
-    *_report_kinds(),
-)
-RULES = {kind.rule: kind for kind in KINDS}
+def rules() -> list[str]:
+    """The rules whose outputs carry a stamp, in DAG order."""
+    return [step.rule for step in steps()]
 
 
 @dataclass
@@ -196,9 +51,9 @@ class Stale:
     reasons: list[str] = field(default_factory=list)
 
 
-def _matches(kind: Kind, root: Path) -> list[tuple[str, dict]]:
-    """(stamped path, wildcards) of every stamped file of ``kind`` under ``root``."""
-    pattern = paths.pattern(kind.stamped)
+def _matches(step: Step, root: Path) -> list[tuple[str, dict]]:
+    """(stamped path, wildcards) of every stamped file of ``step`` under ``root``."""
+    pattern = paths.pattern(step.stamped)
     regex = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)) + "$")
     found = []
     for path in sorted(root.glob(re.sub(r"\{\w+\}", "*", pattern))):
@@ -208,15 +63,15 @@ def _matches(kind: Kind, root: Path) -> list[tuple[str, dict]]:
     return found
 
 
-def _in_run(config: dict, w: dict) -> bool:
+def _in_run(params: dict, w: dict) -> bool:
     """Whether the wildcards name something this config runs (a checkpoint of a system dropped from
     ``systems`` is not the workflow's to rebuild)."""
-    configured = {"lang": config["languages"], "system": [*config["systems"], paths.HUMAN],
-                  "decoding": config["decodings"], "family": config["metrics"]["families"]}
+    configured = {"lang": params["languages"], "system": [*params["systems"], paths.HUMAN],
+                  "decoding": params["decodings"], "family": params["metrics"]["families"]}
     if w.get("system") == paths.HUMAN:   # a HUMAN cell's decoding is its sample
-        configured["decoding"] = [paths.TRAIN] + [paths.human_id(k) for k in range(config["human"]["n_samples"])]
-    elif "decoding" in w and _supplied(config, w):   # a samples system's decodings are its files' names
-        configured["decoding"] = list(sample_files(config["models"][w["system"]], w.get("lang")))
+        configured["decoding"] = [paths.TRAIN] + [paths.human_id(k) for k in range(params["human"]["n_samples"])]
+    elif "decoding" in w and is_supplied(params["models"].get(w["system"]) or {}):   # its decodings are its files' names
+        configured["decoding"] = list(sample_files(params["models"][w["system"]], w.get("lang")))
     return all(w[k] in configured[k] for k in w.keys() & configured.keys())
 
 
@@ -255,31 +110,31 @@ def _reasons(stamp: dict | None, current: dict, hashes: _Hashes, code: bool) -> 
 def stale_outputs(config: dict, root: str | os.PathLike = ".", rules: list[str] | None = None,
                   code: bool = False) -> list[Stale]:
     """The stamped outputs under ``root`` of ``rules`` (default: every rule that stamps) whose stamp
-    disagrees with ``config`` (params.yaml + overlays, as :func:`poeval.config.read` gives them) or with
-    its inputs as they are now, or one of whose recorded inputs another of them rebuilds (KINDS is in DAG
+    disagrees with the job its step would be given now (``config``: params.yaml + overlays as
+    :func:`poeval.config.read` gives them, resolved here once, as the workflow resolves them) or with its
+    inputs as they are now, or one of whose recorded inputs another of them rebuilds (the steps are in DAG
     order: a changed sample file makes its import stale, and so the metric cells that read the import);
     ``code``: also those built by another code revision."""
-    unknown = sorted(set(rules or ()) - set(RULES))
+    known = by_rule()
+    unknown = sorted(set(rules or ()) - set(known))
     if unknown:
-        raise PoevalError(f"no stamped outputs for rule(s) {', '.join(unknown)}; rules: {', '.join(RULES)}")
+        raise PoevalError(f"no stamped outputs for rule(s) {', '.join(unknown)}; rules: {', '.join(known)}")
+    params = fill(config)   # the params step's resolution (poeval.params.resolve), without its checks of the run's inputs
     root = Path(root)
     hashes = _Hashes(root)
     stale, rebuilt = [], set()
-    filled = None
-    for kind in KINDS:
-        for stamped, w in _matches(kind, root):
-            if not (_in_run(config, w) and kind.applies(config, w)):
+    for step in steps():
+        for stamped, w in _matches(step, root):
+            if not (_in_run(params, w) and step.applies(params, w)):
                 continue
-            if kind.resolved and filled is None:
-                filled = fill(config)
-            current = kind.current(filled if kind.resolved else config, w)
+            current = step.job(params, w).recorded()
             stamp = read_json(root / stamped).get("provenance")
             reasons = _reasons(stamp, current, hashes, code) + _upstream(stamp, rebuilt)
             if not reasons:
                 continue
-            rebuilt.update((kind.output(**w), *kind.products(**w)))
-            if rules is None or kind.rule in rules:
-                stale.append(Stale(kind.rule, kind.output(**w), stamped, reasons))
+            rebuilt.update((step.forced(**w), *step.products(**w)))
+            if rules is None or step.rule in rules:
+                stale.append(Stale(step.rule, step.forced(**w), stamped, reasons))
     return stale
 
 
@@ -292,7 +147,7 @@ def run_stage(rules: list[str], configfiles: tuple[str, ...] = (), snakemake_arg
     from poeval import config as poeval_config
 
     config = poeval_config.read("params.yaml", tuple(configfiles))
-    stale = stale_outputs(config, ".", [r for r in rules if r in RULES] if rules else None, code)
+    stale = stale_outputs(config, ".", [r for r in rules if r in by_rule()] if rules else None, code)
     for item in stale:
         report(f"poeval repro: {item.rule}: rebuilding {item.output} ({item.stamped}: {'; '.join(item.reasons)})")
     for rule in rules or [None]:

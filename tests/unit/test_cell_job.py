@@ -218,5 +218,5 @@ def test_a_new_family_runs_its_cell_through_the_workflow(tmp_path):
                root=copy)
     result = json.loads((copy / cell).read_text())
     assert result["toy"] == {"verses": 8.0, "n_reference": 7}   # 4 verses x the schema's default scale 2
-    assert result["provenance"]["params"]["metrics"] == {"toy": {}}   # the section as written: none
+    assert result["provenance"]["params"]["metrics"] == {"toy": {"scale": 2.0}}   # the section resolved: its default
     assert result["cell"] == {"lang": "en", "system": "HUMAN", "decoding": "human0"}

@@ -337,7 +337,9 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
     diversity family alone on them and finds the same numbers, and expects those params from the config."""
     from poeval.cli import main
     from poeval.report.recompute import recompute_cell
+    from poeval.config import fill
     from poeval.jobs.cell import cell_job
+    from poeval.metrics.evaluate import family_section
 
     ref, npy, model, _, _ = _files(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -346,8 +348,10 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
                  "--options", json.dumps(options), "--reference-embeddings", npy.name, "--bootstrap-reps", "20",
                  "--out", "cell.json", "--quiet"]) == 0
     stamp = json.loads((tmp_path / "cell.json").read_text())["provenance"]
-    assert stamp["params"]["metrics"] == options and stamp["inputs"]["embeddings"]["path"] == npy.name
+    filled = {name: family_section(name, section) for name, section in options.items()}   # the schema's defaults
+    assert filled["diversity"]["mauve_buckets"] == 3 and filled["semantic"]["batch_size"] == 16
+    assert stamp["params"]["metrics"] == filled and stamp["inputs"]["embeddings"]["path"] == npy.name
     diffs, recomputed = recompute_cell("cell.json", tmp_path)
     assert diffs == [] and "semantic" not in recomputed
-    config = {"metrics": options | {"bootstrap": {"reps": 20, "seed": 1}}}
-    assert cell_job(config, "en", "gpt2-s", "vanilla", "diversity").recorded()["metrics"] == options
+    config = fill({"metrics": options | {"bootstrap": {"reps": 20, "seed": 1}}})
+    assert cell_job(config, "en", "gpt2-s", "vanilla", "diversity").recorded()["metrics"] == filled

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from poeval.jobs.cell import cell_job
 from poeval.jobs.train import train_job
 from poeval import config as poeval_config, paths
 from poeval.cli import main
@@ -36,13 +37,11 @@ def _records(prefix: str, n: int) -> list[dict]:
 def _cell(run: Path, lang, system, decoding, value, cfg, human=False) -> str:
     """A lexical metric cell as `poeval evaluate` writes it (stamp included); returns its path."""
     samples = paths.human(lang, decoding) if human else paths.samples(lang, system, decoding)
-    kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
-              "bootstrap_reps": 0 if human else cfg["metrics"]["bootstrap"]["reps"],
-              "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": human}
+    job = cell_job(poeval_config.fill(cfg), lang, "HUMAN" if human else system, decoding, "lexical")
     path = paths.cell(lang, system, decoding, "lexical")
     write_json(path, {"cell": {"lang": lang, "system": system, "decoding": decoding}, "n_poems": 2,
                       "lexical": {"attr": value, "mattr": value, "mtld": 40.0},
-                      "provenance": evaluation_stamp(samples, paths.train(lang), ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(samples, paths.train(lang), ["lexical"], {}, job.recorded())})
     return path
 
 
@@ -176,12 +175,11 @@ def test_human_chain_has_no_checkpoint(run):
 def test_the_whole_training_set_row_traces_to_train(run):
     """HUMAN (train), the paper's HUMAN row: one cell of train against itself (nothing left out)."""
     cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
-    kwargs = {"options": {"lexical": dict(cfg["metrics"]["lexical"]), "memorization": {"workers": 1}},
-              "bootstrap_reps": 0, "seed": cfg["metrics"]["bootstrap"]["seed"], "exclude_sample_from_reference": False}
+    job = cell_job(poeval_config.fill(cfg), "en", "HUMAN", "train", "lexical")
     path = paths.cell("en", "HUMAN", "train", "lexical")
     write_json(path, {"cell": {"lang": "en", "system": "HUMAN", "decoding": "train"}, "n_poems": 10,
                       "lexical": {"attr": 0.6, "mattr": 0.6, "mtld": 40.0},
-                      "provenance": evaluation_stamp(TRAIN, TRAIN, ["lexical"], kwargs)})
+                      "provenance": evaluation_stamp(TRAIN, TRAIN, ["lexical"], {}, job.recorded())})
     cells = [paths.cell("en", "HUMAN", f"human{k}", "lexical") for k in range(3)] + [path]
     family_table(cells, "lexical", TABLE2)
     result = _trace(run, row="HUMAN (train)")
@@ -408,7 +406,7 @@ def test_an_overlays_outputs_differ_from_dvc_lock_as_a_note(run):
 def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
     from poeval.data.quatrains import write_quatrains
     from poeval.data.split import write_split
-    from poeval.metrics.evaluate import write_evaluation
+    from poeval.jobs.cell import given_job, run as run_cell
 
     monkeypatch.chdir(tmp_path)
     write_jsonl("q.jsonl", _records("x", 40))
@@ -419,8 +417,8 @@ def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
     src = ROOT / "tests" / "fixtures" / "corpus_quatrain.jsonl"
     rep = write_quatrains("en", {"format": "quatrain", "path": str(src)}, {}, "quatrains.jsonl", "corpus.json")
     assert rep["provenance"]["inputs"]["source"]["sha256"] == file_sha256(src)
-    cell = write_evaluation("h0.jsonl", "train.jsonl", "en", ["length"], "cell.json", options={"length": {}},
-                            bootstrap_reps=0, exclude_sample_from_reference=True)
+    job = given_job(["length"], "en", {"length": {}}, exclude_sample_from_reference=True)
+    cell = run_cell(job, "h0.jsonl", "train.jsonl", "cell.json")
     assert cell["provenance"]["inputs"]["samples"]["sha256"] == file_sha256("h0.jsonl")
     assert cell["provenance"]["params"]["exclude_sample_from_reference"] is True
 
@@ -486,7 +484,7 @@ def test_poeval_repro_forces_stale_outputs_and_runs_snakemake_per_rule(run, monk
 
 def _evaluated(run: Path) -> None:
     """The lexical cells of table2 as `poeval evaluate` computes them (the fixture's are made up)."""
-    from poeval.metrics.evaluate import write_evaluation
+    from poeval.jobs.cell import run as run_cell
 
     cfg = poeval_config.read("params.yaml", ("config/scale/tiny.yaml",))
     lines = ["the moon is pale tonight", "a river runs so cold", "we sing of what is lost", "and wait for dawn"]
@@ -495,11 +493,8 @@ def _evaluated(run: Path) -> None:
     for system, decoding in [("HUMAN", f"human{k}") for k in range(3)] + [("gpt2-s", "vanilla")]:
         human = system == "HUMAN"
         cells.append(paths.cell("en", system, decoding, "lexical"))
-        write_evaluation(paths.cell_samples("en", system, decoding), TRAIN, "en", ["lexical"], cells[-1],
-                         {"lang": "en", "system": system, "decoding": decoding},
-                         options={"lexical": dict(cfg["metrics"]["lexical"])},
-                         bootstrap_reps=0 if human else cfg["metrics"]["bootstrap"]["reps"], seed=cfg["metrics"]["bootstrap"]["seed"],
-                         exclude_sample_from_reference=human)
+        run_cell(cell_job(poeval_config.fill(cfg), "en", system, decoding, "lexical"),
+                 paths.cell_samples("en", system, decoding), TRAIN, cells[-1])
     family_table(cells, "lexical", TABLE2)
 
 

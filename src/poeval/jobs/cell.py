@@ -6,11 +6,10 @@ for the caches of :mod:`poeval.metrics.families`) and ``--threads``; a hand-run 
 `poeval provenance` and `poeval stale` rebuild the job with :func:`cell_job` and compare
 :meth:`CellJob.recorded` with what the cell's stamp recorded.
 
-Built from the params *as written* (Snakemake's ``config``, not the resolved ``P``): the families' params
-sections travel as given and `poeval evaluate` fills their defaults (:func:`poeval.metrics.evaluate.family_options`),
-so a default filled by the params step never changes a command, its params trigger or the stamp (which
-records the sections as given). The bootstrap settings are required params (no defaults to fill).
-I/O paths and threads are not part of the job: they are the rule's inputs and resources.
+Built from the resolved params (:func:`poeval.params.resolve`, the one view every job is built from): the
+families' params sections travel filled, as the schema fills them, and the stamp records them
+(:meth:`CellJob.recorded`, its one computation). I/O paths, the caches' paths and threads are not part of the
+job: they are the rule's inputs and resources, and travel beside it as runtime keys.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from poeval.stamps import stamp
 @dataclasses.dataclass(frozen=True)
 class CellJob(Job):
     """``families`` of a sample against a reference in ``lang``; ``options``: the params section of each
-    family read (:func:`poeval.metrics.families.read_sections`), as given; ``cell``: the table cell's
+    family read (:func:`poeval.metrics.families.read_sections`), filled by the schema; ``cell``: the table cell's
     lang/system/decoding label (None for a hand run); ``subsample``: evaluate that many quatrains of the sample,
     drawn with ``subsample_seed`` (a cell of a common-n table; None: all); ``n_curve``: instead of one cell, the
     n-sensitivity curve (params ``tables.n_curve`` as given: sizes, draws, seed)."""
@@ -92,17 +91,17 @@ def given_job(families: list[str], lang: str, options: dict | None = None, boots
               cell: dict | None = None, subsample: int | None = None, subsample_seed: int = 1,
               n_curve: dict | None = None) -> CellJob:
     """The job of a hand run (or of the workflow, through :func:`cell_job`): every section of ``options``
-    is checked (an unknown family or key is named), and those the families read are kept as given
-    (defaults as :func:`poeval.metrics.evaluate.evaluate`'s)."""
+    is checked (an unknown family or key is named), and those the families read are kept, filled by the
+    schema (:func:`poeval.metrics.evaluate.family_section`)."""
     options = dict(options or {})
-    for name, section in options.items():
-        runner.family_options(name, section)
-    return CellJob(list(families), lang, {f: options.get(f, {}) for f in read_sections(families)}, bootstrap_reps,
-                   seed, exclude_sample_from_reference, allow_empty, cell, subsample, subsample_seed, n_curve)
+    sections = {name: runner.family_section(name, section) for name, section in options.items()}
+    return CellJob(list(families), lang, {f: sections.get(f) or runner.family_section(f, {}) for f in read_sections(families)},
+                   bootstrap_reps, seed, exclude_sample_from_reference, allow_empty, cell, subsample, subsample_seed,
+                   n_curve)
 
 
 def cell_job(params: dict, lang: str, system: str, decoding: str, family: str, n: int | None = None) -> CellJob:
-    """The job of the workflow's cell ``family`` of ``lang``/``system``/``decoding`` from params as written:
+    """The job of the workflow's cell ``family`` of ``lang``/``system``/``decoding`` from the resolved params:
     a HUMAN cell gets no bootstrap (its row's spread comes from its samples) and, unless it is the whole
     training set, is compared with the rest of train; an empty sample is a result, not a failure. ``n``: the
     cell of a common-n table, ``n`` quatrains drawn with ``tables.common_n.seed``."""
@@ -115,21 +114,15 @@ def cell_job(params: dict, lang: str, system: str, decoding: str, family: str, n
                      cell={"lang": lang, "system": system, "decoding": decoding}, subsample=n, subsample_seed=common["seed"])
 
 
-def _options(job: CellJob, cached: dict[str, str] | None, threads: int | None) -> dict:
-    """The job's params sections with the runtime keys of its caches and threads."""
-    runtime = runtime_options(job.families, cached or {}, threads)
-    return {f: dict(job.options.get(f, {})) | runtime.get(f, {}) for f in job.options.keys() | runtime.keys()}
-
-
 def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dict[str, str] | None = None,
         threads: int | None = None, progress: bool = False) -> dict:
-    """Evaluate ``job`` and write its cell to ``out`` (None: return it only): ``cached`` names the caches of the reference
-    (name -> path, :func:`poeval.metrics.families.runtime_options`), ``threads`` the CPU threads. A curve job
-    writes its curve (:func:`run_curve`)."""
+    """Evaluate ``job`` and write its cell to ``out`` (None: return it only), stamped with :meth:`CellJob.recorded`:
+    ``cached`` names the caches of the reference (name -> path) and ``threads`` the CPU threads, runtime keys that
+    travel beside the job (:func:`poeval.metrics.families.runtime_options`). A curve job writes its curve (:func:`run_curve`)."""
     if job.n_curve is not None:
         return run_curve(job, samples, reference, out, cached, threads, progress)
-    return runner.write_evaluation(samples, reference, job.lang, job.families, out, job.cell,
-                                   options=_options(job, cached, threads),
+    return runner.write_evaluation(samples, reference, job.lang, job.families, out, job.cell, recorded=job.recorded(),
+                                   options=job.options, runtime=runtime_options(job.families, cached or {}, threads),
                                    bootstrap_reps=job.bootstrap_reps, seed=job.seed, progress=progress,
                                    exclude_sample_from_reference=job.exclude_sample_from_reference,
                                    allow_empty=job.allow_empty, subsample=job.subsample,
@@ -160,7 +153,8 @@ def run_curve(job: CellJob, samples: str, reference: str, out: str | None, cache
     written to ``out`` (None: returned only) with a stamp of its inputs and params."""
     curve = resolve_curve(job.n_curve)
     result = runner.n_curve(samples, reference, job.lang, job.families, curve["sizes"], curve["draws"],
-                            curve["seed"], progress, options=_options(job, cached, threads),
+                            curve["seed"], progress, options=job.options,
+                            runtime=runtime_options(job.families, cached or {}, threads),
                             exclude_sample_from_reference=job.exclude_sample_from_reference)
     result["provenance"] = stamp({"samples": samples, "reference": reference}, job.recorded())
     if out is not None:

@@ -6,7 +6,6 @@ computes and reads is its record in :mod:`poeval.metrics.families`."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from collections import defaultdict
@@ -103,16 +102,21 @@ def sample_rows(sample: list[dict], reference: list[dict], sample_name: str, ref
     return rows
 
 
-def family_options(name: str, given: dict) -> dict:
-    """params ``metrics.<name>`` as given, checked and filled by the params schema (a misspelt key is
-    named rather than ignored), plus the runtime keys of its record (:meth:`Family.runtime_keys`)."""
+def family_section(name: str, given: dict) -> dict:
+    """params ``metrics.<name>`` as given, checked and filled by the params schema (a misspelt key is named
+    rather than ignored), without the runtime keys of its record (:meth:`Family.runtime_keys`, which travel beside)."""
     if name not in FAMILIES:
         raise PoevalError(f"options: unknown metric family {name!r} (available: {', '.join(FAMILIES)})")
     if not isinstance(given, dict):
         raise PoevalError(f"options.{name}: expected an object of options, got {given!r}")
-    runtime = {key: given[key] for key in family(name).runtime_keys() if key in given}
-    params = {key: value for key, value in given.items() if key not in runtime}
-    return config.resolve_section(params, f"#/properties/metrics/properties/{name}", f"options.{name}") | runtime
+    params = {key: value for key, value in given.items() if key not in family(name).runtime_keys()}
+    return config.resolve_section(params, f"#/properties/metrics/properties/{name}", f"options.{name}")
+
+
+def family_options(name: str, given: dict) -> dict:
+    """:func:`family_section` with the runtime keys ``given`` holds (a cache's path, workers) kept."""
+    runtime = {key: given[key] for key in family(name).runtime_keys() if key in given} if isinstance(given, dict) else {}
+    return family_section(name, given) | runtime
 
 
 def _warn_language(lang: str, sources: dict[str, list[dict]]) -> None:
@@ -138,9 +142,10 @@ def _check_caches(reference: PoemSource, resolved: dict) -> None:
 def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: list[str],
              options: dict | None = None, bootstrap_reps: int = 0, seed: int = 1, progress: bool = False,
              exclude_sample_from_reference: bool = False, allow_empty: bool = False,
-             subsample: int | None = None, subsample_seed: int = 1) -> dict:
+             subsample: int | None = None, subsample_seed: int = 1, runtime: dict | None = None) -> dict:
     """Metric families of ``samples`` against ``reference``, each a path or in-memory poems (anything
-    :func:`poeval.poem_files.read_poems` reads); ``options[family]`` overrides defaults.
+    :func:`poeval.poem_files.read_poems` reads); ``options[family]`` overrides defaults; ``runtime[family]``:
+    the keys a run adds beside the params (a cache's path, workers: :func:`poeval.metrics.families.runtime_options`).
     With ``bootstrap_reps`` > 0 each family also gets ``ci``: 95 % intervals from resampling poems.
     ``exclude_sample_from_reference`` drops the reference quatrains the sample was drawn from
     (:func:`sample_rows`, by verses): a HUMAN sample drawn from train is compared with the rest of train, not
@@ -158,6 +163,9 @@ def evaluate(samples: PoemSource, reference: PoemSource, lang: str, families: li
     if unknown:
         raise PoevalError(f"unknown metric family {', '.join(map(str, unknown))} (available: {', '.join(FAMILIES)})")
     resolved = {family: family_options(family, opts) for family, opts in (options or {}).items()}
+    for family, keys in (runtime or {}).items():
+        resolved[family] = resolved.get(family) or family_options(family, {})
+        resolved[family] = resolved[family] | keys
     _check_caches(reference, resolved)
     poems, skipped = read_poems(samples, allow_empty=allow_empty)
     ref = load_reference(reference, poems if exclude_sample_from_reference else None, source_name(samples, "poems"))
@@ -214,15 +222,14 @@ def n_curve(samples: str, reference: str, lang: str, families: list[str], sizes:
 
 
 def write_evaluation(samples: str, reference: str, lang: str, families: list[str], out: str | None,
-                     cell: dict | None = None, **kwargs) -> dict:
-    """Evaluate and write atomically to ``out`` (None: the result only); ``cell`` (lang/system/decoding)
-    labels a workflow table cell."""
+                     cell: dict | None = None, *, recorded: dict, **kwargs) -> dict:
+    """Evaluate (``kwargs``: :func:`evaluate`'s) and write atomically to ``out`` (None: the result only), stamped
+    with ``recorded``, what the cell's job records (:meth:`poeval.jobs.cell.CellJob.recorded`); ``cell``
+    (lang/system/decoding) labels a workflow table cell."""
     result = evaluate(samples, reference, lang, families, **kwargs)
     if cell:
         result["cell"] = cell
-    used = inspect.signature(evaluate).bind(samples, reference, lang, families, **kwargs)
-    used.apply_defaults()   # the stamp records what evaluate used, its own defaults included
-    result["provenance"] = evaluation_stamp(samples, reference, families, used.arguments)  # poeval provenance reads it
+    result["provenance"] = evaluation_stamp(samples, reference, families, kwargs.get("runtime") or {}, recorded)
     if out is not None:
         write_json(out, result)
     return result
@@ -231,25 +238,21 @@ def write_evaluation(samples: str, reference: str, lang: str, families: list[str
 def stamp_params(families: list[str], options: dict, bootstrap_reps: int, seed: int,
                  exclude_sample_from_reference: bool, subsample: int | None = None, subsample_seed: int = 1) -> dict:
     """The params a metric cell's stamp records: the sections its families read (:func:`read_sections`)
-    as given, less their runtime keys, and the run's settings (what :mod:`poeval.jobs.cell` rebuilds); the
-    subsample only where one is drawn, so a whole-sample cell records what it always did."""
-    metrics = {f: {k: v for k, v in (options.get(f) or {}).items() if k not in FAMILIES[f].runtime_keys()}
-               for f in read_sections(families)}
+    and the run's settings; the subsample only where one is drawn, so a whole-sample cell records what it
+    always did. Its one caller is :meth:`poeval.jobs.cell.CellJob.recorded`."""
+    metrics = {f: options.get(f) or {} for f in read_sections(families)}
     drawn = {} if subsample is None else {"subsample": subsample, "subsample_seed": subsample_seed}
     return {"metrics": metrics, "bootstrap_reps": bootstrap_reps, "seed": seed,
             "exclude_sample_from_reference": bool(exclude_sample_from_reference)} | drawn
 
 
-def evaluation_stamp(samples: str, reference: str, families: list[str], kwargs: dict) -> dict:
-    """Stamp for a metric cell, from the arguments of :func:`evaluate`: the samples, the reference and the
-    caches its records mark ``stamped`` (the reference embeddings) as inputs; :func:`stamp_params`."""
-    options = kwargs.get("options") or {}
+def evaluation_stamp(samples: str, reference: str, families: list[str], runtime: dict, recorded: dict) -> dict:
+    """Stamp for a metric cell: the samples, the reference and the caches its records mark ``stamped`` (the
+    reference embeddings; their paths are ``runtime`` keys) as inputs, and ``recorded`` as its params."""
     inputs = {"samples": samples, "reference": reference}
-    inputs |= {name: options.get(owner, {}).get(c.option) for name, (owner, c) in cached_inputs(families).items()
+    inputs |= {name: runtime.get(owner, {}).get(c.option) for name, (owner, c) in cached_inputs(families).items()
                if c.stamped}
-    drawn = {k: kwargs[k] for k in ("subsample", "subsample_seed") if k in kwargs}
-    return stamp(inputs, stamp_params(families, options, kwargs["bootstrap_reps"], kwargs["seed"],
-                                      kwargs["exclude_sample_from_reference"], **drawn))
+    return stamp(inputs, recorded)
 
 
 def dumps(result: dict) -> str:

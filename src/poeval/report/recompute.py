@@ -59,10 +59,8 @@ def recompute_cell(path: str | os.PathLike, root: str | os.PathLike = ".") -> tu
     families = [f for f in params["metrics"] if f in doc]   # a diversity cell's stamp also has the semantic options
     # the caches the stamp records as inputs (the reference embeddings), handed over as the families' records say
     cached = {name: str(p) for name, p in inputs.items() if name not in ("samples", "reference")}
-    runtime = runtime_options(families, cached, None)
-    options = {f: dict(params["metrics"].get(f, {})) | runtime.get(f, {})
-               for f in params["metrics"].keys() | runtime.keys()}
-    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=options,
+    now = evaluate(inputs["samples"], inputs["reference"], doc["lang"], families, options=params["metrics"],
+                   runtime=runtime_options(families, cached, None),
                    bootstrap_reps=params["bootstrap_reps"], seed=params["seed"],
                    exclude_sample_from_reference=params["exclude_sample_from_reference"],
                    **{key: params[key] for key in ("subsample", "subsample_seed") if key in params})

@@ -223,6 +223,14 @@ def table_columns(table: str) -> Columns:
     return columns
 
 
+def caption_params(table: str) -> dict[str, str]:
+    """A table named after a family whose record carries caption text: ``{"caption": text}``, which its rule
+    passes to the generic caption (``workflow/report/family.rst``); {} for a table with a caption file of its
+    own (``workflow/report/<table>.rst``: the paper's and those whose record carries none)."""
+    caption = "" if table in PAPER_FAMILY_TABLES else _present(FAMILY_TABLES[table].family).caption
+    return {"caption": caption} if caption else {}
+
+
 def is_pooled(key: str, family: str) -> bool:
     """Whether a column key of a family's table depends on n by definition (its record's ``pooled``)."""
     section, key = family_key(key, family)

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from poeval.errors import PoevalError
-from poeval.poem_files import PoemSource
 from poeval.metrics import evaluate as evaluation
-
-# The families that need neither a model, a phonemizer nor a trained topic model: they run offline
-# anywhere in seconds. rhyme, semantic, metre, topics and diversity are asked for by name.
-DEFAULT_METRICS = ("length", "lexical", "memorization")
+from poeval.metrics.families import DEFAULT_FAMILIES
+from poeval.poem_files import PoemSource
 
 
 def evaluate(poems: PoemSource, *, reference: PoemSource, lang: str = "en",
-             metrics: Sequence[str] = DEFAULT_METRICS, options: dict[str, dict[str, Any]] | None = None,
+             metrics: Sequence[str] = DEFAULT_FAMILIES, options: dict[str, dict[str, Any]] | None = None,
              bootstrap_reps: int = 0, seed: int = 1, progress: bool = False) -> dict[str, Any]:
     """Metric families of a sample of quatrains against a reference (training) set, as ``poeval evaluate``.
 
@@ -34,7 +31,8 @@ def evaluate(poems: PoemSource, *, reference: PoemSource, lang: str = "en",
         reference: the reference quatrains, a path or a list as ``poems``.
         lang: the language of both (``en``, ``de``).
         metrics: the metric families: ``length``, ``lexical``, ``memorization``, ``rhyme``, ``semantic``
-            and, not in the paper, ``metre``, ``topics``, ``diversity``.
+            and, not in the paper, ``metre``, ``topics``, ``diversity``; by default those that need no model
+            (:data:`poeval.metrics.families.DEFAULT_FAMILIES`, the default of ``poeval evaluate --metrics`` too).
         options: per-family options, the keys of params ``metrics.<family>`` (``poeval evaluate
             --options``); a cache of the reference (``memorization.index``, ``semantic.reference_embeddings``,
             ``topics.topic_model``) needs the reference as a file.

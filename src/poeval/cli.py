@@ -385,7 +385,7 @@ def cmd_table(args) -> None:
         tables.sampling_table([tuple(item.split(":", 3)) for item in args.inputs], args.out)
     else:
         tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
-                            tables.TABLE_COLUMNS.get(args.name))
+                            tables.table_columns(args.name))
         if args.tests_out:
             _table_tests(args)
     write_stamp_file(args.out, numbered(_table_inputs(args)),
@@ -405,7 +405,7 @@ def _table_tests(args) -> None:
     opts = config.resolve_section(args.tests or {}, "#/properties/metrics/properties/tests",
                                   "metrics.tests")
     table_tests.tests_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.tests_out, opts["permutations"],
-                            opts["seed"], tables.TABLE_COLUMNS.get(args.name))
+                            opts["seed"], tables.table_columns(args.name))
 
 
 def _parser_table(sub) -> None:

@@ -7,6 +7,7 @@ from poeval import config
 from poeval.cli_args import (add_lang, bootstrap_reps_int, io_paths, job_option, json_object, name_path, pairs,
                              positive_int, seed_int)
 from poeval.errors import PoevalError
+from poeval.metrics.families import DEFAULT_FAMILIES
 
 
 def _cell_label(text: str) -> dict:
@@ -19,7 +20,6 @@ def _cell_label(text: str) -> dict:
 # `poeval evaluate` options that a --job carries (jobs.cell.CellJob); without them, jobs.cell.given_job's defaults
 JOB_ARGS = ("lang", "metrics", "options", "bootstrap_reps", "seed", "exclude_sample_from_reference", "cell",
             "allow_empty", "subsample", "subsample_seed", "n_curve")
-DEFAULT_METRICS = "length,lexical,memorization,rhyme,semantic"
 # the old cache options, kept for hand runs: aliases of --cached NAME=PATH
 CACHE_ALIASES = {"reference_embeddings": "embeddings", "memorization_index": "memorization_index",
                  "topic_model": "topic_model"}
@@ -37,28 +37,12 @@ def _evaluate_job(args):
         return args.job
     if "lang" not in given:
         raise PoevalError("evaluate: --lang is required (or --job)")
-    metrics = [f.strip() for f in given.pop("metrics", DEFAULT_METRICS).split(",") if f.strip()]
+    metrics = [f.strip() for f in given.pop("metrics", ",".join(DEFAULT_FAMILIES)).split(",") if f.strip()]
     if "cell" in given:
         given["cell"] = _cell_label(given["cell"])
     return given_job(metrics, given.pop("lang"), **given)
 
 
-# The headline numbers a hand run prints (family: (key, label, percent?)); the whole result is in --out.
-SUMMARY = {
-    "memorization": (("quatrain", "quatrains memorized", True), ("couplet", "couplets memorized", True),
-                     ("verse", "verses memorized", True)),
-    "length": (("mean", "length, mean tokens", False), ("std", "length, std", False),
-               ("hist_intersection", "length, histogram intersection", False)),
-    "lexical": (("attr", "ATTR", True), ("mattr", "MATTR", True), ("mtld", "MTLD", False)),
-    "rhyme": (("entropy", "rhyme entropy", False), ("kl", "rhyme KL(sample||reference)", False),
-              ("distribution.abcd", "abcd (no rhyme)", True)),
-    "semantic": (("within", "semantic within (mean max cosine)", True),
-                 ("across", "semantic across (to the reference)", True)),
-    "metre": (("entropy", "metre entropy", False), ("kl", "metre KL", False)),
-    "topics": (("entropy", "topic entropy", False), ("kl", "topic KL", False)),
-    "diversity": (("distinct_2", "distinct-2", False), ("self_bleu", "self-BLEU", False), ("vendi", "Vendi", False),
-                  ("mauve", "MAUVE", False), ("homogenization", "homogenization", False)),
-}
 # how to build each reference cache once (``--cached NAME=PATH`` then reuses it)
 CACHE_COMMANDS = {"embeddings": "poeval embed REFERENCE --out FILE.npy",
                   "memorization_index": "poeval index REFERENCE --out DIR",
@@ -72,17 +56,21 @@ def _value(record: dict, key: str):
 
 
 def summary(result: dict) -> str:
-    """The headline numbers of a result, one per line, with their 95 % intervals where bootstrapped."""
+    """The headline numbers of a result, one per line, with their 95 % intervals where bootstrapped: each
+    family's ``summary`` lines (its record's, :class:`poeval.metrics.present.Present`), in the order of
+    :data:`poeval.metrics.families.FAMILIES`; the whole result is in --out."""
+    from poeval.metrics.families import FAMILIES
+
     lines = [f"{result['n_poems']} poems ({result['lang']}) against {result['n_reference']} reference quatrains"]
-    for family, rows in SUMMARY.items():
-        for key, label, percent in rows if family in result else ():
-            value, ci = _value(result[family], key), (result[family].get("ci") or {}).get(key)
+    for family, record in FAMILIES.items():
+        for column in record.present.summary if family in result and record.present else ():
+            value, ci = _value(result[family], column.key), (result[family].get("ci") or {}).get(column.key)
             if not isinstance(value, (int, float)):
-                lines.append(f"  {label:<38} {'-':>9}")
+                lines.append(f"  {column.header:<38} {'-':>9}")
                 continue
-            scale, unit, digits = (100, " %", 2) if percent else (1, "", 3)
+            scale, unit, digits = column.scale, " %" if column.percent else "", column.decimals
             interval = f"  [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]" if ci and None not in ci else ""
-            lines.append(f"  {label:<38} {value * scale:>9.{digits}f}{unit}{interval}")
+            lines.append(f"  {column.header:<38} {value * scale:>9.{digits}f}{unit}{interval}")
     return "\n".join(lines)
 
 
@@ -164,8 +152,9 @@ def parser_evaluate(sub) -> None:
     job_option(p, "poeval.jobs.cell.CellJob (families, lang, options, bootstrap, cell "
                "label...), instead of the options --lang to --allow-empty; the result then goes to --out only")
     add_lang(p)
-    p.add_argument("--metrics", help=f"comma-separated metric families (default: {DEFAULT_METRICS}; not in "
-                        "the paper: metre, topics, diversity, which embeds with the semantic options); "
+    p.add_argument("--metrics", help=f"comma-separated metric families (default: {','.join(DEFAULT_FAMILIES)}, "
+                        "which need no model; the paper's also: rhyme, semantic; not in the paper: metre, topics, "
+                        "diversity, which embeds with the semantic options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", help="the whole result as JSON (a workflow cell; required with --job); without it a "
                    "hand run writes no file")

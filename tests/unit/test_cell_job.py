@@ -176,10 +176,15 @@ import numpy as np
 
 
 def cell(poems, ref, opts):
-    verses = np.array([len(p["lines"]) for p in poems], dtype=float)
-    return ({"verses": float(verses.mean()) * opts["scale"], "n_reference": len(ref.poems)},
-            lambda idx: {"verses": float(verses[idx].mean()) * opts["scale"]})
+    verses = np.array([len(p["lines"]) for p in poems], dtype=float) * opts["scale"]
+    return ({"verses": float(verses.mean()), "n_reference": len(ref.poems), "per_poem": {"verses": verses.tolist()}},
+            lambda idx: {"verses": float(verses[idx].mean())})
 '''
+# its record: the function, and what its table, its tests and the summary of `poeval evaluate` show
+TOY_RECORD = """    "toy": Family(toy.cell, present=Present(
+        "Toy", (Column("verses", "verses_x", 1),), summary=(Column("verses", "toy verses per poem", 3),),
+        tests=(Test("verses", "per_poem", "per_poem.verses"),), caption="Toy: verses per poem, scaled.")),
+"""
 
 
 def _add_toy_family(copy: Path) -> None:
@@ -188,7 +193,7 @@ def _add_toy_family(copy: Path) -> None:
     registry = copy / "src/poeval/metrics/families.py"
     text = registry.read_text()
     text = text.replace("from poeval.metrics import topics\n", "from poeval.metrics import topics, toy\n", 1)
-    text = text.replace("FAMILIES = {\n", 'FAMILIES = {\n    "toy": Family(toy.cell),\n', 1)
+    text = text.replace("FAMILIES = {\n", "FAMILIES = {\n" + TOY_RECORD, 1)
     registry.write_text(text)
     schema_path = copy / "src/poeval/schemas/params.schema.json"
     schema = json.loads(schema_path.read_text())
@@ -197,6 +202,19 @@ def _add_toy_family(copy: Path) -> None:
     metrics["toy"] = {"type": "object", "additionalProperties": False,
                       "properties": {"scale": {"type": "number", "default": 2.0}}}
     schema_path.write_text(json.dumps(schema, indent=2))
+
+
+def _poeval(copy: Path, *args: str) -> str:
+    """`poeval ARGS` of the copy (its own ``src`` first on the path), run in it; its stdout."""
+    env = dict(os.environ, PYTHONPATH=str(copy / "src"), HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", "import sys; from poeval.cli import main; sys.exit(main())", *args],
+                          cwd=copy, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _tsv(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines()]
 
 
 def test_a_new_family_runs_its_cell_through_the_workflow(tmp_path):
@@ -213,10 +231,31 @@ def test_a_new_family_runs_its_cell_through_the_workflow(tmp_path):
     train = _quatrains("q", 10)
     write_jsonl(copy / paths.train("en"), train)
     write_jsonl(copy / paths.human("en", "human0"), train[:3])
-    cell = paths.cell("en", "HUMAN", "human0", "toy")
-    _snakemake(copy, "-c", "1", cell, "--allowed-rules", "metric_cell", configs=("config/scale/tiny.yaml", "config/toy.yaml"),
-               root=copy)
-    result = json.loads((copy / cell).read_text())
-    assert result["toy"] == {"verses": 8.0, "n_reference": 7}   # 4 verses x the schema's default scale 2
+    write_jsonl(copy / paths.human("en", "human1"), train[3:6])
+    cells = [paths.cell("en", "HUMAN", f"human{k}", "toy") for k in range(2)]
+    _snakemake(copy, "-c", "1", *cells, "--allowed-rules", "metric_cell",
+               configs=("config/scale/tiny.yaml", "config/toy.yaml"), root=copy)
+    result = json.loads((copy / cells[0]).read_text())
+    assert result["toy"] == {"verses": 8.0, "n_reference": 7, "per_poem": {"verses": [8.0] * 3}}   # 4 verses x 2
     assert result["provenance"]["params"]["metrics"] == {"toy": {"scale": 2.0}}   # the section resolved: its default
     assert result["cell"] == {"lang": "en", "system": "HUMAN", "decoding": "human0"}
+    # its lines in the summary of `poeval evaluate` (a hand run of a model's sample), from its record
+    write_jsonl(copy / "mine.jsonl", _quatrains("m", 4))
+    shown = _poeval(copy, "evaluate", "mine.jsonl", "--reference", paths.train("en"), "--lang", "en", "--metrics",
+                    "toy", "--cell", "en/mine/vanilla", "--out", "mine.json")
+    assert shown.splitlines()[1:] == [f"  {'toy verses per poem':<38} {8:>9.3f}"]
+    # its table (named after it: no paper table shows it) with its significance test against HUMAN, as the
+    # workflow's rule of that name makes them
+    table, tests = copy / "toy.tsv", copy / "toy_tests.tsv"
+    _poeval(copy, "table", "toy", *cells, "mine.json", "--out", str(table), "--ci-out", "toy.ci.tsv",
+            "--tests-out", str(tests))
+    assert _tsv(table) == [["lang", "system", "decoding", "n", "verses_x"], ["en", "HUMAN (mean of 2)", "-", "3", "8.0"],
+                           ["en", "mine", "vanilla", "4", "8.0"]]
+    assert [(r[1], r[3], r[4], r[8], r[9]) for r in _tsv(tests)[1:]] == [
+        ("HUMAN", "verses", "permutation", "3", "3"), ("HUMAN", "verses", "permutation", "3", "3"),
+        ("mine", "verses", "permutation", "4", "6")]   # each HUMAN sample against the other, the model against both
+    # the run's targets hold its table, made by its own rule with the record's caption text
+    planned = _snakemake(copy, "-n", "-p", configs=("config/scale/tiny.yaml", "config/toy.yaml"), root=copy)
+    assert re.search(r"^rule toy:\n(?:    .*\n)*?    output: results/tables/toy.tsv, results/tables/toy.ci.tsv, "
+                     r"results/tables/toy_tests.tsv$", planned, re.M), planned[-3000:]
+    assert f"poeval table toy {' '.join(cells)}" in planned

@@ -13,7 +13,8 @@ from poeval.jobs.cell import CellJob, cell_job, curve_job, run
 from poeval.jobs.base import parse
 from poeval.metrics.evaluate import draw_subsample, evaluate, n_curve
 from poeval.report import sample_size
-from poeval.report.tables import POOLED, TABLES, common_n, pooled_columns
+from poeval.metrics.families import FAMILIES
+from poeval.report.tables import common_n, pooled_columns
 
 from helpers import ROOT, _jsonl
 
@@ -71,10 +72,11 @@ def test_pooled_columns_name_the_set_level_measures_of_each_table():
     assert pooled_columns("table2") == ["mattr_pct", "mtld"]        # ATTR is a mean of per-quatrain TTRs
     assert pooled_columns("table8") == ["across_min", "across_max"]  # extremes; the mean and m0.7 are not pooled
     assert pooled_columns("memorization") == []
-    assert set(pooled_columns("diversity")) == set(POOLED["diversity"]) - {"homogenization"}
-    for family, keys in POOLED.items():                              # every pooled key is a column somewhere
-        columns = {key for key, *_ in TABLES[family]} | {"across_min", "across_max"}
-        assert set(keys) <= columns, family
+    assert set(pooled_columns("diversity")) == set(FAMILIES["diversity"].present.pooled) - {"homogenization"}
+    for family, record in FAMILIES.items():                          # every pooled key is a column somewhere
+        present = record.present
+        columns = {c.key for c in present.columns + sum(present.views.values(), ())}
+        assert present.pooled <= columns, family
 
 
 def test_a_common_n_job_draws_and_a_whole_sample_job_says_nothing_of_it(tiny):

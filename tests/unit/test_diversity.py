@@ -306,11 +306,11 @@ def test_diversity_options_are_checked_by_the_schema():
 def test_diversity_tables_average_the_human_samples_and_list_a_model_cells_intervals(tmp_path):
     """tables.family_table on diversity cells: the HUMAN row is the mean of the samples, a model row
     its cell with the bootstrap interval of self-BLEU; MAUVE has none (NA)."""
-    from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, TABLES, family_table
+    from poeval.report.tables import DECODING_TABLES, FAMILY_OF_TABLE, family_table, own_columns
 
     assert FAMILY_OF_TABLE["diversity"] == FAMILY_OF_TABLE["diversity_decodings"] == "diversity"
     assert "diversity_decodings" in DECODING_TABLES and "diversity" not in DECODING_TABLES
-    keys = [key for key, *_ in TABLES["diversity"]]
+    keys = [key for key, *_ in own_columns("diversity")]
     paths = []
     for k, (system, decoding, value) in enumerate([("HUMAN", "human0", 1.0), ("HUMAN", "human1", 2.0),
                                                     ("gpt2-s", "vanilla", 4.0)]):

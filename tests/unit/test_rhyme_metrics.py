@@ -218,7 +218,7 @@ def test_rhyme_tables_from_cells(tmp_path):
              cell("m.json", "m", "v", {"abcd": 3, "aaaa": 1}, 6, 6, 1)]
     t6, t10 = tmp_path / "t6.tsv", tmp_path / "t10.tsv"
     tables.family_table(cells, "rhyme", str(t6))
-    tables.family_table(cells, "rhyme", str(t10), columns=tables.TABLE_COLUMNS["table10"])
+    tables.family_table(cells, "rhyme", str(t10), columns=tables.table_columns("table10"))
     head, human, train, model = [r.split("\t") for r in t6.read_text().splitlines()]
     assert head[4:7] == ["entropy", "kl", "cross_entropy"] and head[7:] == [f"{s}_pct" for s in SCHEMES_4]
     col = {name: i for i, name in enumerate(head)}
@@ -235,7 +235,7 @@ def test_rhyme_tables_from_cells(tmp_path):
     assert model[4:] == ["0.000", "0.250", "0.750", "1.500", "0.000", "1.000"]
     # a sample without valid quatrains has no shares at all, not an abcd share of 0
     empty = cell("e.json", "m", "w", {}, 0, 0, 0)
-    tables.family_table([empty], "rhyme", str(t10), columns=tables.TABLE_COLUMNS["table10"])
+    tables.family_table([empty], "rhyme", str(t10), columns=tables.table_columns("table10"))
     assert t10.read_text().splitlines()[1].split("\t")[3:] == ["0"] + ["NA"] * 6
     tables.family_table([empty], "rhyme", str(t6))
     assert t6.read_text().splitlines()[1].split("\t")[3:] == ["0"] + ["NA"] * 18

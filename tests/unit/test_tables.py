@@ -190,7 +190,7 @@ def test_table8_joins_memorization_and_across_similarity_per_decoding(tmp_path):
                     {"quatrain": 0.002, "ci": {"quatrain": [0.0, 0.01]}})]
     out, ci = tmp_path / "t8.tsv", tmp_path / "t8.ci.tsv"
     assert tables.table_families("table8") == ["semantic", "memorization"]
-    tables.family_table(paths, "semantic", str(out), str(ci), tables.TABLE_COLUMNS["table8"])
+    tables.family_table(paths, "semantic", str(out), str(ci), tables.table_columns("table8"))
     rows = [line.split("\t") for line in out.read_text().splitlines()]
     assert rows[0] == ["lang", "system", "decoding", "n", "m_quatrain", "across_mean", "across_std", "across_min",
                        "across_max"]
@@ -201,10 +201,10 @@ def test_table8_joins_memorization_and_across_similarity_per_decoding(tmp_path):
     assert long[("m", "vanilla", "m_quatrain")] == ["0.000", "0.010"]
     assert long[("m", "vanilla", "across_mean")] == ["0.500", "0.600"]
     with pytest.raises(PoevalError, match="no 'memorization' cell for en/HUMAN/human0"):
-        tables.family_table(paths[:4], "semantic", str(out), columns=tables.TABLE_COLUMNS["table8"])
+        tables.family_table(paths[:4], "semantic", str(out), columns=tables.table_columns("table8"))
     with pytest.raises(PoevalError, match="'semantic' or 'memorization'"):
         tables.family_table([_cell(tmp_path / "len.json", "en", "m", "v", 3, 1.0)], "semantic", str(out),
-                            columns=tables.TABLE_COLUMNS["table8"])
+                            columns=tables.table_columns("table8"))
 
 
 def test_table5_has_the_papers_human_row_next_to_the_samples(tmp_path):

@@ -55,7 +55,9 @@ for _table in FAMILY_OF_TABLE:
         input:
             table_cells(_table),
         output:
-            table=report(paths.table(_table), caption=f"../report/{_table}.rst", **report_place(_table)),
+            # a family record's caption text goes in the generic caption (report_tables.caption_params)
+            table=report(paths.table(_table), caption="../report/family.rst" if report_tables.caption_params(_table)
+                         else f"../report/{_table}.rst", **report_place(_table)),
             ci=report(paths.table_ci(_table), caption="../report/ci.rst", **report_place(_table, "intervals")),
             tests=report(paths.table_tests(_table), caption="../report/tests.rst", **report_place(_table, "tests")),
         log:
@@ -69,6 +71,7 @@ for _table in FAMILY_OF_TABLE:
             tests=as_json(config["metrics"].get("tests", {})),
             pooled=", ".join(pooled_columns(_table)) or "none",   # for the caption
             scope=report_tables.scope_note(_table, DECODINGS, table_systems(_table)),   # for the caption
+            **report_tables.caption_params(_table),
         threads: 1
         shell:
             "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q}"

@@ -1,6 +1,6 @@
 """How much a table's numbers depend on the sample size n: the n-sensitivity table and figure, drawn from the
 curves of :func:`poeval.metrics.evaluate.n_curve` (each family's measures on seeded subsamples of a HUMAN
-sample, n = 50 ... 1000). A pooled column (:data:`poeval.report.tables.POOLED`) that moves along the curve more
+sample, n = 50 ... 1000). A pooled column (its family record's ``present.pooled``) that moves along the curve more
 than its draws spread cannot be compared across rows of different n; the common-n companion tables are for that.
 """
 
@@ -14,7 +14,8 @@ import numpy as np
 from poeval.errors import PoevalError
 from poeval.io import read_json
 from poeval.render import fmt, finish_figure, load_pyplot, write_tsv
-from poeval.report.tables import TABLES, dotted_get, family_key, is_pooled
+from poeval.metrics.families import family as family_record
+from poeval.report.tables import dotted_get, family_key, is_pooled, own_columns
 
 HEADER = ["lang", "family", "measure", "pooled", "n", "draws", "mean", "min", "max", "shift"]
 
@@ -36,9 +37,10 @@ def _value(point: dict, family: str, key: str, scale: float):
 
 
 def measures(curve: dict) -> list[tuple[str, str, str, int, float]]:
-    """(family, key, column name, digits, scale) of every main-table column of the curve's families."""
-    return [(family, key, name, digits, scale) for family in curve["families"]
-            for key, name, digits, scale in TABLES[family]]
+    """(family, key, column name, digits, scale) of every table column of the curve's families (those their
+    records show)."""
+    return [(family, key, name, digits, scale) for family in curve["families"] if family_record(family).present
+            for key, name, digits, scale in own_columns(family)]
 
 
 def series(curve: dict, family: str, key: str, scale: float) -> dict[int, list[float]]:

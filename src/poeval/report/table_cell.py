@@ -38,9 +38,9 @@ class TableCell:
 def _columns(table: str) -> list[tuple]:
     # tables (and the rhyme module it imports) load only when a chain is traced: the producers that
     # import this module for stamp() stay light
-    from poeval.report.tables import FAMILY_OF_TABLE, TABLE_COLUMNS, TABLES
+    from poeval.report.tables import table_columns
 
-    return [("n_poems", "n", 0, 1)] + (TABLE_COLUMNS.get(table) or TABLES[FAMILY_OF_TABLE[table]])
+    return [("n_poems", "n", 0, 1)] + table_columns(table)
 
 
 def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:

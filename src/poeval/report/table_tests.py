@@ -12,27 +12,11 @@ from collections import defaultdict
 
 from poeval.errors import PoevalError
 from poeval.metrics import significance
+from poeval.metrics.families import family as family_record
 from poeval.paths import HUMAN, TRAIN
 from poeval.render import NA, fmt, write_tsv
 from poeval.report.tables import dotted_get, load_table_cells
 
-# What each family's table is tested on: (measure, kind, key in the family's cell section). "per_poem":
-# a list of per-poem values (null: none for that poem), permutation test of the difference in means;
-# "counts": {label: count}, chi-square test of homogeneity. A new family adds one line.
-TESTS = {
-    "length": [("length", "per_poem", "per_poem")],
-    "lexical": [("attr", "per_poem", "per_poem.ttr")],   # MATTR and MTLD read the concatenated sample: no test
-    "semantic": [("within", "per_poem", "per_poem.within"), ("across", "per_poem", "per_poem.across")],
-    "memorization": [(level, "per_poem", f"per_poem.{level}") for level in ("quatrain", "couplet", "verse")],
-    "rhyme": [("schemes", "counts", "counts")],
-    # not in the paper. Diversity: the other measures are one number per sample; homogenization is per
-    # poem but failed the HUMAN calibration rows (leave-one-out p 0.0015 for two of the main job's five
-    # samples): a quatrain's value averages over partners drawn from its own sample, which a permutation of
-    # quatrains between samples does not keep
-    "metre": [("metre", "counts", "counts")],
-    "topics": [("dominant_topics", "counts", "counts")],
-    "diversity": [("self_bleu", "per_poem", "per_poem.self_bleu")],
-}
 # permutations: how many random permutations gave p (all: every split was enumerated; NA: an asymptotic
 # p), so that a tests table says what it was built with
 COLUMNS = ["lang", "system", "decoding", "measure", "test", "statistic", "p", "p_holm", "n", "n_human", "permutations"]
@@ -87,16 +71,17 @@ def _permutations(result: dict, permutations: int) -> str:
 
 
 def tests_rows(cells: list[dict], family: str, permutations: int, seed: int) -> list[list[str]]:
-    """The rows of the tests table for merged cell documents in input order."""
-    if family not in TESTS:
-        raise PoevalError(f"no significance tests for the family {family!r} (available: {', '.join(TESTS)})")
+    """The rows of the tests table for merged cell documents in input order: each test of the family's
+    record (:class:`poeval.metrics.present.Test`; none for a family that its record shows no test of)."""
+    present = family_record(family).present
     humans: dict[str, list[dict]] = defaultdict(list)
     for cell in cells:
         if cell["cell"]["system"] == HUMAN and cell["cell"]["decoding"] != TRAIN:
             humans[cell["cell"]["lang"]].append(cell)
     tested = [c for c in cells if not (c["cell"]["system"] == HUMAN and c["cell"]["decoding"] == TRAIN)]
     rows = []
-    for measure, kind, key in TESTS[family]:
+    for test in present.tests if present else ():
+        kind, key = test.kind, test.key
         results = []
         for cell in tested:
             c = cell["cell"]
@@ -105,7 +90,7 @@ def tests_rows(cells: list[dict], family: str, permutations: int, seed: int) -> 
             human = _pool(kind, [_values(h, family, kind, key) for h in others])
             results.append((c, None if not sample or not human else run_test(kind, sample, human, permutations, seed)))
         counts = [_permutations(r or {}, permutations) for _, r in results]
-        rows += [row + [count] for row, count in zip(_holm_rows(measure, results), counts)]
+        rows += [row + [count] for row, count in zip(_holm_rows(test.measure, results), counts)]
     return rows
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,9 @@ from poeval.generators.checkpoint import port_arch
 from poeval.generators.endpoint import read
 from poeval.generators.endpoint.connection import public_url
 from poeval.io import read_json, read_jsonl
+from poeval.metrics.families import FAMILIES, family as family_record
+from poeval.metrics.present import Present
 from poeval.paths import HUMAN, TRAIN        # TRAIN: decoding label of the HUMAN cell of the whole training set
-from poeval.poetry.schemes import SCHEMES_4
-from poeval.poetry.style import METERS
 from poeval.render import NA, fmt, write_tsv
 from poeval.text import tokens
 
@@ -139,74 +140,106 @@ def sampling_table(samples: list[tuple[str, str, str, str]], out: str) -> None:
                     "reasons"], rows)
 
 
-# Columns of each family's table: (key in the cell JSON, column name, digits, scale). A key is read in
-# the table's family section; ``family:key`` reads another family's section (Table 8). Fractions are
-# shown in percent, as in the paper's main tables.
-TABLES = {
-    "length": [("mean", "mean", 2, 1), ("median", "median", 2, 1), ("std", "std", 2, 1), ("min", "min", 2, 1),
-               ("max", "max", 2, 1), ("hist_intersection", "hist_intersection", 4, 1),
-               ("wasserstein", "wasserstein", 3, 1)],
-    "lexical": [("attr", "attr_pct", 2, 100), ("mattr", "mattr_pct", 2, 100), ("mtld", "mtld", 2, 1)],
-    "semantic": [("within", "within_pct", 2, 100), ("across", "across_pct", 2, 100)],
-    "memorization": [("quatrain", "quatrain_pct", 2, 100), ("couplet", "couplet_pct", 2, 100),
-                     ("verse", "verse_pct", 2, 100)],
-    "rhyme": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
-             + [(f"distribution.{s}", f"{s}_pct", 2, 100) for s in SCHEMES_4],
-    # not in the paper (docs/beyond-the-paper.md "Beyond the paper"): metre families as rhyme schemes; the sample's mean topic
-    # distribution under the training split's LDA model
-    "metre": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("cross_entropy", "cross_entropy", 3, 1)]
-             + [(f"distribution.{m}", f"{m}_pct", 2, 100) for m in METERS],
-    "topics": [("entropy", "entropy", 3, 1), ("kl", "kl", 3, 1), ("dominant_entropy", "dominant_entropy", 3, 1),
-               ("n_empty", "n_empty", 1, 1)],
-    # not in the paper: each measure on its reference package's scale (self-BLEU in sacrebleu points)
-    "diversity": [("self_bleu", "self_bleu", 2, 1)] + [(f"distinct_{n}", f"distinct_{n}", 3, 1) for n in range(1, 5)]
-                 + [("ngram_diversity", "ngram_diversity", 3, 1), ("compression_ratio", "compression_ratio", 3, 1),
-                    ("homogenization", "homogenization", 3, 1), ("vendi", "vendi", 2, 1), ("mauve", "mauve", 3, 1)],
-}
-# Real rhymes vs repetitions (Tables 10, 11): quatrain shares as fractions, as in the paper, with the
-# abcd share that completes them to 1; then the pair-level counts.
-REAL_RHYMES = [("real_rhymes", "real_rhymes", 3, 1), ("repetitions", "repetitions", 3, 1),
-               ("distribution.abcd", "abcd", 3, 1), ("rhyme_pairs_per_poem", "rhyme_pairs_per_poem", 3, 1),
-               ("pair_real_rhymes", "pair_real_rhymes", 3, 1), ("pair_repetitions", "pair_repetitions", 3, 1)]
-# Tables that show other columns of a family than its main table.
-TABLE_COLUMNS = {
-    # the paper's Table 8: m0.7 (share of memorized quatrains) and the across-sample max similarity
-    "table8": [("memorization:quatrain", "m_quatrain", 3, 1), ("across", "across_mean", 3, 1),
-               ("across_std", "across_std", 3, 1), ("across_min", "across_min", 3, 1),
-               ("across_max", "across_max", 3, 1)],
-    "table10": REAL_RHYMES,
-    "table11": REAL_RHYMES,
+# The columns of a family table come from the families' records (poeval.metrics.present): a column is
+# (key in the cell JSON, column name, digits, scale). A key is read in the table's family section;
+# ``family:key`` reads another family's section (Table 8).
+Columns = list[tuple[str, str, int, float]]
+
+
+@dataclass(frozen=True)
+class Shows:
+    """A family table (data about the table; its columns are the records'): ``family``, whose cells give its
+    rows and its tests; ``views``: the column sets it shows, each ``family:view`` of a record's ``views``
+    (none: the family's own columns); ``every``: a row per decoding config (the paper's appendix; the others
+    show each system under its first decoding config only); ``human_train``: the paper's HUMAN row, the
+    whole training set against itself, next to the HUMAN samples; ``repeats``: the table whose rows it
+    holds when the run has one decoding config."""
+
+    family: str
+    views: tuple[str, ...] = ()
+    every: bool = False
+    human_train: bool = False
+    repeats: str | None = None
+
+
+# The paper's tables of the metric families, as numbered in the paper. Table 10 shows the poetry-specific
+# systems only, Table 11 one system (``tables.table11.system``); the workflow picks their cells.
+PAPER_FAMILY_TABLES = {
+    "table2": Shows("lexical"), "table3": Shows("semantic"), "table5": Shows("length", human_train=True),
+    "memorization": Shows("memorization"), "table6": Shows("rhyme", human_train=True),
+    "table10": Shows("rhyme", ("rhyme:real_rhymes",), every=True),
+    "table11": Shows("rhyme", ("rhyme:real_rhymes",), every=True),
+    "table7": Shows("memorization", every=True, repeats="memorization"),
+    # m0.7 (share of memorized quatrains) and the across-sample max similarity
+    "table8": Shows("semantic", ("memorization:quatrain", "semantic:across"), every=True),
+    "table9": Shows("length", every=True, repeats="table5"), "table12": Shows("lexical", every=True, repeats="table2"),
 }
 
 
-# The columns whose expected value depends on the sample size n, by definition: those that pool the sample (an
-# extreme, a histogram, a distribution's entropy, n-grams or embeddings of the whole set, each quatrain's nearest
-# neighbour among the n - 1 others) rather than average a per-quatrain value, whose n only widens the interval.
-# The common-n companion tables recompute every column on n quatrains per row; the n-sensitivity curve
-# (rule n_sensitivity) measures how far each column moves between n = 50 and n = 1000 on a HUMAN sample.
-POOLED = {
-    "length": ("min", "max", "hist_intersection", "wasserstein"),
-    "lexical": ("mattr", "mtld"),
-    "semantic": ("within", "across_min", "across_max"),
-    "memorization": (),
-    "rhyme": ("entropy", "kl"),      # cross-entropy is a mean over quatrains of -log q(scheme): not pooled
-    "metre": ("entropy", "kl"),
-    "topics": ("entropy", "kl", "dominant_entropy", "n_empty"),
-    "diversity": ("self_bleu", "distinct_1", "distinct_2", "distinct_3", "distinct_4", "ngram_diversity",
-                  "compression_ratio", "vendi", "mauve"),
-}
+def _own_tables() -> dict[str, Shows]:
+    """A table named after each family whose columns no paper table shows (not in the paper: docs/beyond-the-paper.md
+    "Beyond the paper"), and ``<family>_decodings`` beside it where its record asks for one."""
+    shown = {s.family for s in PAPER_FAMILY_TABLES.values() if not s.views and not s.every}
+    out: dict[str, Shows] = {}
+    for name, record in FAMILIES.items():
+        if name not in shown and record.present is not None:
+            out[name] = Shows(name)
+            if record.present.decodings_table:
+                out[f"{name}_decodings"] = Shows(name, every=True, repeats=name)
+    return out
+
+
+FAMILY_TABLES = PAPER_FAMILY_TABLES | _own_tables()
+# Table file name -> metric family; the tables with a row for every decoding config, with the HUMAN (train) row,
+# and those that repeat another table's rows at one decoding config
+FAMILY_OF_TABLE = {name: s.family for name, s in FAMILY_TABLES.items()}
+DECODING_TABLES = {name for name, s in FAMILY_TABLES.items() if s.every}
+HUMAN_TRAIN_TABLES = {name for name, s in FAMILY_TABLES.items() if s.human_train}
+REPEATS_AT_ONE_DECODING = {name: s.repeats for name, s in FAMILY_TABLES.items() if s.repeats}
+
+
+def _present(name: str) -> Present:
+    present = family_record(name).present
+    if present is None:
+        raise PoevalError(f"metric family {name!r}: its record shows nothing (no `present`): no table of it")
+    return present
+
+
+def own_columns(name: str, view: str | None = None, prefix: str = "") -> Columns:
+    """The columns of family ``name``'s table (with ``view``: that column set of its record), keys after ``prefix``."""
+    present = _present(name)
+    return [(prefix + c.key, c.header, c.decimals, c.scale) for c in (present.views[view] if view else present.columns)]
+
+
+def table_columns(table: str) -> Columns:
+    """The columns of a family table: each view's from its family's record, or the family's own."""
+    shows = FAMILY_TABLES[table]
+    if not shows.views:
+        return own_columns(shows.family)
+    columns: Columns = []
+    for item in shows.views:
+        name, view = item.split(":")
+        columns += own_columns(name, view, "" if name == shows.family else f"{name}:")
+    return columns
+
+
+def caption_params(table: str) -> dict[str, str]:
+    """A table named after a family whose record carries caption text: ``{"caption": text}``, which its rule
+    passes to the generic caption (``workflow/report/family.rst``); {} for a table with a caption file of its
+    own (``workflow/report/<table>.rst``: the paper's and those whose record carries none)."""
+    caption = "" if table in PAPER_FAMILY_TABLES else _present(FAMILY_TABLES[table].family).caption
+    return {"caption": caption} if caption else {}
 
 
 def is_pooled(key: str, family: str) -> bool:
-    """Whether a column key of a family's table depends on n by definition (:data:`POOLED`)."""
+    """Whether a column key of a family's table depends on n by definition (its record's ``pooled``)."""
     section, key = family_key(key, family)
-    return key in POOLED[section]
+    return key in _present(section).pooled
 
 
 def pooled_columns(table: str) -> list[str]:
-    """The column names of a family table whose numbers depend on n by definition (:data:`POOLED`)."""
-    family = FAMILY_OF_TABLE[table]
-    return [name for key, name, *_ in TABLE_COLUMNS.get(table) or TABLES[family] if is_pooled(key, family)]
+    """The column names of a family table whose numbers depend on n by definition (the records' ``pooled``)."""
+    return [name for key, name, *_ in table_columns(table) if is_pooled(key, FAMILY_OF_TABLE[table])]
 
 
 def common_n(sizes: list[int | None], given: int | str | None) -> int | None:
@@ -291,7 +324,7 @@ def _load_cells(paths: list[str], families: list[str]) -> list[dict]:
 def load_table_cells(paths: list[str], family: str, columns: list[tuple] | None = None) -> list[dict]:
     """The cells of a family table (``columns`` as for :func:`family_table`: which families' cells are
     among ``paths``), one merged document per sample, in input order."""
-    return _load_cells(paths, _families(family, columns or TABLES[family]))
+    return _load_cells(paths, _families(family, columns or own_columns(family)))
 
 
 def _mean(values: list) -> float | None:
@@ -317,9 +350,9 @@ def family_table(paths: list[str], family: str, out: str, ci_out: str | None = N
     """One row per (lang, system, decoding) in input order; the HUMAN sample cells of a language are
     averaged into one row, and a HUMAN cell of the whole training set gets the row ``HUMAN (train)``.
     ``ci_out``: long-form table with, per number, the bootstrap 95 % interval of a model cell, or the
-    spread (std, min, max) over the HUMAN samples. ``columns`` defaults to the family's main table
-    (:data:`TABLES`); a ``family:key`` column reads cells of that family, given among ``paths``."""
-    columns = columns or TABLES[family]
+    spread (std, min, max) over the HUMAN samples. ``columns`` defaults to the family's own (its record's);
+    a ``family:key`` column reads cells of that family, given among ``paths``."""
+    columns = columns or own_columns(family)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for cell in load_table_cells(paths, family, columns):
         groups[_row_of(cell)].append(cell)
@@ -353,23 +386,6 @@ def _spread(cells, family, key, values, scale, digits) -> list[str]:
     return [NA, NA, fmt(float(np.std(present)), digits), fmt(min(present), digits), fmt(max(present), digits)]
 
 
-# Table file name -> metric family, as numbered in the paper.
-FAMILY_OF_TABLE = {"table2": "lexical", "table3": "semantic", "table5": "length", "memorization": "memorization",
-                   "table6": "rhyme", "table10": "rhyme", "table11": "rhyme",
-                   "table7": "memorization", "table8": "semantic", "table9": "length", "table12": "lexical",
-                   # not in the paper (docs/beyond-the-paper.md "Beyond the paper")
-                   "metre": "metre", "topics": "topics", "diversity": "diversity", "diversity_decodings": "diversity"}
-# Tables with a row for every decoding config (the paper's appendix); the others show each system under
-# its first decoding config only. Table 10 shows the poetry-specific systems only, Table 11 one system
-# (``tables.table11.system``); the workflow picks their cells.
-DECODING_TABLES = {"table7", "table8", "table9", "table10", "table11", "table12", "diversity_decodings"}
-# Tables with the paper's HUMAN row (the whole training set against itself) next to the HUMAN samples.
-HUMAN_TRAIN_TABLES = {"table5", "table6"}
-# Decoding tables of a family table's columns: with one decoding config in the run their rows are that table's.
-REPEATS_AT_ONE_DECODING = {"table7": "memorization", "table9": "table5", "table12": "table2",
-                           "diversity_decodings": "diversity"}
-
-
 def scope_note(table: str, decodings: list[str], systems: list[str]) -> str:
     """A caption's sentence on what a table holds in this run when that is less than its title says: Table 10
     without a poetry-specific system holds HUMAN only; a decoding table with one decoding config repeats
@@ -388,7 +404,7 @@ def scope_note(table: str, decodings: list[str], systems: list[str]) -> str:
 
 def table_families(table: str) -> list[str]:
     """The metric families whose cells a table reads: its own, then those of its ``family:key`` columns."""
-    return _families(FAMILY_OF_TABLE[table], TABLE_COLUMNS.get(table, []))
+    return _families(FAMILY_OF_TABLE[table], table_columns(table))
 
 
 # --- places in the Snakemake report ---------------------------------------------------------------------
@@ -397,9 +413,6 @@ REPORT_CATEGORIES = ("1 · The paper's tables", "2 · The paper's figures", "3 �
                      "4 · Intervals, tests, common n", "5 · BPoMP", "6 · Training curves")
 PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7", "table8", "table9", "table10",
                 "table11", "table12", "memorization")
-FAMILY_TITLES = {"length": "Length", "lexical": "Lexical diversity", "memorization": "Memorization",
-                 "rhyme": "Rhyme", "semantic": "Semantic similarity", "metre": "Metre", "topics": "Topics",
-                 "diversity": "Diversity"}
 
 
 OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence", "n_sensitivity": "Sample size"}
@@ -417,7 +430,7 @@ def report_place(name: str, kind: str = "table") -> dict:
     the companions of a table (any other kind) in their own; labels numbered so that Table 2 comes before
     Table 10."""
     family = FAMILY_OF_TABLE.get(name)
-    subcategory = FAMILY_TITLES[family] if family else OTHER_SUBCATEGORIES.get(name, "Data and models")
+    subcategory = _present(family).title if family else OTHER_SUBCATEGORIES.get(name, "Data and models")
     if kind != "table":
         return {"category": REPORT_CATEGORIES[3], "subcategory": subcategory, "labels": {"table": numbered_label(name),
                                                                                        "kind": kind}}

@@ -153,8 +153,8 @@ def parser_evaluate(sub) -> None:
                "label...), instead of the options --lang to --allow-empty; the result then goes to --out only")
     add_lang(p)
     p.add_argument("--metrics", help=f"comma-separated metric families (default: {','.join(DEFAULT_FAMILIES)}, "
-                        "which need no model; the paper's also: rhyme, semantic; not in the paper: metre, topics, "
-                        "diversity, which embeds with the semantic options); "
+                        "the paper's; not in the paper: metre, topics, diversity, which embeds with the semantic "
+                        "options); "
                         "rhyme takes a record's `scheme` field as given where present, else detects it")
     p.add_argument("--out", help="the whole result as JSON (a workflow cell; required with --job); without it a "
                    "hand run writes no file")

@@ -102,7 +102,7 @@ def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, ro
     from poeval import config as schema
     from poeval.errors import PoevalError
     from poeval.generators import registry
-    from poeval.report import provenance
+    from poeval.jobs.train import train_job
 
     port = registry.module(arch)
     seen = {}
@@ -117,8 +117,8 @@ def test_train_gives_a_port_its_own_training_block_never_the_shared_one(arch, ro
     assert seen == expected
     assert seen.get("lr") != 5e-5 and seen["max_steps"] != 20000 and "length_grouping" not in seen
     assert port.resolve_train_cfg(seen) == expected
-    config = {"models": {"p": model}, "training": training}
-    assert provenance.training_params(config, "p", "en") == {"model": {"arch": arch}, "training": expected}
+    recorded = train_job(schema.fill({"models": {"p": model}, "training": training}), "en", "p").recorded()
+    assert recorded["training"] == expected and recorded["model"]["arch"] == arch and "training" not in recorded["model"]
     with pytest.raises(PoevalError, match="length_grouping"):
         port.resolve_train_cfg({"length_grouping": 50})
 

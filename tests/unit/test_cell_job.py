@@ -146,12 +146,30 @@ def _job_commands(out: str) -> list[str]:
             if line.startswith(SHOWN) and " --job " in line]
 
 
+# Rules whose shell runs poeval without a typed job (docs/workflow.md "The rules"): none.
+WITHOUT_JOB: set[str] = set()
+
+
+def poeval_without_job(out: str) -> list[str]:
+    """The rules of a dry run (-p) whose command runs poeval without ``--job``, less :data:`WITHOUT_JOB`."""
+    rules = re.findall(rf"^(?:local)?rule (\S+):\n(?:.*\n)*?{SHOWN}(.*)$", out, re.M)
+    return sorted({rule for rule, command in rules if command.startswith("poeval ") and " --job " not in command}
+                  - WITHOUT_JOB)
+
+
 def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp_path):
     work = tmp_path / "work"
     (work / "config" / "scale").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", work)
     shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale")
-    out = _snakemake(work, "-n", "-p", "--forceall")
+    (work / "config" / "bpomp.yaml").write_text("bpomp: {enabled: true}\n")   # every rule: BPoMP's too
+    out = _snakemake(work, "-n", "-p", "--forceall", configs=("config/scale/tiny.yaml", "config/bpomp.yaml"))
+    assert poeval_without_job(out) == []
+    rules = set(re.findall(r"^(?:local)?rule (\S+):", out, re.M))
+    assert {"quatrains", "split", "train", "sample", "metric_cell", "table2", "figure1", "bpomp_score",
+            "adherence_cell"} <= rules, sorted(rules)
+    # the check can fail: a rule whose command has no job is named
+    assert poeval_without_job(out.replace(" --job ", " --jobless ", 1)) != []
     commands = _job_commands(out)
     assert any(c.startswith("poeval evaluate ") for c in commands)
     assert not [(c, stray_values(c)) for c in commands if stray_values(c)]

@@ -1,10 +1,8 @@
 """The sample job: what `poeval sample` receives (rules sample and adherence_sample), one record.
 
-Built by :func:`sample_job` from the params as written (as the train job, :mod:`poeval.jobs.train`) and
-the wildcards. Its decoding is typed (:func:`poeval.generators.decoding.parse_decoding`) and its sampling
-block resolved (:func:`poeval.generators.sampling.resolve`): both take defaults from the schema alone, the
-same whichever params they start from, and every sampler fills them the same way, so a resolved job
-samples what the section as written sampled. `poeval provenance` and `poeval stale` rebuild the job to
+Built by :func:`sample_job` from the resolved params and the wildcards. Its decoding is typed
+(:func:`poeval.generators.decoding.parse_decoding`) and its sampling block resolved
+(:func:`poeval.generators.sampling.resolve`), both by the schema. `poeval provenance` and `poeval stale` rebuild the job to
 compare it with a sample's stamp (:meth:`SampleJob.recorded`).
 """
 

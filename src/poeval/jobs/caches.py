@@ -50,6 +50,10 @@ class IndexJob(Job):
     KIND = "index"
     lang: str | None
 
+    def recorded(self) -> dict:
+        """Nothing: the index reads no params (its stamp's input, the split, is what `poeval stale` checks)."""
+        return {}
+
 
 def index_job(params: dict, lang: str) -> IndexJob:
     """The job of rule memorization_index for ``lang``."""

@@ -161,6 +161,10 @@ class ImportSamplesJob(Job):
     param: str
     id_prefix: str
 
+    def recorded(self) -> dict:
+        """The file as the params name it: the rest follows from the output's path (its wildcards)."""
+        return {"source": self.source}
+
 
 def import_samples_job(params: dict, lang: str, system: str, decoding: str) -> ImportSamplesJob:
     """The job of rule import_samples: ids start with ``<lang>-<system>-<decoding>-``, as a sampled system's."""
@@ -190,12 +194,6 @@ def curve_job(params: dict, lang: str, system: str) -> CurveJob:
     return CurveJob(lang, system)
 
 
-def _unstamped_curve(lang: str, system: str) -> str:
-    """Where a curve's stamp would be: none is written (`dvc plots` draws every file of its folder), so `poeval
-    stale` finds none and Snakemake's params trigger alone reruns a curve."""
-    return paths.stamp_file(paths.curve(lang, system))
-
-
 def _release_used(params: dict, w: dict) -> bool:
     """Whether a system of the run starts from, or serves, the release (another import is not this run's)."""
     def names(model: dict) -> list:
@@ -219,4 +217,6 @@ STEPS = (Step("quatrains", quatrains_job, paths.corpus_report),
               paths.pretrained, applies=_release_used))
 SUPPLIED_STEPS = (Step("import_samples", import_samples_job, paths.stats, applies=_supplied,
                        products=lambda **w: (paths.samples(**w),)),)
-CURVE_STEPS = (Step("training_curve", curve_job, _unstamped_curve, paths.curve),)
+# Rules with a job but no stamp: a curve has none (`dvc plots` draws every file of its folder), so `poeval stale`
+# and `poeval provenance` have nothing of it to compare (report.steps: not among the steps, only the rules' jobs).
+UNSTAMPED = (Step("training_curve", curve_job, paths.curve),)

@@ -17,8 +17,13 @@ def steps() -> tuple[Step, ...]:
     """The steps in DAG order: data, checkpoints, samples, caches, cells, BPoMP, style adherence, tables and figures
     (`poeval stale` relies on it: a step's stale inputs are found before it)."""
     return (*data.STEPS, *train.STEPS, *sample.STEPS, *data.SUPPLIED_STEPS, *caches.STEPS,
-            *cell.STEPS, *legacy.bpomp_steps(), *legacy.adherence_steps(), *legacy.report_steps(), *data.CURVE_STEPS)
+            *cell.STEPS, *legacy.bpomp_steps(), *legacy.adherence_steps(), *legacy.report_steps())
 
 
 def by_rule() -> dict[str, Step]:
     return {step.rule: step for step in steps()}
+
+
+def jobs_by_rule() -> dict[str, Step]:
+    """Every rule's step by its name, also of a rule whose output holds no stamp (what ``job_of`` builds from)."""
+    return by_rule() | {step.rule: step for step in data.UNSTAMPED}

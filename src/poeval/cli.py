@@ -7,12 +7,14 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from poeval import hub
 from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, job_of, job_option,
                              json_object, positive_int, print_json, require_options, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
+from poeval.cli_data import (parser_curve, parser_embed, parser_import, parser_import_samples, parser_index,
+                             parser_quatrains, parser_rhyme, parser_sonnets, parser_split, parser_topics,
+                             parser_word2vec)
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
 from poeval.errors import PoevalError
@@ -33,14 +35,13 @@ def _corpus_cfg(args) -> dict:
 
 
 def cmd_prepare(args) -> None:
-    from poeval import config
     from poeval.data.prepare import prepare
+    from poeval.data.quatrains import Corpus, QuatrainRules
+    from poeval.data.split import Human, Split
 
-    human_cfg = config.section_defaults("human") | {"seed": args.seed}
-    if args.human_size:
-        human_cfg["size"] = args.human_size
-    reports = prepare(args.lang, _corpus_cfg(args), config.section_defaults("quatrains"),
-                      config.section_defaults("split") | {"seed": args.seed}, human_cfg, args.out, path_key="--input")
+    human = {"seed": args.seed} | ({"size": args.human_size} if args.human_size else {})
+    reports = prepare(args.lang, Corpus.from_dict(_corpus_cfg(args), f"corpus.{args.lang}"), QuatrainRules.from_dict({}),
+                      Split.from_dict({"seed": args.seed}), Human.from_dict(human), args.out, path_key="--input")
     print(json.dumps(reports, indent=2, ensure_ascii=False))
 
 
@@ -57,84 +58,6 @@ def _parser_prepare(sub) -> None:
     p.add_argument("--seed", type=seed_int, default=1)
     io_paths(p, ("--out",), ("--input",))
     p.set_defaults(func=cmd_prepare)
-
-
-def cmd_quatrains(args) -> None:
-    from poeval.data.quatrains import write_quatrains
-
-    write_quatrains(args.lang, args.corpus, args.quatrains, args.out, args.report)
-
-
-def _parser_quatrains(sub) -> None:
-    p = sub.add_parser("quatrains", help="(workflow) corpus -> deduplicated quatrains")
-    add_lang(p, required=True)
-    p.add_argument("--corpus", type=json_object, required=True, help="params corpus.<lang> as JSON")
-    p.add_argument("--quatrains", type=json_object, required=True, help="params quatrains as JSON")
-    p.add_argument("--out", required=True)
-    p.add_argument("--report", required=True)
-    io_paths(p, ("--out", "--report"), ())
-    p.set_defaults(func=cmd_quatrains)
-
-
-def cmd_split(args) -> None:
-    from poeval.data.split import write_split
-
-    write_split(args.quatrains, args.split, args.human, args.train, args.dev, args.human_out, args.report)
-
-
-def _parser_split(sub) -> None:
-    p = sub.add_parser("split", help="(workflow) quatrains -> train/dev and human samples")
-    p.add_argument("--quatrains", required=True)
-    p.add_argument("--split", type=json_object, required=True)
-    p.add_argument("--human", type=json_object, required=True)
-    p.add_argument("--train", required=True)
-    p.add_argument("--dev", required=True)
-    p.add_argument("--human-out", nargs="+", required=True)
-    p.add_argument("--report", required=True)
-    io_paths(p, ("--train", "--dev", "--human-out", "--report"), ("--quatrains",))
-    p.set_defaults(func=cmd_split)
-
-
-def cmd_rhyme(args) -> None:
-    from poeval.poetry.annotate import write_annotated
-
-    write_annotated(args.input, args.lang, args.out, meter=args.meter, field=args.field,
-                          progress=args.out is not None, poem=args.poem)
-    if args.out is not None:
-        grouping = {} if args.poem is None else {"poem": args.poem}   # a stamp without --poem stays as it was
-        write_stamp_file(args.out, {"stanzas": args.input}, {"lang": args.lang, "meter": args.meter,
-                                                                 "field": args.field, **grouping})
-
-
-def _parser_rhyme(sub) -> None:
-    p = sub.add_parser("rhyme", help="label stanzas (JSONL, one {\"lines\": [...]} per line) with rhyme schemes")
-    p.add_argument("input", help="JSONL stanzas; other fields are kept")
-    add_lang(p, required=True)
-    p.add_argument("--out", help="output JSONL (default: standard output)")
-    p.add_argument("--field", default="scheme", help="field that receives the label (default: scheme)")
-    p.add_argument("--meter", action="store_true", help="also add a `meter` label (the metre labeller by feet)")
-    p.add_argument("--poem", metavar="FIELD", help="label the stanzas of one poem together: the field naming each "
-                   "record's poem, or FIELD/.. for the parent of a path-like id (the rhyme gold: id/..); "
-                   "default: each stanza alone")
-    io_paths(p, ("--out",), ("input",))
-    p.set_defaults(func=cmd_rhyme)
-
-
-def cmd_import(args) -> None:
-    from poeval.generators import pretrained
-
-    record = pretrained.import_gguf(args.source, args.out, force=args.force)
-    shown = {k: v for k, v in record.items() if k != "provenance"}   # the source holds the file's sha256
-    print(json.dumps(shown, indent=2, ensure_ascii=False))
-
-
-def _parser_import(sub) -> None:
-    p = sub.add_parser("import", help="a pretrained model's GGUF file -> a plain Hugging Face checkpoint folder")
-    p.add_argument("source", help="a known release's short id (smollm2-135m, gemma3-270m) or a .gguf file")
-    p.add_argument("--out", required=True, help="checkpoint directory (the workflow: models/pretrained/<id>)")
-    io_paths(p, ("--out",), ("source",))
-    add_force(p)
-    p.set_defaults(func=cmd_import)
 
 
 def cmd_train(args) -> None:
@@ -187,28 +110,6 @@ def cmd_sample(args) -> None:
     registry.sampler(args.model_dir).sample(args.model_dir, job.decoding, job.sampling, args.out, args.stats,
                                             threads=args.threads, id_prefix=job.id_prefix, style=job.style,
                                             prompt=job.prompt)
-
-
-def cmd_import_samples(args) -> None:
-    from poeval.generators.supplied import import_samples
-
-    stats = import_samples(args.source, args.lang, args.out, args.stats, key=args.param, id_prefix=args.id_prefix)
-    print_json({k: v for k, v in stats.items() if k != "provenance"})
-
-
-def _parser_import_samples(sub) -> None:
-    p = sub.add_parser("import-samples", help="samples your generator wrote (JSONL, text, a saved dataset, Parquet, "
-                       "CSV) -> a poeval sample, through the samplers' validity rule")
-    p.add_argument("source", help="the sample file or save_to_disk folder")
-    add_lang(p, required=True)
-    p.add_argument("--out", required=True,
-                   help="samples JSONL (the workflow: results/samples/LANG/SYSTEM/DECODING.jsonl)")
-    p.add_argument("--stats", required=True, help="its stats JSON, with the file's path and sha256")
-    p.add_argument("--param", default="samples", help="the params key that names the file, for errors "
-                   "(the workflow: models.SYSTEM.samples.LANG.DECODING)")
-    p.add_argument("--id-prefix", default="")
-    io_paths(p, ("--out", "--stats"), ("source",))
-    p.set_defaults(func=cmd_import_samples)
 
 
 def _parser_sample(sub) -> None:
@@ -266,106 +167,6 @@ def _parser_adherence(sub) -> None:
         p.add_argument("--out", required=True, help=f"{what} file")
         io_paths(p, ("--out",), ("pairs=",))
         p.set_defaults(func=cmd_adherence_table)
-
-
-def cmd_sonnets(args) -> None:
-    from poeval.generators.poetic import sonnets
-
-    print(json.dumps(sonnets.write_sonnets(args.train, args.dev, args.out, args.dev_out, args.report,
-                                                  args.sonnets), indent=2))
-
-
-def _parser_sonnets(sub) -> None:
-    p = sub.add_parser("sonnets", help="(workflow) pseudo-sonnets of the train and dev splits, for deepspeare/sa")
-    p.add_argument("--train", required=True)
-    p.add_argument("--dev", required=True)
-    p.add_argument("--sonnets", type=json_object, required=True, help="params poetic.sonnets as JSON")
-    p.add_argument("--out", required=True, help="train pseudo-sonnets JSONL")
-    p.add_argument("--dev-out", required=True, help="dev pseudo-sonnets JSONL")
-    p.add_argument("--report", required=True)
-    io_paths(p, ("--out", "--dev-out", "--report"), ("--train", "--dev"))
-    p.set_defaults(func=cmd_sonnets)
-
-
-def cmd_word2vec(args) -> None:
-    from poeval.generators.poetic import sonnets
-
-    print(json.dumps(sonnets.write_word2vec(args.train, args.out, args.word2vec, args.sonnets), indent=2))
-    write_stamp_file(args.out, {"train": args.train}, {"word2vec": args.word2vec, "sonnets": args.sonnets})
-
-
-def _parser_word2vec(sub) -> None:
-    p = sub.add_parser("word2vec", help="(workflow) word2vec vectors of the train split, for deepspeare/sa")
-    p.add_argument("--train", required=True)
-    p.add_argument("--word2vec", type=json_object, required=True, help="params poetic.word2vec as JSON")
-    p.add_argument("--sonnets", type=json_object, default={},
-                   help="params poetic.sonnets as JSON (its recipe: paper trains on the paper's background sonnets)")
-    p.add_argument("--out", required=True)
-    io_paths(p, ("--out",), ("--train",))
-    p.set_defaults(func=cmd_word2vec)
-
-
-def cmd_embed(args) -> None:
-    from poeval.metrics import semantic
-
-    semantic.embed_file(args.quatrains, args.encoder, args.out, batch_size=args.batch_size, threads=args.threads,
-                        backend=args.backend)
-
-
-def _parser_embed(sub) -> None:
-    from poeval.metrics.semantic import BACKENDS
-
-    p = sub.add_parser("embed", help="embed reference quatrains once with a sentence encoder (cache)")
-    p.add_argument("quatrains")
-    p.add_argument("--encoder", default="default")
-    p.add_argument("--out", required=True,
-                   help=".npy file; a .npy.json sidecar records encoder, backend, the input's and its own sha256")
-    p.add_argument("--batch-size", type=positive_int, default=16,
-                   help="texts per forward pass (params metrics.semantic.batch_size); texts are sorted by length, "
-                        "so it changes padding only")
-    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
-                   help="how the encoder runs (params metrics.semantic.backend): torch is the float32 reference")
-    p.add_argument("--threads", type=positive_int)
-    io_paths(p, ("--out",), ("quatrains",))
-    p.set_defaults(func=cmd_embed)
-
-
-def cmd_index(args) -> None:
-    from poeval.metrics import memorization
-
-    meta = memorization.index_file(args.quatrains, args.out, force=args.force)
-    for level, info in meta["levels"].items():
-        print(f"{level}: {info['n_unique']} unique of {info['n_training']} units, {len(info['classes'])} classes")
-
-
-def _parser_index(sub) -> None:
-    p = sub.add_parser("index", help="index the reference quatrains once for memorization (cache)")
-    p.add_argument("quatrains")
-    p.add_argument("--out", required=True, help="directory; its index.json records the input's and its files' sha256")
-    io_paths(p, ("--out",), ("quatrains",))
-    add_force(p)
-    p.set_defaults(func=cmd_index)
-
-
-def cmd_topics(args) -> None:
-    from poeval.metrics import topics
-
-    meta = topics.train_file(args.quatrains, args.out, args.lang, args.options, force=args.force)
-    print(f"{meta['num_topics']} topics, {meta['vocabulary_size']} words, {meta['n_train']} quatrains "
-          f"({meta['n_empty']} without a vocabulary word); top words: {Path(args.out) / topics.TOP_WORDS}")
-
-
-def _parser_topics(sub) -> None:
-    p = sub.add_parser("topics",
-                       help="train the LDA topic model of the reference quatrains once (cache; not in the paper)")
-    p.add_argument("quatrains")
-    add_lang(p, required=True)
-    p.add_argument("--out", required=True,
-                   help="directory; its topics.json records the params, the input's and its files' sha256")
-    p.add_argument("--options", type=json_object, help="params metrics.topics as JSON (defaults: the params schema's)")
-    io_paths(p, ("--out",), ("quatrains",))
-    add_force(p)
-    p.set_defaults(func=cmd_topics)
 
 
 def cmd_table(args) -> None:
@@ -470,20 +271,6 @@ def _parser_figure(sub) -> None:
     p.set_defaults(func=cmd_figure)
 
 
-def cmd_curve(args) -> None:
-    from poeval.report import figures
-
-    figures.training_curve(args.model_dir, args.out)
-
-
-def _parser_curve(sub) -> None:
-    p = sub.add_parser("curve", help="(workflow) a checkpoint's dev/train loss per step as TSV, for dvc plots")
-    p.add_argument("model_dir", help="checkpoint directory with training_log.json")
-    p.add_argument("--out", required=True, help="TSV file (step, dev_loss, train_loss)")
-    io_paths(p, ("--out",), ("model_dir",))
-    p.set_defaults(func=cmd_curve)
-
-
 def cmd_static_report(args) -> None:
     from poeval.report import static_report
 
@@ -549,10 +336,10 @@ def _parser_validate(sub) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-SUBCOMMANDS = (_parser_prepare, _parser_quatrains, _parser_split, _parser_rhyme, _parser_import, _parser_train,
-               _parser_sonnets, _parser_word2vec, _parser_sample, _parser_import_samples, _parser_adherence,
-               parser_evaluate, _parser_embed, _parser_index, _parser_topics, _parser_table, _parser_n_sensitivity, _parser_figure,
-               _parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
+SUBCOMMANDS = (_parser_prepare, parser_quatrains, parser_split, parser_rhyme, parser_import, _parser_train,
+               parser_sonnets, parser_word2vec, _parser_sample, parser_import_samples, _parser_adherence,
+               parser_evaluate, parser_embed, parser_index, parser_topics, _parser_table, _parser_n_sensitivity, _parser_figure,
+               parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
                _parser_validate, parser_bpomp, _parser_export_dataset)
 
 

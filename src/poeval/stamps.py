@@ -123,9 +123,10 @@ def sample_stamp(model_dir: str | os.PathLike, decoding: dict, sampling: dict, p
     return stamp({"model": model_dir}, params)
 
 
-def supplied_stamp(source: str | os.PathLike, sha256: str) -> dict:
+def supplied_stamp(source: str | os.PathLike, sha256: str, params: dict | None = None) -> dict:
     """Stamp for the ``.stats.json`` of samples the user supplied (rule import_samples): the file's path as
     params gave it, and the sha256 of the bytes the import parsed (a folder: :func:`dir_sha256`'s), hashed as
-    they were read: a file rewritten while it was read is stamped as it was read, so it is stale afterwards."""
-    recorded = stamp({}, {"source": str(source)})
+    they were read: a file rewritten while it was read is stamped as it was read, so it is stale afterwards.
+    ``params``: what it records instead of the path (the rule's job)."""
+    recorded = stamp({}, {"source": str(source)} if params is None else params)
     return recorded | {"inputs": {"source": {"path": str(source), "sha256": sha256}}}

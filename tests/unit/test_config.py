@@ -250,7 +250,7 @@ def test_write_sonnets_fills_the_sonnet_defaults(tmp_path):
     for split, n in (("train", 7), ("dev", 7)):
         write_jsonl(tmp_path / f"{split}.jsonl", [{"id": f"{split}{i}", **quatrain} for i in range(n)])
     sonnets.write_sonnets(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "s.jsonl"),
-                          str(tmp_path / "d.jsonl"), str(tmp_path / "r.json"), {})
+                          str(tmp_path / "d.jsonl"), str(tmp_path / "r.json"), sonnets.Sonnets.from_dict({}))
     provenance = read_json(tmp_path / "r.json")["provenance"]
     assert provenance["params"]["sonnets"] == {"n": None, "seed": 1, "allow_reuse": False,
                                                     "recipe": "poeval"}

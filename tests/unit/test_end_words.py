@@ -203,6 +203,7 @@ def test_write_quatrains_report_has_the_counts(tmp_path):
     path.write_text(json.dumps({"id": "q1", "text": ["The sun goes down behind the hill,   5", "The birds have flown",
                                                       "The air is soft and still —", "And night has grown"]}) + "\n")
     out, report = tmp_path / "quatrains.jsonl", tmp_path / "corpus_report.json"
-    Q.write_quatrains("en", {"format": "quatrain", "path": str(path)}, {}, str(out), str(report))
+    Q.write_quatrains("en", Q.Corpus.from_dict({"format": "quatrain", "path": str(path)}), Q.QuatrainRules.from_dict({}),
+                      str(out), str(report))
     rep = json.loads(report.read_text())
     assert rep["end_word_stripped"] == {"line_number": 1, "dashes": 1, "bracket": 0, "quote": 0, "footnote_mark": 0}

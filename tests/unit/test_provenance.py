@@ -404,18 +404,20 @@ def test_an_overlays_outputs_differ_from_dvc_lock_as_a_note(run):
 # --- the producers stamp what they write ----------------------------------------------------------
 
 def test_split_corpus_and_evaluation_write_their_stamp(tmp_path, monkeypatch):
-    from poeval.data.quatrains import write_quatrains
-    from poeval.data.split import write_split
+    from poeval.data.quatrains import Corpus, QuatrainRules, write_quatrains
+    from poeval.data.split import Human, Split, write_split
     from poeval.jobs.cell import given_job, run as run_cell
 
     monkeypatch.chdir(tmp_path)
     write_jsonl("q.jsonl", _records("x", 40))
-    rep = write_split("q.jsonl", {"dev_fraction": 0.1, "seed": 1}, {"n_samples": 1, "size": 5, "seed": 1},
+    rep = write_split("q.jsonl", Split.from_dict({"dev_fraction": 0.1, "seed": 1}),
+                      Human.from_dict({"n_samples": 1, "size": 5, "seed": 1}),
                       "train.jsonl", "dev.jsonl", ["h0.jsonl"], "split.json")
     assert rep["provenance"]["inputs"]["quatrains"]["sha256"] == file_sha256("q.jsonl")
     assert rep["provenance"]["params"]["human"]["size"] == 5
     src = ROOT / "tests" / "fixtures" / "corpus_quatrain.jsonl"
-    rep = write_quatrains("en", {"format": "quatrain", "path": str(src)}, {}, "quatrains.jsonl", "corpus.json")
+    rep = write_quatrains("en", Corpus.from_dict({"format": "quatrain", "path": str(src)}), QuatrainRules.from_dict({}),
+                          "quatrains.jsonl", "corpus.json")
     assert rep["provenance"]["inputs"]["source"]["sha256"] == file_sha256(src)
     job = given_job(["length"], "en", {"length": {}}, exclude_sample_from_reference=True)
     cell = run_cell(job, "h0.jsonl", "train.jsonl", "cell.json")

@@ -6,7 +6,8 @@ import pytest
 
 from poeval.errors import PoevalError
 from poeval.generators.poetic import sonnets
-from poeval.generators.poetic.common import read_word2vec
+from poeval.generators.poetic.common import Word2Vec, read_word2vec
+from poeval.generators.poetic.sonnets import Sonnets
 from poeval.io import read_json, read_jsonl, write_jsonl
 
 
@@ -80,15 +81,14 @@ def test_write_sonnets_and_word2vec(tmp_path):
     write_jsonl(train, _quatrains(12))
     write_jsonl(dev, _quatrains(5))
     summary = sonnets.write_sonnets(str(train), str(dev), str(tmp_path / "s.jsonl"), str(tmp_path / "d.jsonl"),
-                                    str(tmp_path / "r.json"), {"seed": 1})
+                                    str(tmp_path / "r.json"), Sonnets.from_dict({"seed": 1}))
     report = read_json(tmp_path / "r.json")
     assert report.pop("provenance")["inputs"]["dev"]["path"] == str(dev)
     assert summary == report and (report["train"]["sonnets"], report["dev"]["sonnets"]) == (3, 1)
     assert len(list(read_jsonl(tmp_path / "s.jsonl"))) == 3 and len(list(read_jsonl(tmp_path / "d.jsonl"))) == 1
     with pytest.raises(PoevalError, match=r"unknown key poetic\.sonnets\.size"):
-        sonnets.write_sonnets(str(train), str(dev), str(tmp_path / "x.jsonl"), str(tmp_path / "y.jsonl"),
-                              str(tmp_path / "x.json"), {"size": 3})
-    cfg = {"dim": 8, "epochs": 2, "min_count": 1, "seed": 1}
+        Sonnets.from_dict({"size": 3})
+    cfg = Word2Vec.from_dict({"dim": 8, "epochs": 2, "min_count": 1, "seed": 1})
     sonnets.write_word2vec(str(train), tmp_path / "a.txt", cfg)
     sonnets.write_word2vec(str(train), tmp_path / "b.txt", cfg)
     assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()   # seeded, single worker
@@ -163,7 +163,7 @@ def test_write_sonnets_and_word2vec_under_the_papers_recipe(tmp_path):
     train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
     write_jsonl(train, _numbered(56, "old") + _numbered(28, "new"))
     out, dev_out, rep = tmp_path / "s.jsonl", tmp_path / "d.jsonl", tmp_path / "r.json"
-    summary = sonnets.write_sonnets(str(train), str(dev), str(out), str(dev_out), str(rep), {"recipe": "paper"})
+    summary = sonnets.write_sonnets(str(train), str(dev), str(out), str(dev_out), str(rep), Sonnets.from_dict({"recipe": "paper"}))
     assert {k: summary[k]["sonnets"] for k in ("background", "train", "dev", "test")} == {
         "background": 14, "train": 4, "dev": 1, "test": 1}
     assert summary["quatrains"] == 84 and read_json(rep)["recipe"] == "paper"
@@ -171,9 +171,9 @@ def test_write_sonnets_and_word2vec_under_the_papers_recipe(tmp_path):
     assert [r["id"] for r in records] == [f"sonnet{k:06d}" for k in range(14, 18)]
     assert records[0]["lines"][0] == "new 0 0" and records[-1]["sources"][-1] == "q15"
     assert [r["id"] for r in read_jsonl(dev_out)] == ["sonnet000018"]
-    cfg = {"dim": 8, "epochs": 2, "min_count": 1, "seed": 1}
-    sonnets.write_word2vec(str(train), tmp_path / "w.txt", cfg, {"recipe": "paper"})
+    cfg = Word2Vec.from_dict({"dim": 8, "epochs": 2, "min_count": 1, "seed": 1})
+    sonnets.write_word2vec(str(train), tmp_path / "w.txt", cfg, Sonnets.from_dict({"recipe": "paper"}))
     words = set(read_word2vec(tmp_path / "w.txt"))
     assert {"old", "<eos>", "55"} <= words and not {"new", "56", ","} & words
     with pytest.raises(PoevalError, match="recipe poeval"):
-        sonnets.write_sonnets(str(train), str(dev), str(out), str(dev_out), str(rep), {"recipe": "paper", "n": 3})
+        Sonnets.from_dict({"recipe": "paper", "n": 3})

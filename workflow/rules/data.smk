@@ -7,12 +7,10 @@ rule quatrains:
     log:
         paths.log("quatrains", "{lang}"),
     params:
-        corpus=lambda wc: as_json(config["corpus"][wc.lang]),
-        quatrains=as_json(config["quatrains"]),
+        job=job_of("quatrains"),   # poeval.jobs.data
     threads: 1
     shell:
-        "poeval quatrains --lang {wildcards.lang:q} --corpus {params.corpus:q} --quatrains {params.quatrains:q}"
-        " --out {output.quatrains:q} --report {output.report:q} > {log:q} 2>&1"
+        "poeval quatrains --job {params.job:q} --out {output.quatrains:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 # Rhyme scheme and metre of every quatrain, labelled once per corpus: conditioned training reads them
@@ -24,9 +22,11 @@ rule rhyme_labels:
         paths.pattern(paths.labelled),
     log:
         paths.log("rhyme_labels", "{lang}"),
+    params:
+        job=job_of("rhyme_labels"),
     threads: 1
     shell:
-        "poeval rhyme {input:q} --lang {wildcards.lang:q} --meter --out {output:q} > {log:q} 2>&1"
+        "poeval rhyme {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule split:
@@ -40,11 +40,10 @@ rule split:
     log:
         paths.log("split", "{lang}"),
     params:
-        split=as_json(config["split"]),
-        human=as_json(config["human"]),
+        job=job_of("split"),
     threads: 1
     shell:
-        "poeval split --quatrains {input:q} --split {params.split:q} --human {params.human:q}"
+        "poeval split --quatrains {input:q} --job {params.job:q}"
         " --train {output.train:q} --dev {output.dev:q} --human-out {output.human:q} --report {output.report:q} > {log:q} 2>&1"
 
 
@@ -62,10 +61,10 @@ rule pseudo_sonnets:
     log:
         paths.log("pseudo_sonnets", "{lang}"),
     params:
-        sonnets=as_json(config["poetic"]["sonnets"]),
+        job=job_of("pseudo_sonnets"),
     threads: 1
     shell:
-        "poeval sonnets --train {input.train:q} --dev {input.dev:q} --sonnets {params.sonnets:q}"
+        "poeval sonnets --train {input.train:q} --dev {input.dev:q} --job {params.job:q}"
         " --out {output.sonnets:q} --dev-out {output.dev:q} --report {output.report:q} > {log:q} 2>&1"
 
 
@@ -77,9 +76,7 @@ rule word2vec:
     log:
         paths.log("word2vec", "{lang}"),
     params:
-        word2vec=as_json(config["poetic"]["word2vec"]),
-        sonnets=as_json(config["poetic"]["sonnets"]),
+        job=job_of("word2vec"),
     threads: 1
     shell:
-        "poeval word2vec --train {input:q} --word2vec {params.word2vec:q} --sonnets {params.sonnets:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        "poeval word2vec --train {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"

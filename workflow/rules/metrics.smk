@@ -8,13 +8,10 @@ rule embed_reference:
     log:
         paths.log("embed", "{lang}"),
     params:
-        encoder=lambda wc: poeval_config.for_lang(P["metrics"]["semantic"]["encoder"], wc.lang),
-        batch_size=P["metrics"]["semantic"]["batch_size"],
-        backend=P["metrics"]["semantic"]["backend"],
+        job=job_of("embed_reference"),   # poeval.jobs.caches
     threads: P["threads"]
     shell:
-        "poeval embed {input:q} --encoder {params.encoder:q} --batch-size {params.batch_size:q} --backend {params.backend:q}"
-        " --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
+        "poeval embed {input:q} --job {params.job:q} --out {output.npy:q} --threads {threads} > {log:q} 2>&1"
 
 
 # Memorization index: the training split's units, deduplicated, sorted and projected once per language
@@ -26,8 +23,10 @@ rule memorization_index:
         directory(paths.pattern(paths.memorization_index)),
     log:
         paths.log("index", "{lang}"),
+    params:
+        job=job_of("memorization_index"),
     shell:
-        "poeval index {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval index {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Topic model (not in the paper): an LDA model of the training split, trained once per language
@@ -40,10 +39,10 @@ rule topic_model:
     log:
         paths.log("topics", "{lang}"),
     params:
-        topics=as_json(config["metrics"].get("topics", {})),
+        job=job_of("topic_model"),
     threads: 1
     shell:
-        "poeval topics {input:q} --lang {wildcards.lang:q} --options {params.topics:q} --out {output:q} > {log:q} 2>&1"
+        "poeval topics {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 # `poeval evaluate` of a cell's job (metric_cell, metric_cell_at_n).

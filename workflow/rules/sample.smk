@@ -32,10 +32,7 @@ rule import_samples:
     wildcard_constraints:
         system=one_of(SUPPLIED),
     params:
-        source=supplied_source,
-        key=lambda wc: supplied.param_key(wc.system, wc.lang, wc.decoding),
-        prefix="{lang}-{system}-{decoding}-",
+        job=job_of("import_samples"),   # poeval.jobs.data: the file as params give it, the ids' prefix
     threads: 1
     shell:
-        "poeval import-samples {params.source:q} --lang {wildcards.lang:q} --param {params.key:q}"
-        " --out {output.samples:q} --stats {output.stats:q} --id-prefix {params.prefix:q} > {log:q} 2>&1"
+        "poeval import-samples --job {params.job:q} --out {output.samples:q} --stats {output.stats:q} > {log:q} 2>&1"

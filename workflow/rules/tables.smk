@@ -154,6 +154,8 @@ rule training_curve:
                subcategory="{lang}", labels={"system": "{system}"}),
     log:
         paths.log("curves", "{lang}", "{system}"),
+    params:
+        job=job_of("training_curve"),   # poeval.jobs.data
     threads: 1
     shell:
-        "poeval curve {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval curve {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"

@@ -10,10 +10,10 @@ rule import_pretrained:
     # training and sampling are the long chain of the DAG: they start first, the cells and tables fill in
     priority: 2
     params:
-        digest=release_digest,
+        job=job_of("import_pretrained"),   # poeval.jobs.data: the release and its files by content
     threads: 1
     shell:
-        "poeval import {wildcards.release:q} --out {output:q} > {log:q} 2>&1"
+        "poeval import --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train:

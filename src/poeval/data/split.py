@@ -3,12 +3,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from poeval import config, io
+from poeval import io
 from poeval.data.readers import bad_record
 from poeval.errors import PoevalError
+from poeval.sections import Section
 from poeval.stamps import stamp
+
+
+@dataclasses.dataclass(frozen=True)
+class Split(Section):
+    """Params ``split``: the share of the quatrains that goes to dev, and the seed of the draw."""
+
+    POINTER, WHERE = "#/properties/split", "split"
+    dev_fraction: float
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Human(Section):
+    """Params ``human``: how many HUMAN reference samples are drawn from train, of what size, with what seed."""
+
+    POINTER, WHERE = "#/properties/human", "human"
+    n_samples: int
+    size: int
+    seed: int
 
 
 def split_train_dev(quatrains: list[dict], dev_fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
@@ -51,24 +72,25 @@ def _read_quatrain_records(path: str) -> list[dict]:
     return records
 
 
-def write_split(quatrains: str, split_cfg: dict, human_cfg: dict, train: str, dev: str, human: list[str],
-                report: str) -> dict:
-    """Split a quatrains file into train/dev and draw the human samples; write all atomically."""
-    split = config.resolve_section(split_cfg, "#/properties/split", "split")
-    hum = config.resolve_section(human_cfg, "#/properties/human", "human")
-    if len(human) != hum["n_samples"]:
-        raise PoevalError(f"got {len(human)} human sample paths for n_samples={hum['n_samples']}")
+def write_split(quatrains: str, split: Split, human: Human, train: str, dev: str, human_out: list[str],
+                report: str, recorded: dict | None = None) -> dict:
+    """Split a quatrains file into train/dev and draw the human samples; write all atomically. ``recorded``:
+    the params the report's stamp records (the rule's: its job's; default: both sections)."""
+    if len(human_out) != human.n_samples:
+        raise PoevalError(f"got {len(human_out)} human sample paths for n_samples={human.n_samples}")
     records = _read_quatrain_records(quatrains)
-    tr, dv = split_train_dev(records, split["dev_fraction"], split["seed"])
-    samples = draw_human_samples(tr, hum["n_samples"], hum["size"], hum["seed"])
+    tr, dv = split_train_dev(records, split.dev_fraction, split.seed)
+    samples = draw_human_samples(tr, human.n_samples, human.size, human.seed)
     io.write_jsonl(train, tr)
     io.write_jsonl(dev, dv)
-    for path, sample in zip(human, samples):
+    for path, sample in zip(human_out, samples):
         io.write_jsonl(path, sample)
+    if recorded is None:
+        recorded = {"split": split.to_dict(), "human": human.to_dict()}
     rep = {
         "quatrains": len(records), "train": len(tr), "dev": len(dv),
-        "split": split, "human": hum | {"sizes": [len(s) for s in samples]},
-        "provenance": stamp({"quatrains": quatrains}, {"split": split_cfg, "human": human_cfg}),
+        "split": split.to_dict(), "human": human.to_dict() | {"sizes": [len(s) for s in samples]},
+        "provenance": stamp({"quatrains": quatrains}, recorded),
     }
     io.write_json(report, rep)
     return rep

@@ -302,11 +302,13 @@ def _stamp_inputs(rel: Release | None, files: list[Path]) -> dict:
     return {"sha256sums": files[0], **{f"part{i:02d}": p for i, p in enumerate(files[1:])}}
 
 
-def import_gguf(source: str, out: str, progress: bool = True, force: bool = False) -> dict:
+def import_gguf(source: str, out: str, progress: bool = True, force: bool = False,
+                recorded: dict | None = None) -> dict:
     """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
     return the stamp written to ``out/import.json``. The folder appears only when complete, and replaces
     only an earlier import (or any folder with ``force``: :func:`poeval.io.check_out_dir`); a split
-    release is assembled inside its temporary folder, so nothing of it stays behind on failure."""
+    release is assembled inside its temporary folder, so nothing of it stays behind on failure. ``recorded``:
+    the params its stamp records (the rule's: its job's, the release's files by content; default: the source)."""
     from poeval.generators import engine
     from poeval.io import file_sha256, write_json
     from poeval.stamps import stamp
@@ -331,7 +333,8 @@ def import_gguf(source: str, out: str, progress: bool = True, force: bool = Fals
         with quiet_transformers(progress):
             plain.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-        record["provenance"] = stamp(_stamp_inputs(rel, files), {"source": rel.id if rel else path.name})
+        given = {"source": rel.id if rel else path.name}
+        record["provenance"] = stamp(_stamp_inputs(rel, files), given if recorded is None else recorded)
         write_json(tmp / STAMP, record)
 
     engine.write_checkpoint(out, write, **refuse)

@@ -86,12 +86,12 @@ def _quatrain(record: dict) -> tuple[list[str] | None, str | None]:
 
 
 def import_samples(source: str | os.PathLike, lang: str, out: str | os.PathLike, stats: str | os.PathLike, *,
-                   key: str = "samples", id_prefix: str = "") -> dict:
+                   key: str = "samples", id_prefix: str = "", recorded: dict | None = None) -> dict:
     """Import the poems of ``source`` as a sample of ``lang`` into ``out`` (JSONL) and ``stats`` (JSON);
     return the stats. ``key`` (the params key of the file) is named when the file is missing. Every check
     runs before anything is written: a file without a usable quatrain, a ``language`` that is not
     ``lang``, repeated ids or an unreadable file raise PoevalError and leave ``out`` and ``stats`` as they
-    were."""
+    were. ``recorded``: the params the stamp records (the rule's: its job's; default: the file's path)."""
     path = Path(source)
     if not path.exists():
         raise PoevalError(f"{key}: no such file or folder: {source}")
@@ -112,7 +112,7 @@ def import_samples(source: str | os.PathLike, lang: str, out: str | os.PathLike,
         print(f"poeval import-samples: warning: {warning}", file=sys.stderr)
     return write_samples(kept, reasons, len(records), len(records), out, stats, {
         "source": {"path": str(source), "kind": "folder" if path.is_dir() else path.suffix.lstrip(".") or "text"},
-        "elapsed_s": time.perf_counter() - t0, "provenance": supplied_stamp(source, sha256)})
+        "elapsed_s": time.perf_counter() - t0, "provenance": supplied_stamp(source, sha256, recorded)})
 
 
 # The generator interface (poeval.generators.interface): a samples system's checkpoint is its files, which

@@ -298,13 +298,14 @@ def _read_text(path: Path) -> str:
 
 
 def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike,
-               force: bool = False) -> None:
+               force: bool = False, recorded: dict | None = None) -> None:
     """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically, if it holds
     an earlier index or ``force``: :func:`poeval.io.check_out_dir`), with ``index.json`` naming the file's
     sha256 and its own files', so a cell refuses an index of another training split or one whose files were
-    changed (:func:`poeval.io.cache_meta`)."""
+    changed (:func:`poeval.io.cache_meta`). ``recorded``: the params its stamp records (the rule's: its job's;
+    the index reads no params, so `poeval stale` checks its input)."""
     meta = {"format": INDEX_FORMAT, "input_sha256": file_sha256(input_path), "levels": {},
-            "provenance": stamp({"train": input_path}, {})}   # no params: `poeval stale` checks its input
+            "provenance": stamp({"train": input_path}, recorded or {})}
     with atomic_dir(out_dir, "poeval index", INDEX_META, (input_path,), force) as tmp:
         for level, index in indexes.items():
             _write_text(tmp / f"{level}.units.txt", index.text)
@@ -540,7 +541,8 @@ def _unit_ids(ids: list, level: str) -> list:
 
 
 def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
-               levels: Sequence[str] = tuple(LEVELS), progress: bool = True, force: bool = False) -> dict:
+               levels: Sequence[str] = tuple(LEVELS), progress: bool = True, force: bool = False,
+               recorded: dict | None = None) -> dict:
     """Build and save (:func:`save_index`) the index of every level of a training file, read as ``poeval
     evaluate`` reads its reference, so its training indices are the rows a metric cell sees. Returns the
     saved ``index.json``."""
@@ -550,5 +552,5 @@ def index_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike,
     quatrains = [p["lines"] for p in poems]
     indexes = {level: build_index(units(quatrains, level))
                for level in progress_bar(levels, desc="memorization index", unit="level", progress=progress)}
-    save_index(indexes, out_dir, quatrains_path, force)
+    save_index(indexes, out_dir, quatrains_path, force, recorded)
     return read_json(Path(out_dir) / INDEX_META)

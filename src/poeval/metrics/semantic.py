@@ -241,12 +241,13 @@ def sidecar_path(out_npy: str | os.PathLike) -> Path:
 
 
 def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int = 16,
-               threads: int | None = None, backend: str = BACKENDS[0]) -> None:
+               threads: int | None = None, backend: str = BACKENDS[0], recorded: dict | None = None) -> None:
     """Embed the usable quatrains of a file once and cache them: ``out_npy`` (float32, n x dim, rows in
     file order) and the sidecar ``<out_npy>.json`` {encoder, backend, n, dim, sha256 of the input, ...}.
 
     Quatrains are read and filtered exactly as ``poeval evaluate`` reads its reference, so row i is the
-    i-th reference quatrain that ``compute`` would see. Both files are written atomically."""
+    i-th reference quatrain that ``compute`` would see. Both files are written atomically. ``recorded``: the
+    params the sidecar's stamp records (the rule's: its job's; default: the arguments as given)."""
 
     check_backend(backend)
     src = Path(quatrains_jsonl)
@@ -271,8 +272,8 @@ def embed_file(quatrains_jsonl: str, encoder: str, out_npy: str, batch_size: int
         "normalized": True,
         "text": "verses joined with a single space",
         "input_sha256": file_sha256(src),
-        # the arguments as given (rule embed_reference), what `poeval stale` compares
-        "provenance": stamp({"quatrains": src}, {"encoder": encoder, "batch_size": batch_size, "backend": backend}),
+        "provenance": stamp({"quatrains": src}, recorded if recorded is not None else
+                            {"encoder": encoder, "batch_size": batch_size, "backend": backend}),
         "skipped": dict(sorted(skipped.items())),
     })
 

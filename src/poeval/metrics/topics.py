@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -54,6 +55,7 @@ from poeval import config
 from poeval.errors import PoevalError
 from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, write_json
 from poeval.poem_files import read_poems
+from poeval.sections import Section
 from poeval.stamps import stamp
 from poeval.metrics.distribution import entropy
 from poeval.render import write_tsv
@@ -186,17 +188,19 @@ def train(quatrains: Sequence[Sequence[str]], lang: str, options: Mapping | None
 
 
 def save_model(model: TopicModel, out_dir: str | os.PathLike, input_path: str | os.PathLike,
-               options: Mapping | None = None, force: bool = False) -> dict:
+               options: Mapping | None = None, force: bool = False, recorded: dict | None = None) -> dict:
     """Write ``model`` into ``out_dir`` (replaced atomically; module doc), recording the sha256 of the
-    training file ``input_path`` and, in its provenance stamp, ``options`` as received (params
-    ``metrics.topics``, what `poeval stale` compares); returns the ``topics.json`` written."""
+    training file ``input_path`` and, in its provenance stamp, ``recorded`` (the rule's: its job's; default:
+    ``options`` as received, params ``metrics.topics``), what `poeval stale` compares; returns the
+    ``topics.json`` written."""
     lda = model.lda
     empty = np.isnan(model.train_theta).any(axis=1)
     meta = {"format": FORMAT, "input_sha256": file_sha256(input_path), "lang": model.lang, "params": model.params,
             "num_topics": model.num_topics, "vocabulary_size": len(model.vocabulary),
             "n_train": int(len(empty)), "n_empty": int(empty.sum()),
             "human_distribution": [round(float(v), 6) for v in np.nanmean(model.train_theta, axis=0)],
-            "provenance": stamp({"train": input_path}, {"lang": model.lang, "topics": dict(options or {})})}
+            "provenance": stamp({"train": input_path}, {"lang": model.lang, "topics": dict(options or {})}
+                                if recorded is None else recorded)}
     words = model.topic_words()
     rows = []
     for topic in range(model.num_topics):
@@ -236,12 +240,31 @@ def load_model(model_dir: str | os.PathLike, input_path: str | os.PathLike | Non
     return TopicModel(lda, vocabulary, meta["params"], meta["lang"], theta)
 
 
-def train_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike, lang: str,
-               options: Mapping | None = None, force: bool = False) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Topics(Section):
+    """Params ``metrics.topics``: the LDA model's settings (module doc)."""
+
+    POINTER, WHERE = "#/properties/metrics/properties/topics", "metrics.topics"
+    num_topics: int
+    passes: int
+    iterations: int
+    seed: int
+    min_chars: int
+    no_below: int
+    no_above: float
+    top_words: int
+
+
+def train_file(quatrains_path: str | os.PathLike, out_dir: str | os.PathLike, lang: str, settings: Topics,
+               force: bool = False, recorded: dict | None = None) -> dict:
     """Train on a training file, read as ``poeval evaluate`` reads its reference (so the rows of the training
-    distributions are the rows a metric cell sees), and save the model; returns its ``topics.json``."""
+    distributions are the rows a metric cell sees), and save the model; returns its ``topics.json``.
+    ``recorded``: the params its stamp records (the rule's: its job's; default: ``lang`` and ``settings``)."""
     poems, _ = read_poems(quatrains_path)
-    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path, options, force)
+    options = settings.to_dict()
+    recorded = {"lang": lang, "topics": options} if recorded is None else recorded
+    return save_model(train([p["lines"] for p in poems], lang, options), out_dir, quatrains_path, options, force,
+                      recorded)
 
 
 def numbers(theta: np.ndarray, human: np.ndarray) -> dict:

@@ -41,49 +41,8 @@ def _cache_meta(directory: Callable[..., str], name: str) -> Callable[..., str]:
     return inside
 
 
-def _import_json(release: str) -> str:
-    return f"{paths.pretrained(release)}/import.json"
-
-
-def _supplied(params: dict, w: dict) -> bool:
-    from poeval.generators.registry import is_supplied
-
-    return is_supplied(params["models"][w["system"]])
-
-
 def _families(params: dict) -> set[str]:
     return set(params["metrics"]["families"])
-
-
-def data_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-
-    return (_step("quatrains", lambda c, w: r.corpus_params(c, w["lang"]), paths.corpus_report),
-            _step("rhyme_labels", lambda c, w: r.rhyme_label_params(w["lang"]), _in_stamp_file(paths.labelled),
-                  paths.labelled),
-            _step("split", lambda c, w: r.split_params(c), paths.split_report),
-            _step("pseudo_sonnets", lambda c, w: r.sonnets_params(c), paths.sonnets_report, paths.sonnets,
-                  products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w))),
-            _step("word2vec", lambda c, w: r.word2vec_params(c), _in_stamp_file(paths.word2vec), paths.word2vec),
-            _step("import_pretrained", lambda c, w: {"source": w["release"]}, _import_json, paths.pretrained))
-
-
-def supplied_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-
-    return (_step("import_samples", lambda c, w: r.supplied_params(c, w["system"], w["lang"], w["decoding"]),
-                  paths.stats, applies=_supplied, products=lambda **w: (paths.samples(**w),)),)
-
-
-def cache_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-
-    return (_step("embed_reference", lambda c, w: r.embeddings_params(c, w["lang"]), paths.embeddings_meta,
-                  paths.embeddings),
-            _step("memorization_index", lambda c, w: {}, _cache_meta(paths.memorization_index, "index.json"),
-                  paths.memorization_index),
-            _step("topic_model", lambda c, w: r.topics_params(c, w["lang"]), _cache_meta(paths.topic_model, "topics.json"),
-                  paths.topic_model))
 
 
 def _bpomp(params: dict, w: dict) -> bool:

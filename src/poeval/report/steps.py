@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from poeval.jobs import cell, sample, train
+from poeval.jobs import caches, cell, data, sample, train
 from poeval.report import legacy_steps as legacy
 from poeval.jobs.base import Step
 
@@ -16,9 +16,14 @@ from poeval.jobs.base import Step
 def steps() -> tuple[Step, ...]:
     """The steps in DAG order: data, checkpoints, samples, caches, cells, BPoMP, style adherence, tables and figures
     (`poeval stale` relies on it: a step's stale inputs are found before it)."""
-    return (*legacy.data_steps(), *train.STEPS, *sample.STEPS, *legacy.supplied_steps(), *legacy.cache_steps(),
+    return (*data.STEPS, *train.STEPS, *sample.STEPS, *data.SUPPLIED_STEPS, *caches.STEPS,
             *cell.STEPS, *legacy.bpomp_steps(), *legacy.adherence_steps(), *legacy.report_steps())
 
 
 def by_rule() -> dict[str, Step]:
     return {step.rule: step for step in steps()}
+
+
+def jobs_by_rule() -> dict[str, Step]:
+    """Every rule's step by its name, also of a rule whose output holds no stamp (what ``job_of`` builds from)."""
+    return by_rule() | {step.rule: step for step in data.UNSTAMPED}

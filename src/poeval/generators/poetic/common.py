@@ -11,6 +11,7 @@ temporary sibling directory and renamed into place, like every poeval checkpoint
 from __future__ import annotations
 
 import collections
+import dataclasses
 import importlib
 import math
 import re
@@ -23,6 +24,7 @@ from poeval.errors import PoevalError
 from poeval.generators.checkpoint import MANIFEST   # the registry tells a port's checkpoint by it too
 from poeval.generators.interface import TrainInputs
 from poeval.io import read_json_object, read_jsonl, write_json
+from poeval.sections import Section
 from poeval.text import verse_end, verse_problem
 
 WEIGHTS = "weights.pt"
@@ -212,17 +214,31 @@ def _stable_hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
-def train_word2vec(sentences: list[list[str]], out: str | Path, cfg: dict) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Word2Vec(Section):
+    """Params ``poetic.word2vec``: the vectors the poetry-specific generators start their embeddings from."""
+
+    POINTER, WHERE = "#/properties/poetic/properties/word2vec", "poetic.word2vec"
+    impl: str
+    dim: int
+    window: int
+    min_count: int
+    sg: bool
+    sample: float
+    epochs: int
+    seed: int
+
+
+def train_word2vec(sentences: list[list[str]], out: str | Path, cfg: Word2Vec) -> dict:
     """Train skip-gram/CBOW word2vec (gensim) on tokenised verses and save the vectors in word2vec text
     format. One worker thread: gensim is deterministic only single-threaded. Returns a summary."""
-    from gensim.models import Word2Vec
+    from gensim.models import Word2Vec as Gensim
 
-    cfg = config.resolve_section(cfg, "#/properties/poetic/properties/word2vec", "poetic.word2vec")
     if not sentences:
         raise PoevalError("word2vec needs at least one tokenised verse")
-    model = Word2Vec(
-        sentences=sentences, vector_size=cfg["dim"], window=cfg["window"], min_count=cfg["min_count"],
-        sg=int(cfg["sg"]), sample=cfg["sample"], epochs=cfg["epochs"], seed=cfg["seed"], workers=1,
+    model = Gensim(
+        sentences=sentences, vector_size=cfg.dim, window=cfg.window, min_count=cfg.min_count,
+        sg=int(cfg.sg), sample=cfg.sample, epochs=cfg.epochs, seed=cfg.seed, workers=1,
         hashfxn=_stable_hash,
     )
     out = Path(out)

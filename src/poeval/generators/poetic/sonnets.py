@@ -25,16 +25,16 @@ scheme and metre are null when the split was not labelled.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import random
 import string
 from pathlib import Path
 
-from poeval import config
 from poeval.errors import PoevalError
-from poeval.generators.poetic.common import tokenize, train_word2vec
+from poeval.generators.poetic.common import Word2Vec, tokenize, train_word2vec
 from poeval.io import read_jsonl, write_json, write_jsonl
+from poeval.sections import Section
 
-SONNET_DEFAULTS = config.defaults("#/properties/poetic/properties/sonnets")   # the params schema's
 RECIPE = "paper"   # the paper's recipe; the other, "poeval", is the schema's default
 PAPER_CUTS = (0.7, 0.8, 0.9)   # background share of all sonnets; train and dev cut points of the rest
 EOS = "<eos>"   # the paper's verse separator, a word of its word2vec sentences
@@ -142,13 +142,20 @@ def paper_split(sonnets: list) -> tuple[list, list, list, list]:
     return sonnets[:cut], rest[:train_end], rest[train_end:dev_end], rest[dev_end:]
 
 
-def _resolve(cfg: dict) -> dict:
-    cfg = {**SONNET_DEFAULTS, **cfg}
-    config.check(cfg, "#/properties/poetic/properties/sonnets", "poetic.sonnets")
-    if cfg["recipe"] == RECIPE and (cfg["n"] is not None or cfg["allow_reuse"]):
-        raise PoevalError("poetic.sonnets.n and allow_reuse belong to recipe poeval; recipe paper takes every "
-                          "group of four train quatrains (docs/paper-vs-poeval.md \"poeval vs the paper's code\")")
-    return cfg
+@dataclasses.dataclass(frozen=True)
+class Sonnets(Section):
+    """Params ``poetic.sonnets``: how many pseudo-sonnets, drawn how, by which recipe (module docstring)."""
+
+    POINTER, WHERE = "#/properties/poetic/properties/sonnets", "poetic.sonnets"
+    n: int | None
+    seed: int
+    allow_reuse: bool
+    recipe: str
+
+    def __post_init__(self):
+        if self.recipe == RECIPE and (self.n is not None or self.allow_reuse):
+            raise PoevalError("poetic.sonnets.n and allow_reuse belong to recipe poeval; recipe paper takes every "
+                              "group of four train quatrains (docs/paper-vs-poeval.md \"poeval vs the paper's code\")")
 
 
 def _paper_parts(quatrains: list[dict], train: str) -> dict[str, list[dict]]:
@@ -169,36 +176,38 @@ def _write_paper(train: str, out: str, dev_out: str) -> dict:
             "uses": "background: word2vec only; train: the ports' training sonnets; dev: Table 1; test: unused"}
 
 
-def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, cfg: dict) -> dict:
+def write_sonnets(train: str, dev: str, out: str, dev_out: str, report: str, sonnets: Sonnets,
+                  recorded: dict | None = None) -> dict:
     """Pseudo-sonnets of the train and dev splits (Table 1 counts both; the ports train on the train
     ones) and one report with the counts of each; under ``recipe: paper`` the paper's train and dev
-    sonnets, all from the train split (module docstring)."""
-    cfg = _resolve(cfg)
+    sonnets, all from the train split (module docstring). ``recorded``: the params the report's stamp
+    records (the rule's: its job's; default: the section)."""
     from poeval.stamps import stamp
 
-    if cfg["recipe"] == RECIPE:
+    recorded = {"sonnets": sonnets.to_dict()} if recorded is None else recorded
+    if sonnets.recipe == RECIPE:
         summary = _write_paper(train, out, dev_out)
-        write_json(report, {**summary, "provenance": stamp({"train": train}, {"sonnets": cfg})})
+        write_json(report, {**summary, "provenance": stamp({"train": train}, recorded)})
         return summary
     # n caps the training sonnets; dev always takes its floor(2/7) share, the paper's dev SonNet
-    train_records, train_summary = build(_quatrain_records(train), cfg["n"], int(cfg["seed"]), bool(cfg["allow_reuse"]))
-    dev_records, dev_summary = build(_quatrain_records(dev), None, int(cfg["seed"]))
+    train_records, train_summary = build(_quatrain_records(train), sonnets.n, sonnets.seed, sonnets.allow_reuse)
+    dev_records, dev_summary = build(_quatrain_records(dev), None, sonnets.seed)
     write_jsonl(out, train_records)
     write_jsonl(dev_out, dev_records)
     summary = {"train": train_summary, "dev": dev_summary}
-    write_json(report, {**summary, "provenance": stamp({"train": train, "dev": dev}, {"sonnets": cfg})})
+    write_json(report, {**summary, "provenance": stamp({"train": train, "dev": dev}, recorded)})
     return summary
 
 
-def write_word2vec(train: str, out: str, cfg: dict, sonnets: dict | None = None) -> dict:
+def write_word2vec(train: str, out: str, word2vec: Word2Vec, sonnets: Sonnets | None = None) -> dict:
     """word2vec vectors of the training split's verses (the models' tokenisation), for embedding init.
     ``sonnets`` (params ``poetic.sonnets``) with ``recipe: paper``: of the paper's background sonnets
     instead, one sentence per sonnet with :data:`EOS` after every verse, as its file of sonnets joined by
     `` <eos> `` (parse_sonnets.py); words are the models' tokens, not its whitespace-split ones."""
-    if _resolve(sonnets or {})["recipe"] == RECIPE:
+    if sonnets is not None and sonnets.recipe == RECIPE:
         background = _paper_parts(_quatrain_records(train), train)["background"]
         sentences = [[t for line in sonnet["lines"] for t in tokenize(line) + [EOS]] for sonnet in background]
     else:
         verses = [tokenize(line) for r in _quatrain_records(train) for line in r["lines"]]
         sentences = [v for v in verses if v]
-    return train_word2vec(sentences, out, cfg)
+    return train_word2vec(sentences, out, word2vec)

@@ -206,7 +206,7 @@ def test_the_example_overlay_is_valid_from_the_repository_root(monkeypatch):
 # --- stale and provenance -------------------------------------------------------------------------
 
 def test_an_edited_sample_file_makes_its_import_and_cells_stale_and_nothing_else(tmp_path, monkeypatch):
-    from poeval.metrics.evaluate import write_evaluation
+    from poeval.jobs.cell import cell_job, run
     from poeval.report.stale import stale_outputs
 
     monkeypatch.chdir(tmp_path)
@@ -214,13 +214,13 @@ def test_an_edited_sample_file_makes_its_import_and_cells_stale_and_nothing_else
     shutil.copy(TEXT, "mine.txt")
     write_jsonl(paths.train("en"), [{"id": f"t{i}", "lines": QUATRAIN} for i in range(5)])
     files = {"vanilla": "mine.jsonl", "text": "mine.txt"}
-    for decoding, source in files.items():
-        import_samples(source, "en", paths.samples("en", "mine", decoding), paths.stats("en", "mine", decoding))
-        write_evaluation(paths.samples("en", "mine", decoding), paths.train("en"), "en", ["length"],
-                         paths.cell("en", "mine", decoding, "length"), options={"length": {}}, bootstrap_reps=5)
     cfg = poeval_config.merge(poeval_config.read(ROOT / "params.yaml"), {
         "systems": ["mine"], "models": {"mine": {"arch": "samples", "samples": {"en": files}}},
         "metrics": {"bootstrap": {"reps": 5}}})
+    for decoding, source in files.items():
+        import_samples(source, "en", paths.samples("en", "mine", decoding), paths.stats("en", "mine", decoding))
+        run(cell_job(poeval_config.fill(cfg), "en", "mine", decoding, "length"), paths.samples("en", "mine", decoding),
+            paths.train("en"), paths.cell("en", "mine", decoding, "length"))
     assert stale_outputs(cfg, ".") == []
     with open("mine.txt", "a") as handle:
         handle.write("\n" + "\n".join(QUATRAIN) + "\n")

@@ -228,17 +228,17 @@ def test_a_tables_rule_params_hold_its_own_families_only(root):
     import re
 
     from poeval import config, params
-    from poeval.report.recorded import table_caption_metrics
+    from poeval.report.table_jobs import caption_metrics
     from poeval.report.tables import FAMILY_OF_TABLE, table_families
 
     resolved = params.resolve(config.read(root / "params.yaml"))
     changed = copy.deepcopy(resolved)
     changed["metrics"]["lexical"]["mattr_window"] += 1
     moved = [t for t in FAMILY_OF_TABLE
-             if table_caption_metrics(resolved, t) != table_caption_metrics(changed, t)]
+             if caption_metrics(resolved, t) != caption_metrics(changed, t)]
     assert moved == ["table2", "table12"]
     for table in FAMILY_OF_TABLE:
-        given = table_caption_metrics(resolved, table)
+        given = caption_metrics(resolved, table)
         assert set(given) == {*table_families(table), "tests"}
         for caption in (f"{table}.rst", "tests.rst"):
             text = (root / "workflow" / "report" / caption).read_text()

@@ -42,18 +42,24 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class SplitRow(Record):
+    """A row of Table 1: a split file's language and split (its label)."""
+
     lang: str
     split: str
 
 
 @dataclasses.dataclass(frozen=True)
 class SystemRow(Record):
+    """A row of Table 4: a system and the language of its checkpoint."""
+
     lang: str
     system: str
 
 
 @dataclasses.dataclass(frozen=True)
 class SampleRow(Record):
+    """A row of the sampling table: whose sample, under which decoding config."""
+
     lang: str
     system: str
     decoding: str
@@ -83,28 +89,19 @@ class RowsJob(Job):
         return [(*dataclasses.astuple(row), path) for row, path in zip(self.rows, inputs)]
 
 
-@dataclasses.dataclass(frozen=True)
 class SizesTableJob(RowsJob):
     """Table 1: one row per split file (a split named twice, as the HUMAN samples: its files summed)."""
-
-    KIND = "table1"
-    ROW = SplitRow
+    KIND, ROW = "table1", SplitRow
 
 
-@dataclasses.dataclass(frozen=True)
 class ModelsTableJob(RowsJob):
     """Table 4: one row per checkpoint directory (a samples system: per imported file's stats)."""
-
-    KIND = "table4"
-    ROW = SystemRow
+    KIND, ROW = "table4", SystemRow
 
 
-@dataclasses.dataclass(frozen=True)
 class SamplingTableJob(RowsJob):
     """The sampling table: one row per sample's stats."""
-
-    KIND = "sampling-table"
-    ROW = SampleRow
+    KIND, ROW = "sampling-table", SampleRow
 
 
 @dataclasses.dataclass(frozen=True)

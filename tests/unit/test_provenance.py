@@ -652,7 +652,7 @@ def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
     assert main(["bpomp", "accuracy", scores, "--out", acc, "--bootstrap-reps", "20", "--scorer", "gpt2-s",
                  "--stamp", json.dumps(bpomp_params(cfg, "bpomp_accuracy", "gpt2-s"))]) == 0
     cell = paths.adherence_cell("en", "bygpt5-s-cond", "unprompted")
-    assert main(["adherence", "cell", f"={SAMPLES}", "--lang", "en", "--system", "bygpt5-s-cond",
+    assert main(["adherence", "cell", f"none={SAMPLES}", "--lang", "en", "--system", "bygpt5-s-cond",
                  "--repetition", cfg["metrics"]["rhyme"]["repetition"], "--out", cell]) == 0
     assert _stale(run, "config/on.yaml") == {}
     (run / "config" / "seed.yaml").write_text("bpomp: {bootstrap: {seed: 9}}\nmetrics: {rhyme: {repetition: end_word}}\n")

@@ -71,6 +71,36 @@ def test_table1_counts_and_total_rows(tmp_path):
                     ["en", "sonnets-total", "2", "28", "42", "3"]]
 
 
+def test_table1_from_its_rules_job_is_the_hand_runs_and_its_stamp_records_the_rows(tmp_path, root):
+    """Rule table1 passes the rows' labels as its job (built from the params) and the files in row order: the
+    same bytes as the LANG:SPLIT:PATH items by hand, and the stamp records the rows, which `poeval stale`
+    rebuilds; a job whose rows do not match the files is refused."""
+    from poeval import config, params
+    from poeval.cli import main
+    from poeval.report.steps import by_rule
+    from poeval.report.table_jobs import SizesTableJob, SplitRow
+
+    files = {}
+    for name, n in (("train", 3), ("dev", 1), ("h0", 1)):
+        files[name] = tmp_path / f"{name}.jsonl"
+        files[name].write_text("".join(json.dumps({"id": str(i), "lines": ["a b", "c", "d", "e"]}) + "\n"
+                                       for i in range(n)))
+    items = [("train", "train"), ("dev", "dev"), ("human", "h0")]
+    hand, job_out = tmp_path / "hand.tsv", tmp_path / "job.tsv"
+    assert main(["table", "table1", *(f"en:{s}:{files[f]}" for s, f in items), "--out", str(hand)]) == 0
+    job = SizesTableJob([SplitRow("en", s) for s, _ in items])
+    assert main(["table", "table1", *(str(files[f]) for _, f in items), "--job", job.to_json(),
+                 "--out", str(job_out)]) == 0
+    assert job_out.read_bytes() == hand.read_bytes()
+    stamp = json.loads((tmp_path / "job.tsv.stamp.json").read_text())
+    assert stamp["provenance"]["params"] == {"rows": [{"lang": "en", "split": s} for s, _ in items]} == job.recorded()
+    assert main(["table", "table1", str(files["train"]), "--job", job.to_json(), "--out", str(job_out)]) == 2
+    resolved = params.resolve(config.read(root / "params.yaml"))
+    rows = by_rule()["table1"].build(resolved).rows
+    assert [r.split for r in rows] == ["train", "dev", *["human"] * resolved["human"]["n_samples"],
+                                       "sonnets-train", "sonnets-dev"]
+
+
 def _per_poem_cell(path, family, system, decoding, per_poem):
     path.write_text(json.dumps({"cell": {"lang": "en", "system": system, "decoding": decoding}, "n_poems": 3,
                                 family: {"per_poem": per_poem}}))
@@ -228,17 +258,17 @@ def test_a_tables_rule_params_hold_its_own_families_only(root):
     import re
 
     from poeval import config, params
-    from poeval.report.recorded import table_caption_metrics
+    from poeval.report.table_jobs import caption_metrics
     from poeval.report.tables import FAMILY_OF_TABLE, table_families
 
     resolved = params.resolve(config.read(root / "params.yaml"))
     changed = copy.deepcopy(resolved)
     changed["metrics"]["lexical"]["mattr_window"] += 1
     moved = [t for t in FAMILY_OF_TABLE
-             if table_caption_metrics(resolved, t) != table_caption_metrics(changed, t)]
+             if caption_metrics(resolved, t) != caption_metrics(changed, t)]
     assert moved == ["table2", "table12"]
     for table in FAMILY_OF_TABLE:
-        given = table_caption_metrics(resolved, table)
+        given = caption_metrics(resolved, table)
         assert set(given) == {*table_families(table), "tests"}
         for caption in (f"{table}.rst", "tests.rst"):
             text = (root / "workflow" / "report" / caption).read_text()

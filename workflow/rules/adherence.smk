@@ -1,5 +1,6 @@
 # Style adherence (poeval.metrics.adherence): conditioned transformers prompted with each scheme token, labelled
 # by the rhyme detector, against their baseline's unprompted sample. Targets only when there is a pair.
+from poeval.jobs import adherence as adherence_jobs
 from poeval.metrics.adherence import pairs as adherence_pairs
 
 ADHERENCE = P["style_adherence"]
@@ -23,8 +24,7 @@ rule adherence_sample:
         endpoint_requests=endpoint_requests,
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
-        job=lambda wc: sample_job(P, wc.lang, wc.system, ADHERENCE["decoding"], style=wc.scheme,
-                                  n=ADHERENCE["n"]).to_json(),
+        job=job_of("adherence_sample"),
     threads: P["threads"]
     shell:
         "poeval sample {input:q} --job {params.job:q}"
@@ -32,11 +32,9 @@ rule adherence_sample:
 
 
 def adherence_samples(wildcards):
-    """PROMPT=SAMPLES items of a cell: one sample per prompted scheme, or the system's main sample."""
-    lang, system = wildcards.lang, wildcards.system
-    if wildcards.prompting == "unprompted":
-        return {"none": paths.samples(lang, system, ADHERENCE["decoding"])}
-    return {s: paths.adherence_samples(lang, system, s) for s in ADHERENCE["schemes"]}
+    """The sample of each prompt of a cell's job, in its order: one per prompted scheme, or the system's main sample."""
+    job = STEPS["adherence_cell"].build(P, **dict(wildcards.items()))
+    return adherence_jobs.cell_samples(job, ADHERENCE["decoding"])
 
 
 rule adherence_cell:
@@ -47,12 +45,10 @@ rule adherence_cell:
     log:
         paths.log("adherence", "{lang}", "{system}", "{prompting}"),
     params:
-        prompts=lambda wc, input: [f"{prompt}={path}" for prompt, path in input.items()],
-        repetition=P["metrics"]["rhyme"]["repetition"],
+        job=job_of("adherence_cell"),   # the system, its language, the prompts in input order, the repetition rule
     threads: 1
     shell:
-        "poeval adherence cell {params.prompts:q} --lang {wildcards.lang:q} --system {wildcards.system:q}"
-        " --repetition {params.repetition:q} --out {output:q} > {log:q} 2>&1"
+        "poeval adherence cell {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 def adherence_pair_cells():
@@ -76,12 +72,12 @@ for _action, _out in (("table", paths.table("style_adherence")), ("figure", path
             paths.log("adherence", _name),
         params:
             action=_action,
+            job=job_of(_name),
             pairs=adherence_pair_cells(),
-            schemes=ADHERENCE["schemes"],
             shows=", ".join(f"{c} vs {b}" for c, b in ADHERENCE_PAIRS.items()) or "none",  # for the caption
         threads: 1
         shell:
-            "poeval adherence {params.action:q} {params.pairs:q} --schemes {params.schemes:q} --out {output:q} > {log:q} 2>&1"
+            "poeval adherence {params.action:q} {params.pairs:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 def adherence_targets():

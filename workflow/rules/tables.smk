@@ -1,44 +1,45 @@
 rule table1:
     input:
-        [item.split(":", 2)[2] for item in table1_args()],
+        [path for _, path in table_jobs.table1_items(P)],
     output:
         report(paths.table("table1"), caption="../report/table1.rst", **report_place("table1")),
     log:
         paths.log("tables", "table1"),
     params:
-        splits=table1_args(),
+        # each row's language and split, in the order of the input files (poeval.report.table_jobs)
+        job=job_of("table1"),
     threads: 1
     shell:
-        "poeval table table1 {params.splits:q} --out {output:q} > {log:q} 2>&1"
+        "poeval table table1 {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule table4:
     input:
-        [item.split(":", 2)[2] for item in model_items()],
+        [path for _, path in table_jobs.model_items(P)],
     output:
         report(paths.table("table4"), caption="../report/table4.rst", **report_place("table4")),
     log:
         paths.log("tables", "table4"),
     params:
-        models=model_items(),
+        job=job_of("table4"),
     threads: 1
     shell:
-        "poeval table table4 {params.models:q} --out {output:q} > {log:q} 2>&1"
+        "poeval table table4 {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 # The samples' validity rate, distinct share and failure reasons, one row per sample (every decoding).
 rule sampling_table:
     input:
-        [item.split(":", 3)[3] for item in sample_items()],
+        [path for _, path in table_jobs.sample_items(P)],
     output:
         report(paths.table("sampling"), caption="../report/sampling.rst", **report_place("sampling")),
     log:
         paths.log("tables", "sampling"),
     params:
-        samples=sample_items(),
+        job=job_of("sampling_table"),
     threads: 1
     shell:
-        "poeval table sampling {params.samples:q} --out {output:q} > {log:q} 2>&1"
+        "poeval table sampling {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Tables 2, 3, 5, 6 and memorization: one row per language x system (first decoding config; Tables 5
@@ -63,19 +64,19 @@ for _table in FAMILY_OF_TABLE:
         log:
             paths.log("tables", _table),
         params:
+            job=job_of(_table),
             table=_table,
             # for the captions of the tables that embed (semantic, diversity); the others never rerun for it
             encoders=semantic_encoders() if {"semantic", "diversity"} & set(table_families(_table)) else "",
             # the sections the captions name switches of (Tables 2 and 5, the tests): only this table's families
-            metrics=recorded.table_caption_metrics(P, _table),
-            tests=as_json(config["metrics"].get("tests", {})),
+            metrics=table_jobs.caption_metrics(P, _table),
             pooled=", ".join(pooled_columns(_table)) or "none",   # for the caption
             scope=report_tables.scope_note(_table, DECODINGS, table_systems(_table)),   # for the caption
             **report_tables.caption_params(_table),
         threads: 1
         shell:
-            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q}"
-            " --tests-out {output.tests:q} --tests {params.tests:q} > {log:q} 2>&1"
+            "poeval table {params.table:q} {input:q} --job {params.job:q} --out {output.table:q}"
+            " --ci-out {output.ci:q} --tests-out {output.tests:q} > {log:q} 2>&1"
 
 
 # The common-n companion of each family table (tables.common_n): the same rows, each recomputed on n quatrains
@@ -96,12 +97,14 @@ for _table, _n in COMMON_N_TABLES.items():
         log:
             paths.log("tables", common_n_name(_table)),
         params:
+            job=job_of(common_n_name(_table)),
             table=_table,
             n=_n,  # for the caption
-            pooled=", ".join(pooled_columns(_table)) or "none",
+            pooled=", ".join(pooled_columns(_table)) or "none",   # for the caption
         threads: 1
         shell:
-            "poeval table {params.table:q} {input:q} --out {output.table:q} --ci-out {output.ci:q} > {log:q} 2>&1"
+            "poeval table {params.table:q} {input:q} --job {params.job:q} --out {output.table:q}"
+            " --ci-out {output.ci:q} > {log:q} 2>&1"
 
 
 # How far each measure moves with n: every family's curve on the first HUMAN sample of each language.
@@ -116,10 +119,12 @@ rule n_sensitivity:
     log:
         paths.log("tables", "n_sensitivity"),
     params:
+        job=job_of("n_sensitivity_table"),
         curve=P["tables"]["n_curve"],  # for the caption
     threads: 1
     shell:
-        "poeval n-sensitivity {input:q} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
+        "poeval n-sensitivity {input:q} --job {params.job:q} --out {output.table:q} --figure {output.figure:q}"
+        " > {log:q} 2>&1"
 
 
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.
@@ -137,12 +142,13 @@ for _figure, _spec in FIGURES.items():
         log:
             paths.log("figures", _figure),
         params:
+            # the systems' kinds, or the one system, its panels and the figure it repeats (poeval.report.table_jobs)
+            job=job_of(_figure),
             figure=_figure,
-            options=figure_options(_figure),
             shows=figure_shows(_figure),  # for the caption
         threads: 1
         shell:
-            "poeval figure {params.figure:q} {input:q} {params.options} --out {output:q} > {log:q} 2>&1"
+            "poeval figure {params.figure:q} {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Training curves as flat TSVs, one per checkpoint: `dvc plots show` draws them (dvc.yaml `plots`).

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 STAGES = ("base", "poetry", "data", "generators", "metrics", "bpomp", "jobs", "report", "entry")
-ENTRY = {"params", "cli", "cli_args", "cli_bpomp", "cli_data", "cli_evaluate", "cli_provenance", "api", "docs", "__main__"}
+ENTRY = {"params", "cli", "cli_args", "cli_bpomp", "cli_data", "cli_evaluate", "cli_provenance", "cli_report", "api", "docs",
+         "__main__"}
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from functools import partial
 from typing import Callable
 
 from poeval import paths
@@ -41,10 +40,6 @@ def _cache_meta(directory: Callable[..., str], name: str) -> Callable[..., str]:
     return inside
 
 
-def _families(params: dict) -> set[str]:
-    return set(params["metrics"]["families"])
-
-
 def _bpomp(params: dict, w: dict) -> bool:
     bpomp = params.get("bpomp") or {}
     return bool(bpomp.get("enabled")) and ("scorer" not in w or w["scorer"] in {s["name"] for s in bpomp["scorers"]})
@@ -60,44 +55,3 @@ def bpomp_steps() -> tuple[Step, ...]:
                 applies=lambda c, w: bool((c.get("bpomp") or {}).get("enabled")))
     return (mlm, *(_step(rule, lambda c, w, r_=rule: r.bpomp_params(c, r_, w.get("scorer")), _in_stamp_file(path),
                          path, applies=_bpomp) for rule, path in steps.items()))
-
-
-def _adherence(params: dict, w: dict) -> bool:
-    from poeval.metrics.adherence import pairs
-
-    compared = pairs(params)
-    return bool(compared) and ("system" not in w or w["system"] in {*compared, *compared.values()})
-
-
-def adherence_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-
-    return (_step("adherence_cell", lambda c, w: r.adherence_cell_params(c), _in_stamp_file(paths.adherence_cell),
-                  paths.adherence_cell, applies=_adherence),
-            *(_step(f"style_adherence_{action}", lambda c, w: r.adherence_table_params(c),
-                    _in_stamp_file(partial(path, "style_adherence")), partial(path, "style_adherence"), applies=_adherence)
-              for action, path in (("table", paths.table), ("figure", paths.figure))))
-
-
-def report_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-    from poeval.report.figures import FIGURES
-    from poeval.report.tables import FAMILY_OF_TABLE, common_n_name, table_families
-
-    def table(name, current, applies):
-        return _step(name, current, _in_stamp_file(partial(paths.table, name)), partial(paths.table, name),
-                     applies=applies)
-
-    tables = [table(name, lambda c, w, n=name: r.table_params(c, n),
-                    lambda c, w, n=name: n not in FAMILY_OF_TABLE or set(table_families(n)) <= _families(c))
-              for name in ("table1", "table4", "sampling", *FAMILY_OF_TABLE)]
-    tables += [table(common_n_name(name), lambda c, w: {},
-                     lambda c, w, n=name: set(table_families(n)) <= _families(c) and c["tables"]["common_n"]["n"] is not None)
-               for name in FAMILY_OF_TABLE]
-    tables += [_step(f"n_sensitivity_{kind}", lambda c, w: {}, _in_stamp_file(partial(path, "n_sensitivity")),
-                     partial(path, "n_sensitivity"), applies=lambda c, w: bool(c["tables"]["n_curve"]["sizes"]))
-               for kind, path in (("table", paths.table), ("figure", paths.figure))]
-    figures = [_step(name, lambda c, w, n=name: r.figure_record(c, n), _in_stamp_file(partial(paths.figure, name)),
-                     partial(paths.figure, name), applies=lambda c, w, n=name: FIGURES[n].family in _families(c))
-               for name in FIGURES]
-    return (*tables, *figures)

@@ -270,8 +270,10 @@ def _table_link(t: _Tracer, table: Path, st: dict | None) -> Link:
 
 
 def _table_params(t: _Tracer, name: str) -> dict:
-    """What a table's stamp records now; a table of no step in this run (its family not configured): nothing."""
-    step = by_rule().get(name)
+    """What a table's stamp records now: the job of the step writing it, rebuilt; a table of no step (its family
+    not configured): nothing."""
+    table = paths.table(name)
+    step = next((s for s in by_rule().values() if s.output is not None and paths.pattern(s.output) == table), None)
     return step.job(t.params, {}).recorded() if step is not None else {}
 
 

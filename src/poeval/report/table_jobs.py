@@ -179,7 +179,7 @@ def _family_table(name: str, job: FamilyTableJob, cells: list[str], out: str, ci
                   tests_out: str | None) -> None:
     if (job.tests is None) != (tests_out is None):
         raise PoevalError(f"{name}: --tests-out and the job's tests go together (the job's tests: {job.tests})")
-    columns = tables.TABLE_COLUMNS.get(name)
+    columns = tables.table_columns(name)
     tables.family_table(cells, tables.FAMILY_OF_TABLE[name], out, ci_out, columns)
     if job.tests is not None:
         table_tests.tests_table(cells, tables.FAMILY_OF_TABLE[name], tests_out, job.tests.permutations,

@@ -58,10 +58,14 @@ def _families(params: dict) -> set[str]:
 def data_steps() -> tuple[Step, ...]:
     from poeval.report import recorded as r
 
-    return (_step("quatrains", lambda c, w: r.corpus_params(c, w["lang"]), paths.corpus_report),
+    # products: the files the later stamps record as inputs (the rhyme labels read the quatrains, every cell and
+    # checkpoint the training split), so that a stale corpus report makes everything built from it stale too
+    return (_step("quatrains", lambda c, w: r.corpus_params(c, w["lang"]), paths.corpus_report,
+                  products=lambda **w: (paths.quatrains(**w),)),
             _step("rhyme_labels", lambda c, w: r.rhyme_label_params(w["lang"]), _in_stamp_file(paths.labelled),
                   paths.labelled),
-            _step("split", lambda c, w: r.split_params(c), paths.split_report),
+            _step("split", lambda c, w: r.split_params(c), paths.split_report,
+                  products=lambda **w: (paths.train(**w), paths.dev(**w))),
             _step("pseudo_sonnets", lambda c, w: r.sonnets_params(c), paths.sonnets_report, paths.sonnets,
                   products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w))),
             _step("word2vec", lambda c, w: r.word2vec_params(c), _in_stamp_file(paths.word2vec), paths.word2vec),

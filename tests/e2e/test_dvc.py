@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from built_run import fresh_clone, git_dvc
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ("src/poeval", "workflow", "profiles")   # every file under these must be some stage's dependency
@@ -114,73 +115,32 @@ def test_the_checks_catch_an_incomplete_dvc_yaml(dvc):
     assert "train depends on no output of data" in chain_breaks(broken)
 
 
-def _git_dvc(cwd: Path, *cmd: str) -> str:
-    import subprocess
-
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, f"{' '.join(cmd)}: {proc.stdout[-3000:]}{proc.stderr[-3000:]}"
-    return proc.stdout + proc.stderr
-
-
 def _mtimes(root: Path) -> dict[str, int]:
     return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for d in ("data", "models", "results")
             for p in (root / d).rglob("*") if p.is_file()}
 
 
 @pytest.mark.e2e
-def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
+def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(dvc_run, tmp_path):
     """Push a tiny run to a local DVC remote, pull it into a fresh clone (no .snakemake/metadata), change
     training.max_steps and `dvc repro`: the checkpoint and everything after it are rebuilt, nothing
     else, and `poeval provenance --check` passes. Plain Snakemake would say "Nothing to be done". Then edit
     one file of a samples system (examples/my-generator.yaml): `poeval stale` names its import and cell,
     and `dvc repro` rebuilds exactly those and the tables that show them."""
     import os
-    import shutil
-    import sys
 
     from poeval import config as poeval_config
     from poeval.cli import main
     from poeval.report import stale
 
-    repo = tmp_path / "repo"
-    for d in ("workflow", "profiles", "src/poeval"):
-        shutil.copytree(ROOT / d, repo / d, ignore=shutil.ignore_patterns("__pycache__"))
-    for f in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
-        shutil.copy(ROOT / f, repo / f)
-    shutil.copytree(ROOT / "examples", repo / "examples")
-    # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family
-    params = poeval_config.merge(_load("params.yaml"), _load("config/scale/tiny.yaml"))
-    params = poeval_config.merge(params, {"models": _load("examples/my-generator.yaml")["models"]})
-    params = poeval_config.merge(params, {
-        "systems": ["gpt2-s", "my-generator"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},
-        "metrics": {"families": ["lexical"]}, "training": {"max_steps": 80, "eval_every": 20},
-        "figures": {f"figure{i}": {"system": "gpt2-s"} for i in range(10, 16)}})
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"   # poeval, snakemake
-    # built as the main job builds (./run.sh run): Snakemake, then `dvc commit` writes dvc.lock (issue 44, item 7)
-    main_job = next(line for line in (ROOT / "run.sh").read_text().splitlines() if line.strip().startswith("run)"))
-    assert [c.strip() for c in main_job.split(";")[1:3]] == ['snakemake -c "${CORES:-all}"', "poeval dvc-commit"], main_job
-    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"], ["git", "config", "user.name", "t"],
-                ["dvc", "init", "-q"], ["snakemake", "-c", "2"], ["poeval", "dvc-commit"],
-                ["dvc", "remote", "add", "-d", "store", str(tmp_path / "store")],
-                ["dvc", "push"], ["git", "add", "-A"], ["git", "commit", "-qm", "tiny run"]):
-        _git_dvc(repo, *cmd)
     # the lock holds every stage as built: only the stage marked always_changed would run
-    assert _git_dvc(repo, "dvc", "status").split() == ["sample:", "always", "changed"]
-    clone = tmp_path / "clone"
-    _git_dvc(tmp_path, "git", "clone", "-q", str(repo), str(clone))
-    _git_dvc(clone, "dvc", "pull")
-    assert not (clone / ".snakemake").exists()
-    # dvc checkout writes files in no particular order; one mtime for all, as a copy keeping times would,
-    # so that only the stamps (not a checkout order) can make Snakemake rerun anything
-    # (the user's sample files too: git wrote them before dvc pull wrote what was built from them)
-    for path in [*_mtimes(clone), *(p.relative_to(clone) for p in (clone / "examples").rglob("*") if p.is_file())]:
-        os.utime(clone / path, ns=(1_700_000_000 * 10**9,) * 2)
+    assert git_dvc(dvc_run, "dvc", "status").split() == ["sample:", "always", "changed"]
+    clone = fresh_clone(dvc_run, tmp_path / "clone")
     before = _mtimes(clone)
 
     text = (clone / "params.yaml").read_text()
     (clone / "params.yaml").write_text(text.replace("max_steps: 80\n", "max_steps: 100\n", 1))
-    out = _git_dvc(clone, "dvc", "repro")
+    out = git_dvc(clone, "dvc", "repro")
     after = _mtimes(clone)
     rebuilt = sorted(p for p in before if after.get(p) != before[p])
     model, cell = "models/en/gpt2-s/", "results/metrics/en/gpt2-s/vanilla/lexical.json"
@@ -209,7 +169,7 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     assert found == {f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json", drawn,
                      *(f"results/tables/{t}.tsv" for t in ("sampling", "table4", "table12", "table12_common_n"))}
     before = _mtimes(clone)
-    _git_dvc(clone, "dvc", "repro")
+    git_dvc(clone, "dvc", "repro")
     after = _mtimes(clone)
     assert sorted(p for p in before if after.get(p) != before[p]) == sorted(
         [f"{mine}.jsonl", f"{mine}.stats.json", "results/metrics/en/my-generator/plain-text/lexical.json", drawn]
@@ -225,7 +185,7 @@ def test_dvc_repro_in_a_fresh_clone_reruns_what_the_stamps_call_stale(tmp_path):
     before = _mtimes(clone)
     # the tables stage alone: the metrics stage lists all of `metrics` too, but its stamps are fresh (stale
     # --check names only tables), so its Snakemake runs would build nothing, as the step above shows
-    _git_dvc(clone, "dvc", "repro", "--single-item", "tables")
+    git_dvc(clone, "dvc", "repro", "--single-item", "tables")
     after = _mtimes(clone)
     assert sorted(p for p in before if after.get(p) != before[p]) == sorted(_tables("table12", "table2", family=True))
     with open(clone / "results/tables/table2_tests.tsv", encoding="utf-8") as handle:

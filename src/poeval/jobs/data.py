@@ -207,9 +207,11 @@ def _supplied(params: dict, w: dict) -> bool:
     return registry.is_supplied(params["models"][w["system"]])
 
 
-STEPS = (Step("quatrains", quatrains_job, paths.corpus_report),
+# products: the files that later stamps record as inputs (the rhyme labels read the quatrains, every cell and
+# checkpoint the training split), so that a stale corpus report or split makes everything built from it stale too
+STEPS = (Step("quatrains", quatrains_job, paths.corpus_report, products=lambda **w: (paths.quatrains(**w),)),
          Step("rhyme_labels", rhyme_labels_job, lambda lang: paths.stamp_file(paths.labelled(lang)), paths.labelled),
-         Step("split", split_job, paths.split_report),
+         Step("split", split_job, paths.split_report, products=lambda **w: (paths.train(**w), paths.dev(**w))),
          Step("pseudo_sonnets", sonnets_job, paths.sonnets_report, paths.sonnets,
               products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w))),
          Step("word2vec", word2vec_job, lambda lang: paths.stamp_file(paths.word2vec(lang)), paths.word2vec),

@@ -11,6 +11,7 @@ rule sample:
     priority: 1
     resources:
         endpoint_requests=endpoint_requests,
+        **generator_resources("sample"),
     params:
         job=lambda wc: sample_job(config, wc.lang, wc.system, wc.decoding).to_json(),   # poeval.jobs.sample
     threads: P["threads"]

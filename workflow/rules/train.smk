@@ -24,6 +24,8 @@ rule train:
     log:
         paths.log("train", "{lang}", "{system}"),
     priority: 1
+    resources:
+        **generator_resources("train"),
     params:
         # the typed train job (poeval.jobs.train: from the params as written, like every command's JSON)
         job=lambda wc: train_job(config, wc.lang, wc.system).to_json(),

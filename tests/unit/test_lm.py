@@ -184,6 +184,16 @@ def test_bad_config_is_a_poeval_error(corpus, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_an_arch_without_a_scratch_build_is_refused_not_built_as_llama():
+    """gemma3 is an arch of the registry with no model of its own from scratch: one line naming it and the
+    archs that have one, never a LLaMA config."""
+    from poeval.generators.lm.build import MODEL_DEFAULTS, byte_tokenizer, scratch_config
+
+    with pytest.raises(PoevalError, match=r"^model arch 'gemma3': .*known: gpt2, bygpt5, gptneo, llama$"):
+        scratch_config({**MODEL_DEFAULTS, "arch": "gemma3"}, byte_tokenizer())
+    assert type(scratch_config({**MODEL_DEFAULTS, "arch": "llama"}, byte_tokenizer())).__name__ == "LlamaConfig"
+
+
 # ---------------------------------------------------------------------------------------------- loading
 
 

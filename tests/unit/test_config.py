@@ -415,7 +415,7 @@ def test_paper_overlay_sets_the_papers_sampling_sonnets_and_word2vec(root):
 
 def test_every_arch_module_implements_the_generator_interface():
     """One written interface (poeval.generators.interface.Generator): every arch's module has fit and sample
-    with the protocol's own signatures, so `poeval train` / `poeval sample` never branch on the family."""
+    with the protocol's own signatures, so `poeval train` / `poeval sample` never branch on the kind of generator."""
     import inspect
 
     from poeval.generators import registry

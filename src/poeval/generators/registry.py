@@ -1,5 +1,5 @@
 """The one list of generator architectures (params ``models.<system>.arch``): which module trains and
-samples each, its family, its level and what a cluster job of it asks for. The params schema's ``arch``
+samples each, its kind, its level and what a cluster job of it asks for. The params schema's ``arch``
 enums, ``figures`` (which systems are LLMs) and the workflow (which systems train on pseudo-sonnets, each
 train and sample job's resources) all read it; tests/unit/test_config.py checks the schema against it."""
 
@@ -29,7 +29,7 @@ class Job:
 class Arch:
     name: str      # the params value
     module: str    # module (under poeval) with fit(...) and sample(...): poeval.generators.interface
-    family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
+    kind: str      # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
                    # "served": a model behind an endpoint (nothing trains; requests sample);
                    # "supplied": samples the user supplies (no checkpoint: nothing trains or samples)
     level: str     # "word" (word or BPE tokens), "byte", or "-" (supplied samples)
@@ -66,9 +66,9 @@ ARCHS: tuple[Arch, ...] = (
 BY_NAME = {a.name: a for a in ARCHS}
 
 
-def names(family: str | None = None) -> tuple[str, ...]:
-    """Arch names in display order, of one ``family`` or all."""
-    return tuple(a.name for a in ARCHS if family in (None, a.family))
+def names(kind: str | None = None) -> tuple[str, ...]:
+    """Arch names in display order, of one ``kind`` (:attr:`Arch.kind`) or all."""
+    return tuple(a.name for a in ARCHS if kind in (None, a.kind))
 
 
 def get(name: str) -> Arch:
@@ -86,13 +86,13 @@ def module(name: str):
 
 def is_poetic(model_cfg: dict) -> bool:
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "poetic"
+    return arch is not None and arch.kind == "poetic"
 
 
 def is_served(model_cfg: dict) -> bool:
     """Whether a ``models`` entry is a model behind an endpoint (``arch: endpoint``)."""
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "served"
+    return arch is not None and arch.kind == "served"
 
 
 def is_prompted(model_cfg: dict) -> bool:
@@ -104,7 +104,7 @@ def is_prompted(model_cfg: dict) -> bool:
 def is_supplied(model_cfg: dict) -> bool:
     """Whether a ``models`` entry is a system made of samples the user supplies (``arch: samples``)."""
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "supplied"
+    return arch is not None and arch.kind == "supplied"
 
 
 def trainer(model_cfg: dict):
@@ -124,7 +124,7 @@ def sampler(model_dir: str | Path):
 
 def schema_node(arch: str) -> str:
     """The params schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    return {"llm": "transformer_model", "supplied": "samples_model"}.get(get(arch).family, f"{arch}_model")
+    return {"llm": "transformer_model", "supplied": "samples_model"}.get(get(arch).kind, f"{arch}_model")
 
 
 def port_training_defaults(arch: str) -> dict:

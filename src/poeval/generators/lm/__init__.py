@@ -5,7 +5,7 @@ A quatrain is modelled as the text ``bos + "\\n".join(lines) + eos``; a style-co
 the two style tags being single special tokens, and samples unprompted from BOS with the tags stripped,
 or prompted with a scheme token (``style``: the style adherence evaluation, :mod:`poeval.metrics.adherence`).
 
-Model families (``arch``): ``gpt2``, ``gptneo`` and ``llama`` are word-level; from scratch they get a
+Archs (``arch``): ``gpt2``, ``gptneo`` and ``llama`` are word-level; from scratch they get a
 byte-level BPE tokenizer trained on the training split only. ``bygpt5`` is token-free: bytes are the
 tokens (transformers' ``ByT5Tokenizer``, nothing trained) and a GPT-2 decoder body; it stands in for
 ByGPT5. Pretrained models are loaded with ``from_pretrained`` (a local directory or a hub id; nothing is

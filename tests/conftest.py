@@ -133,10 +133,10 @@ def tiny_gpt2(tiny_corpus, tmp_path_factory) -> Path:
     """The folder of a word-level GPT-2 (helpers.TINY) that poeval trained from scratch on tiny_corpus
     (helpers.TRAIN_CFG: 150 steps)."""
     from helpers import TINY, TRAIN_CFG
-    from poeval.generators import lm
+    from poeval.generators.lm.training import train
 
     out = tmp_path_factory.mktemp("lm_model") / "tiny"
-    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(out), TINY, TRAIN_CFG, progress=False)
+    train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(out), TINY, TRAIN_CFG, progress=False)
     return out
 
 

@@ -142,12 +142,12 @@ def tiny_gpt2(tiny_corpus, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_gguf_llama(tmp_path_factory):
-    """A tiny LLaMA written as a GGUF file with SmolLM2's special tokens (poeval.devtools.gguf_tiny):
+    """A tiny LLaMA written as a GGUF file with SmolLM2's special tokens (tests/gguf_tiny.py):
     ``gguf`` (the file), ``model`` (the Hugging Face model it was written from), ``tok`` (its tokenizer)."""
     from types import SimpleNamespace
 
     pytest.importorskip("gguf")
-    from poeval.devtools import gguf_tiny
+    import gguf_tiny
 
     tok = gguf_tiny.tokenizer()
     model = gguf_tiny.model(len(tok))

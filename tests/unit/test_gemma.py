@@ -1,5 +1,5 @@
 """Gemma 3 270M (the release ``gemma3-270m``, split over five wheels) on a tiny Gemma-3-layout GGUF written in
-the test (poeval.devtools.gguf_tiny): the parts found through faked distributions, checked and assembled by
+the test (tests/gguf_tiny.py): the parts found through faked distributions, checked and assembled by
 `poeval import`, refused when one is missing or wrong; the imported model LoRA-trained, sampled and scored."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ pytest.importorskip("peft")
 
 from conftest import sampling  # noqa: E402
 from helpers import fake_distributions, reference_dev_loss, sample_stats, split_folder  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
 from poeval.generators.checkpoint import load  # noqa: E402

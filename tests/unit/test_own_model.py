@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import sampling  # noqa: E402
 from helpers import VANILLA, _workdir, snakemake  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm  # noqa: E402
 from poeval.generators.checkpoint import load  # noqa: E402

@@ -17,7 +17,7 @@ pytest.importorskip("gguf")
 from conftest import sampling  # noqa: E402
 from helpers import fake_distributions, sample_stats, split_folder  # noqa: E402
 from poeval import paths  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
 from poeval.generators.checkpoint import load  # noqa: E402

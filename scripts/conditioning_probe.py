@@ -276,6 +276,7 @@ def patch(args) -> None:
 
 def variant(args) -> dict:
     from poeval.generators import lm
+    from poeval.generators.lm.training import train
     from poeval.generators.checkpoint import load
 
     patch(args)
@@ -288,7 +289,7 @@ def variant(args) -> dict:
                                                "layers": args.layers}}
     tcfg = {"batch_size": 4, "max_steps": args.steps, "lr": 0.002, "warmup_steps": 10, "eval_every": args.steps,
             "eval_quatrains": 50}
-    summary = lm.train(args.train, args.dev, f"{args.out}/model", cfg, tcfg, progress=False,
+    summary = train(args.train, args.dev, f"{args.out}/model", cfg, tcfg, progress=False,
                        name="gemma3-cond" if "gemma" in args.base else "smollm2-cond")
     model, tok = load(f"{args.out}/model")
     model.eval()

@@ -15,7 +15,8 @@ import argparse
 
 import torch
 
-from poeval.generators.lm import has_style_tokens, load, orient, verse_order
+from poeval.generators.checkpoint import load, orient, verse_order
+from poeval.generators.lm.build import has_style_tokens
 from poeval.io import read_jsonl
 from poeval.poetry.style import style_tokens
 

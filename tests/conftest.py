@@ -133,21 +133,21 @@ def tiny_gpt2(tiny_corpus, tmp_path_factory) -> Path:
     """The folder of a word-level GPT-2 (helpers.TINY) that poeval trained from scratch on tiny_corpus
     (helpers.TRAIN_CFG: 150 steps)."""
     from helpers import TINY, TRAIN_CFG
-    from poeval.generators import lm
+    from poeval.generators.lm.training import train
 
     out = tmp_path_factory.mktemp("lm_model") / "tiny"
-    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(out), TINY, TRAIN_CFG, progress=False)
+    train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(out), TINY, TRAIN_CFG, progress=False)
     return out
 
 
 @pytest.fixture(scope="session")
 def tiny_gguf_llama(tmp_path_factory):
-    """A tiny LLaMA written as a GGUF file with SmolLM2's special tokens (poeval.devtools.gguf_tiny):
+    """A tiny LLaMA written as a GGUF file with SmolLM2's special tokens (tests/gguf_tiny.py):
     ``gguf`` (the file), ``model`` (the Hugging Face model it was written from), ``tok`` (its tokenizer)."""
     from types import SimpleNamespace
 
     pytest.importorskip("gguf")
-    from poeval.devtools import gguf_tiny
+    import gguf_tiny
 
     tok = gguf_tiny.tokenizer()
     model = gguf_tiny.model(len(tok))

@@ -3,7 +3,7 @@
 The schema is the one holder of defaults: :func:`fill` applies them (the params step,
 :mod:`poeval.params`, fills a whole run's params once), :func:`defaults` reads them for a section or
 ``$defs`` entry, and :func:`check` / :func:`resolve_section` validate one section against its schema node,
-for library calls made without params.yaml (``lm.train``, the poetry-specific ports, ``mlm.train_mlm``).
+for library calls made without params.yaml (``lm.training.train``, the poetry-specific ports, ``mlm.train_mlm``).
 This module imports no other part of poeval but :mod:`poeval.errors`: every stage may use it."""
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from poeval import config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
 from poeval.generators import lm
+from poeval.generators.lm.build import add_style_tokens, byte_tokenizer
+from poeval.generators.lm.generation import generate_batch, style_prompt
 from poeval.io import write_jsonl
 from poeval.metrics import adherence
 from helpers import ROOT, _dry_run_inputs, _workdir, sample_stats, snakemake
@@ -115,9 +117,9 @@ def test_bad_pairs_are_params_errors(tmp_path):
 def _tiny_model(path, conditioned: bool):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    tok = lm.byte_tokenizer()
+    tok = byte_tokenizer()
     if conditioned:
-        lm.add_style_tokens(tok)
+        add_style_tokens(tok)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_layer=1, n_embd=16, n_head=2, n_positions=64,
                                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                                        pad_token_id=tok.pad_token_id))
@@ -129,7 +131,7 @@ def _tiny_model(path, conditioned: bool):
 def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
     tok = _tiny_model(tmp_path / "cond", conditioned=True)
     prompts = []
-    generate = lm.generate_batch
+    generate = generate_batch
 
     def spy(model, prompt, *args):
         prompts.append(prompt.tolist())
@@ -149,7 +151,7 @@ def test_prompt_is_bos_then_the_scheme_token(tmp_path, monkeypatch):
                  str(tmp_path / "u.json"), progress=False)
     assert all(row == [tok.bos_token_id] for row in prompts[-1])   # unprompted: BOS alone
     with pytest.raises(PoevalError, match="not a four-line rhyme scheme"):
-        lm.style_prompt(tok, "baba")
+        style_prompt(tok, "baba")
     _tiny_model(tmp_path / "plain", conditioned=False)
     with pytest.raises(PoevalError, match="not trained style-conditioned"):
         lm.sample(str(tmp_path / "plain"), {"temperature": 1.0}, sampling(1, max_new_tokens=5),

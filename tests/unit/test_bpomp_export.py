@@ -28,7 +28,7 @@ def work(tmp_path_factory):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from poeval.generators.lm import train_tokenizer
+    from poeval.generators.lm.build import train_tokenizer
 
     root = tmp_path_factory.mktemp("bpomp_export")
     limericks = list(io.read_jsonl(FIXTURE))

@@ -55,7 +55,7 @@ def bert():
 def gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from poeval.generators.lm import train_tokenizer
+    from poeval.generators.lm.build import train_tokenizer
 
     torch.manual_seed(0)
     tok = train_tokenizer(TRAIN, vocab_size=300)
@@ -236,9 +236,10 @@ def test_a_checkpoint_has_one_position_limit_for_sampling_and_scoring(tmp_path):
 
     from conftest import sampling
     from poeval.generators import checkpoint, lm
+    from poeval.generators.lm.build import train_tokenizer
 
     limit, model_dir = 12, tmp_path / "m"
-    tok = lm.train_tokenizer(TRAIN, vocab_size=300)
+    tok = train_tokenizer(TRAIN, vocab_size=300)
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=8, n_layer=1, n_head=1, n_positions=limit)
                     ).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)

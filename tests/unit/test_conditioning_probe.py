@@ -26,7 +26,7 @@ VERSES = ["Where a brooklet led them onward,", "Where the trail of deer and biso
 
 
 def test_weights_fall_on_each_verses_last_word_and_its_marks(probe):
-    from poeval.devtools import gguf_tiny
+    import gguf_tiny
 
     tok = gguf_tiny.tokenizer()   # byte-level BPE: words split into several pieces
     ids = tok(tok.bos_token + "\n".join(VERSES) + tok.eos_token, add_special_tokens=False).input_ids

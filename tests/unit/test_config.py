@@ -98,7 +98,7 @@ def test_paper_overlay_gives_german_checkpoints_and_the_papers_german_encoder(ro
 
 def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
     """temperature-0.7 (the paper's Table 10, Figure 11) names the temperature alone: top-p and top-k off."""
-    from poeval.generators import lm
+    from poeval.generators.lm.generation import generate_kwargs
     from poeval.generators.decoding import Ancestral, ancestral_only, parse_decoding
 
     decoding = params["decoding"]["temperature-0.7"]
@@ -106,7 +106,7 @@ def test_temperature_only_decoding_is_valid_and_every_sampler_takes_it(params):
     params["decodings"] = ["vanilla", "temperature-0.7"]
     poeval_params.resolve(params)
     assert ancestral_only(parse_decoding(decoding), "sa") == Ancestral(temperature=0.7, top_p=1.0, top_k=0)
-    assert lm.generate_kwargs(parse_decoding(decoding)) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0,
+    assert generate_kwargs(parse_decoding(decoding)) == {"do_sample": True, "temperature": 0.7, "top_p": 1.0,
                                                             "top_k": 0}
     params["decoding"]["bad"] = {"top_p": 0.9}            # ancestral sampling needs its temperature
     with pytest.raises(PoevalError, match=r"decoding\.bad"):
@@ -149,6 +149,15 @@ ARCH_MODULES = {"gpt2": "poeval.generators.lm", "gptneo": "poeval.generators.lm"
                 "sa": "poeval.generators.poetic.adversary", "endpoint": "poeval.generators.endpoint"}
 
 
+def _resolver(arch: str):
+    """The resolve_model_cfg of an arch's module: the transformers' is in its build module."""
+    from poeval.generators import registry
+    from poeval.generators.lm import build
+
+    module = registry.module(arch)
+    return build.resolve_model_cfg if module.__name__ == "poeval.generators.lm" else module.resolve_model_cfg
+
+
 def test_every_model_in_params_has_a_registered_arch(params):
     from poeval.generators import registry
 
@@ -156,7 +165,7 @@ def test_every_model_in_params_has_a_registered_arch(params):
         assert registry.module(model["arch"]).__name__ == ARCH_MODULES[model["arch"]], name
         # and its module takes the entry as it stands in params.yaml
         entry = {k: v for k, v in model.items() if k not in ("training", "sampling")}
-        assert registry.module(model["arch"]).resolve_model_cfg(entry, name)["arch"] == model["arch"], name
+        assert _resolver(model["arch"])(entry, name)["arch"] == model["arch"], name
     with pytest.raises(PoevalError, match="rnn"):
         registry.module("rnn")
 
@@ -225,19 +234,20 @@ SA_MODEL = {"arch": "sa", "size": "S", "init": "scratch", "name_or_path": None, 
 
 
 def test_resolvers_fill_the_defaults_written_out_here(schema_file):
-    from poeval.generators import lm, mlm
+    from poeval.generators import mlm
+    from poeval.generators.lm.build import resolve_model_cfg, resolve_train_cfg
     from poeval.generators.poetic import adversary as sa, deepspeare as ds
 
-    assert lm.resolve_train_cfg({}) == LM_TRAIN
-    assert lm.resolve_model_cfg({}) == LM_MODEL
+    assert resolve_train_cfg({}) == LM_TRAIN
+    assert resolve_model_cfg({}) == LM_MODEL
     # the one per-arch default, named in the schema's description
-    assert lm.resolve_model_cfg({"arch": "bygpt5"}) == LM_MODEL | {"arch": "bygpt5", "n_positions": 512}
+    assert resolve_model_cfg({"arch": "bygpt5"}) == LM_MODEL | {"arch": "bygpt5", "n_positions": 512}
     assert "bygpt5: 512" in schema_file["$defs"]["transformer_model"]["properties"]["n_positions"]["description"]
     assert mlm.resolve_config({}) == MLM
     assert ds.resolve_train_cfg({}) == DS_TRAIN and ds.resolve_model_cfg({}) == DS_MODEL | DS_WIDTHS_S
     assert sa.resolve_train_cfg({}) == SA_TRAIN and sa.resolve_model_cfg({}) == SA_MODEL
     # a value given wins over its default, and nothing else moves
-    assert lm.resolve_train_cfg({"lr": 0.5}) == LM_TRAIN | {"lr": 0.5}
+    assert resolve_train_cfg({"lr": 0.5}) == LM_TRAIN | {"lr": 0.5}
     assert ds.resolve_model_cfg({"enc_dim": 8}) == DS_MODEL | DS_WIDTHS_S | {"enc_dim": 8}
 
 
@@ -261,16 +271,16 @@ def test_patience_zero_is_off_and_max_grad_norm_is_a_param(params, schema_file):
     assert train["patience"]["minimum"] == 0 and "0: off" in train["patience"]["description"]
     params["training"] |= {"patience": 0, "max_grad_norm": 0.5}
     poeval_params.resolve(params)
-    from poeval.generators import lm
+    from poeval.generators.lm.build import resolve_train_cfg
 
-    assert lm.resolve_train_cfg(params["training"])["max_grad_norm"] == 0.5
+    assert resolve_train_cfg(params["training"])["max_grad_norm"] == 0.5
     for key, bad in (("patience", -1), ("max_grad_norm", -0.5), ("max_grad_norm", "big")):
         broken = copy.deepcopy(params)
         broken["training"][key] = bad
         with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
             poeval_params.resolve(broken)
         with pytest.raises(PoevalError, match=rf"key training\.{key}:"):
-            lm.resolve_train_cfg(broken["training"])
+            resolve_train_cfg(broken["training"])
 
 
 # (system, change, line): one params error each, and the one problem line, written out by hand, that the
@@ -303,14 +313,12 @@ def _problem_lines(error: PoevalError) -> list[str]:
 
 @pytest.mark.parametrize("system, change, line", BAD_MODELS)
 def test_validate_and_the_resolvers_reject_a_bad_model_entry_with_its_line(params, system, change, line):
-    from poeval.generators import registry
-
     params["models"][system] |= change
     with pytest.raises(PoevalError, match=r"^invalid params:\n") as from_validate:
         poeval_params.resolve(params)
     model = {k: v for k, v in params["models"][system].items() if k != "training"}
     with pytest.raises(PoevalError, match=rf"^invalid models\.{system}:\n") as from_resolver:
-        registry.module(model["arch"]).resolve_model_cfg(model, system)
+        _resolver(model["arch"])(model, system)
     for error in (from_validate.value, from_resolver.value):
         (got,) = _problem_lines(error)   # one problem, the one written above
         assert got.startswith(line) if line.endswith("(allowed: ") else got == line
@@ -373,7 +381,7 @@ def test_training_none_is_a_models_training(params):
 
 @pytest.mark.parametrize("change, line", BAD_UNTRAINED)
 def test_training_none_refuses_what_needs_training_in_validate_and_in_training(params, tmp_path, change, line):
-    from poeval.generators import lm
+    from poeval.generators.lm.training import train
 
     params["models"]["gpt2-s"] |= {**UNTRAINED, **change}
     with pytest.raises(PoevalError, match=r"^invalid params:\n") as from_validate:
@@ -381,7 +389,7 @@ def test_training_none_refuses_what_needs_training_in_validate_and_in_training(p
     assert _problem_lines(from_validate.value) == [line]
     model = {k: v for k, v in params["models"]["gpt2-s"].items() if k != "training"}
     with pytest.raises(PoevalError, match=r"^invalid models\.gpt2-s:\n") as from_training:   # before any file is read
-        lm.train(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "m"), model, "none",
+        train(str(tmp_path / "train.jsonl"), str(tmp_path / "dev.jsonl"), str(tmp_path / "m"), model, "none",
                  progress=False, name="gpt2-s")
     assert _problem_lines(from_training.value) == [line]
 
@@ -415,7 +423,7 @@ def test_paper_overlay_sets_the_papers_sampling_sonnets_and_word2vec(root):
 
 def test_every_arch_module_implements_the_generator_interface():
     """One written interface (poeval.generators.interface.Generator): every arch's module has fit and sample
-    with the protocol's own signatures, so `poeval train` / `poeval sample` never branch on the family."""
+    with the protocol's own signatures, so `poeval train` / `poeval sample` never branch on the kind of generator."""
     import inspect
 
     from poeval.generators import registry

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm  # noqa: E402
+from poeval.poetry.style import STYLE_TOKENS  # noqa: E402
 from poeval.generators.decoding import parse_decoding  # noqa: E402
 from poeval.generators.poetic import common, deepspeare as ds  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
@@ -239,7 +240,7 @@ def test_train_and_sample_end_to_end(trained, tmp_path):
     assert common.is_checkpoint(model_dir)
     arch, config, vocab, states = common.load_checkpoint(model_dir)
     assert arch == "deepspeare" and set(states) == {"chars", "lm", "pentameter", "rhyme"}
-    assert config["scheme_counts"] and not any(t in vocab.stoi for t in lm.STYLE_TOKENS)
+    assert config["scheme_counts"] and not any(t in vocab.stoi for t in STYLE_TOKENS)
     log = trained["log"]
     assert set(log) == {"evals", "summary", "model_cfg", "train_cfg", "provenance"}
     # the module stamps its own checkpoint (inputs and params as given)
@@ -348,7 +349,7 @@ def test_conditioned_model_has_style_tokens_and_samples_none(data, tmp_path):
     ds.train(data["sonnets"], data["dev"], str(out), cfg, {**TRAIN, "max_steps": 40, "eval_every": 20},
              lang="en", progress=False)
     vocab = common.load_checkpoint(out)[2]
-    assert all(t in vocab.stoi for t in lm.STYLE_TOKENS)
+    assert all(t in vocab.stoi for t in STYLE_TOKENS)
     assert vocab.itos[: len(common.SPECIALS)] == list(common.SPECIALS)
     samples, stats = tmp_path / "c.jsonl", tmp_path / "c.json"
     ds.sample(str(out), VANILLA, sampling(20, batch_size=10), str(samples), str(stats), progress=False)

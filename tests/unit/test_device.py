@@ -6,7 +6,7 @@ import torch
 
 from poeval import device
 from poeval.errors import PoevalError
-from poeval.generators import lm
+from poeval.generators.lm.training import train
 from poeval.io import write_jsonl
 from helpers import TINY, TRAIN_CFG, _quatrains
 
@@ -19,7 +19,7 @@ def corpus(tmp_path):
 
 
 def _train(corpus, out):
-    return lm.train(*corpus, str(out), TINY, {**TRAIN_CFG, "max_steps": 2, "eval_every": 2}, progress=False)
+    return train(*corpus, str(out), TINY, {**TRAIN_CFG, "max_steps": 2, "eval_every": 2}, progress=False)
 
 
 def test_auto_places_tensors_on_the_gpu_only_when_torch_sees_one(monkeypatch):

@@ -425,11 +425,12 @@ def test_a_chat_checkpoint_conditioned_by_prompt_gets_no_style_tokens(tiny_gpt2,
     from servers import with_chat_template
     from transformers import AutoTokenizer
 
-    from poeval.generators import lm
+    from poeval.generators.lm.build import has_style_tokens
+    from poeval.generators.lm.training import train
 
     model = with_chat_template(tiny_gpt2, tmp_path / "chat")
     cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(model), "conditioned": True, "api": "chat"}
-    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "out"), cfg, "none", progress=False)
+    train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "out"), cfg, "none", progress=False)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
-    assert not lm.has_style_tokens(tokenizer) and tokenizer.chat_template
+    assert not has_style_tokens(tokenizer) and tokenizer.chat_template
     assert len(tokenizer) == len(AutoTokenizer.from_pretrained(model))

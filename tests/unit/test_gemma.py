@@ -1,5 +1,5 @@
 """Gemma 3 270M (the release ``gemma3-270m``, split over five wheels) on a tiny Gemma-3-layout GGUF written in
-the test (poeval.devtools.gguf_tiny): the parts found through faked distributions, checked and assembled by
+the test (tests/gguf_tiny.py): the parts found through faked distributions, checked and assembled by
 `poeval import`, refused when one is missing or wrong; the imported model LoRA-trained, sampled and scored."""
 
 from __future__ import annotations
@@ -17,9 +17,13 @@ pytest.importorskip("peft")
 
 from conftest import sampling  # noqa: E402
 from helpers import fake_distributions, reference_dev_loss, sample_stats, split_folder  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
+from poeval.generators.checkpoint import load  # noqa: E402
+from poeval.generators.lm.build import resolve_model_cfg  # noqa: E402
+from poeval.generators.lm.training import train  # noqa: E402
+from poeval.poetry.style import STYLE_TOKENS  # noqa: E402
 from poeval.io import read_json, read_jsonl  # noqa: E402
 
 RELEASE = pretrained.RELEASES["gemma3-270m"]
@@ -136,7 +140,7 @@ def test_a_missing_or_wrong_part_is_refused_and_nothing_is_written(tiny, tmp_pat
 
 def test_arch_gemma3_is_fine_tuned_only():
     with pytest.raises(PoevalError, match=r"models\.g\.init: arch gemma3 is fine-tuned from a pretrained"):
-        lm.resolve_model_cfg({"arch": "gemma3", "init": "scratch"}, "g")
+        resolve_model_cfg({"arch": "gemma3", "init": "scratch"}, "g")
 
 
 # --- the imported model: LoRA in German and English, conditioned on German style labels, sampled, scored
@@ -167,7 +171,7 @@ def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_sc
     from poeval.report.tables import table4
 
     cfg = {"arch": "gemma3", "init": "pretrained", "name_or_path": str(imported.out), "lora": LORA}
-    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, TRAINING,
+    summary = train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, TRAINING,
                        progress=False, name="gemma3")
     before, after = _weights(imported.out), _weights(tmp_path / "m")
     changed = {k for k in before if not torch.equal(before[k], after[k])}
@@ -182,7 +186,7 @@ def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_sc
                          str(tmp_path / "s.json"), progress=False)
     written = list(read_jsonl(tmp_path / "s.jsonl")) if stats["valid"] else []   # none valid: nothing written
     assert stats["attempts"] >= 2 and stats["valid"] == len(written)
-    model, tok = lm.load(str(tmp_path / "m"))
+    model, tok = load(str(tmp_path / "m"))
     text = "\n".join(QUATRAINS[0]["lines"])
     ids = causal_ids(tok, text)
     assert ids[0] == tok.bos_token_id == 2 and ids[-1] == tok.eos_token_id == 1
@@ -194,10 +198,10 @@ def test_lora_trains_the_last_layers_attention_and_the_checkpoint_samples_and_sc
 def test_conditioned_lora_learns_the_style_tokens_and_samples_a_scheme(imported, corpus, tmp_path):
     cfg = {"arch": "gemma3", "init": "pretrained", "name_or_path": str(imported.out), "lora": LORA,
            "conditioned": True}
-    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, TRAINING,
+    summary = train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, TRAINING,
                        progress=False, name="gemma3-cond")
     vocab = len(gguf_tiny.gemma_vocab()[0])
-    assert summary["vocab_size"] == vocab + len(lm.STYLE_TOKENS) == _weights(tmp_path / "m")[
+    assert summary["vocab_size"] == vocab + len(STYLE_TOKENS) == _weights(tmp_path / "m")[
         "model.embed_tokens.weight"].shape[0]
     stats = sample_stats(lm.sample, str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
                          sampling(2, batch_size=4, max_attempts=8, max_new_tokens=40), str(tmp_path / "s.jsonl"),

@@ -14,7 +14,7 @@ import yaml
 from poeval import cli, hub, paths
 from poeval.bpomp import scoring
 from poeval.errors import PoevalError
-from poeval.generators import lm
+from poeval.generators.checkpoint import load
 from poeval.metrics import semantic
 from helpers import BIN, ROOT, _workdir
 
@@ -69,11 +69,11 @@ def test_bpomp_score_names_its_model_option(no_network, pairs, tmp_path, capsys)
 
 def test_generator_and_encoder_models_name_their_keys(no_network, tmp_path):
     with pytest.raises(PoevalError, match=r"'gpt2' given by models\.gpt2-ft\.name_or_path"):
-        lm.load("gpt2", name="gpt2-ft")
+        load("gpt2", name="gpt2-ft")
     with pytest.raises(PoevalError, match=r"'gpt2' given by models\.gpt2-ft\.tokenizer"):
-        lm.load(str(tmp_path), name="gpt2-ft", tokenizer="gpt2")
+        load(str(tmp_path), name="gpt2-ft", tokenizer="gpt2")
     with pytest.raises(PoevalError, match=r"given by models\.local\.name_or_path: no such directory"):
-        lm.load("./no/such/dir", name="local")
+        load("./no/such/dir", name="local")
     with pytest.raises(PoevalError, match=r"given by metrics\.semantic\.encoder"):
         semantic.load_encoder("sentence-transformers/paraphrase-MiniLM-L3-v2")
     assert no_network == []

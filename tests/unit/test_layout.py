@@ -3,6 +3,7 @@ params resolved once with every default from the schema, and no literal default 
 Each check also runs on a small broken example, so that it can fail."""
 
 import ast
+import importlib.util
 import subprocess
 import sys
 import json
@@ -13,9 +14,11 @@ import pytest
 
 from helpers import _params_keys
 from poeval import config, params
-from poeval.devtools import import_layers as layers
 
 ROOT = Path(__file__).resolve().parents[2]
+_SPEC = importlib.util.spec_from_file_location("import_layers", ROOT / "scripts" / "import_layers.py")
+layers = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(layers)
 OVERLAYS = [(), ("config/scale/tiny.yaml",), ("config/lang/de.yaml", "config/systems/grid.yaml"), ("config/scale/paper.yaml",),
             ("config/systems/pretrained-cpu.yaml",), ("config/systems/poetic.yaml",)]
 

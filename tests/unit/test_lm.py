@@ -17,6 +17,13 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from poeval.generators import lm  # noqa: E402
+from poeval.generators.checkpoint import load, orient  # noqa: E402
+from poeval.generators.engine import resume_dir  # noqa: E402
+from poeval.generators.lm.build import byte_tokenizer, has_style_tokens, train_tokenizer  # noqa: E402
+from poeval.generators.lm.data import quatrain_text, read_quatrains, read_split, training_texts  # noqa: E402
+from poeval.generators.lm.generation import generate_batch, generate_kwargs, newline_counts, parse_quatrain  # noqa: E402
+from poeval.generators.lm.training import encode_quatrains, train  # noqa: E402
+from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: E402
 from poeval.generators import engine  # noqa: E402
 from conftest import assert_stamped, sampling  # noqa: E402
 from helpers import (ADJ, DEV_ONLY, NOUN, PREP, TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, VERB, _quatrains, _state,  # noqa: E402
@@ -28,7 +35,7 @@ from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 
 def kwargs_of(decoding: dict) -> dict:
     """transformers generate's keyword arguments of a decoding config."""
-    return lm.generate_kwargs(parse_decoding(decoding))
+    return generate_kwargs(parse_decoding(decoding))
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +44,8 @@ def corpus(tiny_corpus) -> tuple[Path, Path]:
 
 
 def _train(corpus, out: Path, *, model_cfg=None, **overrides) -> dict:
-    train, dev = corpus
-    return lm.train(str(train), str(dev), str(out), model_cfg or TINY, {**TRAIN_CFG, **overrides}, progress=False)
+    train_file, dev_file = corpus
+    return train(str(train_file), str(dev_file), str(out), model_cfg or TINY, {**TRAIN_CFG, **overrides}, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,7 @@ def trained(tiny_gpt2) -> Path:
     ],
 )
 def test_parse_quatrain(text, finished, lines, reason):
-    assert lm.parse_quatrain(text, finished) == (lines, reason)
+    assert parse_quatrain(text, finished) == (lines, reason)
 
 
 def test_generate_kwargs():
@@ -95,7 +102,7 @@ def test_generate_kwargs():
 
 
 def test_tokenizer_is_trained_on_train_split_only(trained, corpus):
-    _, tok = lm.load(str(trained))
+    _, tok = load(str(trained))
     assert tok.bos_token == tok.eos_token == tok.pad_token == "<|endoftext|>"
     assert len(tok) == TINY["vocab_size"]
     # a word that is frequent in train became a single token ...
@@ -104,10 +111,10 @@ def test_tokenizer_is_trained_on_train_split_only(trained, corpus):
     assert tok.tokenize(" " + DEV_ONLY) == ["Ġ"] + list(DEV_ONLY)
     # control: had dev text leaked into tokenizer training, the dev-only word would have been merged
     texts = ["\n".join(r["lines"]) for path in corpus for r in read_jsonl(path)]
-    leaked = lm.train_tokenizer(texts, TINY["vocab_size"])
+    leaked = train_tokenizer(texts, TINY["vocab_size"])
     assert len(leaked.tokenize(" " + DEV_ONLY)) < 1 + len(DEV_ONLY)
     # the quatrain text round-trips with BOS/EOS as single special tokens
-    text = lm.quatrain_text(["the river", "sings", "a b", "c"], tok.bos_token, tok.eos_token)
+    text = quatrain_text(["the river", "sings", "a b", "c"], tok.bos_token, tok.eos_token)
     ids = tok(text, add_special_tokens=False)["input_ids"]
     assert ids[0] == ids[-1] == tok.eos_token_id and tok.eos_token_id not in ids[1:-1]
     assert tok.decode(ids, skip_special_tokens=True) == "the river\nsings\na b\nc"
@@ -184,11 +191,21 @@ def test_bad_config_is_a_poeval_error(corpus, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_an_arch_without_a_scratch_build_is_refused_not_built_as_llama():
+    """gemma3 is an arch of the registry with no model of its own from scratch: one line naming it and the
+    archs that have one, never a LLaMA config."""
+    from poeval.generators.lm.build import MODEL_DEFAULTS, byte_tokenizer, scratch_config
+
+    with pytest.raises(PoevalError, match=r"^model arch 'gemma3': .*known: gpt2, bygpt5, gptneo, llama$"):
+        scratch_config({**MODEL_DEFAULTS, "arch": "gemma3"}, byte_tokenizer())
+    assert type(scratch_config({**MODEL_DEFAULTS, "arch": "llama"}, byte_tokenizer())).__name__ == "LlamaConfig"
+
+
 # ---------------------------------------------------------------------------------------------- loading
 
 
 def test_load_saved_dir(trained):
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     assert type(model).__name__ == "GPT2LMHeadModel"
     assert model.config.n_layer == 1 and model.config.n_embd == 32
     assert model.config.eos_token_id == tok.eos_token_id == model.generation_config.eos_token_id
@@ -200,9 +217,9 @@ def test_load_missing_model_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(PoevalError, match=r"no/such-model.*models\.gpt2-ft\.name_or_path"):
-        lm.load("no/such-model", name="gpt2-ft")
+        load("no/such-model", name="gpt2-ft")
     with pytest.raises(PoevalError, match=r"models\.local\.name_or_path.*no such directory"):
-        lm.load("./no/such/dir", name="local")
+        load("./no/such/dir", name="local")
 
 
 def test_pretrained_missing_fails_before_training(corpus, tmp_path, monkeypatch):
@@ -211,7 +228,7 @@ def test_pretrained_missing_fails_before_training(corpus, tmp_path, monkeypatch)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": "no/such-model"}
     with pytest.raises(PoevalError, match=r"models\.big\.name_or_path"):
-        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
+        train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -264,7 +281,7 @@ def _recount(tok, rows: list[list[int]], n: int) -> tuple[list[list[str]], int, 
 @pytest.mark.parametrize("n", [2, 160])   # 2: counting stops inside a batch (of 40); 160: the budget runs out
 def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypatch):
     """The stats agree with the samples file and with the generations themselves, recounted by hand."""
-    rows, generate = [], lm.generate_batch
+    rows, generate = [], generate_batch
 
     def spy(model, prompt, *args):
         seqs = generate(model, prompt, *args)
@@ -274,7 +291,7 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
     monkeypatch.setattr(lm.generation, "generate_batch", spy)
     records, stats, result = _sample(trained, tmp_path, n=n, id_prefix="tiny-", batch_size=40)
     assert stats == json.loads(json.dumps(result))
-    _, tok = lm.load(str(trained))
+    _, tok = load(str(trained))
     valid, counted, reasons = _recount(tok, rows, n)
     assert 0 < len(valid) and reasons   # both outcomes occur, so the counts below are tested
     if n == 2:
@@ -298,15 +315,15 @@ def test_sample_writes_valid_quatrains_and_stats(n, trained, tmp_path, monkeypat
 def test_ancestral_sampling_draws_what_transformers_generate_draws(trained, decoding):
     """One row at a time (nothing leaves the batch), the sampler is transformers' own sampling: the same
     tokens from the same seed, up to and including the EOS, under every warper."""
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     model.eval()
     prompt = torch.full((1, 1), tok.bos_token_id)
     typed = parse_decoding(decoding)
-    kw = lm.generate_kwargs(typed)
+    kw = generate_kwargs(typed)
     ended = 0
     for seed in range(6):
         torch.manual_seed(seed)
-        ours = lm.generate_batch(model, prompt, typed, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
+        ours = generate_batch(model, prompt, typed, 60, [tok.eos_token_id], tok.pad_token_id)[0].tolist()
         torch.manual_seed(seed)
         theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
@@ -318,7 +335,7 @@ def test_ancestral_sampling_draws_what_transformers_generate_draws(trained, deco
 def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
     """Ended rows leave the batch (and the cache) together: later forward passes see fewer rows, and the
     rows that ended are padded after their end."""
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     model.eval()
     sizes, forward = [], type(model).forward
 
@@ -328,8 +345,8 @@ def test_rows_leave_the_batch_when_they_end(trained, monkeypatch):
 
     monkeypatch.setattr(type(model), "forward", spy)
     torch.manual_seed(1)
-    rows = lm.generate_batch(model, torch.full((20, 1), tok.bos_token_id), parse_decoding(VANILLA), 60,
-                        [tok.eos_token_id], tok.pad_token_id, lm.newline_counts(tok, len(tok)))
+    rows = generate_batch(model, torch.full((20, 1), tok.bos_token_id), parse_decoding(VANILLA), 60,
+                        [tok.eos_token_id], tok.pad_token_id, newline_counts(tok, len(tok)))
     assert sizes[0] == 20 and sizes[-1] < 20 and sizes == sorted(sizes, reverse=True)
     cut = 0
     for row in rows[:, 1:].tolist():   # pad and EOS are one token here: a row ends at it, or at its 4th newline
@@ -380,11 +397,11 @@ def test_argmax_contrastive_samples_differ_and_follow_the_search(trained, tmp_pa
     lm.sample(str(trained), cs, sampling(6, batch_size=8, max_attempts=40), str(out), str(stats), progress=False)
     records = list(read_jsonl(out))
     assert len({tuple(r["lines"]) for r in records}) > 1
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     model.eval()
     torch.manual_seed(3)
     bos = torch.full((5, 1), tok.bos_token_id)
-    rows = lm.generate_batch(model, bos, parse_decoding(cs), 60, [tok.eos_token_id], tok.pad_token_id)
+    rows = generate_batch(model, bos, parse_decoding(cs), 60, [tok.eos_token_id], tok.pad_token_id)
     for row in rows:
         again = contrastive_search(model, row[None, :2], top_k=4, penalty_alpha=0.6, max_new_tokens=59,
                                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)[0]
@@ -399,11 +416,11 @@ def test_stochastic_contrastive_sample_follows_the_search(trained):
 
     from poeval.generators.contrastive import contrastive_search
 
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     model.eval()
     bos = torch.full((5, 1), tok.bos_token_id)
     torch.manual_seed(3)
-    rows = lm.generate_batch(model, bos, parse_decoding({"top_k": 4, "penalty_alpha": 0.6}), 60,
+    rows = generate_batch(model, bos, parse_decoding({"top_k": 4, "penalty_alpha": 0.6}), 60,
                         [tok.eos_token_id], tok.pad_token_id)
     torch.manual_seed(3)
     again = contrastive_search(model, bos, top_k=4, penalty_alpha=0.6, max_new_tokens=60,
@@ -453,7 +470,7 @@ MODEL_CLASS = {
 def test_each_arch_trains_saves_loads_and_samples(arch, corpus, tmp_path):
     steps = 200 if arch == "bygpt5" else 150
     summary = _train(corpus, tmp_path / arch, model_cfg=ARCH_CFG[arch], max_steps=steps, eval_every=steps // 4)
-    model, tok = lm.load(str(tmp_path / arch))
+    model, tok = load(str(tmp_path / arch))
     assert type(model).__name__ == MODEL_CLASS[arch]
     assert summary["truncated_train"] == 0
     evals = read_json(tmp_path / arch / "training_log.json")["evals"]
@@ -484,14 +501,14 @@ def test_each_arch_trains_saves_loads_and_samples(arch, corpus, tmp_path):
 
 
 def test_byte_tokenizer_round_trips_utf8_without_trained_vocabulary(tmp_path):
-    tok = lm.byte_tokenizer()
+    tok = byte_tokenizer()
     assert len(tok) == 259 and tok.bos_token == tok.eos_token == "</s>" and tok.pad_token_id == 0
     text = "Grüße, Mädchen — ſchöne Öde!\n  leading and trailing  \n«ça» 🌙 ẞ\tß"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     assert ids == [b + 3 for b in text.encode("utf-8")]  # one token per byte, nothing merged
     assert tok.decode(ids) == text
     # BOS/EOS do not eat the whitespace next to them (ByT5's default </s> would)
-    framed = lm.quatrain_text([" a ", "b", "c", "d "], tok.bos_token, tok.eos_token)
+    framed = quatrain_text([" a ", "b", "c", "d "], tok.bos_token, tok.eos_token)
     fids = tok(framed, add_special_tokens=False)["input_ids"]
     # ByT5's ids: pad 0, </s> 1, unk 2, then byte b at b + 3
     assert tok.eos_token_id == fids[0] == fids[-1] == 1
@@ -534,11 +551,11 @@ METERS_BY_HAND = ["iambic", "trochaic", "anapaestic", "dactylic", "amphibrachic"
 
 
 def test_style_vocabulary():
-    assert list(lm.SCHEMES) == SCHEMES_BY_HAND and list(lm.METERS) == METERS_BY_HAND
-    assert list(lm.STYLE_TOKENS) == ([f"<scheme={s}>" for s in SCHEMES_BY_HAND]
+    assert list(SCHEMES) == SCHEMES_BY_HAND and list(METERS) == METERS_BY_HAND
+    assert list(STYLE_TOKENS) == ([f"<scheme={s}>" for s in SCHEMES_BY_HAND]
                                      + [f"<meter={m}>" for m in METERS_BY_HAND])
-    assert lm.style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
-    assert lm.strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
+    assert style_tokens("abab", "iambic") == ["<scheme=abab>", "<meter=iambic>"]
+    assert strip_style("<scheme=abab><meter=iambic>a\nb <meter=other>c") == "a\nb c"
     # one vocabulary: the detector's schemes and metres are the tokens'
     from poeval.poetry import metre, schemes
 
@@ -569,15 +586,15 @@ def test_the_scheme_detector_finds_each_of_the_15_schemes_and_no_other():
 def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_path):
     cfg = {**ARCH_CFG[arch], "conditioned": True}
     summary = _train(styled_corpus, tmp_path / "c", model_cfg=cfg, max_steps=2, eval_every=2)
-    _, tok = lm.load(str(tmp_path / "c"))
+    _, tok = load(str(tmp_path / "c"))
     base = 259 if arch == "bygpt5" else TINY["vocab_size"]
-    assert len(tok) == summary["vocab_size"] == base + 22 and lm.has_style_tokens(tok)
+    assert len(tok) == summary["vocab_size"] == base + 22 and has_style_tokens(tok)
     records = list(read_jsonl(styled_corpus[0]))
-    quatrains, styles = lm.read_split(styled_corpus[0], "train", conditioned=True)
+    quatrains, styles = read_split(styled_corpus[0], "train", conditioned=True)
     assert styles[0] == ["<scheme=abab>", "<meter=iambic>"]
-    texts = lm.training_texts(tok, quatrains, styles)
+    texts = training_texts(tok, quatrains, styles)
     assert texts[1] == tok.bos_token + "<scheme=aabb><meter=trochaic>" + "\n".join(records[1]["lines"]) + tok.eos_token
-    ids, _ = lm.encode_quatrains(tok, quatrains, None, styles)
+    ids, _ = encode_quatrains(tok, quatrains, None, styles)
     for seq, rec in zip(ids, records):
         # BOS, then each style tag as ONE special token, then the plain quatrain
         assert seq[1] == tok.convert_tokens_to_ids(f"<scheme={rec['scheme']}>") >= base
@@ -586,17 +603,17 @@ def test_conditioned_training_text_has_style_tokens(arch, styled_corpus, tmp_pat
         assert not any(i >= base for i in seq[3:])
     # an unconditioned model on the same records sees plain quatrains, and no style tokens exist
     _train(styled_corpus, tmp_path / "u", model_cfg=ARCH_CFG[arch], max_steps=2, eval_every=2)
-    _, plain = lm.load(str(tmp_path / "u"))
-    assert len(plain) == base and not lm.has_style_tokens(plain)
-    plain_ids, _ = lm.encode_quatrains(plain, lm.read_quatrains(styled_corpus[0], "train"), None)
+    _, plain = load(str(tmp_path / "u"))
+    assert len(plain) == base and not has_style_tokens(plain)
+    plain_ids, _ = encode_quatrains(plain, read_quatrains(styled_corpus[0], "train"), None)
     assert plain.decode(plain_ids[0]) == plain.bos_token + "\n".join(records[0]["lines"]) + plain.eos_token
 
 
 def test_conditioned_samples_have_no_style_tokens(styled_corpus, tmp_path):
     out = tmp_path / "c"
     _train(styled_corpus, out, model_cfg={**TINY, "conditioned": True})
-    model, tok = lm.load(str(out))
-    style_ids = set(tok.convert_tokens_to_ids(list(lm.STYLE_TOKENS)))
+    model, tok = load(str(out))
+    style_ids = set(tok.convert_tokens_to_ids(list(STYLE_TOKENS)))
     # unprompted generation from BOS does produce style tokens (the model learnt to start with them) ...
     torch.manual_seed(1)
     prompt = torch.full((16, 1), tok.bos_token_id)
@@ -613,16 +630,16 @@ def test_conditioned_samples_have_no_style_tokens(styled_corpus, tmp_path):
 def test_conditioned_needs_style_fields(corpus, styled_corpus, tmp_path):
     cfg = {**TINY, "conditioned": True}
     with pytest.raises(PoevalError, match=r"train\.jsonl: record 1 has no 'scheme' field.*models\.c\.conditioned"):
-        lm.train(str(corpus[0]), str(styled_corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+        train(str(corpus[0]), str(styled_corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
     dev = tmp_path / "dev.jsonl"
     write_jsonl(dev, [{k: v for k, v in r.items() if k != "meter"} for r in read_jsonl(styled_corpus[1])])
     with pytest.raises(PoevalError, match=r"dev\.jsonl: record 1 has no 'meter' field"):
-        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+        train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
     write_jsonl(dev, [{**r, "scheme": "abcde"} for r in read_jsonl(styled_corpus[1])])
     with pytest.raises(PoevalError, match=r"dev\.jsonl: record 1: 'scheme' is 'abcde'"):
-        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
+        train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="c")
     with pytest.raises(PoevalError, match=r"models\.c\.conditioned: .yes. is not of type .boolean."):
-        lm.train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), {**TINY, "conditioned": "yes"}, TRAIN_CFG,
+        train(str(styled_corpus[0]), str(dev), str(tmp_path / "m"), {**TINY, "conditioned": "yes"}, TRAIN_CFG,
                  progress=False, name="c")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.jsonl"]
 
@@ -653,7 +670,7 @@ def test_resume_after_interruption_is_bit_identical(arch, lr, patience, corpus, 
     _interrupt_at(monkeypatch, 35)
     with pytest.raises(_Interrupt):
         _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
-    assert not (tmp_path / "cut").exists() and (lm.resume_dir(tmp_path / "cut") / "state.pt").is_file()
+    assert not (tmp_path / "cut").exists() and (resume_dir(tmp_path / "cut") / "state.pt").is_file()
     monkeypatch.setattr(engine, "_after_step", None)
     summary = _train(corpus, tmp_path / "cut", model_cfg=cfg, **kw)
     assert summary["resumed_from_step"] == 30
@@ -693,7 +710,7 @@ def test_resume_state_is_discarded_when_config_changes(corpus, tmp_path, monkeyp
     _train(corpus, tmp_path / "fresh", **kw, seed=2)
     a, b = _state(tmp_path / "m"), _state(tmp_path / "fresh")
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert not lm.resume_dir(tmp_path / "m").exists()
+    assert not resume_dir(tmp_path / "m").exists()
 
 
 # ---------------------------------------------------------------------------------------------- pretrained
@@ -708,9 +725,9 @@ def test_pretrained_with_separate_tokenizer(corpus, trained, tmp_path, monkeypat
     assert summary["vocab_size"] == TINY["vocab_size"]
     bad = {**cfg, "tokenizer": "no/such-tokenizer"}
     with pytest.raises(PoevalError, match=r"tokenizer 'no/such-tokenizer' given by models\.ft\.tokenizer"):
-        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), bad, TRAIN_CFG, progress=False, name="ft")
+        train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), bad, TRAIN_CFG, progress=False, name="ft")
     with pytest.raises(PoevalError, match=r"models\.ft\.tokenizer: only used with init: pretrained"):
-        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), {**TINY, "tokenizer": str(trained)},
+        train(str(corpus[0]), str(corpus[1]), str(tmp_path / "bad"), {**TINY, "tokenizer": str(trained)},
                  TRAIN_CFG, progress=False, name="ft")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]
 
@@ -718,7 +735,7 @@ def test_pretrained_with_separate_tokenizer(corpus, trained, tmp_path, monkeypat
 def test_pretrained_conditioned_adds_style_tokens(styled_corpus, trained, tmp_path):
     cfg = {"arch": "gpt2", "size": "S", "init": "pretrained", "name_or_path": str(trained), "conditioned": True}
     summary = _train(styled_corpus, tmp_path / "ft", model_cfg=cfg, max_steps=5, eval_every=5)
-    model, tok = lm.load(str(tmp_path / "ft"))
+    model, tok = load(str(tmp_path / "ft"))
     assert summary["vocab_size"] == len(tok) == TINY["vocab_size"] + 22 == model.get_input_embeddings().num_embeddings
 
 
@@ -728,9 +745,9 @@ def test_lora_without_peft_is_a_clear_error(corpus, trained, tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "peft", None)  # as if peft were not installed
     cfg = {"arch": "llama", "size": "L", "init": "pretrained", "name_or_path": str(trained), "lora": {"r": 8}}
     with pytest.raises(PoevalError, match=r"models\.big\.lora .*install peft"):
-        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
+        train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), cfg, TRAIN_CFG, progress=False, name="big")
     with pytest.raises(PoevalError, match=r"models\.big\.lora: only used with init: pretrained"):
-        lm.train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), {**TINY, "lora": {"r": 8}}, TRAIN_CFG,
+        train(str(corpus[0]), str(corpus[1]), str(tmp_path / "m"), {**TINY, "lora": {"r": 8}}, TRAIN_CFG,
                  progress=False, name="big")
     assert list(tmp_path.iterdir()) == []
 
@@ -742,10 +759,10 @@ ONE = ["the silver river sings tonight", "beneath the quiet candle light", "the 
 
 
 def test_rime_pieces_keep_a_reversed_verse_rime_whole():
-    texts = ["\n".join(lm.orient(ONE, "reversed"))] * 30
-    plain = lm.train_tokenizer(texts, 600)
-    rimed = lm.train_tokenizer(texts, 600, rime_pieces=True)
-    verse = lm.orient(["upon the night", "and the light,"], "reversed")
+    texts = ["\n".join(orient(ONE, "reversed"))] * 30
+    plain = train_tokenizer(texts, 600)
+    rimed = train_tokenizer(texts, 600, rime_pieces=True)
+    verse = orient(["upon the night", "and the light,"], "reversed")
     assert verse == ["thgin eht nopu", ",thgil eht dna"]
     text = "\n".join(verse)
     assert "thgil" in plain.tokenize(text)   # without rime pieces BPE merges the frequent word whole
@@ -763,7 +780,7 @@ def reversed_model(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("reversed")
     write_jsonl(root / "train.jsonl", [{"id": f"t{i}", "lines": ONE} for i in range(32)])
     write_jsonl(root / "dev.jsonl", [{"id": "d", "lines": ONE}])
-    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "m"),
+    train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "m"),
              {**TINY, "n_positions": 256, "verse_order": "reversed"},
              {**TRAIN_CFG, "max_steps": 80, "lr": 1e-2, "eval_every": 40}, progress=False)
     return root
@@ -786,7 +803,7 @@ def test_reversed_model_learns_reversed_verses_and_samples_them_forward(reversed
         with torch.no_grad():
             return -model(input_ids=ids, labels=ids).loss.item() * (ids.shape[1] - 1)
 
-    backwards, forwards = logp("\n".join(lm.orient(ONE, "reversed"))), logp("\n".join(ONE))
+    backwards, forwards = logp("\n".join(orient(ONE, "reversed"))), logp("\n".join(ONE))
     assert backwards > forwards + 20
     # BPoMP's causal scorer gives a forward text the reversed text's score
     from poeval.bpomp.scoring import causal_scores
@@ -811,9 +828,9 @@ def test_a_checkpoint_without_a_recorded_order_can_be_finetuned_reversed(corpus,
 
 def test_words_order_turns_each_verses_words_and_back(corpus, trained, tmp_path):
     verses = ["Where a brooklet  led them onward,", "Till they found"]
-    turned = lm.orient(verses, "words")
+    turned = orient(verses, "words")
     assert turned == ["onward, them led brooklet a Where", "found they Till"]   # the end word (its comma kept) first
-    assert lm.orient(turned, "words") == ["Where a brooklet led them onward,", "Till they found"]   # spaces made single
+    assert orient(turned, "words") == ["Where a brooklet led them onward,", "Till they found"]   # spaces made single
     cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(trained), "verse_order": "words"}
     _train(corpus, tmp_path / "w", model_cfg=cfg, max_steps=2, eval_every=1)
     assert read_json(tmp_path / "w" / "config.json")["poeval_verse_order"] == "words"
@@ -821,7 +838,7 @@ def test_words_order_turns_each_verses_words_and_back(corpus, trained, tmp_path)
 
 def test_forward_models_are_unchanged(trained):
     assert "poeval_verse_order" not in read_json(trained / "config.json")
-    assert lm.orient(["ab", "c"], "forward") == ["ab", "c"] and lm.orient(["ab", "c"], "reversed") == ["ba", "c"]
+    assert orient(["ab", "c"], "forward") == ["ab", "c"] and orient(["ab", "c"], "reversed") == ["ba", "c"]
 
 
 # ------------------------------------------------------------------ the paper's procedure (sampling.procedure: paper)
@@ -830,18 +847,18 @@ def test_forward_models_are_unchanged(trained):
 def test_min_new_tokens_draws_what_transformers_generate_draws(trained):
     """The EOS barred for the first k tokens is transformers' own min-new-tokens rule: the same tokens from
     the same seed as ``generate(min_new_tokens=k)``, and rows that would have ended sooner run on."""
-    model, tok = lm.load(str(trained))
+    model, tok = load(str(trained))
     model.eval()
     prompt = torch.full((1, 1), tok.bos_token_id)
     typed, k, eos = parse_decoding(VANILLA), 30, tok.eos_token_id
-    kw = lm.generate_kwargs(typed)
+    kw = generate_kwargs(typed)
     early = 0
     for seed in range(6):
         torch.manual_seed(seed)
-        free = lm.generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id)[0, 1:].tolist()
+        free = generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id)[0, 1:].tolist()
         early += eos in free[:k]
         torch.manual_seed(seed)
-        ours = lm.generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id, min_new_tokens=k)[0].tolist()
+        ours = generate_batch(model, prompt, typed, 60, [eos], tok.pad_token_id, min_new_tokens=k)[0].tolist()
         torch.manual_seed(seed)
         theirs = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=60,
                                 min_new_tokens=k, eos_token_id=eos, pad_token_id=tok.pad_token_id, **kw)[0].tolist()
@@ -872,7 +889,7 @@ def _paper_reference(rows: list[list[int]], tok, batch_size: int) -> list[list[s
 def test_paper_procedure_keeps_what_the_papers_code_keeps(trained, tmp_path, monkeypatch):
     """procedure paper: max_attempts generations in batches, EOS barred for 20 tokens and nothing else
     stopping a row (no fifth-verse cut), every four-line chunk kept as the paper's code keeps it."""
-    rows, calls, generate = [], [], lm.generate_batch
+    rows, calls, generate = [], [], generate_batch
 
     def spy(model, prompt, kw, budget, stops, pad, counts=None, min_new_tokens=0):
         calls.append((budget, stops, counts, min_new_tokens))
@@ -883,7 +900,7 @@ def test_paper_procedure_keeps_what_the_papers_code_keeps(trained, tmp_path, mon
     monkeypatch.setattr(lm.generation, "generate_batch", spy)
     records, stats, _ = _sample(trained, tmp_path, procedure="paper", n=1, batch_size=10, max_attempts=30,
                                 max_new_tokens=70)
-    _, tok = lm.load(str(trained))
+    _, tok = load(str(trained))
     assert len(rows) == stats["attempts"] == 30 and len(calls) == 3
     assert all(c == (70, [tok.eos_token_id], None, 20) for c in calls)
     assert [r["lines"] for r in records] == _paper_reference(rows, tok, 10)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from poeval import bpomp
 from poeval.generators.lm import logits as lg
-from poeval.generators.lm import train_tokenizer
+from poeval.generators.lm.build import train_tokenizer
 from poeval.generators.lm.training import _collate, _loss_sum
 
 TEXTS = ["There once was a cat on a mat\nWho grew quite remarkably fat.", "A baker who lived by the sea",

@@ -14,6 +14,10 @@ pytest.importorskip("peft")
 
 from conftest import sampling  # noqa: E402
 from poeval.generators import lm  # noqa: E402
+from poeval.generators.checkpoint import load  # noqa: E402
+from poeval.generators.lm.build import has_style_tokens  # noqa: E402
+from poeval.generators.lm.training import train  # noqa: E402
+from poeval.poetry.style import STYLE_TOKENS  # noqa: E402
 from poeval.io import read_jsonl, write_jsonl  # noqa: E402
 from helpers import TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, _quatrains, _state, _styled, reference_dev_loss  # noqa: E402
 
@@ -31,7 +35,7 @@ def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("lora_base")
     write_jsonl(root / "train.jsonl", _quatrains(60, 1, TRAIN_ONLY))
     write_jsonl(root / "dev.jsonl", _quatrains(20, 2, TRAIN_ONLY))
-    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), TINY, TRAIN_CFG, progress=False)
+    train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), TINY, TRAIN_CFG, progress=False)
     return root / "model"
 
 
@@ -48,7 +52,7 @@ def _finetune(base, corpus, out, conditioned=False) -> dict:
            "lora": {"r": RANK, "alpha": 8, "dropout": 0.0}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # peft: Conv1D needs fan_in_fan_out, which it then sets itself
-        return lm.train(str(corpus[0]), str(corpus[1]), str(out), cfg, FINETUNE, progress=False, name="lora")
+        return train(str(corpus[0]), str(corpus[1]), str(out), cfg, FINETUNE, progress=False, name="lora")
 
 
 def _rank(delta) -> int:
@@ -70,7 +74,7 @@ def test_lora_changes_the_attention_by_a_low_rank_update_and_lowers_the_dev_loss
     assert saved == pytest.approx(summary["best_dev_loss"], rel=1e-5)
     assert saved < reference_dev_loss(base, dev) - 0.2
     # a plain transformers checkpoint (adapters merged): loads without peft's wrappers and samples
-    model, _ = lm.load(str(out))
+    model, _ = load(str(out))
     assert type(model).__name__ == "GPT2LMHeadModel"
     assert not any("lora" in name for name, _ in model.named_parameters())
     stats = lm.sample(str(out), VANILLA, sampling(8, batch_size=16, max_attempts=160), str(tmp_path / "s.jsonl"),
@@ -85,7 +89,7 @@ def test_conditioned_lora_also_trains_the_grown_embeddings(base, finetune_corpus
     before, after = _state(base), _state(out)
     n_vocab = TINY["vocab_size"]
     wte = "transformer.wte.weight"
-    assert after[wte].shape[0] == n_vocab + len(lm.STYLE_TOKENS) == summary["vocab_size"]
+    assert after[wte].shape[0] == n_vocab + len(STYLE_TOKENS) == summary["vocab_size"]
     # the adapters and the (now untied) input and output embeddings are trained; nothing else moved
     assert set(after) - set(before) == {"lm_head.weight"}
     changed = {k for k in before if k != wte and not torch.equal(before[k], after[k])}
@@ -95,8 +99,8 @@ def test_conditioned_lora_also_trains_the_grown_embeddings(base, finetune_corpus
     dev = finetune_corpus[1]
     assert reference_dev_loss(out, dev, styled=True) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
     # loads with its style tokens and samples a requested scheme
-    _, tok = lm.load(str(out))
-    assert lm.has_style_tokens(tok)
+    _, tok = load(str(out))
+    assert has_style_tokens(tok)
     stats = lm.sample(str(out), VANILLA, sampling(4, batch_size=16, max_attempts=64), str(tmp_path / "s.jsonl"),
                       str(tmp_path / "s.json"), progress=False, style="abab")
     assert stats["valid"] > 0 and stats["style"] == "abab"

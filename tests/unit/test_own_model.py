@@ -13,9 +13,11 @@ torch = pytest.importorskip("torch")
 
 from conftest import sampling  # noqa: E402
 from helpers import VANILLA, _workdir, snakemake  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm  # noqa: E402
+from poeval.generators.checkpoint import load  # noqa: E402
+from poeval.generators.lm.training import train  # noqa: E402
 
 
 def _checkpoint(folder, rows: int):
@@ -69,7 +71,7 @@ def test_an_untrained_model_is_given_up_after_its_first_batch(tiny_corpus, tmp_p
     gives 115 of the 3900 attempts left, so the sample stops at 100 attempts with the reasons counted."""
     _checkpoint(tmp_path / "base", len(gguf_tiny.tokenizer()))
     cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(tmp_path / "base")}
-    lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "model"), cfg, "none", progress=False)
+    train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "model"), cfg, "none", progress=False)
     block = sampling(1000, max_new_tokens=20)   # params.yaml's n, batch_size and max_attempts; a short budget
     assert (block["batch_size"], block["max_attempts"]) == (100, 4000)
     assert round((1 - 0.05 ** (1 / 100)) * 3900) == 115
@@ -94,10 +96,10 @@ def test_a_tokenizer_that_does_not_fit_the_embedding_is_refused_but_padding_is_n
         cfg = {"arch": "gpt2", "init": "pretrained", "name_or_path": str(tmp_path / folder)}
         with pytest.raises(PoevalError, match=rf"^model '.*{folder}' \(models\.mine\.name_or_path\): {problem}; "
                                               r"name the tokenizer the model was trained with in models\.mine\.tokenizer$"):
-            lm.train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "out"), cfg, "none", progress=False,
+            train(str(tiny_corpus[0]), str(tiny_corpus[1]), str(tmp_path / "out"), cfg, "none", progress=False,
                      name="mine")
         assert not (tmp_path / "out").exists()
     for rows in (tokens, 64 * math.ceil(tokens / 64) + 64):
         _checkpoint(tmp_path / str(rows), rows)
-        model, tok = lm.load(str(tmp_path / str(rows)))
+        model, tok = load(str(tmp_path / str(rows)))
         assert model.get_input_embeddings().num_embeddings == rows and len(tok) == tokens

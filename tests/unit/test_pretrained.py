@@ -17,9 +17,13 @@ pytest.importorskip("gguf")
 from conftest import sampling  # noqa: E402
 from helpers import fake_distributions, sample_stats, split_folder  # noqa: E402
 from poeval import paths  # noqa: E402
-from poeval.devtools import gguf_tiny  # noqa: E402
+import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import lm, pretrained  # noqa: E402
+from poeval.generators.checkpoint import load  # noqa: E402
+from poeval.generators.lm.data import training_texts  # noqa: E402
+from poeval.generators.lm.training import train  # noqa: E402
+from poeval.poetry.style import STYLE_TOKENS  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
 
 TEXT = "there once was a man from the town\nwho fell with his hat upside down"
@@ -86,7 +90,7 @@ def test_release_id_names_the_imported_checkpoint(tiny, tmp_path, monkeypatch):
         pretrained.checkpoint("smollm2-135m")
     assert pretrained.checkpoint("HuggingFaceTB/SmolLM2-135M") == "HuggingFaceTB/SmolLM2-135M"   # a hub id
     shutil.copytree(tiny.out, paths.pretrained("smollm2-135m"))
-    model, tok = lm.load("smollm2-135m")
+    model, tok = load("smollm2-135m")
     assert type(model).__name__ == "LlamaForCausalLM" and tok.eos_token == "<|im_end|>"
 
 
@@ -158,13 +162,13 @@ def finetuned(tiny, tmp_path_factory):
     cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.out)}
     training = {"seed": 1, "batch_size": 8, "max_steps": 80, "lr": 3e-3, "warmup_steps": 5, "eval_every": 40,
                 "eval_quatrains": 4, "patience": 0}
-    lm.train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), cfg, training,
+    train(str(root / "train.jsonl"), str(root / "dev.jsonl"), str(root / "model"), cfg, training,
              progress=False, name="tiny")
     return root
 
 
 def test_training_text_is_bos_quatrain_eos_of_the_tokenizer(tiny):
-    texts = lm.training_texts(tiny.tok, [QUATRAINS[0]["lines"]])
+    texts = training_texts(tiny.tok, [QUATRAINS[0]["lines"]])
     ids = tiny.tok(texts, add_special_tokens=False)["input_ids"][0]
     assert ids[0] == 1 and ids[-1] == 2 and 0 not in ids   # <|im_start|> ... <|im_end|>, no <|endoftext|>
     assert tiny.tok.decode(ids[1:-1]) == "\n".join(QUATRAINS[0]["lines"])
@@ -173,9 +177,9 @@ def test_training_text_is_bos_quatrain_eos_of_the_tokenizer(tiny):
 def test_scorer_frames_a_text_as_training_does(tiny):
     from poeval.bpomp.scoring import causal_ids, causal_scores
 
-    model, tok = lm.load(str(tiny.out))
+    model, tok = load(str(tiny.out))
     ids = causal_ids(tok, TEXT)
-    assert ids == tok(lm.training_texts(tok, [TEXT.split("\n")]), add_special_tokens=False)["input_ids"][0]
+    assert ids == tok(training_texts(tok, [TEXT.split("\n")]), add_special_tokens=False)["input_ids"][0]
     logp = torch.log_softmax(_logits(model, ids)[:-1], dim=-1)
     by_hand = sum(logp[i, t].item() for i, t in enumerate(ids[1:]))   # every token after BOS, EOS included
     assert causal_scores(model, tok, [TEXT])[0] == pytest.approx(by_hand, abs=1e-4)
@@ -213,7 +217,7 @@ def _lora(tiny, corpus, out, **extra) -> dict:
     lora = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
             **extra.pop("lora", {})}
     cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.out), "lora": lora, **extra}
-    return lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, LORA_TRAINING,
+    return train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, LORA_TRAINING,
                     progress=False, name="tiny")
 
 
@@ -276,7 +280,7 @@ def test_lora_with_embeddings_in_full_keeps_them_through_saving(tiny, styled, tm
 def test_conditioned_lora_trains_the_style_tokens_and_samples_a_scheme(tiny, styled, tmp_path):
     summary = _lora(tiny, styled, tmp_path / "m", conditioned=True)
     after = _weights(tmp_path / "m")
-    assert summary["vocab_size"] == len(tiny.tok) + len(lm.STYLE_TOKENS) == after["model.embed_tokens.weight"].shape[0]
+    assert summary["vocab_size"] == len(tiny.tok) + len(STYLE_TOKENS) == after["model.embed_tokens.weight"].shape[0]
     assert _dev_loss(tmp_path / "m", styled / "dev.jsonl", True) == pytest.approx(summary["best_dev_loss"], rel=1e-5)
     stats = sample_stats(lm.sample, str(tmp_path / "m"), {"temperature": 1.0, "top_p": 1.0, "top_k": 0},
                          sampling(2, batch_size=4, max_attempts=8, max_new_tokens=60), str(tmp_path / "s.jsonl"),
@@ -299,13 +303,13 @@ def test_poeval_import_prints_the_files_sha256_architecture_and_quantisation(tin
 
 
 def test_a_gguf_file_loads_as_its_import(tiny):
-    model, tok = lm.load(str(tiny.gguf), name="file")
-    imported, _ = lm.load(str(tiny.out))
+    model, tok = load(str(tiny.gguf), name="file")
+    imported, _ = load(str(tiny.out))
     assert getattr(model.config, "quantization_config", None) is None
     ids = [1] + tok(TEXT, add_special_tokens=False)["input_ids"]
     assert torch.equal(_logits(model, ids), _logits(imported, ids))
     assert (tok.bos_token, tok.eos_token) == ("<|im_start|>", "<|im_end|>")
-    _, from_file = lm.load(str(tiny.out), tokenizer=str(tiny.gguf), name="file")   # a tokenizer from a GGUF file
+    _, from_file = load(str(tiny.out), tokenizer=str(tiny.gguf), name="file")   # a tokenizer from a GGUF file
     assert from_file(TEXT)["input_ids"] == tok(TEXT)["input_ids"]
 
 
@@ -314,10 +318,10 @@ def test_a_missing_or_unreadable_gguf_file_names_its_key(tmp_path):
     junk.write_bytes(b"not a gguf file")
     for bad in (tmp_path / "missing.gguf", junk):
         with pytest.raises(PoevalError, match=r"models\.file\.name_or_path") as err:
-            lm.load(str(bad), name="file")
+            load(str(bad), name="file")
         assert bad.name in str(err.value)
     with pytest.raises(PoevalError, match=r"tokenizer .*missing\.gguf.* models\.file\.tokenizer: no such GGUF file"):
-        lm.load(str(junk), tokenizer=str(tmp_path / "missing.gguf"), name="file")
+        load(str(junk), tokenizer=str(tmp_path / "missing.gguf"), name="file")
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +335,7 @@ def test_finetuning_from_a_gguf_file_stamps_the_file_as_its_base(tiny, corpus, t
     cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(tiny.gguf)}
     training = {"seed": 1, "batch_size": 8, "max_steps": 2, "lr": 1e-3, "warmup_steps": 0, "eval_every": 2,
                 "eval_quatrains": 4, "patience": 0}
-    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, training,
+    summary = train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "m"), cfg, training,
                        progress=False, name="file")
     assert summary["steps"] == 2 and summary["trainable_params"] == summary["n_params"]
     assert not torch.equal(_weights(tmp_path / "m")["model.norm.weight"], _weights(tiny.out)["model.norm.weight"])
@@ -356,7 +360,7 @@ def test_training_none_keeps_a_local_folders_weights_and_measures_its_dev_loss(h
 
     cfg = {"arch": "llama", "init": "pretrained", "name_or_path": str(hf_folder)}
     out = tmp_path / "as-is"
-    summary = lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, "none",
+    summary = train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(out), cfg, "none",
                        progress=False, name="as-is")
     before, after = _weights(hf_folder), _weights(out)
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
@@ -370,8 +374,8 @@ def test_training_none_keeps_a_local_folders_weights_and_measures_its_dev_loss(h
     table4([("en", "as-is", str(out))], str(tmp_path / "t4.tsv"))
     row = dict(zip(*[line.split("\t") for line in (tmp_path / "t4.tsv").read_text().splitlines()]))
     assert (row["steps"], row["best_dev_loss"], row["base"]) == ("0", f"{summary['best_dev_loss']:.3f}", str(hf_folder))
-    model, _ = lm.load(str(out))   # it samples like any checkpoint
+    model, _ = load(str(out))   # it samples like any checkpoint
     assert type(model).__name__ == "LlamaForCausalLM"
     with pytest.raises(PoevalError, match=r"models\.as-is\.verse_order is 'reversed', but .* was trained 'forward'"):
-        lm.train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "rev"),
+        train(str(corpus / "train.jsonl"), str(corpus / "dev.jsonl"), str(tmp_path / "rev"),
                  {**cfg, "verse_order": "reversed"}, "none", progress=False, name="as-is")   # nothing would turn it

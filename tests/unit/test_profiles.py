@@ -16,12 +16,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
-
-from poeval.generators import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -48,15 +45,6 @@ def _profile(name: str) -> dict:
     return yaml.safe_load((PROFILES / name / "config.yaml").read_text())
 
 
-def _evaluate(value, **wildcards):
-    """A resource value as Snakemake evaluates it: variables expanded, then a Python expression."""
-    if not isinstance(value, str):
-        return value
-    env = {"POEVAL_SLURM_PARTITION": "cpu-x", "POEVAL_SLURM_GPU_PARTITION": "gpu-x"}
-    expanded = re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), m.group(0)), value)
-    return eval(expanded, {"wildcards": SimpleNamespace(**wildcards), "attempt": 1})
-
-
 @pytest.mark.parametrize("name,executor", [("slurm", "slurm"), ("kubernetes", "kubernetes")])
 def test_profile_parses_and_names_only_existing_rules(name, executor):
     profile = _profile(name)
@@ -66,22 +54,12 @@ def test_profile_parses_and_names_only_existing_rules(name, executor):
     for key in ("mem_mb", "runtime"):
         assert key in profile["default-resources"], f"{name}: default-resources.{key} missing"
     rules = _rules()
-    # as the workflow does when it loads: the systems' archs, here params.yaml's plus two whose names
-    # would mislead (GPU or CPU follows the registry's device of the arch, never the name)
-    models = {**yaml.safe_load((ROOT / "params.yaml").read_text())["models"],
-              "deepspeare-like": {"arch": "gpt2"}, "gpt2-like": {"arch": "sa"}}
-    registry.bind_systems(models)
     for key in ("set-resources", "set-threads"):
         unknown = set(profile[key]) - rules
         assert not unknown, f"{name}: {key} names rules the workflow does not have: {sorted(unknown)}"
-    for rule in GPU_RULES:   # transformers on a GPU, the poetry-specific LSTM ports on CPU
-        res = profile["set-resources"][rule]
-        for system, gpus in (("gpt2-s", 1), ("gptneo-l-cond", 1), ("llama-l", 1), ("bygpt5-s-cond", 1),
-                             ("deepspeare-s", 0), ("sa-s-cond", 0), ("deepspeare-like", 1), ("gpt2-like", 0)):
-            assert _evaluate(res["gpu"], system=system) == gpus, f"{name}: {rule} {system}"
-            if name == "slurm":
-                partition = _evaluate(res["slurm_partition"], system=system)
-                assert partition == ("gpu-x" if gpus else "cpu-x"), f"{rule} {system}: {partition}"
+    for rule in GPU_RULES:   # their rules size them from the system's arch: the profile overrides none of it
+        sized = {"gpu", "gres", "mem_mb", "runtime", "disk_mb", "slurm_partition"}
+        assert not sized & set(profile["set-resources"].get(rule, {})), f"{name}: {rule}"
     for rule, res in profile["set-resources"].items():
         if rule not in GPU_RULES:
             assert "gpu" not in res and "gres" not in res, f"{name}: CPU rule {rule} asks for a GPU"
@@ -89,7 +67,7 @@ def test_profile_parses_and_names_only_existing_rules(name, executor):
         assert profile["default-storage-provider"] == "s3"
         assert profile["default-storage-prefix"] and profile["container-image"]
         for rule in GPU_RULES:   # Kubernetes needs a limit on nvidia.com/gpu: scale 0 sets requests = limits
-            assert profile["set-resources"][rule]["gpu_manufacturer"] == "nvidia"
+            assert profile["set-resources"][rule]["gpu_manufacturer"] == "nvidia", rule
             assert profile["set-resources"][rule]["scale"] == 0
 
 
@@ -252,6 +230,44 @@ def test_slurm_placeholders_reach_the_jobs_unset(tmp_path):
     assert "slurm_account=$POEVAL_SLURM_ACCOUNT" in train["block"]
 
 
+# Systems whose names mislead: the resources of their jobs follow their archs (the generator registry's
+# train and sample jobs), never their names
+MISLEADING = """
+models:
+  deepspeare-like: {arch: gpt2, size: S, init: scratch, name_or_path: null, conditioned: false, vocab_size: 500,
+                    n_layer: 1, n_embd: 64, n_head: 2, n_positions: 96, dropout: 0.0}
+  gpt2-like: {arch: sa, size: S, init: scratch, conditioned: false, hidden: 32, pretrain: null}
+  mine: {arch: llama, size: S, init: scratch, name_or_path: null, conditioned: false, vocab_size: 500, n_layer: 1,
+         n_embd: 64, n_head: 2, n_positions: 96, dropout: 0.0}
+systems: [deepspeare-like, gpt2-like, mine]
+"""
+
+
+def test_slurm_jobs_are_sized_by_the_systems_arch(tmp_path):
+    work = _workdir(tmp_path)
+    (work / "misleading.yaml").write_text(MISLEADING)
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HF_HUB_OFFLINE="1",
+               POEVAL_SLURM_PARTITION="cpu-x", POEVAL_SLURM_GPU_PARTITION="gpu-x", POEVAL_SLURM_ACCOUNT="")
+    targets = [f"models/en/{s}" for s in ("deepspeare-like", "gpt2-like", "mine")]
+    targets += ["results/samples/en/gpt2-like/vanilla.jsonl", "results/samples/en/mine/vanilla.jsonl"]
+    proc = subprocess.run([str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"),
+                           "--directory", str(work), "--profile", str(PROFILES / "slurm"), "-n", *targets,
+                           "--configfile", "config/scale/tiny.yaml", "misleading.yaml"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {}
+    for job in _jobs(proc.stdout + proc.stderr):
+        if job["rule"] in ("train", "sample"):
+            system = re.search(r"system=([^,\n]+)", job["block"]).group(1)
+            res = dict(re.findall(r"(\w+)=([^,\n]+)", re.search(r"resources: (.*)", job["block"]).group(1)))
+            got[job["rule"], system] = tuple(res[k] for k in ("gpu", "slurm_partition", "mem_mb", "runtime"))
+    assert got == {("train", "deepspeare-like"): ("1", "gpu-x", "32000", "240"),
+                   ("train", "gpt2-like"): ("0", "cpu-x", "32000", "240"),
+                   ("train", "mine"): ("1", "gpu-x", "96000", "720"),
+                   ("sample", "gpt2-like"): ("0", "cpu-x", "16000", "60"),
+                   ("sample", "mine"): ("1", "gpu-x", "64000", "180")}
+
+
 MOTO_SNAKEMAKE = """
 import sys
 import boto3
@@ -284,5 +300,5 @@ def test_kubernetes_profile_dry_run_against_s3(tmp_path):
     assert proc.returncode == 0, out[-4000:]
     jobs = {j["rule"]: j["block"] for j in _jobs(out)}
     assert "s3://poeval-test/run/models/en/gpt2-s (send to storage)" in jobs["train"]
-    assert re.search(r"resources: .*gpu=1, gpu_manufacturer=nvidia, scale=0", jobs["train"]), jobs["train"]
+    assert re.search(r"resources: .*mem_mb=32000, .*gpu=1, .*gpu_manufacturer=nvidia, scale=0", jobs["train"]), jobs["train"]
     assert "gpu=" not in jobs["metric_cell"]

@@ -22,6 +22,7 @@ rule adherence_sample:
         paths.log("adherence", "{lang}", "{system}", "{scheme}"),
     resources:
         endpoint_requests=endpoint_requests,
+        **generator_resources("sample"),
     params:
         # the main sample's job (poeval.jobs.sample), prompted with the scheme, at the adherence sample size
         job=job_of("adherence_sample"),

@@ -3,6 +3,7 @@
 # the resolved params: the one view every decision below reads, and every step's typed job is built from
 # (poeval.report.steps: job_of). `config`, the params as written, is Snakemake's and is not read here.
 import json
+import os
 import shlex
 from pathlib import Path
 from re import escape as _re_escape
@@ -32,9 +33,6 @@ try:
     P = poeval_params.resolve(config, inputs=True)
 except PoevalError as err:
     raise WorkflowError(str(err))
-
-# the cluster profiles' resource expressions ask the registry whether a system's arch runs on a GPU
-registry.bind_systems(P["models"])
 
 LANGS = P["languages"]
 SYSTEMS = P["systems"]
@@ -111,6 +109,23 @@ def endpoint_requests(wildcards):
     across all jobs, which a server with a process-wide seed (transformers serve) needs to repeat its samples."""
     model = P["models"][wildcards.system]
     return model["max_concurrency"] if registry.is_served(model) else 0
+
+
+def generator_resources(kind):
+    """The resources of a job that trains (``kind`` "train") or samples ("sample") a system, from its arch's
+    record (poeval.generators.registry.Job): gpu, disk_mb, and mem_mb and runtime times the try (``attempt``).
+    The profiles map them to nodes; a Snakemake profile's resource cannot read another resource, so the
+    Slurm partition is chosen here: the GPU or the CPU one that profiles/slurm's variables name (a variable
+    left unset reaches sbatch as written, which names it)."""
+    def job(wildcards):
+        return getattr(registry.get(P["models"][wildcards.system]["arch"]), kind)
+
+    def partition(wildcards):
+        return os.path.expandvars(f"$POEVAL_SLURM_{'GPU_' if job(wildcards).gpus else ''}PARTITION")
+
+    return dict(gpu=lambda wc: job(wc).gpus, mem_mb=lambda wc, attempt: job(wc).mem_mb * attempt,
+                runtime=lambda wc, attempt: job(wc).runtime * attempt, disk_mb=lambda wc: job(wc).disk_mb,
+                slurm_partition=partition)
 
 
 def is_supplied(system):

@@ -11,6 +11,7 @@ rule sample:
     priority: 1
     resources:
         endpoint_requests=endpoint_requests,
+        **generator_resources("sample"),
     params:
         job=job_of("sample"),   # poeval.jobs.sample
     threads: P["threads"]

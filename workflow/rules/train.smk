@@ -24,6 +24,8 @@ rule train:
     log:
         paths.log("train", "{lang}", "{system}"),
     priority: 1
+    resources:
+        **generator_resources("train"),
     params:
         job=job_of("train"),   # poeval.jobs.train
         inputs=train_input_options,

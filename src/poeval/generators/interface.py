@@ -1,7 +1,7 @@
 """The one interface every generator module implements (:data:`poeval.generators.registry.ARCHS` names
 them): ``fit`` trains a checkpoint from the split's files, ``sample`` samples one. The signatures are the
 same in every module, so that `poeval train` / `poeval sample` call the module the registry picks without
-knowing its family; what a module cannot do with its arguments (a port prompted with a style, a samples
+knowing its kind; what a module cannot do with its arguments (a port prompted with a style, a samples
 system asked to train) it refuses with a one-line error of its own. tests/unit/test_config.py checks every
 module against :class:`Generator`."""
 

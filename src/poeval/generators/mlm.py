@@ -13,7 +13,7 @@ scorer.
   80 % of those become ``[MASK]``, 10 % a random token, 10 % stay. Only the selected positions go through
   the output layer. The dev loss uses one fixed masking of the dev quatrains, so evaluations compare.
 * Seeded (weights, batch order, masking): the same inputs, config and thread count give the same weights.
-* Trained by the generators' engine (:mod:`poeval.generators.engine`), like :func:`poeval.generators.lm.train`:
+* Trained by the generators' engine (:mod:`poeval.generators.engine`), like :func:`poeval.generators.lm.training.train`:
   early stopping on the dev MLM loss (``patience`` evaluations without improvement; the best weights
   are kept), resumable after an interruption (bit-identical), the checkpoint directory (model, tokenizer,
   ``training_log.json`` with losses, tokens/s and the provenance stamp) written atomically.
@@ -27,7 +27,8 @@ from typing import Any
 from poeval import config, device
 from poeval.errors import PoevalError
 from poeval.generators import engine
-from poeval.generators.lm import quiet_transformers, read_quatrains
+from poeval.generators.engine import quiet_transformers
+from poeval.generators.lm.data import read_quatrains
 from poeval.stamps import stamp
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -1,7 +1,7 @@
 """The one list of generator architectures (params ``models.<system>.arch``): which module trains and
-samples each, its family, its level and where a cluster runs it. The params schema's ``arch`` enums,
-``figures`` (which systems are LLMs), the workflow (which systems train on pseudo-sonnets) and the
-cluster profiles (GPU or CPU) all read it; tests/unit/test_config.py checks the schema against it."""
+samples each, its kind, its level and what a cluster job of it asks for. The params schema's ``arch``
+enums, ``figures`` (which systems are LLMs) and the workflow (which systems train on pseudo-sonnets, each
+train and sample job's resources) all read it; tests/unit/test_config.py checks the schema against it."""
 
 from __future__ import annotations
 
@@ -15,40 +15,60 @@ from poeval.generators.decoding import Ancestral, parse_decoding
 
 
 @dataclass(frozen=True)
+class Job:
+    """What a cluster job that trains or samples a generator asks for (the rules' ``resources``,
+    workflow/rules/common.smk ``generator_resources``): GPUs, and memory (MB), time (minutes) and disk (MB)
+    on the first try; a retry asks for memory and time that many times over."""
+    gpus: int
+    mem_mb: int
+    runtime: int
+    disk_mb: int
+
+
+@dataclass(frozen=True)
 class Arch:
     name: str      # the params value
     module: str    # module (under poeval) with fit(...) and sample(...): poeval.generators.interface
-    family: str    # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
+    kind: str      # "llm": transformer LM on quatrains; "poetic": poetry-specific port on pseudo-sonnets;
                    # "served": a model behind an endpoint (nothing trains; requests sample);
                    # "supplied": samples the user supplies (no checkpoint: nothing trains or samples)
     level: str     # "word" (word or BPE tokens), "byte", or "-" (supplied samples)
-    device: str    # "gpu" or "cpu": where a cluster job trains and samples it
+    train: Job     # a job of rule train
+    sample: Job    # a job of rule sample (and adherence_sample)
 
+
+# Job sizes are for config/scale/paper.yaml. A transformer trains and samples on one GPU; LLaMA 7B/8B with
+# LoRA is the largest job (generators/lm holds the weights in fp32, 27-32 GB, and a copy of the best ones).
+# The LSTM ports are latency-bound (a GPU does not speed them up), an endpoint's jobs send requests, and a
+# samples system has no train or sample job: all on CPU.
+GPU_TRAIN, GPU_SAMPLE = Job(1, 32000, 240, 40000), Job(1, 16000, 60, 20000)
+LLAMA_TRAIN, LLAMA_SAMPLE = Job(1, 96000, 720, 120000), Job(1, 64000, 180, 80000)
+CPU_TRAIN, CPU_SAMPLE = Job(0, 32000, 240, 40000), Job(0, 16000, 60, 20000)
 
 # trains and samples every transformers checkpoint: the llm archs' own and an imported release's
 TRANSFORMERS = "generators.lm"
 
 # in display order: names() lists the architectures (and the schema its enums) in this order
 ARCHS: tuple[Arch, ...] = (
-    Arch("gpt2", TRANSFORMERS, "llm", "word", "gpu"),
-    Arch("gptneo", TRANSFORMERS, "llm", "word", "gpu"),
-    Arch("llama", TRANSFORMERS, "llm", "word", "gpu"),
-    Arch("gemma3", TRANSFORMERS, "llm", "word", "gpu"),   # fine-tuned only: a pretrained Gemma 3 checkpoint
-    Arch("bygpt5", TRANSFORMERS, "llm", "byte", "gpu"),
-    # small LSTMs, latency-bound: a GPU does not speed them up
-    Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", "cpu"),
-    Arch("sa", "generators.poetic.adversary", "poetic", "word", "cpu"),
+    Arch("gpt2", TRANSFORMERS, "llm", "word", GPU_TRAIN, GPU_SAMPLE),
+    Arch("gptneo", TRANSFORMERS, "llm", "word", GPU_TRAIN, GPU_SAMPLE),
+    Arch("llama", TRANSFORMERS, "llm", "word", LLAMA_TRAIN, LLAMA_SAMPLE),
+    # fine-tuned only: a pretrained Gemma 3 checkpoint
+    Arch("gemma3", TRANSFORMERS, "llm", "word", GPU_TRAIN, GPU_SAMPLE),
+    Arch("bygpt5", TRANSFORMERS, "llm", "byte", GPU_TRAIN, GPU_SAMPLE),
+    Arch("deepspeare", "generators.poetic.deepspeare", "poetic", "word", CPU_TRAIN, CPU_SAMPLE),
+    Arch("sa", "generators.poetic.adversary", "poetic", "word", CPU_TRAIN, CPU_SAMPLE),
     # a model behind an OpenAI-compatible endpoint: rule train checks the server, rule sample sends requests
-    Arch("endpoint", "generators.endpoint", "served", "-", "cpu"),
+    Arch("endpoint", "generators.endpoint", "served", "-", CPU_TRAIN, CPU_SAMPLE),
     # a user's generator, known only by its samples: rule import_samples (poeval.generators.supplied)
-    Arch("samples", "generators.supplied", "supplied", "-", "cpu"),
+    Arch("samples", "generators.supplied", "supplied", "-", CPU_TRAIN, CPU_SAMPLE),
 )
 BY_NAME = {a.name: a for a in ARCHS}
 
 
-def names(family: str | None = None) -> tuple[str, ...]:
-    """Arch names in display order, of one ``family`` or all."""
-    return tuple(a.name for a in ARCHS if family in (None, a.family))
+def names(kind: str | None = None) -> tuple[str, ...]:
+    """Arch names in display order, of one ``kind`` (:attr:`Arch.kind`) or all."""
+    return tuple(a.name for a in ARCHS if kind in (None, a.kind))
 
 
 def get(name: str) -> Arch:
@@ -66,13 +86,13 @@ def module(name: str):
 
 def is_poetic(model_cfg: dict) -> bool:
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "poetic"
+    return arch is not None and arch.kind == "poetic"
 
 
 def is_served(model_cfg: dict) -> bool:
     """Whether a ``models`` entry is a model behind an endpoint (``arch: endpoint``)."""
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "served"
+    return arch is not None and arch.kind == "served"
 
 
 def is_prompted(model_cfg: dict) -> bool:
@@ -84,7 +104,7 @@ def is_prompted(model_cfg: dict) -> bool:
 def is_supplied(model_cfg: dict) -> bool:
     """Whether a ``models`` entry is a system made of samples the user supplies (``arch: samples``)."""
     arch = BY_NAME.get(model_cfg.get("arch"))
-    return arch is not None and arch.family == "supplied"
+    return arch is not None and arch.kind == "supplied"
 
 
 def trainer(model_cfg: dict):
@@ -104,7 +124,7 @@ def sampler(model_dir: str | Path):
 
 def schema_node(arch: str) -> str:
     """The params schema's ``$defs`` entry of a ``models`` entry of ``arch``."""
-    return {"llm": "transformer_model", "supplied": "samples_model"}.get(get(arch).family, f"{arch}_model")
+    return {"llm": "transformer_model", "supplied": "samples_model"}.get(get(arch).kind, f"{arch}_model")
 
 
 def port_training_defaults(arch: str) -> dict:
@@ -146,25 +166,6 @@ def sampling_params(model_cfg: dict, shared: dict) -> dict:
     """The params ``sampling`` a system samples with: the shared block, the system's own ``sampling`` block
     (e.g. a smaller ``n`` for a model that samples slowly) over it."""
     return {**shared, **(model_cfg.get("sampling") or {})}
-
-
-# --- the workflow's systems, for resource expressions in the cluster profiles
-_systems: dict[str, str] = {}
-
-
-def bind_systems(models: dict[str, dict]) -> None:
-    """Record each system's arch (params ``models``); the workflow calls this when it loads, so that the
-    profiles' resource expressions can ask :func:`gpus` about a system by name."""
-    _systems.update({name: m.get("arch") for name, m in models.items()})
-
-
-def gpus(system: str) -> int:
-    """GPUs a cluster job of ``system`` asks for: 1 if its arch runs on a GPU, else 0."""
-    from poeval.errors import PoevalError
-
-    if system not in _systems:
-        raise PoevalError(f"system {system!r} is not in the workflow's params models")
-    return int(get(_systems[system]).device == "gpu")
 
 
 def system_decodings(params: dict, system: str, decodings: list[str], lang: str, every: bool = False) -> list[str]:

@@ -139,10 +139,19 @@ def resolve_train_cfg(train_cfg: dict) -> dict:
     return tcfg
 
 
-def _scratch_config(cfg: dict, tokenizer):
+# the archs built from scratch, each by its transformers model class (gemma3 is fine-tuned only)
+SCRATCH = {"gpt2": "GPT2LMHeadModel", "bygpt5": "GPT2LMHeadModel", "gptneo": "GPTNeoForCausalLM",
+           "llama": "LlamaForCausalLM"}
+
+
+def scratch_config(cfg: dict, tokenizer):
+    """The transformers config of a model built from scratch by the resolved ``cfg`` (a params ``models``
+    entry) with ``tokenizer``; raises PoevalError for an arch that has no scratch build."""
     from transformers import GPT2Config, GPTNeoConfig, LlamaConfig
 
     arch, drop = cfg["arch"], float(cfg["dropout"])
+    if arch not in SCRATCH:
+        raise PoevalError(f"model arch {arch!r}: no model is built from scratch for it; known: {', '.join(SCRATCH)}")
     n_layer, n_embd, n_head, n_pos = (int(cfg[k]) for k in ("n_layer", "n_embd", "n_head", "n_positions"))
     inner = int(cfg["intermediate_size"]) if cfg["intermediate_size"] else None
     ids = {
@@ -181,7 +190,7 @@ def _scratch_config(cfg: dict, tokenizer):
             tie_word_embeddings=True,
             **ids,
         )
-    return LlamaConfig(  # llama
+    return LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=n_embd,
         intermediate_size=inner or 4 * n_embd,
@@ -198,7 +207,7 @@ def _scratch_config(cfg: dict, tokenizer):
 def _build_scratch(model_cfg: dict, texts: list[str]):
     """A freshly initialised model of ``model_cfg["arch"]`` and its tokenizer (BPE trained on ``texts``,
     or the byte tokenizer for bygpt5), with style tokens when ``conditioned``."""
-    from transformers import GPT2LMHeadModel, GPTNeoForCausalLM, LlamaForCausalLM
+    import transformers
 
     cfg = resolve_model_cfg(model_cfg)
     if cfg["init"] != "scratch":
@@ -207,9 +216,8 @@ def _build_scratch(model_cfg: dict, texts: list[str]):
                  else train_tokenizer(texts, cfg["vocab_size"], rime_pieces=cfg["verse_order"] == "reversed"))
     if cfg["conditioned"]:
         add_style_tokens(tokenizer)
-    config = _scratch_config(cfg, tokenizer)
-    cls = {"gpt2": GPT2LMHeadModel, "bygpt5": GPT2LMHeadModel, "gptneo": GPTNeoForCausalLM, "llama": LlamaForCausalLM}
-    model = cls[cfg["arch"]](config)
+    config = scratch_config(cfg, tokenizer)
+    model = getattr(transformers, SCRATCH[cfg["arch"]])(config)
     sync_special_ids(model, tokenizer)
     return model, tokenizer
 

@@ -18,6 +18,13 @@ stopping with patience 5).
 The loop is resumable: every :data:`SAVE_EVERY` batches the whole state (both models, both optimisers,
 the batch order, every RNG, the log) is saved as the resume part ``adv``, and a rerun with the same
 inputs continues from there to the same weights, bit for bit.
+
+It is a loop of its own, not the engine's (:func:`poeval.generators.engine.run`, which the line LM's phases
+use), because the engine could not run it without changing what it produces: the engine steps one model with
+one optimiser, saves only those in its resume state and always ends on that model's best weights, while this
+phase steps two models with two optimisers (the discriminator's state resumes too), ends on the last models
+unless ``adv_patience`` is set (then on both models' best), and its summary reads per-batch records (the
+rewards of the first and last ten batches, the batches with flat rewards) that the engine sums away.
 """
 
 from __future__ import annotations

@@ -1,2 +1,0 @@
-"""Tools of the repository (a lint of the import layers, a tiny GGUF writer for tests) that import nothing of
-the rest of the package: the base stage."""

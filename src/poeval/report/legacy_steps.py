@@ -86,23 +86,6 @@ def cache_steps() -> tuple[Step, ...]:
                   paths.topic_model))
 
 
-def _bpomp(params: dict, w: dict) -> bool:
-    bpomp = params.get("bpomp") or {}
-    return bool(bpomp.get("enabled")) and ("scorer" not in w or w["scorer"] in {s["name"] for s in bpomp["scorers"]})
-
-
-def bpomp_steps() -> tuple[Step, ...]:
-    from poeval.report import recorded as r
-
-    steps = {"bpomp_corpus": paths.limericks, "bpomp_pairs": paths.bpomp_pairs, "bpomp_score": paths.bpomp_scores,
-             "bpomp_accuracy": paths.bpomp_accuracy, "bpomp_errors": paths.bpomp_errors}
-    mlm = _step("train_mlm", lambda c, w: {"mlm": ((c.get("bpomp") or {}).get("mlm") or {}).get(w["mlm"])},
-                _cache_meta(paths.mlm_dir, "training_log.json"), paths.mlm_dir,
-                applies=lambda c, w: bool((c.get("bpomp") or {}).get("enabled")))
-    return (mlm, *(_step(rule, lambda c, w, r_=rule: r.bpomp_params(c, r_, w.get("scorer")), _in_stamp_file(path),
-                         path, applies=_bpomp) for rule, path in steps.items()))
-
-
 def _adherence(params: dict, w: dict) -> bool:
     from poeval.metrics.adherence import pairs
 

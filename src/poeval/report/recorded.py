@@ -106,21 +106,6 @@ def figure_record(resolved: dict, figure: str) -> dict:
     return figures.figure_params(*figures.figure_args(resolved, figure))
 
 
-# the sections of params bpomp that each BPoMP rule builds its command from
-BPOMP_SECTIONS = {"bpomp_corpus": ("corpus",), "bpomp_pairs": ("pairs",), "bpomp_score": ("score",),
-                  "bpomp_accuracy": ("bootstrap",), "bpomp_errors": ("errors",)}
-
-
-def bpomp_params(resolved: dict, rule: str, scorer: str | None = None) -> dict:
-    """What a BPoMP step records (its rule passes it as ``--stamp``): the sections of params ``bpomp`` (resolved)
-    that the rule reads, and the entry of its scorer."""
-    bpomp = resolved["bpomp"]
-    out = {name: bpomp[name] for name in BPOMP_SECTIONS[rule]}
-    if scorer is not None:
-        out["scorer"] = next((s for s in bpomp["scorers"] if s["name"] == scorer), None)
-    return out
-
-
 def adherence_cell_params(resolved: dict) -> dict:
     """What a style-adherence cell records (rule adherence_cell)."""
     return {"repetition": resolved["metrics"]["rhyme"]["repetition"]}

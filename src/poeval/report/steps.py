@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from poeval.jobs import cell, sample, train
+from poeval.jobs import bpomp, cell, sample, train
 from poeval.report import legacy_steps as legacy
 from poeval.jobs.base import Step
 
@@ -17,7 +17,7 @@ def steps() -> tuple[Step, ...]:
     """The steps in DAG order: data, checkpoints, samples, caches, cells, BPoMP, style adherence, tables and figures
     (`poeval stale` relies on it: a step's stale inputs are found before it)."""
     return (*legacy.data_steps(), *train.STEPS, *sample.STEPS, *legacy.supplied_steps(), *legacy.cache_steps(),
-            *cell.STEPS, *legacy.bpomp_steps(), *legacy.adherence_steps(), *legacy.report_steps())
+            *cell.STEPS, *bpomp.STEPS, *legacy.adherence_steps(), *legacy.report_steps())
 
 
 def by_rule() -> dict[str, Step]:

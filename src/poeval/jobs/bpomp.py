@@ -246,7 +246,7 @@ def table_job(params: dict) -> TableJob:
     return TableJob()
 
 
-# --- the same types from a hand run's options (docs/bpomp.md "Running the steps by hand") -----------
+# --- the same types from a hand run's options (the step-by-step commands of docs/bpomp.md) ----------
 
 def corpus_options(fmt: str, path: str | None, syllables: dict | None, min_syllable_gap: int | None,
                    max_lines: int | None, clean: bool) -> CorpusJob:

@@ -58,13 +58,15 @@ class Corpus(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Pairs(Record):
-    """The keys of params ``bpomp.pairs`` that make one task's pairs (``tasks`` picks the rules to run,
-    ``synonym_model`` reaches the command as its :class:`ModelRef`)."""
+    """Params ``bpomp.pairs`` (a hand run: its one task, and its --model as ``synonym_model``); the model
+    that chooses synonyms reaches the command as the job's :class:`ModelRef`."""
 
     WHERE = "bpomp.pairs"
+    tasks: list[str]
     n: int | None
     seed: int
     synonym_choice: str
+    synonym_model: str | None
     synonym_pos: str
     synonym_encoder: str
 
@@ -84,9 +86,11 @@ class Bootstrap(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Errors(Record):
-    """The cut-offs of params ``bpomp.errors`` (its ``bigrams`` file is rule bpomp_bigrams' input)."""
+    """Params ``bpomp.errors``: ``bigrams``, the training file the counts come from (rule bpomp_bigrams'
+    input; None by hand), and the confidence cut-offs."""
 
     WHERE = "bpomp.errors"
+    bigrams: str | None
     confidence_quantiles: list[float]
 
 
@@ -211,7 +215,8 @@ def pairs_job(params: dict, task: str) -> PairsJob:
     if task == "synonym" and p["synonym_choice"] == "mlm":
         ref, _ = scorer_model({"kind": "masked", "model": p["synonym_model"]}, params, LANG)
         model = ModelRef(ref, "bpomp.pairs.synonym_model")
-    return pairs_options(task, p["n"], p["seed"], p["synonym_choice"], p["synonym_pos"], p["synonym_encoder"], model)
+    return pairs_options(task, p["n"], p["seed"], p["synonym_choice"], p["synonym_pos"], p["synonym_encoder"], model,
+                         tasks=p["tasks"], synonym_model=p["synonym_model"])
 
 
 def train_mlm_job(params: dict, lang: str, mlm: str) -> TrainMlmJob:
@@ -238,8 +243,8 @@ def bigrams_job(params: dict) -> BigramsJob:
 
 
 def errors_job(params: dict, scorer: str) -> ErrorsJob:
-    return errors_options(Scorer.from_dict(_scorer(params, scorer)[1]),
-                          params["bpomp"]["errors"]["confidence_quantiles"])
+    e = params["bpomp"]["errors"]
+    return errors_options(Scorer.from_dict(_scorer(params, scorer)[1]), e["confidence_quantiles"], e["bigrams"])
 
 
 def table_job(params: dict) -> TableJob:
@@ -256,9 +261,13 @@ def corpus_options(fmt: str, path: str | None, syllables: dict | None, min_sylla
 
 
 def pairs_options(task: str, n: int | None, seed: int, synonym_choice: str, synonym_pos: str,
-                  synonym_encoder: str, model: ModelRef | None) -> PairsJob:
-    return PairsJob(task=task, pairs=Pairs(n=_optional_int(n), seed=int(seed), synonym_choice=synonym_choice,
-                                           synonym_pos=synonym_pos, synonym_encoder=synonym_encoder), model=model)
+                  synonym_encoder: str, model: ModelRef | None, tasks: list[str] | None = None,
+                  synonym_model: str | None = None) -> PairsJob:
+    """``tasks`` and ``synonym_model`` as params give them (a hand run: ``[task]`` and its model)."""
+    return PairsJob(task=task, model=model, pairs=Pairs(
+        tasks=list(tasks or [task]), n=_optional_int(n), seed=int(seed), synonym_choice=synonym_choice,
+        synonym_model=synonym_model if tasks is not None else model and model.ref, synonym_pos=synonym_pos,
+        synonym_encoder=synonym_encoder))
 
 
 def train_mlm_options(entry: dict, name: str | None) -> TrainMlmJob:
@@ -279,9 +288,9 @@ def accuracy_options(scorer: str | None, kind: str | None, model: str | None, va
                        bootstrap=Bootstrap(int(reps), int(seed)))
 
 
-def errors_options(scorer: Scorer, quantiles) -> ErrorsJob:
+def errors_options(scorer: Scorer, quantiles, bigrams: str | None = None) -> ErrorsJob:
     """Cut-offs as floats, so that a cell records ``0.0`` whether params wrote ``0`` or ``0.0``."""
-    return ErrorsJob(scorer=scorer, errors=Errors([float(q) for q in quantiles]))
+    return ErrorsJob(scorer=scorer, errors=Errors(bigrams=bigrams, confidence_quantiles=[float(q) for q in quantiles]))
 
 
 # --- where each job's stamp lives, for `poeval stale` and `poeval provenance` ------------------------

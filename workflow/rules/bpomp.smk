@@ -20,12 +20,11 @@ rule bpomp_corpus:
     log:
         paths.log("bpomp", "corpus"),
     params:
-        stamp=bpomp_stamp("bpomp_corpus"),
-        options=bpomp_corpus_options(),
+        job=job_of("bpomp_corpus"),
     threads: 1
     shell:
-        "poeval bpomp corpus {input:q} {params.options} --out {output.limericks:q} --report {output.report:q}"
-        " --stamp {params.stamp:q} > {log:q} 2>&1"
+        "poeval bpomp corpus {input:q} --job {params.job:q} --out {output.limericks:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule bpomp_pairs:
@@ -37,12 +36,11 @@ rule bpomp_pairs:
     log:
         paths.log("bpomp", "pairs", "{task}"),
     params:
-        stamp=bpomp_stamp("bpomp_pairs"),
-        options=bpomp_pairs_options,
+        job=job_of("bpomp_pairs"),
     threads: 1
     shell:
-        "poeval bpomp pairs {input.limericks:q} --task {wildcards.task:q} {params.options}"
-        " --out {output.pairs:q} --report {output.report:q} --stamp {params.stamp:q} > {log:q} 2>&1"
+        "poeval bpomp pairs {input.limericks:q} --job {params.job:q}"
+        " --out {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule train_mlm:
@@ -54,11 +52,11 @@ rule train_mlm:
     log:
         paths.log("train_mlm", "en", "{mlm}"),
     params:
-        mlm=lambda wc: as_json(config["bpomp"]["mlm"][wc.mlm]),   # as written, as every command line
+        job=job_of("train_mlm", lang="en"),
     threads: P["threads"]
     shell:
-        "poeval bpomp train-mlm --train {input.train:q} --dev {input.dev:q} --out {output:q} --config {params.mlm:q}"
-        " --name {wildcards.mlm:q} --threads {threads} > {log:q} 2>&1"
+        "poeval bpomp train-mlm --train {input.train:q} --dev {input.dev:q} --out {output:q} --job {params.job:q}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule bpomp_score:
@@ -70,18 +68,11 @@ rule bpomp_score:
     log:
         paths.log("bpomp", "score", "{scorer}", "{task}"),
     params:
-        stamp=bpomp_stamp("bpomp_score"),
-        model=bpomp_model,
-        model_param=bpomp_model_param,
-        kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
-        variant=bpomp_variant,
-        options=bpomp_score_options(),
+        job=job_of("bpomp_score"),
     threads: P["threads"]
     shell:
-        "poeval bpomp score {input.pairs:q} --model {params.model:q} --model-param {params.model_param:q}"
-        " --kind {params.kind:q} --variant {params.variant:q}"
-        " {params.options} --threads {threads} --out {output.scores:q} --stats {output.stats:q}"
-        " --stamp {params.stamp:q} > {log:q} 2>&1"
+        "poeval bpomp score {input.pairs:q} --job {params.job:q} --threads {threads}"
+        " --out {output.scores:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 
 rule bpomp_accuracy:
@@ -92,17 +83,10 @@ rule bpomp_accuracy:
     log:
         paths.log("bpomp", "accuracy", "{scorer}", "{task}"),
     params:
-        stamp=bpomp_stamp("bpomp_accuracy"),
-        reps=BPOMP["bootstrap"]["reps"],
-        seed=BPOMP["bootstrap"]["seed"],
-        kind=lambda wc: BPOMP_SCORERS[wc.scorer]["kind"],
-        model=lambda wc: BPOMP_SCORERS[wc.scorer]["model"],
-        variant=bpomp_variant,
+        job=job_of("bpomp_accuracy"),
     threads: 1
     shell:
-        "poeval bpomp accuracy {input:q} --out {output:q} --bootstrap-reps {params.reps:q} --seed {params.seed:q}"
-        " --scorer {wildcards.scorer:q} --kind {params.kind:q} --model-label {params.model:q}"
-        " --variant {params.variant:q} --stamp {params.stamp:q} > {log:q} 2>&1"
+        "poeval bpomp accuracy {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_bigrams:
@@ -112,9 +96,11 @@ rule bpomp_bigrams:
         paths.bpomp_bigrams(),
     log:
         paths.log("bpomp", "bigrams"),
+    params:
+        job=job_of("bpomp_bigrams"),
     threads: 1
     shell:
-        "poeval bpomp bigrams {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval bpomp bigrams {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors:
@@ -126,12 +112,11 @@ rule bpomp_errors:
     log:
         paths.log("bpomp", "errors", "{scorer}"),
     params:
-        stamp=bpomp_stamp("bpomp_errors"),
-        quantiles=BPOMP["errors"]["confidence_quantiles"],
+        job=job_of("bpomp_errors"),
     threads: 1
     shell:
-        "poeval bpomp errors {input.scores:q} --bigrams {input.bigrams:q} --scorer {wildcards.scorer:q}"
-        " --quantiles {params.quantiles:q} --out {output:q} --quiet --stamp {params.stamp:q} > {log:q} 2>&1"
+        "poeval bpomp errors {input.scores:q} --bigrams {input.bigrams:q} --job {params.job:q}"
+        " --out {output:q} --quiet > {log:q} 2>&1"
 
 
 rule bpomp_accuracy_table:
@@ -141,9 +126,11 @@ rule bpomp_accuracy_table:
         report(paths.table("bpomp_accuracy"), caption="../report/bpomp_accuracy.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("tables", "bpomp_accuracy"),
+    params:
+        job=job_of("bpomp_accuracy_table"),
     threads: 1
     shell:
-        "poeval bpomp table accuracy {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval bpomp table accuracy {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors_table:
@@ -153,9 +140,11 @@ rule bpomp_errors_table:
         report(paths.table("bpomp_errors"), caption="../report/bpomp_errors.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("tables", "bpomp_errors"),
+    params:
+        job=job_of("bpomp_errors_table"),
     threads: 1
     shell:
-        "poeval bpomp table errors {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval bpomp table errors {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule bpomp_errors_figure:
@@ -165,6 +154,8 @@ rule bpomp_errors_figure:
         report(paths.figure("bpomp_errors"), caption="../report/bpomp_errors_figure.rst", category=REPORT_CATEGORIES[4]),
     log:
         paths.log("figures", "bpomp_errors"),
+    params:
+        job=job_of("bpomp_errors_figure"),
     threads: 1
     shell:
-        "poeval bpomp table errors-figure {input:q} --out {output:q} > {log:q} 2>&1"
+        "poeval bpomp table errors-figure {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"

@@ -15,7 +15,6 @@ from poeval import params as poeval_params
 from poeval import paths  # every artifact path; paths.pattern(f) is f's Snakemake pattern
 from poeval.errors import PoevalError
 from poeval.report import figures as report_figures
-from poeval.report import recorded
 from poeval.report.figures import FIGURES, figure_place
 from poeval.jobs import cell as cell_jobs
 from poeval.report.steps import jobs_by_rule
@@ -373,11 +372,6 @@ BPOMP_TASKS = list(BPOMP["pairs"]["tasks"]) if BPOMP_ENABLED else []
 BPOMP_MLMS = list(BPOMP["mlm"]) if BPOMP_ENABLED else []
 
 
-def bpomp_stamp(rule):
-    """What a BPoMP step's ``--stamp`` records (poeval.report.recorded.bpomp_params: `poeval stale` compares it)."""
-    return lambda wc: as_json(recorded.bpomp_params(P, rule, getattr(wc, "scorer", None)))
-
-
 def bpomp_names_regex(names):
     """A wildcard constraint matching exactly ``names`` (never matching when there are none)."""
     return "|".join(_re.escape(n) for n in names) or "(?!)"
@@ -386,18 +380,6 @@ def bpomp_names_regex(names):
 def bpomp_corpus_input(wildcards):
     corpus = BPOMP["corpus"]
     return [corpus["path"]] if corpus["path"] else []
-
-
-def bpomp_corpus_options():
-    corpus = BPOMP["corpus"]
-    opts = ["--format", corpus["format"]]
-    if corpus["syllables"]:
-        opts += ["--syllables", as_json(corpus["syllables"])]
-    for key in ("min_syllable_gap", "max_lines"):
-        if corpus[key] is not None:
-            opts += [f"--{key.replace('_', '-')}", str(int(corpus[key]))]
-    opts.append("--clean" if corpus["clean"] else "--no-clean")
-    return shlex.join(opts)
 
 
 def _bpomp_model_ref(kind, model):
@@ -416,32 +398,6 @@ def bpomp_pairs_inputs(wildcards):
     return inputs
 
 
-def bpomp_pairs_options(wildcards):
-    pairs = BPOMP["pairs"]
-    opts = ["--seed", str(int(pairs["seed"])), "--synonym-choice", pairs["synonym_choice"],
-            "--synonym-pos", pairs["synonym_pos"], "--synonym-encoder", pairs["synonym_encoder"]]
-    if pairs["n"] is not None:
-        opts += ["--n", str(int(pairs["n"]))]
-    if wildcards.task == "synonym" and pairs["synonym_choice"] == "mlm":
-        opts += ["--model", _bpomp_model_ref("masked", pairs["synonym_model"])[0],
-                 "--model-param", "bpomp.pairs.synonym_model"]
-    return shlex.join(opts)
-
-
-def bpomp_model(wildcards):
-    s = BPOMP_SCORERS[wildcards.scorer]
-    return _bpomp_model_ref(s["kind"], s["model"])[0]
-
-
-def bpomp_model_param(wildcards):
-    """The params key of a scorer's model, which `poeval bpomp score` names in its errors."""
-    return f"bpomp.scorers.{list(BPOMP_SCORERS).index(wildcards.scorer)}.model"
-
-
-def bpomp_variant(wildcards):
-    return BPOMP_SCORERS[wildcards.scorer]["variant"]
-
-
 def bpomp_score_inputs(wildcards):
     s = BPOMP_SCORERS[wildcards.scorer]
     inputs = {"pairs": paths.bpomp_pairs(wildcards.task)}
@@ -449,11 +405,6 @@ def bpomp_score_inputs(wildcards):
     if ckpt:
         inputs["model"] = ckpt
     return inputs
-
-
-def bpomp_score_options():
-    batch = BPOMP["score"]["batch_size"]
-    return f"--batch-size {int(batch)}" if batch else ""
 
 
 def bpomp_accuracy_cells():

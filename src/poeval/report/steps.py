@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from poeval.jobs import adherence, caches, cell, data, sample, train
-from poeval.report import legacy_steps as legacy
+from poeval.jobs import adherence, bpomp, caches, cell, data, sample, train
 from poeval.report import table_jobs
 from poeval.jobs.base import Step
 
@@ -18,7 +17,7 @@ def steps() -> tuple[Step, ...]:
     """The steps in DAG order: data, checkpoints, samples, caches, cells, BPoMP, style adherence, tables and figures
     (`poeval stale` relies on it: a step's stale inputs are found before it)."""
     return (*data.STEPS, *train.STEPS, *sample.STEPS, *data.SUPPLIED_STEPS, *caches.STEPS,
-            *cell.STEPS, *legacy.bpomp_steps(), *adherence.STEPS, *table_jobs.STEPS)
+            *cell.STEPS, *bpomp.STEPS, *adherence.STEPS, *table_jobs.STEPS)
 
 
 def by_rule() -> dict[str, Step]:

@@ -13,7 +13,7 @@ from typing import Callable
 
 from poeval import paths
 from poeval.errors import PoevalError
-from poeval.jobs.base import Job, Step
+from poeval.jobs.base import Job, Step, stamp_beside
 from poeval.jobs.sample import SampleJob, sample_job
 from poeval.metrics.adherence import pairs
 from poeval.metrics.schemes import REPETITION_MODES
@@ -82,27 +82,15 @@ def style_adherence_job(params: dict) -> StyleAdherenceJob:
     return StyleAdherenceJob(list(params["style_adherence"]["schemes"]))
 
 
-def stamp_beside(output: Callable[..., str]) -> Callable[..., str]:
-    """The path function of the stamp beside ``output``'s file (:func:`poeval.paths.stamp_file`), with its wildcards."""
-    @functools.wraps(output)
-    def stamped(*args: str, **wildcards: str) -> str:
-        return paths.stamp_file(output(*args, **wildcards))
-    return stamped
-
-
 def _adherence(params: dict, w: dict) -> bool:
     compared = pairs(params)
     return bool(compared) and ("system" not in w or w["system"] in {*compared, *compared.values()})
-
-
-def _named(output: Callable[..., str], name: str) -> Callable[[], str]:
-    return functools.partial(output, name)
 
 
 STEPS = (Step("adherence_sample", adherence_sample_job, paths.adherence_stats, applies=_adherence,
               products=lambda **w: (paths.adherence_samples(**w),)),
          Step("adherence_cell", adherence_cell_job, stamp_beside(paths.adherence_cell), paths.adherence_cell,
               applies=_adherence),
-         *(Step(f"style_adherence_{action}", style_adherence_job, stamp_beside(_named(path, "style_adherence")),
-                _named(path, "style_adherence"), applies=_adherence)
+         *(Step(f"style_adherence_{action}", style_adherence_job, stamp_beside(functools.partial(path, "style_adherence")),
+                functools.partial(path, "style_adherence"), applies=_adherence)
            for action, path in (("table", paths.table), ("figure", paths.figure))))

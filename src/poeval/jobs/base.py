@@ -4,10 +4,12 @@ back strictly (an unknown or missing key is an error naming the job kind and the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import typing
 from typing import Any, Callable, ClassVar, TypeVar
 
+from poeval import paths
 from poeval.errors import PoevalError
 
 J = TypeVar("J", bound="Job")
@@ -76,6 +78,15 @@ def _in(hint: Any, value: Any) -> Any:
         if value is not None and hasattr(tp, "from_dict"):
             return tp.from_dict(value)
     return value
+
+
+def stamp_beside(output: Callable[..., str]) -> Callable[..., str]:
+    """The path function of the stamp beside ``output``'s file (:func:`poeval.paths.stamp_file`), with its
+    wildcards: where a step whose output cannot hold a stamp keeps it."""
+    @functools.wraps(output)
+    def stamped(*args: str, **wildcards: str) -> str:
+        return paths.stamp_file(output(*args, **wildcards))
+    return stamped
 
 
 def _always(params: dict, wildcards: dict) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from poeval import config, paths
 from poeval.bpomp.report import scorer_model
 from poeval.errors import PoevalError
-from poeval.jobs.base import Job, Step, check_keys
+from poeval.jobs.base import Job, Step, check_keys, stamp_beside
 
 LANG = "en"   # BPoMP scores English limericks only (poeval.bpomp.report.check_params)
 
@@ -304,32 +304,18 @@ def _in_run(params: dict, w: dict) -> bool:
     return all(w[k] in configured[k] for k in w.keys() & configured.keys())
 
 
-def _stamp(output):
-    """The stamp beside ``output`` (:func:`poeval.paths.stamp_file`), with the wildcards of ``output``."""
-    @functools.wraps(output)
-    def stamped(*args: str, **wildcards: str) -> str:
-        return paths.stamp_file(output(*args, **wildcards))
-    return stamped
-
-
 def _mlm_log(lang: str, mlm: str) -> str:
     return f"{paths.mlm_dir(lang, mlm)}/training_log.json"
 
 
-def _named(path, name: str):
-    def output() -> str:
-        return path(name)
-    return output
-
-
-STEPS = (Step("bpomp_corpus", corpus_job, _stamp(paths.limericks), paths.limericks, applies=_in_run),
-         Step("bpomp_pairs", pairs_job, _stamp(paths.bpomp_pairs), paths.bpomp_pairs, applies=_in_run),
+STEPS = (Step("bpomp_corpus", corpus_job, stamp_beside(paths.limericks), paths.limericks, applies=_in_run),
+         Step("bpomp_pairs", pairs_job, stamp_beside(paths.bpomp_pairs), paths.bpomp_pairs, applies=_in_run),
          Step("train_mlm", train_mlm_job, _mlm_log, paths.mlm_dir, applies=_in_run),
-         Step("bpomp_score", score_job, _stamp(paths.bpomp_scores), paths.bpomp_scores, applies=_in_run),
-         Step("bpomp_accuracy", accuracy_job, _stamp(paths.bpomp_accuracy), paths.bpomp_accuracy, applies=_in_run),
-         Step("bpomp_bigrams", bigrams_job, _stamp(paths.bpomp_bigrams), paths.bpomp_bigrams, applies=_in_run),
-         Step("bpomp_errors", errors_job, _stamp(paths.bpomp_errors), paths.bpomp_errors, applies=_in_run),
-         *(Step(rule, table_job, _stamp(_named(path, name)), _named(path, name), applies=_in_run)
+         Step("bpomp_score", score_job, stamp_beside(paths.bpomp_scores), paths.bpomp_scores, applies=_in_run),
+         Step("bpomp_accuracy", accuracy_job, stamp_beside(paths.bpomp_accuracy), paths.bpomp_accuracy, applies=_in_run),
+         Step("bpomp_bigrams", bigrams_job, stamp_beside(paths.bpomp_bigrams), paths.bpomp_bigrams, applies=_in_run),
+         Step("bpomp_errors", errors_job, stamp_beside(paths.bpomp_errors), paths.bpomp_errors, applies=_in_run),
+         *(Step(rule, table_job, stamp_beside(functools.partial(path, name)), functools.partial(path, name), applies=_in_run)
            for rule, path, name in (("bpomp_accuracy_table", paths.table, "bpomp_accuracy"),
                                     ("bpomp_errors_table", paths.table, "bpomp_errors"),
                                     ("bpomp_errors_figure", paths.figure, "bpomp_errors"))))

@@ -20,7 +20,7 @@ from poeval.errors import PoevalError
 from poeval.generators import pretrained, registry, supplied
 from poeval.generators.poetic.common import Word2Vec
 from poeval.generators.poetic.sonnets import Sonnets
-from poeval.jobs.base import Job, Step
+from poeval.jobs.base import Job, Step, stamp_beside
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,11 +210,11 @@ def _supplied(params: dict, w: dict) -> bool:
 # products: the files that later stamps record as inputs (the rhyme labels read the quatrains, every cell and
 # checkpoint the training split), so that a stale corpus report or split makes everything built from it stale too
 STEPS = (Step("quatrains", quatrains_job, paths.corpus_report, products=lambda **w: (paths.quatrains(**w),)),
-         Step("rhyme_labels", rhyme_labels_job, lambda lang: paths.stamp_file(paths.labelled(lang)), paths.labelled),
+         Step("rhyme_labels", rhyme_labels_job, stamp_beside(paths.labelled), paths.labelled),
          Step("split", split_job, paths.split_report, products=lambda **w: (paths.train(**w), paths.dev(**w))),
          Step("pseudo_sonnets", sonnets_job, paths.sonnets_report, paths.sonnets,
               products=lambda **w: (paths.dev_sonnets(**w), paths.sonnets_report(**w))),
-         Step("word2vec", word2vec_job, lambda lang: paths.stamp_file(paths.word2vec(lang)), paths.word2vec),
+         Step("word2vec", word2vec_job, stamp_beside(paths.word2vec), paths.word2vec),
          Step("import_pretrained", import_job, lambda release: f"{paths.pretrained(release)}/import.json",
               paths.pretrained, applies=_release_used))
 SUPPLIED_STEPS = (Step("import_samples", import_samples_job, paths.stats, applies=_supplied,

@@ -19,8 +19,7 @@ from poeval import paths
 from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.generators.supplied import sample_files
-from poeval.jobs.adherence import stamp_beside
-from poeval.jobs.base import Job, Step, check_keys
+from poeval.jobs.base import Job, Step, check_keys, stamp_beside
 from poeval.report import figures, table_tests, tables
 from poeval.stamps import numbered, write_stamp_file
 

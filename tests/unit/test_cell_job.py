@@ -15,6 +15,7 @@ import pytest
 
 from poeval import config as poeval_config, paths
 from poeval.cli import build_parser, main
+from poeval.cli_args import _values
 from poeval.errors import PoevalError
 from poeval.io import write_jsonl
 from poeval.jobs.base import parse
@@ -115,29 +116,34 @@ def _snakemake(work: Path, *args: str, configs=("config/scale/tiny.yaml",), root
     return proc.stdout + proc.stderr
 
 
+# runtime flags a rule may pass beside the job: how much a command prints to its log
+RUNTIME_FLAGS = {"--quiet"}
+
+
 def stray_values(command: str) -> list[str]:
     """What a command that takes ``--job`` is given besides its job: every option that is not an I/O path
-    it declares (cli_args.io_paths), ``--threads`` or a log redirect, and any positional word that is not
-    one of its path arguments. Parsing the command also parses its job (strictly: a bad job fails)."""
+    it declares (cli_args.io_paths), ``--threads``, a runtime flag or a log redirect, and any word that is not
+    one of the values of those. Parsing the command also parses its job (strictly: a bad job fails)."""
     words = shlex.split(command)
     if ">" in words:   # the log redirect (a JSON word holding ">" is one word)
         words = words[:words.index(">")]
     args = build_parser().parse_args(words[1:])
     name, outputs, inputs = args.io_paths
-    allowed = {a.rstrip("=:") for a in (*outputs, *inputs) if a.startswith("--")} | {"--threads", "--job"}
-    positional = [a for a in inputs if not a.startswith("--")]
-    stray, i = [], 1 + len(name.split())   # after `poeval` and the subcommand's words
-    while i < len(words):
-        word = words[i]
-        if word.startswith("--"):
-            if word not in allowed:
-                stray.append(word)
-            i += 2   # every allowed option takes one value
-        else:
-            if not positional:
-                stray.append(word)
-            positional = positional[1:]
-            i += 1
+    declared = [a.rstrip("=:") for a in (*outputs, *inputs)]
+    allowed = {a for a in declared if a.startswith("--")} | {"--threads", "--job"} | RUNTIME_FLAGS
+    given = [v for a in declared for v in _values(args, a)]
+    # the name of what a command makes (`poeval table table2`, `poeval figure figure1`) is part of the command
+    values = {w for v in given for w in (v if isinstance(v, list) else [v])} | {getattr(args, "name", None)}
+    stray, rest = [], words[1 + len(name.split()):]   # after `poeval` and the subcommand's words
+    while rest:
+        word, rest = rest[0], rest[1:]
+        if word in ("--job", "--threads"):
+            rest = rest[1:]   # its one value
+        elif word.startswith("--") and word not in allowed:
+            stray.append(word)
+            rest = rest[1:] if rest and not rest[0].startswith("--") else rest   # its value
+        elif not word.startswith("--") and word not in values:
+            stray.append(word)
     return stray
 
 

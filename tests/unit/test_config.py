@@ -242,7 +242,7 @@ def test_resolvers_fill_the_defaults_written_out_here(schema_file):
     assert resolve_model_cfg({}) == LM_MODEL
     # the one per-arch default, named in the schema's description
     assert resolve_model_cfg({"arch": "bygpt5"}) == LM_MODEL | {"arch": "bygpt5", "n_positions": 512}
-    assert "bygpt5: 512" in schema_file["$defs"]["transformer_model"]["properties"]["n_positions"]["description"]
+    assert "bygpt5 512" in schema_file["$defs"]["transformer_model"]["properties"]["n_positions"]["description"]
     assert mlm.resolve_config({}) == MLM
     assert ds.resolve_train_cfg({}) == DS_TRAIN and ds.resolve_model_cfg({}) == DS_MODEL | DS_WIDTHS_S
     assert sa.resolve_train_cfg({}) == SA_TRAIN and sa.resolve_model_cfg({}) == SA_MODEL

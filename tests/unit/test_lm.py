@@ -194,11 +194,11 @@ def test_bad_config_is_a_poeval_error(corpus, tmp_path):
 def test_an_arch_without_a_scratch_build_is_refused_not_built_as_llama():
     """gemma3 is an arch of the registry with no model of its own from scratch: one line naming it and the
     archs that have one, never a LLaMA config."""
-    from poeval.generators.lm.build import MODEL_DEFAULTS, byte_tokenizer, scratch_config
+    from poeval.generators.lm.build import byte_tokenizer, resolve_model_cfg, scratch_config
 
     with pytest.raises(PoevalError, match=r"^model arch 'gemma3': .*known: gpt2, bygpt5, gptneo, llama$"):
-        scratch_config({**MODEL_DEFAULTS, "arch": "gemma3"}, byte_tokenizer())
-    assert type(scratch_config({**MODEL_DEFAULTS, "arch": "llama"}, byte_tokenizer())).__name__ == "LlamaConfig"
+        scratch_config(resolve_model_cfg({"arch": "llama"}) | {"arch": "gemma3"}, byte_tokenizer())
+    assert type(scratch_config(resolve_model_cfg({"arch": "llama"}), byte_tokenizer())).__name__ == "LlamaConfig"
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -907,3 +907,17 @@ def test_paper_procedure_keeps_what_the_papers_code_keeps(trained, tmp_path, mon
     assert stats["valid"] == len(records) > 1 and stats["procedure"] == "paper"
     assert stats["ended_with_eos"] == sum(tok.eos_token_id in row for row in rows) < 30   # some ran to the budget
     assert all(tok.eos_token_id not in row[:20] for row in rows)
+
+
+def test_the_resolved_params_hold_an_archs_own_default_context():
+    """ByGPT5's context defaults to 512 positions (byte sequences are ~4x BPE ones), the other archs' to 128:
+    the schema fills it by arch, so that the train job built from the resolved params trains what the
+    generator's own resolution trains."""
+    from poeval import config
+    from poeval.generators.lm.build import resolve_model_cfg
+
+    for arch, n in (("bygpt5", 512), ("gpt2", 128), ("llama", 128)):
+        entry = {"arch": arch, "size": "S", "init": "scratch", "name_or_path": None}
+        assert config.fill({"models": {"m": entry}})["models"]["m"]["n_positions"] == n
+        assert resolve_model_cfg(entry)["n_positions"] == n
+    assert config.fill({"models": {"m": {"arch": "bygpt5", "n_positions": 96}}})["models"]["m"]["n_positions"] == 96

@@ -29,9 +29,6 @@ MODEL_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/transformer_model")
 LORA_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/lora")
 TRAIN_DEFAULTS: dict[str, Any] = config.defaults("#/$defs/train")
 
-# per-arch defaults that differ from MODEL_DEFAULTS (JSON schema defaults cannot depend on arch; the
-# schema's n_positions description names this one): byte sequences are ~4x longer than BPE ones
-ARCH_DEFAULTS: dict[str, dict[str, Any]] = {"bygpt5": {"n_positions": 512}}
 
 
 
@@ -119,7 +116,8 @@ def resolve_model_cfg(model_cfg: dict, name: str | None = None) -> dict:
         raise PoevalError(
             f"model arch {arch!r} ({param_key(name, 'arch')}) is not supported; known: {', '.join(ARCHS)}"
         )
-    cfg = {**MODEL_DEFAULTS, **ARCH_DEFAULTS.get(arch, {}), **model_cfg}
+    # the schema fills an entry by its arch (bygpt5's context is longer: byte sequences are ~4x BPE ones)
+    cfg = {**config.fill({"arch": arch}, "#/$defs/transformer_model"), **model_cfg}
     config.check(cfg, "#/$defs/transformer_model", f"models.{name}" if name else "model")
     if cfg["lora"] is not None:   # an environment check, not a params one: `poeval validate` does not need peft
         try:

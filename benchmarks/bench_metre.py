@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from poeval import io  # noqa: E402
+from poeval import files, io  # noqa: E402
 from poeval.poetry import feet  # noqa: E402
 from poeval.poetry.spelling import clean_word, en_candidates  # noqa: E402
 
@@ -224,7 +224,7 @@ def write_fit(path: Path, fitted: dict) -> None:
                             text=True).stdout.strip()
     meta = {"command": "python benchmarks/bench_metre.py --fit", "commit": commit, "date": date.today().isoformat(),
             "gold": {lang: {"file": f"resources/gold/metre_{lang}.jsonl",
-                            "sha256": io.file_sha256(GOLD / f"metre_{lang}.jsonl"), "part": "dev"} for lang in fitted}}
+                            "sha256": files.file_sha256(GOLD / f"metre_{lang}.jsonl"), "part": "dev"} for lang in fitted}}
     path.write_text(json.dumps({"_meta": meta, **fitted}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -62,7 +62,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from poeval import io  # noqa: E402
+from poeval import files, io  # noqa: E402
 from poeval.poetry import rhyme, schemes, spelling  # noqa: E402
 
 GOLD = ROOT.parent / "shared" / "data" / "gold"
@@ -136,7 +136,7 @@ def write_fit(path: str, fitted_tables: dict) -> None:
                                 text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
-    gold = {lang: {"file": f"gold/rhyme_{lang}_dev.jsonl", "sha256": io.file_sha256(GOLD / f"rhyme_{lang}_dev.jsonl")}
+    gold = {lang: {"file": f"gold/rhyme_{lang}_dev.jsonl", "sha256": files.file_sha256(GOLD / f"rhyme_{lang}_dev.jsonl")}
             for lang in fitted_tables}
     table = {
         "provenance": {"command": "python benchmarks/bench_rhyme.py --fit", "commit": commit,

@@ -62,7 +62,7 @@ def interrupt(monkeypatch):
 
 def assert_stamped(log: dict, inputs: dict, params: dict) -> None:
     """``log`` carries the provenance stamp of these input files (their sha256) and params as given."""
-    from poeval.io import file_sha256
+    from poeval.files import file_sha256
 
     stamp = log["provenance"]
     assert stamp["params"] == params

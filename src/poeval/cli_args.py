@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from poeval import config, io
+from poeval import config, files
 from poeval.errors import PoevalError
 
 MODEL_PARAM_HELP = "the parameter that gave --model, named in errors (default: --model; the workflow: {})"
@@ -68,7 +68,7 @@ def print_json(obj) -> None:
 
 
 def add_force(p: argparse.ArgumentParser, out: str = "--out") -> None:
-    """``--force`` of a command that replaces its output folder whole (:func:`poeval.io.check_out_dir`)."""
+    """``--force`` of a command that replaces its output folder whole (:func:`poeval.files.check_out_dir`)."""
     p.add_argument("--force", action="store_true",
                    help=f"replace {out} even when it holds files that are not this command's earlier output "
                         "(never a folder holding the working directory or an input)")
@@ -96,7 +96,7 @@ def _paths(args, arg: str) -> list[str]:
 
 
 def check_io(args) -> None:
-    """Refuse an output path that would overwrite what the command reads or writes (:func:`poeval.io.clash`):
+    """Refuse an output path that would overwrite what the command reads or writes (:func:`poeval.files.clash`):
     one of its inputs, a file inside an input folder (a cache), an input's sidecar, or another of its outputs
     (or that one's sidecar); also through a symbolic or hard link."""
     command, outputs, inputs = getattr(args, "io_paths", ("", (), ()))
@@ -104,21 +104,21 @@ def check_io(args) -> None:
     for i, (out_arg, out) in enumerate(written):
         for in_arg in inputs:
             for path in _paths(args, in_arg):
-                if how := io.clash(out, path):
+                if how := files.clash(out, path):
                     raise PoevalError(f"{command}: {out_arg} {out} {how} an input ({in_arg.rstrip('=:')}); "
                                       "choose another path")
         for j, (other_arg, other) in enumerate(written):
-            if i != j and (how := io.clash(out, other)):
+            if i != j and (how := files.clash(out, other)):
                 raise PoevalError(f"{command}: {out_arg} {out} {how} another output ({other_arg} {other}); "
                                   "choose another path")
 
 
 def check_checkpoint_out(args, command: str, *inputs: str | None) -> None:
-    """Before training: refuse an ``--out`` that :func:`poeval.io.check_out_dir` would not let the finished
+    """Before training: refuse an ``--out`` that :func:`poeval.files.check_out_dir` would not let the finished
     checkpoint replace (the trainers write it only at the end, hours later)."""
     from poeval.generators.engine import TRAINING_LOG
 
-    io.check_out_dir(args.out, f"poeval {command}", TRAINING_LOG, inputs, args.force)
+    files.check_out_dir(args.out, f"poeval {command}", TRAINING_LOG, inputs, args.force)
 
 
 def stamped_job_option(parser: argparse.ArgumentParser, what: str, out: str, inputs: tuple[str, ...]) -> None:
@@ -138,8 +138,8 @@ def write_stamp(args: argparse.Namespace) -> None:
         return
     from poeval.stamps import numbered, write_stamp_file
 
-    files = [f for name in args.stamp_inputs for f in _as_list(getattr(args, name))]
-    write_stamp_file(out, numbered(files), job.recorded())
+    inputs = [f for name in args.stamp_inputs for f in _as_list(getattr(args, name))]
+    write_stamp_file(out, numbered(inputs), job.recorded())
 
 
 def _as_list(value) -> list[str]:

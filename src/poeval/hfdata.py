@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from poeval import io
+from poeval import files, io
 from poeval.errors import PoevalError
 
 FORMATS = ("disk", "parquet")
@@ -57,12 +57,12 @@ def export_dataset(src: str, out: str, fmt: str = "disk", force: bool = False) -
     if fmt not in FORMATS:
         raise PoevalError(f"dataset format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "parquet":   # checked before reading, as atomic_dir checks a folder before writing it
-        io.check_out_file(out, "poeval export-dataset", _own_parquet, f"{PARQUET_MARK.decode()} key in its "
+        files.check_out_file(out, "poeval export-dataset", _own_parquet, f"{PARQUET_MARK.decode()} key in its "
                           "Parquet metadata", force)
     records = list(io.read_jsonl(src))
     ds = records_dataset(records, str(src))
     if fmt == "disk":
-        with io.atomic_dir(out, "poeval export-dataset", DISK_MARKER, (src,), force) as tmp:
+        with files.atomic_dir(out, "poeval export-dataset", DISK_MARKER, (src,), force) as tmp:
             ds.save_to_disk(str(tmp))
     else:
         _write_parquet(ds, out)
@@ -76,7 +76,7 @@ def _write_parquet(ds, out: str) -> None:
 
     table = ds.data.table
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_MARK: b"export-dataset"})
-    with io.atomic_write(out, "wb", encoding=None) as handle:
+    with files.atomic_write(out, "wb", encoding=None) as handle:
         pq.write_table(table, handle)
 
 

@@ -14,7 +14,7 @@ import importlib.metadata as metadata
 from pathlib import Path
 
 from poeval.errors import PoevalError, first_line
-from poeval.io import file_sha256
+from poeval.files import file_sha256
 
 
 def recorded_file(dist_name: str, file: str, missing: str) -> tuple[Path, str]:

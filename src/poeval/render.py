@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from poeval.io import atomic_write
+from poeval.files import atomic_write
 
 NA = "NA"   # a number that does not exist (an empty sample, an undefined ratio)
 

@@ -17,7 +17,8 @@ from typing import Callable
 
 from poeval.errors import PoevalError
 from poeval import paths
-from poeval.io import file_sha256, is_stream, write_json
+from poeval.files import file_sha256, is_stream
+from poeval.io import write_json
 
 # Left out of a checkpoint's hash: training_log.json holds wall-clock timings and the training stamp's
 # creation time, so two bit-identical trainings would otherwise hash differently. What sampling reads
@@ -78,7 +79,7 @@ def dir_sha256(path: str | os.PathLike, exclude: frozenset[str] = DIR_HASH_EXCLU
 
 
 def path_sha256(path: str | os.PathLike) -> str:
-    """:func:`poeval.io.file_sha256` of a file, :func:`dir_sha256` of a directory."""
+    """:func:`poeval.files.file_sha256` of a file, :func:`dir_sha256` of a directory."""
     path = Path(path)
     if not path.exists():
         raise PoevalError(f"input not found: {path}")

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from poeval import paths
-from poeval.io import file_sha256, read_json
+from poeval.files import file_sha256
+from poeval.io import read_json
 
 from helpers import ROOT, _rows, snakemake
 

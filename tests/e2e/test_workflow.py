@@ -59,7 +59,7 @@ def test_a_rebuilt_venv_reruns_no_import(tmp_path):
     import os
 
     from poeval.generators import pretrained
-    from poeval.io import file_sha256
+    from poeval.files import file_sha256
 
     work = _workdir(tmp_path)
     out = work / paths.pretrained("smollm2-135m")
@@ -257,7 +257,8 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
     """`poeval provenance` on the tiny run: every link, with the real files' hashes; in a copy of the run,
     a changed sampling seed or a modified samples file makes that row stale and leaves the others fresh."""
     from poeval.cli import main
-    from poeval.io import file_sha256, read_json
+    from poeval.files import file_sha256
+    from poeval.io import read_json
     from poeval import stamps
     from poeval.report import provenance
 

@@ -9,7 +9,7 @@ import pytest
 import poeval
 from poeval import paths
 from poeval.cli import main
-from poeval.io import file_sha256
+from poeval.files import file_sha256
 
 WORDS = ["".join(chr(97 + (i * 7 + k * 3) % 26) for k in range(3 + i % 4)) for i in range(200)]
 

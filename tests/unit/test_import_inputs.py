@@ -16,7 +16,8 @@ from poeval import config as poeval_config
 from poeval import io as poeval_io
 from poeval import paths
 from poeval.cli import main
-from poeval.io import file_sha256, read_json, write_jsonl
+from poeval.files import file_sha256
+from poeval.io import read_json, write_jsonl
 
 from helpers import QUATRAIN, _jsonl
 

@@ -430,7 +430,7 @@ def test_out_writes_at_the_target_of_a_link_inside_its_folder(work):
 # --- 5: the temp files of a killed write are removed by a later write of the same output ---------------
 
 KILLED_WRITE = """import os, signal, sys
-from poeval.io import atomic_write
+from poeval.files import atomic_write
 with atomic_write(sys.argv[1]) as handle:
     handle.write("partial")
     handle.flush()

@@ -14,7 +14,8 @@ from poeval.jobs.train import train_job
 from poeval import config as poeval_config, paths
 from poeval.cli import main
 from poeval.errors import PoevalError
-from poeval.io import file_sha256, write_json, write_jsonl
+from poeval.files import file_sha256
+from poeval.io import write_json, write_jsonl
 from poeval import stamps
 from poeval.metrics.evaluate import evaluation_stamp
 from poeval.report import provenance as P

@@ -14,7 +14,8 @@ from poeval import params as poeval_params
 from poeval import paths, stamps
 from poeval.errors import PoevalError
 from poeval.generators.supplied import import_samples
-from poeval.io import file_sha256, read_json, write_jsonl
+from poeval.files import file_sha256
+from poeval.io import read_json, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "samples" / "my-generator.en.jsonl"

@@ -31,7 +31,7 @@ import shlex
 from pathlib import Path
 from typing import Sequence
 
-from poeval import hub, io, paths
+from poeval import files, hub, io, paths
 from poeval.bpomp.pairs import TASKS
 from poeval.bpomp.scoring import pair_text
 from poeval.errors import PoevalError, first_line, quote
@@ -151,22 +151,22 @@ def _inside(folder: Path, name: str) -> Path:
 def write_lm_eval(out_dir: str, pairs_files: Sequence[str] | None = None, group: str = DEFAULT_GROUP,
                   model: str | None = None, model_key: str = "--model", force: bool = False) -> dict:
     """Write the group YAML, one task YAML and one JSONL per pairs file into ``out_dir`` (replaced as a
-    whole, if it holds an earlier export or ``force``: :func:`poeval.io.check_out_dir`); return a summary,
+    whole, if it holds an earlier export or ``force``: :func:`poeval.files.check_out_dir`); return a summary,
     with the ``lm_eval`` command line when ``model`` is given."""
     import yaml
 
     if not isinstance(group, str) or not GROUP_NAME.fullmatch(group):
         raise PoevalError(f"--group must be ASCII letters, digits and underscores, at most {NAME_CHARS} of them, "
                           f"got {quote(group)}")
-    files = list(pairs_files or default_pairs())
-    if not files:
+    pair_files = list(pairs_files or default_pairs())
+    if not pair_files:
         raise PoevalError("no pairs files given and none under " + str(Path(paths.bpomp_pairs("TASK")).parent)
                           + " (run `poeval bpomp pairs` or the workflow's BPoMP rules first)")
     model_ref, end = model_framing(model, model_key) if model else (None, "")
     out = Path(out_dir).resolve()   # lm-eval reads data_files relative to its own working directory
     tasks: dict[str, int] = {}
-    with io.atomic_dir(out_dir, "poeval bpomp export", MARKER, files, force) as tmp:
-        for pairs_file in files:
+    with files.atomic_dir(out_dir, "poeval bpomp export", MARKER, pair_files, force) as tmp:
+        for pairs_file in pair_files:
             task, docs = _documents(pairs_file, end)
             name = f"{group}_{task}"
             if name in tasks:

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from poeval.io import check_out_dir, file_sha256, write_json
+from poeval.files import check_out_dir, file_sha256
+from poeval.io import write_json
 
 # test hook: called with the step number after every optimizer step (and after any resume save)
 _after_step: Callable[[int], None] | None = None
@@ -443,7 +444,7 @@ def write_checkpoint(out_dir: str | os.PathLike, write: Callable[[Path], None], 
                      force: bool = False) -> None:
     """Write a checkpoint atomically: ``write(tmp)`` fills a temporary sibling directory (plus
     ``training_log.json`` from ``log``), which then replaces ``out_dir``; the resume state is removed.
-    Given ``marker``, ``out_dir`` must be one :func:`poeval.io.check_out_dir` allows; without it (the
+    Given ``marker``, ``out_dir`` must be one :func:`poeval.files.check_out_dir` allows; without it (the
     trainers: ``poeval train`` checks the folder before hours of training) only the checks ``force`` cannot
     lift apply."""
     out = Path(out_dir)

@@ -37,7 +37,8 @@ from pathlib import Path
 from poeval import paths
 from poeval.generators import gguf_header
 from poeval.errors import PoevalError, first_line
-from poeval.io import check_out_dir, read_json
+from poeval.files import check_out_dir
+from poeval.io import read_json
 from poeval.packages import recorded_file, verified_file
 
 STAMP = "import.json"          # the import's record inside the checkpoint folder
@@ -150,7 +151,7 @@ def assemble(release_id: str, files: list[Path], folder: Path) -> tuple[Path, st
     concatenated in order into ``folder`` and checked against the release's size and its SHA256SUMS."""
     import shutil
 
-    from poeval.io import file_sha256
+    from poeval.files import file_sha256
 
     rel = _release(release_id)
     sums, parts = files[0], files[1:]
@@ -306,11 +307,12 @@ def import_gguf(source: str, out: str, progress: bool = True, force: bool = Fals
                 recorded: dict | None = None) -> dict:
     """Import ``source`` (a release's short id or a ``.gguf`` file) into the checkpoint folder ``out``;
     return the stamp written to ``out/import.json``. The folder appears only when complete, and replaces
-    only an earlier import (or any folder with ``force``: :func:`poeval.io.check_out_dir`); a split
+    only an earlier import (or any folder with ``force``: :func:`poeval.files.check_out_dir`); a split
     release is assembled inside its temporary folder, so nothing of it stays behind on failure. ``recorded``:
     the params its stamp records (the rule's: its job's, the release's files by content; default: the source)."""
     from poeval.generators import engine
-    from poeval.io import file_sha256, write_json
+    from poeval.files import file_sha256
+    from poeval.io import write_json
     from poeval.stamps import stamp
 
     rel = RELEASES.get(source)

@@ -83,7 +83,8 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, write_json
+from poeval.files import atomic_dir, dir_files_sha256, file_sha256
+from poeval.io import cache_meta, load_npz, read_json, write_json
 from poeval.poem_files import read_poems
 from poeval.stamps import stamp
 
@@ -300,7 +301,7 @@ def _read_text(path: Path) -> str:
 def save_index(indexes: Mapping[str, Index], out_dir: str | os.PathLike, input_path: str | os.PathLike,
                force: bool = False, recorded: dict | None = None) -> None:
     """Write the indexes of the levels of one training file into ``out_dir`` (replaced atomically, if it holds
-    an earlier index or ``force``: :func:`poeval.io.check_out_dir`), with ``index.json`` naming the file's
+    an earlier index or ``force``: :func:`poeval.files.check_out_dir`), with ``index.json`` naming the file's
     sha256 and its own files', so a cell refuses an index of another training split or one whose files were
     changed (:func:`poeval.io.cache_meta`). ``recorded``: the params its stamp records (the rule's: its job's;
     the index reads no params, so `poeval stale` checks its input)."""

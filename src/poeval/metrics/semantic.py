@@ -57,7 +57,8 @@ import numpy as np
 
 from poeval import hub
 from poeval.errors import PoevalError
-from poeval.io import atomic_write, check_built_from, check_sha256, file_sha256, load_npy, read_json_object, write_json
+from poeval.files import atomic_write, check_sha256, file_sha256
+from poeval.io import check_built_from, load_npy, read_json_object, write_json
 from poeval.poem_files import read_poems
 from poeval.stamps import stamp
 
@@ -285,7 +286,7 @@ def load_embeddings(npy: str | os.PathLike, *, encoder: str | None = None, backe
     ``encoder`` / ``backend``: fail unless the sidecar names the same encoder / backend (a sidecar from
     before backends were recorded was made by the reference, ``torch``). ``input_path``: fail unless the
     file's sha256 is the one the embeddings were made from (stale cache). The ``.npy`` file must have the
-    sha256 its sidecar records (:func:`poeval.io.check_sha256`)."""
+    sha256 its sidecar records (:func:`poeval.files.check_sha256`)."""
     npy = Path(npy)
     side = sidecar_path(npy)
     if not npy.exists() or not side.exists():

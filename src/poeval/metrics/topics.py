@@ -53,7 +53,8 @@ import numpy as np
 
 from poeval import config
 from poeval.errors import PoevalError
-from poeval.io import atomic_dir, cache_meta, dir_files_sha256, file_sha256, load_npz, read_json, write_json
+from poeval.files import atomic_dir, dir_files_sha256, file_sha256
+from poeval.io import cache_meta, load_npz, read_json, write_json
 from poeval.poem_files import read_poems
 from poeval.sections import Section
 from poeval.stamps import stamp

@@ -22,7 +22,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from poeval.errors import PoevalError, quote
-from poeval.io import atomic_write, input_file
+from poeval.files import atomic_write
+from poeval.io import input_file
 
 # the report template's variables (snakemake/report/template), one per line of a script
 _VARIABLE = r"^\s*var {name} = "

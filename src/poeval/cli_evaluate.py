@@ -109,7 +109,7 @@ def workflow_caches(job, reference: str, given: dict) -> dict[str, str]:
         if name in given or cached.fits is None or not Path(path).exists():
             continue
         try:
-            cached.fits(path, reference, family_options(owner, dict(job.options.get(owner, {}))) | {"lang": job.lang})
+            cached.fits(path, reference, family_options(owner, job.options.get(owner) or {}) | {"lang": job.lang})
         except PoevalError:   # another reference, encoder or params: this run builds its own
             continue
         found[name] = path

@@ -59,6 +59,11 @@ def defaults(pointer: str) -> dict:
     return out
 
 
+def properties(pointer: str) -> list[str]:
+    """The property names of the schema node at ``pointer``, in the schema's order."""
+    return list(_follow(_node(pointer)).get("properties", {}))
+
+
 def fill(value: Any, pointer: str = "#") -> Any:
     """A copy of ``value`` (valid against the schema node at ``pointer``) with every default of the schema
     filled in, at every depth: object properties, map entries (``models.<name>``), list items, and the

@@ -26,12 +26,26 @@ class Section:
 
     @classmethod
     def from_dict(cls: type[S], given: Any, where: str | None = None) -> S:
-        """The record of a section's value: the schema's defaults filled and checked (an unknown key, a bad
-        value: one error naming ``where.<key>``)."""
+        """The record of a section's value: with a ``POINTER``, the schema's defaults filled and checked (an
+        unknown key, a bad value: one error naming ``where.<key>``); without one (a record a job builds
+        from sections already resolved), exactly its fields, an unknown or missing key named."""
         where = where or cls.WHERE
-        filled = config.resolve_section({} if given is None else given, cls.POINTER, where)
         names = [f.name for f in dataclasses.fields(cls)]
-        missing = [name for name in names if name not in filled]
+        if cls.POINTER:
+            given = config.resolve_section({} if given is None else given, cls.POINTER, where)
+        elif not isinstance(given, dict):
+            raise PoevalError(f"{where}: expected a JSON object, got {type(given).__name__}")
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise PoevalError(f"{where}: unknown key {', '.join(map(repr, unknown))} (known: {', '.join(names)})")
+        missing = [name for name in names if name not in given]
         if missing:
             raise PoevalError(f"{where}: missing key {', '.join(map(repr, missing))}")
-        return cls(**{name: filled[name] for name in names})
+        return cls(**{name: given[name] for name in names})
+
+
+def of_schema(name: str, pointer: str, where: str) -> type[Section]:
+    """The record type of the schema section at ``pointer``: one field per property, filled and checked
+    by the schema when read (a section whose keys are many and plain: a metric family's, an MLM entry)."""
+    return dataclasses.make_dataclass(name, [(key, Any) for key in config.properties(pointer)], bases=(Section,),
+                                      frozen=True, namespace={"POINTER": pointer, "WHERE": where})

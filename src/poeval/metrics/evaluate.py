@@ -6,6 +6,7 @@ computes and reads is its record in :mod:`poeval.metrics.families`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections import defaultdict
@@ -20,6 +21,7 @@ from poeval.io import write_json
 from poeval.poem_files import PoemSource, is_path, read_poems, source_name
 from poeval.metrics.families import FAMILIES, cached_inputs, family, read_sections
 from poeval.poetry.spelling import check_lang, language_warning
+from poeval.sections import Section, of_schema
 from poeval.stamps import stamp
 
 
@@ -102,21 +104,33 @@ def sample_rows(sample: list[dict], reference: list[dict], sample_name: str, ref
     return rows
 
 
-def family_section(name: str, given: dict) -> dict:
+@functools.cache
+def options_record(name: str) -> type[Section]:
+    """The typed record of params ``metrics.<name>``: one field per key of its schema section."""
+    return of_schema(f"{name.title()}Options", f"#/properties/metrics/properties/{name}", f"options.{name}")
+
+
+def family_record(name: str, given: dict) -> Section:
     """params ``metrics.<name>`` as given, checked and filled by the params schema (a misspelt key is named
-    rather than ignored), without the runtime keys of its record (:meth:`Family.runtime_keys`, which travel beside)."""
+    rather than ignored), without the runtime keys of its record (:meth:`Family.runtime_keys`, which travel
+    beside), as its typed record (:func:`options_record`)."""
     if name not in FAMILIES:
         raise PoevalError(f"options: unknown metric family {name!r} (available: {', '.join(FAMILIES)})")
     if not isinstance(given, dict):
         raise PoevalError(f"options.{name}: expected an object of options, got {given!r}")
-    params = {key: value for key, value in given.items() if key not in family(name).runtime_keys()}
-    return config.resolve_section(params, f"#/properties/metrics/properties/{name}", f"options.{name}")
+    try:
+        return options_record(name).from_dict({k: v for k, v in given.items() if k not in family(name).runtime_keys()})
+    except RecursionError:   # a library caller's dict, never parsed from JSON with its depth limit
+        raise PoevalError(f"options.{name}: nested too deeply; give a section of plain keys and values") from None
 
 
-def family_options(name: str, given: dict) -> dict:
-    """:func:`family_section` with the runtime keys ``given`` holds (a cache's path, workers) kept."""
+def family_options(name: str, given: dict | Section) -> dict:
+    """A family's options as its compute function reads them: its record's keys (a record, as a job holds it,
+    is taken as it is; a dict is checked and filled, :func:`family_record`) and the runtime keys ``given`` holds."""
+    if isinstance(given, Section):
+        return given.to_dict()
     runtime = {key: given[key] for key in family(name).runtime_keys() if key in given} if isinstance(given, dict) else {}
-    return family_section(name, given) | runtime
+    return family_record(name, given).to_dict() | runtime
 
 
 def _warn_language(lang: str, sources: dict[str, list[dict]]) -> None:

@@ -45,7 +45,15 @@ class Section:
 
 
 def of_schema(name: str, pointer: str, where: str) -> type[Section]:
-    """The record type of the schema section at ``pointer``: one field per property, filled and checked
-    by the schema when read (a section whose keys are many and plain: a metric family's, an MLM entry)."""
+    """The record type of the schema section at ``pointer``: the one a module declares with that ``POINTER``
+    (typed fields), else one made here with a field per property (a section whose keys are many and plain: a
+    metric family's, an MLM entry), filled and checked by the schema when read. One type per section."""
+    declared = [c for c in _subclasses(Section) if c.POINTER == pointer]
+    if declared:
+        return declared[0]
     return dataclasses.make_dataclass(name, [(key, Any) for key in config.properties(pointer)], bases=(Section,),
                                       frozen=True, namespace={"POINTER": pointer, "WHERE": where})
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]

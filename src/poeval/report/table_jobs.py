@@ -19,46 +19,35 @@ from poeval import paths
 from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.generators.supplied import sample_files
-from poeval.jobs.base import Job, Step, check_keys, stamp_beside
+from poeval.jobs.base import Job, Step, stamp_beside
 from poeval.report import figures, table_tests, tables
+from poeval.sections import Section
 from poeval.stamps import numbered, write_stamp_file
 
 
 @dataclasses.dataclass(frozen=True)
-class Record:
-    """A small typed record inside a job, written as a JSON object and read back strictly."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Any):
-        if not isinstance(data, dict):
-            raise PoevalError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-        check_keys(data, [f.name for f in dataclasses.fields(cls)], cls.__name__)
-        return cls(**data)
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitRow(Record):
+class SplitRow(Section):
     """A row of Table 1: a split file's language and split (its label)."""
 
+    WHERE = "table1 row"
     lang: str
     split: str
 
 
 @dataclasses.dataclass(frozen=True)
-class SystemRow(Record):
+class SystemRow(Section):
     """A row of Table 4: a system and the language of its checkpoint."""
 
+    WHERE = "table4 row"
     lang: str
     system: str
 
 
 @dataclasses.dataclass(frozen=True)
-class SampleRow(Record):
+class SampleRow(Section):
     """A row of the sampling table: whose sample, under which decoding config."""
 
+    WHERE = "sampling table row"
     lang: str
     system: str
     decoding: str
@@ -68,7 +57,7 @@ class SampleRow(Record):
 class RowsJob(Job):
     """A table of one row per input file: ``rows``, each row's labels in the order of the files."""
 
-    ROW: ClassVar[type[Record]] = Record
+    ROW: ClassVar[type[Section]] = Section
     rows: list
 
     def to_dict(self) -> dict:
@@ -104,9 +93,10 @@ class SamplingTableJob(RowsJob):
 
 
 @dataclasses.dataclass(frozen=True)
-class Tests(Record):
+class Tests(Section):
     """params ``metrics.tests``, resolved."""
 
+    POINTER, WHERE = "#/properties/metrics/properties/tests", "metrics.tests"
     permutations: int
     seed: int
 
@@ -151,9 +141,7 @@ def table_from_options(name: str, items: list[str], tests: dict | None, tests_ou
 
 
 def resolve_tests(given: dict) -> Tests:
-    from poeval import config
-
-    return Tests(**config.resolve_section(given, "#/properties/metrics/properties/tests", "metrics.tests"))
+    return Tests.from_dict(given)
 
 
 def write_table(name: str, job: Job, inputs: list[str], out: str, ci_out: str | None = None,
@@ -189,10 +177,11 @@ def _family_table(name: str, job: FamilyTableJob, cells: list[str], out: str, ci
 
 
 @dataclasses.dataclass(frozen=True)
-class SystemKind(Record):
+class SystemKind(Section):
     """What figures 5-9 group a system by (:func:`poeval.report.figures.system_kind`): the keys of its params
     ``models`` entry that it has."""
 
+    WHERE = "figure job: models entry"
     arch: str | None = None
     conditioned: bool | None = None
     kind: str | None = None
@@ -201,15 +190,16 @@ class SystemKind(Record):
         return {k: v for k, v in super().to_dict().items() if v is not None}
 
     @classmethod
-    def from_dict(cls, data: Any) -> "SystemKind":
+    def from_dict(cls, data: Any, where: str | None = None) -> "SystemKind":
         names = [f.name for f in dataclasses.fields(cls)]
-        return super().from_dict({k: None for k in names} | data if isinstance(data, dict) else data)
+        return super().from_dict({k: None for k in names} | data if isinstance(data, dict) else data, where)
 
 
 @dataclasses.dataclass(frozen=True)
-class FigureSelection(Record):
+class FigureSelection(Section):
     """The one system of figures 10-15 (params ``figures.<name>``) and its panels' decoding configs, in order."""
 
+    WHERE = "figure job: selection"
     system: str
     lang: str
     decodings: list[str]

@@ -66,6 +66,34 @@ def test_a_job_round_trips_and_a_bad_one_is_named(tiny):
             CellJob.from_dict(broken)
 
 
+def test_the_memorization_threshold_walks_from_params_to_the_metric_and_back_to_stale(tmp_path, monkeypatch, tiny):
+    """params metrics.memorization.quatrain -> the cell job's typed record -> its JSON -> the record the command
+    parses -> the threshold the metric applies -> the stamp -> `poeval stale`, which rebuilds the job."""
+    from poeval.jobs.cell import run
+    from poeval.metrics import memorization
+    from poeval.report.stale import stale_outputs
+
+    monkeypatch.chdir(tmp_path)
+    config = poeval_config.merge(tiny, {"metrics": {"memorization": {"quatrain": 0.5}}})
+    job = cell_job(poeval_config.fill(config), "en", "gpt2-s", "vanilla", "memorization")
+    assert job.options["memorization"].quatrain == 0.5   # a typed record, not a dict
+    parsed = CellJob.from_dict(json.loads(job.to_json()))
+    assert parsed == job and parsed.options["memorization"].quatrain == 0.5
+    seen = []
+    real = memorization.compute
+    monkeypatch.setattr(memorization, "compute", lambda *a, **kw: seen.append(kw["thresholds"]) or real(*a, **kw))
+    write_jsonl(paths.train("en"), _quatrains("q", 12))
+    samples, out = paths.samples("en", "gpt2-s", "vanilla"), paths.cell("en", "gpt2-s", "vanilla", "memorization")
+    write_jsonl(samples, _quatrains("q", 3) + _quatrains("s", 3))
+    cell = run(parsed, samples, paths.train("en"), out)
+    assert seen[0]["quatrain"] == 0.5
+    assert cell["provenance"]["params"]["metrics"]["memorization"]["quatrain"] == 0.5
+    assert stale_outputs(config, ".", ["metric_cell"]) == []
+    moved = poeval_config.merge(config, {"metrics": {"memorization": {"quatrain": 0.8}}})
+    [stale] = stale_outputs(moved, ".", ["metric_cell"])
+    assert stale.reasons == ["params: metrics.memorization.quatrain: recorded 0.5, now 0.8"]
+
+
 def test_the_job_and_a_hand_run_write_the_same_cell(tmp_path, capsys, tiny):
     """`poeval evaluate --job` and the same values as options: one job type, one cell (stamp included)."""
     ref, sample = tmp_path / "train.jsonl", tmp_path / "human0.jsonl"

@@ -12,8 +12,8 @@ from poeval import hub
 from poeval.cli_args import (add_force, add_lang, check_checkpoint_out, check_io, io_paths, job_of, job_option,
                              json_object, positive_int, print_json, require_options, seed_int, write_stamp)
 from poeval.cli_bpomp import parser_bpomp
-from poeval.cli_data import (parser_curve, parser_embed, parser_import, parser_import_samples, parser_index,
-                             parser_quatrains, parser_rhyme, parser_sonnets, parser_split, parser_topics,
+from poeval.cli_data import (parser_creativity_index, parser_curve, parser_embed, parser_import,
+                             parser_import_samples, parser_index, parser_quatrains, parser_rhyme, parser_sonnets, parser_split, parser_topics,
                              parser_word2vec)
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
@@ -197,7 +197,8 @@ def _parser_validate(sub) -> None:
 
 SUBCOMMANDS = (_parser_prepare, parser_quatrains, parser_split, parser_rhyme, parser_import, _parser_train,
                parser_sonnets, parser_word2vec, _parser_sample, parser_import_samples, _parser_adherence,
-               parser_evaluate, parser_embed, parser_index, parser_topics, _parser_table, _parser_n_sensitivity,
+               parser_evaluate, parser_embed, parser_index, parser_topics, parser_creativity_index,
+               _parser_table, _parser_n_sensitivity,
                _parser_figure, parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
                _parser_validate, parser_bpomp, _parser_export_dataset)
 

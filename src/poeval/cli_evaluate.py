@@ -46,7 +46,8 @@ def _evaluate_job(args):
 # how to build each reference cache once (``--cached NAME=PATH`` then reuses it)
 CACHE_COMMANDS = {"embeddings": "poeval embed REFERENCE --out FILE.npy",
                   "memorization_index": "poeval index REFERENCE --out DIR",
-                  "topic_model": "poeval topics REFERENCE --lang LANG --out DIR"}
+                  "topic_model": "poeval topics REFERENCE --lang LANG --out DIR",
+                  "creativity_index": "poeval creativity-index --lang LANG --format FORMAT [--input CORPUS] --out DIR"}
 
 
 def _value(record: dict, key: str):

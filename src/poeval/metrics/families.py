@@ -22,7 +22,7 @@ import numpy as np
 from poeval import config, paths
 from poeval.config import for_lang
 from poeval.errors import PoevalError
-from poeval.metrics import diversity, length, lexical, memorization, schemes, semantic, significance
+from poeval.metrics import creativity, diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
 from poeval.metrics.present import Column, Present, Test
@@ -223,6 +223,17 @@ def _diversity(poems, ref, opts):
     return result, lambda idx: diversity.means(prep, idx)
 
 
+def _creativity(poems, ref, opts):
+    """The Creativity Index against the language's whole corpus (poeval.metrics.creativity): not in the paper."""
+    lo, hi, lower = opts["min_n"], opts["max_n"], opts["lowercase"]
+    cached = opts.get("index")
+    # without the cache (a hand run), the reference file's quatrains stand in for the corpus
+    index = (creativity.load_index(cached, hi, lower) if cached else
+             creativity.build_index(("\n".join(lines) for lines in _lines(ref.usable)), hi, lower))
+    result, ci = creativity.compute(index, _lines(poems), lo, hi)
+    return result, lambda idx: {"creativity_index": float(np.nanmean(ci[idx])) if (~np.isnan(ci[idx])).any() else None}
+
+
 def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
     """The sample's scheme counts against the reference's, tested as they should be (the paper's
     ``chi2_test`` shuffles the training counts across schemes first: docs/paper-vs-poeval.md "poeval vs the paper's code");
@@ -298,6 +309,10 @@ def _embeddings_fit(path: str, reference: str, opts: dict) -> None:
 
 def _index_fit(path: str, reference: str, opts: dict) -> None:
     memorization.load_index(path, tuple(memorization.LEVELS), input_path=reference)
+
+
+def _creativity_fit(path: str, reference: str, opts: dict) -> None:
+    creativity.load_index(path, opts["max_n"], opts["lowercase"])
 
 
 def _topic_model_fit(path: str, reference: str, opts: dict) -> None:
@@ -385,6 +400,14 @@ _SHOW_DIVERSITY = Present(
     decodings_table=True)
 
 
+# Not in the paper: the Creativity Index of Lu et al. (2024), the sum over n of the share of words in no
+# corpus n-gram; a mean of per-quatrain values, so not pooled
+_SHOW_CREATIVITY = Present(
+    "Creativity Index", (Column("creativity_index", "creativity_index", 3),)
+    + tuple(Column(f"uniqueness.{n}", f"uniq_{n}_pct", 2, True) for n in (5, 8, 12)),
+    summary=(Column("creativity_index", "Creativity Index (corpus n-grams)", 3),),
+    tests=(Test("creativity_index", "per_poem", "per_poem.creativity_index"),))
+
 EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True, fits=_embeddings_fit)
 # In the order of `poeval evaluate`'s summary, which shows the share of memorized quatrains first.
 FAMILIES = {
@@ -399,6 +422,9 @@ FAMILIES = {
                      present=_SHOW_TOPICS),
     # embeds with the semantic family's encoder and reuses its cached reference embeddings
     "diversity": Family(_diversity, shares=("semantic",), threads=_diversity_threads, present=_SHOW_DIVERSITY),
+    # reads an index of the whole corpus (rule creativity_index), not of the training split
+    "creativity": Family(_creativity, (Cached("creativity_index", "index", "creativity_index", fits=_creativity_fit),),
+                         present=_SHOW_CREATIVITY),
 }
 # The families `poeval evaluate` and `poeval.evaluate` compute when none are named: the paper's five (its
 # Tables 2, 3, 5, 6 and memorization), so that a hand run gives what the paper reports.

@@ -197,7 +197,10 @@ def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp
     shutil.copy(ROOT / "params.yaml", work)
     shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale")
     (work / "config" / "bpomp.yaml").write_text("bpomp: {enabled: true}\n")   # every rule: BPoMP's too
-    out = _snakemake(work, "-n", "-p", "--forceall", configs=("config/scale/tiny.yaml", "config/bpomp.yaml"))
+    (work / "config" / "metrics").mkdir()   # and the creativity family's, which the main job leaves out
+    shutil.copy(ROOT / "config" / "metrics" / "creativity.yaml", work / "config" / "metrics")
+    out = _snakemake(work, "-n", "-p", "--forceall",
+                     configs=("config/scale/tiny.yaml", "config/bpomp.yaml", "config/metrics/creativity.yaml"))
     assert poeval_without_job(out) == []
     rules = set(re.findall(r"^(?:local)?rule (\S+):", out, re.M))
     assert {"quatrains", "split", "train", "sample", "metric_cell", "table2", "figure1", "bpomp_score",

@@ -162,7 +162,17 @@ def test_write_scores(tmp_path, gpt2, bert, kind):
     for k, r in enumerate(recs):
         assert r["score_original"] == pytest.approx(ref(TEXTS[k]), abs=1e-4)
         assert r["score_corrupted"] == pytest.approx(ref(TEXTS[k + 1]), abs=1e-4)
-    assert bpomp.accuracy(str(out), bootstrap_reps=50)["word_swap"]["n"] == 3
+        # the tokens each score sums: causal, the text's and the EOS; masked, all but [CLS] and [SEP]
+        for side, text in (("original", TEXTS[k]), ("corrupted", TEXTS[k + 1])):
+            n = len(tok(text, add_special_tokens=False)["input_ids"]) + 1 if kind == "causal" \
+                else len(tok(text)["input_ids"]) - 2
+            assert r[f"tokens_{side}"] == n
+    assert summary["parameters"] == model.num_parameters()
+    acc = bpomp.accuracy(str(out), bootstrap_reps=50)["word_swap"]
+    assert acc["n"] == 3
+    per_token = [r["score_original"] / r["tokens_original"] > r["score_corrupted"] / r["tokens_corrupted"]
+                 for r in recs]
+    assert acc["per_token"]["accuracy"] == pytest.approx(sum(per_token) / 3)
 
 
 def test_saved_models_load_by_path(tmp_path, gpt2, bert):

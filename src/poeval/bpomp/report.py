@@ -3,7 +3,8 @@
 * Accuracy cell (one per scorer x task): ``{"scorer", "kind", "model", "variant", "tasks": {task: {"n",
   "accuracy", "ties", "ci95"}}}`` from :func:`.analysis.accuracy`.
 * Error cell (one per scorer, all its tasks): :func:`.analysis.error_analysis` plus the scorer's name.
-* ``bpomp_accuracy.tsv``: one row per task x scorer (params order). ``bpomp_errors.tsv``: one row per
+* ``bpomp_accuracy.tsv``: one row per task x scorer (params order): raw accuracy, then the per-token and
+  per-byte normalised accuracies with their intervals. ``bpomp_errors.tsv``: one row per
   scorer x task (``all`` = the scorer's pairs of every task pooled) x confidence cut-off (quantile of
   ``|score_diff|``, ``bpomp.errors.confidence_quantiles``) x subset (``all`` kept pairs, ``errors`` only).
   Fixed formatting, so equal cells give byte-identical tables.
@@ -22,7 +23,9 @@ from poeval.bpomp.pairs import TASKS
 from poeval.errors import PoevalError
 from poeval.render import fmt, write_tsv
 
-ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
+ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties",
+                   "acc_per_token", "ci_low_per_token", "ci_high_per_token",
+                   "acc_per_byte", "ci_low_per_byte", "ci_high_per_byte"]
 ERRORS_HEADER = ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
 SUBSETS = ("all", "errors")
 
@@ -103,11 +106,19 @@ def accuracy_table(cells: list[str], out: str) -> list[list[str]]:
             rows.append((_task_order(task), scorer_rank, [
                 task, str(cell.get("scorer") or path), str(cell.get("kind") or "NA"), str(cell.get("model") or "NA"),
                 str(cell.get("variant") or "NA"), str(r["n"]), fmt(r["accuracy"], 4), fmt(r["ci95"][0], 4),
-                fmt(r["ci95"][1], 4), str(r["ties"])]))
+                fmt(r["ci95"][1], 4), str(r["ties"]), *_normalised(r.get("per_token")),
+                *_normalised(r.get("per_byte"))]))
     rows.sort(key=lambda t: t[:2])
     table = [r for *_, r in rows]
     write_tsv(out, ACCURACY_HEADER, table)
     return table
+
+
+def _normalised(summary: dict | None) -> list[str]:
+    """Accuracy and interval of a length-normalised summary (NA: a cell without it)."""
+    if not summary:
+        return ["NA"] * 3
+    return [fmt(summary["accuracy"], 4), fmt(summary["ci95"][0], 4), fmt(summary["ci95"][1], 4)]
 
 
 def _error_parts(cell: dict) -> list[tuple[str, list[dict]]]:

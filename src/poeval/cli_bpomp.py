@@ -287,20 +287,29 @@ def _parser_bpomp_bigrams(bsub) -> None:
 
 
 def cmd_bpomp_table(args) -> None:
-    from poeval.bpomp import report
+    from poeval.bpomp import report, size
 
-    {"accuracy": report.accuracy_table, "errors": report.errors_table,
-     "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
+    by_size = args.name.startswith("by-size")
+    if by_size != (args.stats is not None):
+        raise PoevalError("--stats (the scores' stats files, one per accuracy cell) goes with by-size and "
+                          "by-size-figure only, and they need it")
+    if by_size:
+        (size.size_table if args.name == "by-size" else size.size_figure)(args.cells, args.stats, args.out)
+    else:
+        {"accuracy": report.accuracy_table, "errors": report.errors_table,
+         "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
 
 
 def _parser_bpomp_table(bsub) -> None:
-    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
-                        "errors figure from cells")
-    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv, bpomp_by_size.tsv "
+                        "or their figures from cells")
+    p.add_argument("name", choices=["accuracy", "errors", "errors-figure", "by-size", "by-size-figure"])
     p.add_argument("cells", nargs="+")
+    p.add_argument("--stats", nargs="+", help="by-size: the scores' stats files (parameters), one per accuracy cell, "
+                   "in the cells' order")
     p.add_argument("--out", required=True)
-    io_paths(p, ("--out",), ("cells",))
-    stamped_job_option(p, f"{JOBS}.TableJob ()", "out", ("cells",))
+    io_paths(p, ("--out",), ("cells", "--stats"))
+    stamped_job_option(p, f"{JOBS}.TableJob ()", "out", ("cells", "stats"))
     p.set_defaults(func=cmd_bpomp_table)
 
 

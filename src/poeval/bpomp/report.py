@@ -86,14 +86,14 @@ def timed_scores(write_scores, pairs_jsonl: str, model, kind: str, out: str, sta
 
 # --- tables --------------------------------------------------------------------------------------
 
-def _read_cell(path: str, field: str) -> dict:
+def read_cell(path: str, field: str) -> dict:
     cell = io.read_json(path)
     if not isinstance(cell, dict) or field not in cell:
         raise PoevalError(f"{path}: not a BPoMP cell (no {field!r}; made by `poeval bpomp accuracy/errors --out`?)")
     return cell
 
 
-def _task_order(task: str) -> tuple:
+def task_order(task: str) -> tuple:
     return (TASKS.index(task) if task in TASKS else len(TASKS), task)
 
 
@@ -101,9 +101,9 @@ def accuracy_table(cells: list[str], out: str) -> list[list[str]]:
     """``bpomp_accuracy.tsv``: rows task x scorer; scorers in the order of ``cells``."""
     rows = []
     for scorer_rank, path in enumerate(cells):
-        cell = _read_cell(path, "tasks")
+        cell = read_cell(path, "tasks")
         for task, r in cell["tasks"].items():
-            rows.append((_task_order(task), scorer_rank, [
+            rows.append((task_order(task), scorer_rank, [
                 task, str(cell.get("scorer") or path), str(cell.get("kind") or "NA"), str(cell.get("model") or "NA"),
                 str(cell.get("variant") or "NA"), str(r["n"]), fmt(r["accuracy"], 4), fmt(r["ci95"][0], 4),
                 fmt(r["ci95"][1], 4), str(r["ties"]), *_normalised(r.get("per_token")),
@@ -123,14 +123,14 @@ def _normalised(summary: dict | None) -> list[str]:
 
 def _error_parts(cell: dict) -> list[tuple[str, list[dict]]]:
     """``(task, cut-offs)`` for each task and then ``all`` (the tasks pooled)."""
-    return [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=_task_order)] + [("all", cell["overall"])]
+    return [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=task_order)] + [("all", cell["overall"])]
 
 
 def errors_table(cells: list[str], out: str) -> list[list[str]]:
     """``bpomp_errors.tsv``: per scorer, each task and then ``all``, each cut-off, each subset."""
     table = []
     for path in cells:
-        cell = _read_cell(path, "overall")
+        cell = read_cell(path, "overall")
         for task, cutoffs in _error_parts(cell):
             for cut in cutoffs:
                 for subset in SUBSETS:
@@ -147,7 +147,7 @@ def errors_figure(cells: list[str], out: str) -> None:
     from poeval.render import finish_figure, load_pyplot
 
     plt = load_pyplot()
-    loaded = [_read_cell(path, "overall") for path in cells]
+    loaded = [read_cell(path, "overall") for path in cells]
     fig, axes = plt.subplots(1, max(len(loaded), 1), figsize=(4.5 * max(len(loaded), 1), 3.6), squeeze=False)
     for ax, cell in zip(axes[0], loaded):
         for k, (task, cutoffs) in enumerate(_error_parts(cell)):

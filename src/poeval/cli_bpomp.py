@@ -218,6 +218,24 @@ def _parser_bpomp_score(bsub) -> None:
     p.set_defaults(func=cmd_bpomp_score)
 
 
+def cmd_bpomp_prompt(args) -> None:
+    from poeval.bpomp.prompted import write_judgements
+
+    print_json(write_judgements(args.pairs, args.model, args.out, batch_size=args.batch_size or 8))
+
+
+def _parser_bpomp_prompt(bsub) -> None:
+    p = bsub.add_parser("prompt", help="ask an instruct model which limerick of each pair is the original (answer "
+                        "read from the log-probabilities of A and B; both orders)")
+    p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
+    p.add_argument("--model", required=True, help="instruct checkpoint directory or hub id, with a chat template")
+    p.add_argument("--out", required=True, help="JSONL: the pairs with score_original/score_corrupted (summed "
+                   "answer log-probabilities) for `poeval bpomp accuracy`")
+    p.add_argument("--batch-size", type=positive_int)
+    io_paths(p, ("--out",), ("pairs",))
+    p.set_defaults(func=cmd_bpomp_prompt)
+
+
 def cmd_bpomp_accuracy(args) -> None:
     from poeval.bpomp.report import write_accuracy_cell
     from poeval.jobs import bpomp as jobs
@@ -366,7 +384,8 @@ def _parser_bpomp_export(bsub) -> None:
 
 
 # `poeval --help` lists the subcommands in this order
-BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_accuracy,
+BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_prompt,
+                     _parser_bpomp_accuracy,
                      _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm,
                      _parser_bpomp_export)
 

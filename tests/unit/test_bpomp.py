@@ -309,7 +309,7 @@ def test_accuracy_with_ties_and_bootstrap(tmp_path):
     lo, hi = acc["t"]["ci95"]
     assert 0 <= lo <= 2.5 / 4 <= hi <= 1 and lo < hi
     tie = {"accuracy": 0.5, "ties": 1, "ci95": [0.5, 0.5]}
-    assert acc["u"] == {"n": 1, **tie, "per_token": None, "per_byte": tie}
+    assert acc["u"] == {"n": 1, **tie, "per_token": None, "per_byte": None}   # no token counts: no text scores
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert bpomp.accuracy(str(path), bootstrap_reps=500, seed=4) == acc

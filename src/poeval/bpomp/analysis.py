@@ -4,9 +4,10 @@
   The 95 % interval is a percentile bootstrap over pairs (``numpy.random.default_rng(seed)``).
   Length-normalised beside it, as lm-evaluation-harness normalises a choice's log-likelihood (``acc_norm``
   divides by the choice's length): per token, each score divided by the tokens it sums
-  (``tokens_original``/``tokens_corrupted``, written by the scorer; none in an older scores file: null), and
-  per byte, divided by the UTF-8 bytes of the text (its lines joined by newlines). The three share the
-  bootstrap's resamples (the same seed draws the same pairs).
+  (``tokens_original``/``tokens_corrupted``, written by the scorer), and per byte, divided by the UTF-8 bytes
+  of the text (its lines joined by newlines). Both are null where the records hold no token counts: they
+  mark scores of the texts themselves (an older scores file, or prompted judgements, :mod:`.prompted`, have
+  none). The three share the bootstrap's resamples (the same seed draws the same pairs).
 * Error analysis: does the model just prefer the text with the more frequent word sequences? For each
   pair, ``freq_diff = F(original) - F(corrupted)`` with ``F(text) = sum over its word bigrams of
   log(count + 1)`` (add-one smoothing, so unseen bigrams add log 1 = 0); words are lower-cased runs of
@@ -109,19 +110,18 @@ def _summary_of(v: np.ndarray, reps: int, seed: int) -> dict:
 def accuracy(scores_jsonl, bootstrap_reps: int = 1000, seed: int = 1) -> dict:
     """``{task: {"n", "accuracy", "ties", "ci95": [low, high], "per_token", "per_byte"}}`` for a scored pairs
     file (or list); ``per_token``/``per_byte``: ``{"accuracy", "ties", "ci95"}`` of the length-normalised
-    scores (``per_token`` null without token counts, ``per_byte`` without the texts' lines)."""
+    scores (null without token counts)."""
     config.check_int(bootstrap_reps, "bootstrap_reps", config.bootstrap_reps_range("bpomp"))
     records, where = _load(scores_jsonl)
     _check_scored(records, where)
-    counted = _token_counts(records, where)
-    lined = all(isinstance(r.get(f), list) for r in records for f in ("original", "corrupted"))
+    counted = _token_counts(records, where) and all(isinstance(r.get(f), list) for r in records
+                                                    for f in ("original", "corrupted"))
     out = {}
     for task, recs in _by_task(records).items():
         v = pair_outcomes(recs)
-        per_token = _summary_of(pair_outcomes(normalised(recs, "token")), bootstrap_reps, seed) if counted else None
-        out[task] = {"n": len(v), **_summary_of(v, bootstrap_reps, seed), "per_token": per_token,
-                     "per_byte": _summary_of(pair_outcomes(normalised(recs, "byte")), bootstrap_reps, seed)
-                     if lined else None}
+        per = {f"per_{by}": _summary_of(pair_outcomes(normalised(recs, by)), bootstrap_reps, seed) if counted
+               else None for by in ("token", "byte")}
+        out[task] = {"n": len(v), **_summary_of(v, bootstrap_reps, seed), **per}
     return out
 
 

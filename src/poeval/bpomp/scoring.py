@@ -60,7 +60,7 @@ def resolve_model(model, kind: str, key: str = "model"):
     return m.to(device.resolve()).eval(), tok
 
 
-def _check_len(model, lengths: Sequence[int]) -> None:
+def check_len(model, lengths: Sequence[int]) -> None:
     limit = max_positions(model)
     if limit and lengths and max(lengths) > limit:
         raise PoevalError(f"a text has {max(lengths)} tokens, more than the model's {limit} positions")
@@ -89,7 +89,7 @@ def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, 
 
     order = verse_order(model)
     seqs = [causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order))) for t in texts]
-    _check_len(model, [len(s) for s in seqs])
+    check_len(model, [len(s) for s in seqs])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device
     order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))
@@ -152,7 +152,7 @@ def masked_scores(model, tokenizer, texts: Sequence[str], variant: str = "origin
     if tokenizer.mask_token_id is None:
         raise PoevalError("masked scoring needs a tokenizer with a mask token")
     encoded = [_masked_rows(tokenizer, t, variant, spans[k] if spans else None) for k, t in enumerate(texts)]
-    _check_len(model, [len(ids) for ids, _ in encoded])
+    check_len(model, [len(ids) for ids, _ in encoded])
     jobs = [(k, p, m) for k, (_, rows) in enumerate(encoded) for p, m in rows]
     jobs.sort(key=lambda j: -len(encoded[j[0]][0]))  # similar lengths share a batch: little padding
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0

@@ -218,6 +218,24 @@ def _parser_bpomp_score(bsub) -> None:
     p.set_defaults(func=cmd_bpomp_score)
 
 
+def cmd_bpomp_prompt(args) -> None:
+    from poeval.bpomp.prompted import write_judgements
+
+    print_json(write_judgements(args.pairs, args.model, args.out, batch_size=args.batch_size or 8))
+
+
+def _parser_bpomp_prompt(bsub) -> None:
+    p = bsub.add_parser("prompt", help="ask an instruct model which limerick of each pair is the original (answer "
+                        "read from the log-probabilities of A and B; both orders)")
+    p.add_argument("pairs", help="pairs JSONL from `poeval bpomp pairs`")
+    p.add_argument("--model", required=True, help="instruct checkpoint directory or hub id, with a chat template")
+    p.add_argument("--out", required=True, help="JSONL: the pairs with score_original/score_corrupted (summed "
+                   "answer log-probabilities) for `poeval bpomp accuracy`")
+    p.add_argument("--batch-size", type=positive_int)
+    io_paths(p, ("--out",), ("pairs",))
+    p.set_defaults(func=cmd_bpomp_prompt)
+
+
 def cmd_bpomp_accuracy(args) -> None:
     from poeval.bpomp.report import write_accuracy_cell
     from poeval.jobs import bpomp as jobs
@@ -287,20 +305,29 @@ def _parser_bpomp_bigrams(bsub) -> None:
 
 
 def cmd_bpomp_table(args) -> None:
-    from poeval.bpomp import report
+    from poeval.bpomp import report, size
 
-    {"accuracy": report.accuracy_table, "errors": report.errors_table,
-     "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
+    by_size = args.name.startswith("by-size")
+    if by_size != (args.stats is not None):
+        raise PoevalError("--stats (the scores' stats files, one per accuracy cell) goes with by-size and "
+                          "by-size-figure only, and they need it")
+    if by_size:
+        (size.size_table if args.name == "by-size" else size.size_figure)(args.cells, args.stats, args.out)
+    else:
+        {"accuracy": report.accuracy_table, "errors": report.errors_table,
+         "errors-figure": report.errors_figure}[args.name](args.cells, args.out)
 
 
 def _parser_bpomp_table(bsub) -> None:
-    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv or the "
-                        "errors figure from cells")
-    p.add_argument("name", choices=["accuracy", "errors", "errors-figure"])
+    p = bsub.add_parser("table", help="(workflow) assemble bpomp_accuracy.tsv, bpomp_errors.tsv, bpomp_by_size.tsv "
+                        "or their figures from cells")
+    p.add_argument("name", choices=["accuracy", "errors", "errors-figure", "by-size", "by-size-figure"])
     p.add_argument("cells", nargs="+")
+    p.add_argument("--stats", nargs="+", help="by-size: the scores' stats files (parameters), one per accuracy cell, "
+                   "in the cells' order")
     p.add_argument("--out", required=True)
-    io_paths(p, ("--out",), ("cells",))
-    stamped_job_option(p, f"{JOBS}.TableJob ()", "out", ("cells",))
+    io_paths(p, ("--out",), ("cells", "--stats"))
+    stamped_job_option(p, f"{JOBS}.TableJob ()", "out", ("cells", "stats"))
     p.set_defaults(func=cmd_bpomp_table)
 
 
@@ -357,7 +384,8 @@ def _parser_bpomp_export(bsub) -> None:
 
 
 # `poeval --help` lists the subcommands in this order
-BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_accuracy,
+BPOMP_SUBCOMMANDS = (_parser_bpomp_corpus, _parser_bpomp_pairs, _parser_bpomp_score, _parser_bpomp_prompt,
+                     _parser_bpomp_accuracy,
                      _parser_bpomp_errors, _parser_bpomp_bigrams, _parser_bpomp_table, _parser_bpomp_train_mlm,
                      _parser_bpomp_export)
 

@@ -308,7 +308,8 @@ def test_accuracy_with_ties_and_bootstrap(tmp_path):
     assert acc["t"]["accuracy"] == pytest.approx(2.5 / 4) and acc["t"]["ties"] == 1 and acc["t"]["n"] == 4
     lo, hi = acc["t"]["ci95"]
     assert 0 <= lo <= 2.5 / 4 <= hi <= 1 and lo < hi
-    assert acc["u"] == {"n": 1, "accuracy": 0.5, "ties": 1, "ci95": [0.5, 0.5]}
+    tie = {"accuracy": 0.5, "ties": 1, "ci95": [0.5, 0.5]}
+    assert acc["u"] == {"n": 1, **tie, "per_token": None, "per_byte": None}   # no token counts: no text scores
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert bpomp.accuracy(str(path), bootstrap_reps=500, seed=4) == acc
@@ -319,6 +320,24 @@ def test_accuracy_with_ties_and_bootstrap(tmp_path):
     assert [lo, hi] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)])
     with pytest.raises(PoevalError, match="finite number"):
         bpomp.accuracy([{"score_original": None, "score_corrupted": 1}])
+
+
+def test_length_normalised_accuracy_divides_by_tokens_and_bytes():
+    """As lm-eval's acc_norm: each score over its length (tokens; UTF-8 bytes of the lines joined by newlines)."""
+    recs = [dict(_scored(-10, -12, orig=["ab", "c"], corr=["abcdefgh", "ij"]), tokens_original=5, tokens_corrupted=8),
+            dict(_scored(-9, -8, orig=["éé"], corr=["abc"]), tokens_original=3, tokens_corrupted=4),
+            dict(_scored(-6, -4, orig=["abc"], corr=["a"]), tokens_original=2, tokens_corrupted=4)]
+    acc = bpomp.accuracy(recs, bootstrap_reps=200, seed=3)["t"]
+    assert acc["accuracy"] == pytest.approx(1 / 3)
+    # per token: -2 < -1.5, -3 < -2, -3 < -1: none right
+    assert acc["per_token"]["accuracy"] == 0 and acc["per_token"]["ci95"] == [0, 0]
+    # per byte: -10/4 < -12/11; "éé" is 4 bytes (2 characters): -9/4 > -8/3; -6/3 > -4/1: two right
+    assert acc["per_byte"]["accuracy"] == pytest.approx(2 / 3) and acc["per_byte"]["ties"] == 0
+    v = np.array([0.0, 1.0, 1.0])   # the same resamples as the raw interval (same seed)
+    means = v[np.random.default_rng(3).integers(0, 3, size=(200, 3))].mean(axis=1)
+    assert acc["per_byte"]["ci95"] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)])
+    with pytest.raises(PoevalError, match="tokens_corrupted.*positive integer"):
+        bpomp.accuracy([dict(recs[0], tokens_corrupted=0)])
 
 
 def test_bigram_counts_and_error_analysis_against_scipy():

@@ -43,6 +43,10 @@ def test_cli_pipeline(work, capsys):
     scored = list(read_jsonl(f"{w}/scores.jsonl"))
     assert all(isinstance(p["score_original"], float) and p["scorer"] == "masked:within_word_l2r" for p in scored)
     assert read_json(f"{w}/stats.json")["s_per_1000_pairs"] > 0
+    from transformers import AutoModelForMaskedLM
+
+    counted = AutoModelForMaskedLM.from_pretrained(f"{w}/bert", trust_remote_code=False).num_parameters()
+    assert read_json(f"{w}/stats.json")["parameters"] == counted
     capsys.readouterr()
     assert cli.main(["bpomp", "accuracy", f"{w}/scores.jsonl", "--bootstrap-reps", "20"]) == 0
     acc = json.loads(capsys.readouterr().out)["tasks"]["word_swap"]
@@ -58,6 +62,9 @@ def test_cli_pipeline(work, capsys):
     rows = [line.split("\t") for line in (work / "acc.tsv").read_text().splitlines()]
     assert rows[0] == report.ACCURACY_HEADER and rows[1][:6] == ["word_swap", "bert", "masked", "bert",
                                                                  "within_word_l2r", "6"]
+    cell = read_json(f"{w}/acc.json")["tasks"]["word_swap"]
+    assert rows[1][10:] == [f"{v:.4f}" for s in ("per_token", "per_byte")
+                            for v in (cell[s]["accuracy"], *cell[s]["ci95"])]
     rows = [line.split("\t") for line in (work / "err.tsv").read_text().splitlines()]
     assert rows[0] == report.ERRORS_HEADER
     diffs = sorted(abs(p["score_original"] - p["score_corrupted"]) for p in scored)
@@ -68,6 +75,38 @@ def test_cli_pipeline(work, capsys):
                                               ["word_swap", "0.50", "errors", rows[2][4]]] and len(rows) == 9
     assert cli.main(["bpomp", "table", "errors-figure", f"{w}/err.json", "--out", f"{w}/err.png"]) == 0
     assert (work / "err.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_accuracy_against_scorer_size(tmp_path, capsys):
+    """Each accuracy cell beside the parameters of its scores' stats, scorers by size; an endpoint's scorer
+    (no count) last and off the figure."""
+    def cell(name, acc):
+        summary = {"accuracy": acc, "ties": 0, "ci95": [acc - 0.1, acc + 0.1]}
+        return {"scorer": name, "kind": "causal", "model": name,
+                "tasks": {"synonym": {"n": 10, **summary, "per_token": None, "per_byte": summary}}}
+
+    files = {}
+    for name, acc, params in (("big", 0.9, 135_000_000), ("served", 0.7, None), ("small", 0.6, 40_000)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(cell(name, acc)))
+        (tmp_path / f"{name}.stats.json").write_text(json.dumps({"pairs": 10, "parameters": params}))
+        files[name] = (str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.stats.json"))
+    names = ("big", "served", "small")
+    cells, stats = [files[n][0] for n in names], [files[n][1] for n in names]
+    out = tmp_path / "size.tsv"
+    assert cli.main(["bpomp", "table", "by-size", *cells, "--stats", *stats, "--out", str(out)]) == 0
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert [r[:9] for r in rows[1:]] == [
+        ["small", "causal", "small", "40000", "synonym", "10", "0.6000", "0.5000", "0.7000"],
+        ["big", "causal", "big", "135000000", "synonym", "10", "0.9000", "0.8000", "1.0000"],
+        ["served", "causal", "served", "NA", "synonym", "10", "0.7000", "0.6000", "0.8000"]]
+    assert [r[9:] for r in rows[1:]] == [["NA", "0.6000"], ["NA", "0.9000"], ["NA", "0.7000"]]
+    assert cli.main(["bpomp", "table", "by-size-figure", *cells, "--stats", *stats, "--out", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    assert cli.main(["bpomp", "table", "by-size", *cells, "--stats", *stats[:2], "--out", str(tmp_path / "x.tsv")]) == 2
+    assert "2 stats files for 3 accuracy cells" in capsys.readouterr().err
+    assert cli.main(["bpomp", "table", "accuracy", *cells, "--stats", *stats, "--out", str(tmp_path / "x.tsv")]) == 2
+    assert not (tmp_path / "x.tsv").exists()
 
 
 def test_cli_errors_exit_2(work, capsys):

@@ -26,7 +26,7 @@ ORIGINAL = ["the sun is warm today", "the sea is calm and blue", "I walk", "I ta
 CORRUPTED = ORIGINAL[:3] + [ORIGINAL[4], ORIGINAL[3]]
 KEY = "sk-test-bpomp-0123456789abcdefXYZ"   # a made-up key that must never reach an output
 PAIR_KEYS = {"id", "task", "original", "corrupted"}
-SCORE_KEYS = {"score_original", "score_corrupted", "scorer"}
+SCORE_KEYS = {"score_original", "score_corrupted", "scorer", "tokens_original", "tokens_corrupted"}
 
 
 @pytest.fixture
@@ -71,6 +71,7 @@ def test_scores_are_the_sums_after_the_first_token_of_the_framed_text(pairs, tmp
     (record,) = read_jsonl(out)
     assert set(record) == PAIR_KEYS | SCORE_KEYS and record["scorer"] == "causal"
     assert record["score_original"] == -1.0 - 2.5 - 0.25 and record["score_corrupted"] == -0.5 - 0.125
+    assert record["tokens_original"] == 3 and record["tokens_corrupted"] == 2   # the tokens each sum holds
     assert all(b["max_tokens"] == 1 for b in (r.body for r in server.posts))   # so GENERATED was sent and left out
     bodies = [r.body for r in server.posts]
     assert [b["prompt"] for b in bodies] == [f"<s>{t}</s>" for t in sorted(map("\n".join, (ORIGINAL, CORRUPTED)))]

@@ -162,7 +162,17 @@ def test_write_scores(tmp_path, gpt2, bert, kind):
     for k, r in enumerate(recs):
         assert r["score_original"] == pytest.approx(ref(TEXTS[k]), abs=1e-4)
         assert r["score_corrupted"] == pytest.approx(ref(TEXTS[k + 1]), abs=1e-4)
-    assert bpomp.accuracy(str(out), bootstrap_reps=50)["word_swap"]["n"] == 3
+        # the tokens each score sums: causal, the text's and the EOS; masked, all but [CLS] and [SEP]
+        for side, text in (("original", TEXTS[k]), ("corrupted", TEXTS[k + 1])):
+            n = len(tok(text, add_special_tokens=False)["input_ids"]) + 1 if kind == "causal" \
+                else len(tok(text)["input_ids"]) - 2
+            assert r[f"tokens_{side}"] == n
+    assert summary["parameters"] == model.num_parameters()
+    acc = bpomp.accuracy(str(out), bootstrap_reps=50)["word_swap"]
+    assert acc["n"] == 3
+    per_token = [r["score_original"] / r["tokens_original"] > r["score_corrupted"] / r["tokens_corrupted"]
+                 for r in recs]
+    assert acc["per_token"]["accuracy"] == pytest.approx(sum(per_token) / 3)
 
 
 def test_saved_models_load_by_path(tmp_path, gpt2, bert):
@@ -253,3 +263,32 @@ def test_a_checkpoint_has_one_position_limit_for_sampling_and_scoring(tmp_path):
     assert len(bpomp.causal_scores(model, tok, [by_length[limit]])) == 1
     with pytest.raises(PoevalError, match=f"more than the model's {limit} positions"):
         bpomp.causal_scores(model, tok, [by_length[limit + 1]])
+
+
+def test_prompted_judgement_reads_the_answer_letters_in_both_orders(tmp_path, gpt2, monkeypatch):
+    """Each pair asked with the original as A and as B; the scores sum the log-probabilities of the letters
+    that name each text, from one unbatched forward per prompt (a short question: the tiny model has 128
+    positions)."""
+    from poeval.bpomp import prompted
+
+    monkeypatch.setattr(prompted, "QUESTION", "A:\n{a}\nB:\n{b}\n?")
+    model, tok = gpt2
+    tok.chat_template = "{% for m in messages %}<user>{{ m['content'] }}\n{% endfor %}<assistant>"
+    out = tmp_path / "judged.jsonl"
+    summary = prompted.write_judgements(str(_pairs_file(tmp_path)), (model, tok), str(out), batch_size=4)
+    assert summary["prompts"] == 6
+
+    def letters(first, second):
+        text = (f"<user>{prompted.QUESTION.format(a=first, b=second)}\n<assistant>")
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([tok(text)["input_ids"]])).logits[0, -1], -1)
+        return [logp[tok.convert_tokens_to_ids(c)].item() for c in "AB"]
+
+    for k, r in enumerate(json.loads(x) for x in out.read_text().splitlines()):
+        (a1, b1), (a2, b2) = letters(TEXTS[k], TEXTS[k + 1]), letters(TEXTS[k + 1], TEXTS[k])
+        assert r["score_original"] == pytest.approx(a1 + b2, abs=1e-4)
+        assert r["score_corrupted"] == pytest.approx(b1 + a2, abs=1e-4) and r["scorer"] == "prompted"
+    assert bpomp.accuracy(str(out), bootstrap_reps=20)["word_swap"]["per_token"] is None
+    tok.chat_template = None
+    with pytest.raises(PoevalError, match="no chat template"):
+        prompted.write_judgements(str(_pairs_file(tmp_path)), (model, tok), str(tmp_path / "x.jsonl"))

@@ -1,5 +1,6 @@
 # BPoMP: limerick corpus -> minimal pairs per task -> scores per (scorer, task) -> accuracy cells and
-# error analysis -> results/tables/bpomp_accuracy.tsv and bpomp_errors.tsv, results/figures/bpomp_errors.png. rule all asks for the tables
+# error analysis -> results/tables/bpomp_accuracy.tsv, bpomp_errors.tsv and bpomp_by_size.tsv, results/figures/bpomp_errors.png
+# and bpomp_by_size.png. rule all asks for the tables
 # only when bpomp.enabled (params.yaml: false). Causal scorers reuse the generators' checkpoints
 # models/en/<system> (rule train); masked scorers named under bpomp.mlm are trained by rule train_mlm
 # into results/bpomp/models/en/<name> (inside results/bpomp, a DVC output of the tables stage, apart from the generators).
@@ -159,3 +160,36 @@ rule bpomp_errors_figure:
     threads: 1
     shell:
         "poeval bpomp table errors-figure {input:q} --job {params.job:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule bpomp_size_table:
+    input:
+        cells=bpomp_accuracy_cells(),
+        stats=bpomp_score_stats(),
+    output:
+        report(paths.table("bpomp_by_size"), caption="../report/bpomp_by_size.rst", category=REPORT_CATEGORIES[4]),
+    log:
+        paths.log("tables", "bpomp_by_size"),
+    params:
+        job=job_of("bpomp_size_table"),
+    threads: 1
+    shell:
+        "poeval bpomp table by-size {input.cells:q} --stats {input.stats:q} --job {params.job:q} --out {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule bpomp_size_figure:
+    input:
+        cells=bpomp_accuracy_cells(),
+        stats=bpomp_score_stats(),
+    output:
+        report(paths.figure("bpomp_by_size"), caption="../report/bpomp_by_size_figure.rst",
+               category=REPORT_CATEGORIES[4]),
+    log:
+        paths.log("figures", "bpomp_by_size"),
+    params:
+        job=job_of("bpomp_size_figure"),
+    threads: 1
+    shell:
+        "poeval bpomp table by-size-figure {input.cells:q} --stats {input.stats:q} --job {params.job:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -412,6 +412,11 @@ def bpomp_accuracy_cells():
     return [paths.bpomp_accuracy(s, t) for s in BPOMP_SCORERS for t in BPOMP_TASKS]
 
 
+def bpomp_score_stats():
+    """The scores' stats (parameter counts), one per accuracy cell, in the cells' order."""
+    return [paths.bpomp_score_stats(s, t) for s in BPOMP_SCORERS for t in BPOMP_TASKS]
+
+
 def bpomp_error_cells():
     return [paths.bpomp_errors(s) for s in BPOMP_SCORERS]
 
@@ -419,4 +424,5 @@ def bpomp_error_cells():
 def bpomp_targets():
     if not BPOMP_ENABLED:
         return []
-    return [paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors")]
+    return [paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors"),
+            paths.table("bpomp_by_size"), paths.figure("bpomp_by_size")]

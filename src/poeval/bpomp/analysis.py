@@ -2,6 +2,12 @@
 
 * Accuracy per task: the share of pairs with ``score_original > score_corrupted``; a tie counts 0.5.
   The 95 % interval is a percentile bootstrap over pairs (``numpy.random.default_rng(seed)``).
+  Length-normalised beside it, as lm-evaluation-harness normalises a choice's log-likelihood (``acc_norm``
+  divides by the choice's length): per token, each score divided by the tokens it sums
+  (``tokens_original``/``tokens_corrupted``, written by the scorer), and per byte, divided by the UTF-8 bytes
+  of the text (its lines joined by newlines). Both are null where the records hold no token counts: they
+  mark scores of the texts themselves (an older scores file, or prompted judgements, :mod:`.prompted`, have
+  none). The three share the bootstrap's resamples (the same seed draws the same pairs).
 * Error analysis: does the model just prefer the text with the more frequent word sequences? For each
   pair, ``freq_diff = F(original) - F(corrupted)`` with ``F(text) = sum over its word bigrams of
   log(count + 1)`` (add-one smoothing, so unseen bigrams add log 1 = 0); words are lower-cased runs of
@@ -70,16 +76,52 @@ def bootstrap_ci(values: np.ndarray, reps: int, seed: int, level: float = 0.95) 
     return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
 
+def text_bytes(lines: Sequence[str]) -> int:
+    """UTF-8 bytes of a text as it is scored: its lines joined by newlines."""
+    return max(len("\n".join(lines).encode("utf-8")), 1)   # an empty text (never a limerick) divides by 1
+
+
+def _token_counts(records: Sequence[dict], where: str) -> bool:
+    """Whether every record holds the token counts of both its scores (each a positive integer)."""
+    fields = ("tokens_original", "tokens_corrupted")
+    if not any(f in r for r in records for f in fields):
+        return False
+    for n, r in enumerate(records, 1):
+        for f in fields:
+            v = r.get(f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise PoevalError(f"{where}: record {n}: {f!r} must be a positive integer (the tokens of its score)")
+    return True
+
+
+def normalised(records: Sequence[dict], by: str) -> list[dict]:
+    """The records with each score divided by its length: ``by`` ``token`` (its token count) or ``byte``."""
+    def length(r, side):
+        return r[f"tokens_{side}"] if by == "token" else text_bytes(r[side])
+
+    return [{"score_original": r["score_original"] / length(r, "original"),
+             "score_corrupted": r["score_corrupted"] / length(r, "corrupted")} for r in records]
+
+
+def _summary_of(v: np.ndarray, reps: int, seed: int) -> dict:
+    return {"accuracy": float(v.mean()), "ties": int((v == 0.5).sum()), "ci95": list(bootstrap_ci(v, reps, seed))}
+
+
 def accuracy(scores_jsonl, bootstrap_reps: int = 1000, seed: int = 1) -> dict:
-    """``{task: {"n", "accuracy", "ties", "ci95": [low, high]}}`` for a scored pairs file (or list)."""
+    """``{task: {"n", "accuracy", "ties", "ci95": [low, high], "per_token", "per_byte"}}`` for a scored pairs
+    file (or list); ``per_token``/``per_byte``: ``{"accuracy", "ties", "ci95"}`` of the length-normalised
+    scores (null without token counts)."""
     config.check_int(bootstrap_reps, "bootstrap_reps", config.bootstrap_reps_range("bpomp"))
     records, where = _load(scores_jsonl)
     _check_scored(records, where)
+    counted = _token_counts(records, where) and all(isinstance(r.get(f), list) for r in records
+                                                    for f in ("original", "corrupted"))
     out = {}
     for task, recs in _by_task(records).items():
         v = pair_outcomes(recs)
-        out[task] = {"n": len(v), "accuracy": float(v.mean()), "ties": int((v == 0.5).sum()),
-                     "ci95": list(bootstrap_ci(v, bootstrap_reps, seed))}
+        per = {f"per_{by}": _summary_of(pair_outcomes(normalised(recs, by)), bootstrap_reps, seed) if counted
+               else None for by in ("token", "byte")}
+        out[task] = {"n": len(v), **_summary_of(v, bootstrap_reps, seed), **per}
     return out
 
 

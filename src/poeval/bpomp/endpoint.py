@@ -81,8 +81,9 @@ def token_logprobs(response, prompt: str, where: Endpoint) -> list[float]:
     return [float(v) for v in scored]
 
 
-def text_score(client, where: Endpoint, prompt: str) -> float:
-    """Summed log-probability (natural log) of ``prompt``'s tokens after the first, from one request."""
+def text_score(client, where: Endpoint, prompt: str) -> tuple[float, int]:
+    """Summed log-probability (natural log) of ``prompt``'s tokens after the first, and how many tokens
+    that sum holds, from one request."""
     import openai
 
     try:
@@ -92,25 +93,29 @@ def text_score(client, where: Endpoint, prompt: str) -> float:
     except (openai.APIConnectionError, openai.APITimeoutError) as err:
         raise PoevalError(f"{where.where()}: no answer after {where.max_retries} retries "
                           f"({type(err).__name__})") from None
-    return sum(token_logprobs(response, prompt, where))
+    values = token_logprobs(response, prompt, where)
+    return sum(values), len(values)
 
 
 def endpoint_scores(where: Endpoint, texts: Sequence[str], bos: str = "", eos: str = "",
-                    progress: bool = False) -> list[float]:
-    """The score of each text framed ``bos + text + eos``, in order. The first text is asked alone, so that a
-    server without prompt log-probabilities costs one request; the rest go ``max_concurrency`` at a time."""
+                    progress: bool = False, counts: list[int] | None = None) -> list[float]:
+    """The score of each text framed ``bos + text + eos``, in order (``counts``, when given, receives the
+    tokens each score sums). The first text is asked alone, so that a server without prompt
+    log-probabilities costs one request; the rest go ``max_concurrency`` at a time."""
     from poeval.progress import progress_bar
 
     client = where.client()
     prompts = [bos + t + eos for t in texts]
-    scores = [text_score(client, where, prompts[0])] if prompts else []
+    answers = [text_score(client, where, prompts[0])] if prompts else []
     # the bar starts after the first answer: a server that fails it leaves one error line on stderr, no bar
-    with progress_bar(total=len(prompts), initial=len(scores), progress=progress,
+    with progress_bar(total=len(prompts), initial=len(answers), progress=progress,
                       desc="causal (endpoint)") as bar, ThreadPoolExecutor(where.max_concurrency) as pool:
-        for score in pool.map(lambda p: text_score(client, where, p), prompts[1:]):
-            scores.append(score)
+        for answer in pool.map(lambda p: text_score(client, where, p), prompts[1:]):
+            answers.append(answer)
             bar.update(1)
-    return scores
+    if counts is not None:
+        counts.extend(n for _, n in answers)
+    return [score for score, _ in answers]
 
 
 def write_endpoint_scores(pairs_jsonl: str, model: str, kind: str, out: str, *, where: Endpoint, bos: str = "",
@@ -122,7 +127,8 @@ def write_endpoint_scores(pairs_jsonl: str, model: str, kind: str, out: str, *, 
         raise PoevalError(f"an endpoint scores causal LMs only (kind causal), got {kind!r}")
     pairs = read_pairs(pairs_jsonl)
     texts = pair_texts(pairs)
-    scores = dict(zip(texts, endpoint_scores(where, texts, bos, eos, progress)))
-    stats = write_scored(out, pairs, scores, "causal")
+    counts: list[int] = []
+    scores = dict(zip(texts, endpoint_scores(where, texts, bos, eos, progress, counts)))
+    stats = write_scored(out, pairs, scores, "causal", dict(zip(texts, counts)))
     record = {key: getattr(where, key) for key in PUBLIC}
     return {**stats, "endpoint": {"base_url": public_url(where.base_url), **record, "bos": bos, "eos": eos}}

@@ -3,7 +3,8 @@
 * Accuracy cell (one per scorer x task): ``{"scorer", "kind", "model", "variant", "tasks": {task: {"n",
   "accuracy", "ties", "ci95"}}}`` from :func:`.analysis.accuracy`.
 * Error cell (one per scorer, all its tasks): :func:`.analysis.error_analysis` plus the scorer's name.
-* ``bpomp_accuracy.tsv``: one row per task x scorer (params order). ``bpomp_errors.tsv``: one row per
+* ``bpomp_accuracy.tsv``: one row per task x scorer (params order): raw accuracy, then the per-token and
+  per-byte normalised accuracies with their intervals. ``bpomp_errors.tsv``: one row per
   scorer x task (``all`` = the scorer's pairs of every task pooled) x confidence cut-off (quantile of
   ``|score_diff|``, ``bpomp.errors.confidence_quantiles``) x subset (``all`` kept pairs, ``errors`` only).
   Fixed formatting, so equal cells give byte-identical tables.
@@ -22,7 +23,9 @@ from poeval.bpomp.pairs import TASKS
 from poeval.errors import PoevalError
 from poeval.render import fmt, write_tsv
 
-ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
+ACCURACY_HEADER = ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties",
+                   "acc_per_token", "ci_low_per_token", "ci_high_per_token",
+                   "acc_per_byte", "ci_low_per_byte", "ci_high_per_byte"]
 ERRORS_HEADER = ["scorer", "task", "quantile", "subset", "pairs", "pearson", "pearson_p", "spearman", "spearman_p"]
 SUBSETS = ("all", "errors")
 
@@ -83,14 +86,14 @@ def timed_scores(write_scores, pairs_jsonl: str, model, kind: str, out: str, sta
 
 # --- tables --------------------------------------------------------------------------------------
 
-def _read_cell(path: str, field: str) -> dict:
+def read_cell(path: str, field: str) -> dict:
     cell = io.read_json(path)
     if not isinstance(cell, dict) or field not in cell:
         raise PoevalError(f"{path}: not a BPoMP cell (no {field!r}; made by `poeval bpomp accuracy/errors --out`?)")
     return cell
 
 
-def _task_order(task: str) -> tuple:
+def task_order(task: str) -> tuple:
     return (TASKS.index(task) if task in TASKS else len(TASKS), task)
 
 
@@ -98,28 +101,36 @@ def accuracy_table(cells: list[str], out: str) -> list[list[str]]:
     """``bpomp_accuracy.tsv``: rows task x scorer; scorers in the order of ``cells``."""
     rows = []
     for scorer_rank, path in enumerate(cells):
-        cell = _read_cell(path, "tasks")
+        cell = read_cell(path, "tasks")
         for task, r in cell["tasks"].items():
-            rows.append((_task_order(task), scorer_rank, [
+            rows.append((task_order(task), scorer_rank, [
                 task, str(cell.get("scorer") or path), str(cell.get("kind") or "NA"), str(cell.get("model") or "NA"),
                 str(cell.get("variant") or "NA"), str(r["n"]), fmt(r["accuracy"], 4), fmt(r["ci95"][0], 4),
-                fmt(r["ci95"][1], 4), str(r["ties"])]))
+                fmt(r["ci95"][1], 4), str(r["ties"]), *_normalised(r.get("per_token")),
+                *_normalised(r.get("per_byte"))]))
     rows.sort(key=lambda t: t[:2])
     table = [r for *_, r in rows]
     write_tsv(out, ACCURACY_HEADER, table)
     return table
 
 
+def _normalised(summary: dict | None) -> list[str]:
+    """Accuracy and interval of a length-normalised summary (NA: a cell without it)."""
+    if not summary:
+        return ["NA"] * 3
+    return [fmt(summary["accuracy"], 4), fmt(summary["ci95"][0], 4), fmt(summary["ci95"][1], 4)]
+
+
 def _error_parts(cell: dict) -> list[tuple[str, list[dict]]]:
     """``(task, cut-offs)`` for each task and then ``all`` (the tasks pooled)."""
-    return [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=_task_order)] + [("all", cell["overall"])]
+    return [(t, cell["tasks"][t]) for t in sorted(cell["tasks"], key=task_order)] + [("all", cell["overall"])]
 
 
 def errors_table(cells: list[str], out: str) -> list[list[str]]:
     """``bpomp_errors.tsv``: per scorer, each task and then ``all``, each cut-off, each subset."""
     table = []
     for path in cells:
-        cell = _read_cell(path, "overall")
+        cell = read_cell(path, "overall")
         for task, cutoffs in _error_parts(cell):
             for cut in cutoffs:
                 for subset in SUBSETS:
@@ -136,7 +147,7 @@ def errors_figure(cells: list[str], out: str) -> None:
     from poeval.render import finish_figure, load_pyplot
 
     plt = load_pyplot()
-    loaded = [_read_cell(path, "overall") for path in cells]
+    loaded = [read_cell(path, "overall") for path in cells]
     fig, axes = plt.subplots(1, max(len(loaded), 1), figsize=(4.5 * max(len(loaded), 1), 3.6), squeeze=False)
     for ax, cell in zip(axes[0], loaded):
         for k, (task, cutoffs) in enumerate(_error_parts(cell)):

@@ -60,7 +60,7 @@ def resolve_model(model, kind: str, key: str = "model"):
     return m.to(device.resolve()).eval(), tok
 
 
-def _check_len(model, lengths: Sequence[int]) -> None:
+def check_len(model, lengths: Sequence[int]) -> None:
     limit = max_positions(model)
     if limit and lengths and max(lengths) > limit:
         raise PoevalError(f"a text has {max(lengths)} tokens, more than the model's {limit} positions")
@@ -89,7 +89,7 @@ def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, 
 
     order = verse_order(model)
     seqs = [causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order))) for t in texts]
-    _check_len(model, [len(s) for s in seqs])
+    check_len(model, [len(s) for s in seqs])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device
     order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))
@@ -152,7 +152,7 @@ def masked_scores(model, tokenizer, texts: Sequence[str], variant: str = "origin
     if tokenizer.mask_token_id is None:
         raise PoevalError("masked scoring needs a tokenizer with a mask token")
     encoded = [_masked_rows(tokenizer, t, variant, spans[k] if spans else None) for k, t in enumerate(texts)]
-    _check_len(model, [len(ids) for ids, _ in encoded])
+    check_len(model, [len(ids) for ids, _ in encoded])
     jobs = [(k, p, m) for k, (_, rows) in enumerate(encoded) for p, m in rows]
     jobs.sort(key=lambda j: -len(encoded[j[0]][0]))  # similar lengths share a batch: little padding
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -199,6 +199,20 @@ def score_texts(model, tokenizer, kind: str, texts: Sequence[str], variant: str 
     raise PoevalError(f"scorer kind must be one of {', '.join(KINDS)}, got {kind!r}")
 
 
+def token_counts(model, tokenizer, kind: str, texts: Sequence[str], variant: str = "original") -> list[int]:
+    """How many tokens each text's score sums: causal, every token after the BOS (the EOS included); masked,
+    every non-special token. The per-token accuracy divides the score by it (:func:`.analysis.accuracy`)."""
+    if kind == "causal":
+        order = verse_order(model)
+        return [len(causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order)))) - 1 for t in texts]
+    return [len(_masked_rows(tokenizer, t, variant, None)[1]) for t in texts]
+
+
+def parameter_count(model) -> int:
+    """The model's parameters, each tensor once (tied input and output embeddings count once)."""
+    return int(sum(p.numel() for p in model.parameters()))
+
+
 def read_pairs(pairs_jsonl: str) -> list[dict]:
     """The pairs of a pairs file, each checked for its ``original`` and ``corrupted`` line lists."""
     pairs = list(io.read_jsonl(pairs_jsonl))
@@ -215,12 +229,17 @@ def pair_texts(pairs: Sequence[dict]) -> list[str]:
     return sorted({pair_text(p[f]) for p in pairs for f in ("original", "corrupted")})
 
 
-def write_scored(out: str, pairs: list[dict], scores: dict[str, float], label: str) -> dict:
-    """Write the pairs with ``score_original``, ``score_corrupted`` (looked up by text) and ``scorer``."""
+def write_scored(out: str, pairs: list[dict], scores: dict[str, float], label: str,
+                 tokens: dict[str, int] | None = None) -> dict:
+    """Write the pairs with ``score_original``, ``score_corrupted`` (looked up by text), ``scorer`` and,
+    when ``tokens`` is given, ``tokens_original`` and ``tokens_corrupted`` (the tokens each score sums)."""
     for p in pairs:
         p["score_original"] = scores[pair_text(p["original"])]
         p["score_corrupted"] = scores[pair_text(p["corrupted"])]
         p["scorer"] = label
+        if tokens is not None:
+            p["tokens_original"] = tokens[pair_text(p["original"])]
+            p["tokens_corrupted"] = tokens[pair_text(p["corrupted"])]
     io.write_jsonl(out, pairs)
     return {"pairs": len(pairs), "texts": len(scores), "scorer": label}
 
@@ -229,8 +248,9 @@ def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "o
                  batch_size: int | None = None, threads: int | None = None, progress: bool = True,
                  model_key: str = "model") -> dict:
     """Score both texts of every pair; write the pairs with ``score_original``, ``score_corrupted``
-    (natural-log (pseudo-)log-likelihoods) and ``scorer``. Each distinct text is scored once. ``model_key``
-    names the parameter that gave ``model`` in errors (the workflow's: ``bpomp.scorers.<i>.model``)."""
+    (natural-log (pseudo-)log-likelihoods), ``scorer``, ``tokens_original`` and ``tokens_corrupted``. Each
+    distinct text is scored once. ``model_key`` names the parameter that gave ``model`` in errors (the
+    workflow's: ``bpomp.scorers.<i>.model``). The stats returned add the model's ``parameters``."""
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise PoevalError(f"threads must be a positive integer, got {threads!r}")
     if kind not in KINDS:
@@ -243,5 +263,6 @@ def write_scores(pairs_jsonl: str, model, kind: str, out: str, variant: str = "o
         torch.set_num_threads(threads)
     texts = pair_texts(pairs)
     scores = dict(zip(texts, score_texts(m, tok, kind, texts, variant, batch_size, progress)))
+    tokens = dict(zip(texts, token_counts(m, tok, kind, texts, variant)))
     label = "causal" if kind == "causal" else f"masked:{variant}"
-    return write_scored(out, pairs, scores, label)
+    return {**write_scored(out, pairs, scores, label, tokens), "parameters": parameter_count(m)}

@@ -167,7 +167,8 @@ class ErrorsJob(Job):
 
 @dataclasses.dataclass(frozen=True)
 class TableJob(Job):
-    """The accuracy and errors tables and the errors figure: their cells (inputs) are all they read."""
+    """The accuracy, errors and by-size tables and their figures: their cells and the scores' stats (inputs)
+    are all they read."""
 
     KIND = "bpomp_table"
 
@@ -300,4 +301,6 @@ STEPS = (Step("bpomp_corpus", corpus_job, stamp_beside(paths.limericks), paths.l
          *(Step(rule, table_job, stamp_beside(functools.partial(path, name)), functools.partial(path, name), applies=_in_run)
            for rule, path, name in (("bpomp_accuracy_table", paths.table, "bpomp_accuracy"),
                                     ("bpomp_errors_table", paths.table, "bpomp_errors"),
-                                    ("bpomp_errors_figure", paths.figure, "bpomp_errors"))))
+                                    ("bpomp_errors_figure", paths.figure, "bpomp_errors"),
+                                    ("bpomp_size_table", paths.table, "bpomp_by_size"),
+                                    ("bpomp_size_figure", paths.figure, "bpomp_by_size"))))

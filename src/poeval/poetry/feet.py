@@ -133,7 +133,7 @@ def stanza_metre(lines: Sequence[str], lang: str, fit: dict | None = None) -> st
     be the first of them in :data:`FOOT`. A tie goes to the family whose voters cost least, then to the one
     whose patterns cost least over all the verses. Verses under :data:`MIN_SYLLABLES` syllables and verses
     that fit no family well enough vote ``other``, which loses ties; German iambic verse is the alexandrine
-    when at least half of the verses that back it have 6 feet."""
+    when most of the verses that back it have 6 feet."""
     consts = (fit or fitted())[lang]
     votes, voters, total, six = (collections.Counter() for _ in range(4))
     for codes in (codes_of(line, lang) for line in lines):
@@ -145,11 +145,13 @@ def stanza_metre(lines: Sequence[str], lang: str, fit: dict | None = None) -> st
         for family, (c, n_feet) in costs.items():
             total[family] += c
             if c == least:
-                votes[family], voters[family], six[family] = votes[family] + 1, voters[family] + c, six[family] + (n_feet == 6)
+                votes[family] += 1
+                voters[family] += c
+                six[family] += n_feet == 6
     if not votes:
         return "other"
     family = min(votes, key=lambda f: (-votes[f], f == "other", voters[f], total[f], LABELS.index(f)))
-    return "alexandrine" if lang == "de" and family == "iambic" and 2 * six[family] >= votes[family] else family
+    return "alexandrine" if lang == "de" and family == "iambic" and 2 * six[family] > votes[family] else family
 
 
 # --- fitting (benchmarks/bench_metre.py --fit) --------------------------------------------------------

@@ -1,5 +1,6 @@
 """Metre of a verse by its feet: the family (:data:`LABELS`) and the number of feet whose pattern fits the
-verse's stresses best (:mod:`poeval.poetry.stress`), and a stanza's family by the majority of its verses.
+verse's stresses best (:mod:`poeval.poetry.stress`), and a stanza's family by the verses that fit each family best
+(:func:`stanza_metre`).
 
 Each family is a foot repeated (iambic ``01``, trochaic ``10``, anapaestic ``001``, dactylic ``100``,
 amphibrachic ``010``) with the licences verse takes: a verse may lose the slack before its first stress (a

@@ -130,7 +130,7 @@ def test_dev_figures_by_poet():
     """The cross-validated figures of docs/results/metre.md: verse accuracy, quatrain accuracy and the labeller
     before issue 42 on the same verses; every family the dev gold has is predicted."""
     bench = _bench()
-    want = {"en": (0.740, 0.883), "de": (0.776, 0.887)}
+    want = {"en": (0.740, 0.867), "de": (0.776, 0.881)}
     for lang, (verses, quatrains) in want.items():
         dev = bench.load(lang, "dev")
         res = bench.cross_validate(dev, lang, 5)

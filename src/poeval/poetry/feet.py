@@ -1,5 +1,6 @@
 """Metre of a verse by its feet: the family (:data:`LABELS`) and the number of feet whose pattern fits the
-verse's stresses best (:mod:`poeval.poetry.stress`), and a stanza's family by the majority of its verses.
+verse's stresses best (:mod:`poeval.poetry.stress`), and a stanza's family by the verses that fit each family best
+(:func:`stanza_metre`).
 
 Each family is a foot repeated (iambic ``01``, trochaic ``10``, anapaestic ``001``, dactylic ``100``,
 amphibrachic ``010``) with the licences verse takes: a verse may lose the slack before its first stress (a
@@ -96,19 +97,28 @@ def codes_of(line: str, lang: str) -> str:
     return codes[:-1] + "x" if codes.endswith("w") else codes
 
 
-def scan(codes: str, lang: str, fit: dict | None = None) -> tuple[str, int, float]:
-    """``(family, feet, cost)`` of the cheapest pattern for a verse's stress codes (``other``, 0 feet
-    when it has no syllable or no pattern fits it well enough)."""
+def family_costs(codes: str, lang: str, fit: dict | None = None) -> dict[str, tuple[float, int]]:
+    """``{family: (cost, feet)}`` of each family's cheapest pattern for a verse's stress codes (a family with
+    no pattern of the verse's length is absent)."""
     consts = (fit or fitted())[lang]
-    best = ("other", 0, float("inf"))
+    out: dict[str, tuple[float, int]] = {}
     for family in FOOT:
         for pattern, head, tail, feet in patterns(family, len(codes)):
             strong, weak = _mismatches(codes, pattern)
             cost = (strong + consts["weak"] * weak + consts["head"] * head + consts["tail"] * tail
                     + consts["bias"][family])
-            if cost < best[2]:
-                best = (family, feet, cost)
-    label = _label(*best, len(codes), consts, lang)
+            if family not in out or cost < out[family][0]:
+                out[family] = (cost, feet)
+    return out
+
+
+def scan(codes: str, lang: str, fit: dict | None = None) -> tuple[str, int, float]:
+    """``(family, feet, cost)`` of the cheapest pattern for a verse's stress codes (``other``, 0 feet
+    when it has no syllable or no pattern fits it well enough); a tie goes to the family first in :data:`FOOT`."""
+    costs = family_costs(codes, lang, fit)
+    family = min(costs, key=lambda f: costs[f][0], default="other")
+    best = (family, costs[family][1], costs[family][0]) if costs else ("other", 0, float("inf"))
+    label = _label(*best, len(codes), (fit or fitted())[lang], lang)
     return (label, 0 if label == "other" else best[1], best[2])
 
 
@@ -118,13 +128,31 @@ def line_metre(line: str, lang: str, fit: dict | None = None) -> str:
 
 
 def stanza_metre(lines: Sequence[str], lang: str, fit: dict | None = None) -> str:
-    """The family most of a stanza's verses have; a tie goes to the family whose verses cost least."""
-    scans = [scan(codes_of(line, lang), lang, fit) for line in lines]
-    votes = collections.Counter(s[0] for s in scans)
-    cost = collections.defaultdict(float)
-    for family, _, c in scans:
-        cost[family] += c
-    return min(votes, key=lambda f: (-votes[f], cost[f], LABELS.index(f))) if votes else "other"
+    """The family most of a stanza's verses fit best, a verse voting for every family whose cheapest pattern
+    costs its least: a verse that two families fit alike (``Half a league, half a league``, a dactylic or an
+    anapaestic dimeter) backs both, so that the verses that tell them apart decide, where its own label would
+    be the first of them in :data:`FOOT`. A tie goes to the family whose voters cost least, then to the one
+    whose patterns cost least over all the verses. Verses under :data:`MIN_SYLLABLES` syllables and verses
+    that fit no family well enough vote ``other``, which loses ties; German iambic verse is the alexandrine
+    when most of the verses that back it have 6 feet."""
+    consts = (fit or fitted())[lang]
+    votes, voters, total, six = (collections.Counter() for _ in range(4))
+    for codes in (codes_of(line, lang) for line in lines):
+        costs = family_costs(codes, lang, fit)
+        least = min((c for c, _ in costs.values()), default=float("inf"))
+        if _label("iambic", 0, least, len(codes), consts, lang) == "other":
+            votes["other"] += 1
+            continue
+        for family, (c, n_feet) in costs.items():
+            total[family] += c
+            if c == least:
+                votes[family] += 1
+                voters[family] += c
+                six[family] += n_feet == 6
+    if not votes:
+        return "other"
+    family = min(votes, key=lambda f: (-votes[f], f == "other", voters[f], total[f], LABELS.index(f)))
+    return "alexandrine" if lang == "de" and family == "iambic" and 2 * six[family] > votes[family] else family
 
 
 # --- fitting (benchmarks/bench_metre.py --fit) --------------------------------------------------------

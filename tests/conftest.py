@@ -17,7 +17,7 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") != "1":
         os.environ.setdefault(var, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from helpers import QUATRAIN, ROOT, _jsonl  # noqa: E402 (after the environment above)
+from helpers import QUATRAIN, ROOT, Interrupted, _jsonl  # noqa: E402 (after the environment above)
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
@@ -40,10 +40,6 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-class Interrupted(Exception):
-    """Raised by the :func:`interrupt` hook: a training run killed after some optimizer step."""
-
-
 @pytest.fixture
 def interrupt(monkeypatch):
     """``interrupt(k)``: the training engine raises :class:`Interrupted` after optimizer step ``k``;
@@ -58,26 +54,6 @@ def interrupt(monkeypatch):
         monkeypatch.setattr(engine, "_after_step", None if at is None else hook)
 
     return set_at
-
-
-def assert_stamped(log: dict, inputs: dict, params: dict) -> None:
-    """``log`` carries the provenance stamp of these input files (their sha256) and params as given."""
-    from poeval.files import file_sha256
-
-    stamp = log["provenance"]
-    assert stamp["params"] == params
-    assert {k: v["sha256"] for k, v in stamp["inputs"].items()} == {k: file_sha256(p) for k, p in inputs.items()}
-    assert stamp["code"] and stamp["created"]
-
-
-def sampling(n: int, **over) -> dict:
-    """A complete params ``sampling`` block (what every generator's ``sample`` takes) of ``n`` quatrains:
-    params.yaml's, without the byte-level budget unless ``over`` gives it, ``over`` on top."""
-    import yaml
-
-    block = yaml.safe_load((ROOT / "params.yaml").read_text("utf-8"))["sampling"]
-    block.pop("max_new_bytes")
-    return {**block, "n": n, **over}
 
 
 # A fake sentence encoder (tests of the semantic and diversity families): compute logic without a model.

@@ -349,3 +349,27 @@ def sample_stats(sample, *args, **kwargs) -> dict:
     except NoQuatrain as err:
         assert err.stats is not None, str(err)
         return err.stats
+
+
+class Interrupted(Exception):
+    """Raised by the :func:`interrupt` hook: a training run killed after some optimizer step."""
+
+
+def assert_stamped(log: dict, inputs: dict, params: dict) -> None:
+    """``log`` carries the provenance stamp of these input files (their sha256) and params as given."""
+    from poeval.files import file_sha256
+
+    stamp = log["provenance"]
+    assert stamp["params"] == params
+    assert {k: v["sha256"] for k, v in stamp["inputs"].items()} == {k: file_sha256(p) for k, p in inputs.items()}
+    assert stamp["code"] and stamp["created"]
+
+
+def sampling(n: int, **over) -> dict:
+    """A complete params ``sampling`` block (what every generator's ``sample`` takes) of ``n`` quatrains:
+    params.yaml's, without the byte-level budget unless ``over`` gives it, ``over`` on top."""
+    import yaml
+
+    block = yaml.safe_load((ROOT / "params.yaml").read_text("utf-8"))["sampling"]
+    block.pop("max_new_bytes")
+    return {**block, "n": n, **over}

@@ -307,6 +307,13 @@ def test_provenance_of_a_table2_cell(tiny_run, tmp_path, capsys):
 
 
 
+def _poeval_commands(out: str, command: str) -> list[list[str]]:
+    """The words of each `poeval <command> ...` a dry run (-p) shows, up to its log redirect."""
+    shown = "Shell command: "
+    return [shlex.split(line[len(shown):].split(" > ")[0]) for line in out.splitlines()
+            if line.startswith(f"{shown}poeval {command} ")]
+
+
 def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_path):
     work = _workdir(tmp_path)
     (work / "config" / "three.yaml").write_text(
@@ -330,7 +337,9 @@ def test_figures_read_the_cells_of_their_language_kind_system_and_decodings(tmp_
     assert jobs["figure9"] == human + [cell("bygpt5-s-cond")]
     # one system: SA samples ancestrally only, temperature-0.7 is not in decodings: only its vanilla cell
     assert jobs["figure11"] == human + [cell("sa-s-cond")]
-    assert "--system sa-s-cond --lang en --decodings contrastive-k6-a0.7 vanilla temperature-0.7 --out" in out
+    figure11 = next(json.loads(w[w.index("--job") + 1]) for w in _poeval_commands(out, "figure figure11"))
+    assert figure11["selection"] == {"system": "sa-s-cond", "lang": "en",
+                                     "decodings": ["contrastive-k6-a0.7", "vanilla", "temperature-0.7"]}
     assert jobs["figure12"] == human + [cell("gpt2-s", d) for d in ("vanilla", "contrastive-k6-a0.7")]
     assert jobs["figure13"] == human                  # bygpt5-s is not in this run: a panel says so
 
@@ -439,7 +448,8 @@ def test_metre_and_topics_tables_read_their_cells_and_the_topic_model(tmp_path):
     assert jobs["metre_figure"] == jobs["metre"]
     shells = [line for line, _ in _evaluate_commands(out, "topics").values()]
     assert shells and all(f"--cached topic_model={paths.topic_model('en')}" in line for line in shells)
-    assert f"poeval topics {paths.train('en')} --lang en" in out
+    topics = next(json.loads(w[w.index("--job") + 1]) for w in _poeval_commands(out, "topics"))
+    assert topics["lang"] == "en" and topics["topics"]["num_topics"] > 0
 
 
 @pytest.mark.e2e
@@ -487,8 +497,9 @@ def test_each_language_gets_its_checkpoint_and_encoder(tmp_path, shared_data):
     assert "org/english-gpt2" in train["en"] and "german" not in train["en"]
     assert "org/german-gpt2" in train["de"] and "english" not in train["de"]
     embed = {lang: next(c for c in commands if paths.embeddings(lang) in c) for lang in ("en", "de")}
-    assert "--encoder default" in embed["en"] and "--encoder org/multilingual-encoder" in embed["de"]
-    assert all("--backend torch-bf16" in c for c in embed.values())   # metrics.semantic.backend reaches the rule
+    jobs = {lang: json.loads(shlex.split(c)[shlex.split(c).index("--job") + 1]) for lang, c in embed.items()}
+    assert jobs["en"]["encoder"] == "default" and jobs["de"]["encoder"] == "org/multilingual-encoder"
+    assert all(j["backend"] == "torch-bf16" for j in jobs.values())   # metrics.semantic.backend reaches the rule
 
 
 def test_user_paths_stay_quoted_in_every_shell_command(tmp_path):
@@ -553,14 +564,14 @@ def test_an_untrained_gguf_system_trains_on_its_file_without_the_shared_training
     assert json.loads(job_json)["training"] == "none" and "training" not in json.loads(job_json)["model"]
     params = schema.read(work / "params.yaml", (work / "config" / "scale" / "tiny.yaml", work / "config" / "as-is.yaml"))
     params["training"] = {**params["training"], "lr": 0.5}   # the shared block edited: the job stays the same
-    assert train_job(params, "en", "gpt2-s").to_json() == job_json
+    assert train_job(schema.fill(params), "en", "gpt2-s").to_json() == job_json
     job = out[out.index("rule train:"):]
     assert "base.gguf" in job[:job.index("output:")]   # an input of the job
 
 
 def test_train_and_sample_commands_carry_the_job_their_builder_makes(tmp_path):
     """The rules put each typed job on the command line as one JSON value (`--job`): parsed back, it is the
-    job its builder makes from the params as written and the wildcards (poeval.jobs.train / .sample), and
+    job its builder makes from the resolved params and the wildcards (poeval.jobs.train / .sample), and
     the command has no other params option."""
     import shlex
 
@@ -570,7 +581,7 @@ def test_train_and_sample_commands_carry_the_job_their_builder_makes(tmp_path):
     from poeval.jobs.train import TrainJob, train_job
 
     work = _workdir(tmp_path)
-    params = schema.read(work / "params.yaml", (work / "config" / "scale" / "tiny.yaml",))
+    params = schema.fill(schema.read(work / "params.yaml", (work / "config" / "scale" / "tiny.yaml",)))   # resolved
     targets = [paths.stats("en", s, d) for s in ("gpt2-s", "sa-s-cond") for d in ("vanilla", "contrastive-k6-a0.7")
                if not (s == "sa-s-cond" and d != "vanilla")] + [paths.adherence_stats("en", "bygpt5-s-cond", "abab")]
     proc = snakemake(work, "-n", "-p", "--forceall", *targets)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import sampling
+from helpers import sampling
 from poeval import params as poeval_params
 from poeval import config, paths
 from poeval.cli import main

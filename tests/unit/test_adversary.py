@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import Interrupted, assert_stamped, sampling
+from helpers import Interrupted, assert_stamped, sampling
 from poeval import params as poeval_params
 from poeval.errors import PoevalError
 from poeval.generators.decoding import parse_decoding

@@ -244,7 +244,7 @@ def test_a_checkpoint_has_one_position_limit_for_sampling_and_scoring(tmp_path):
     refuses one more."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from conftest import sampling
+    from helpers import sampling
     from poeval.generators import checkpoint, lm
     from poeval.generators.lm.build import train_tokenizer
 

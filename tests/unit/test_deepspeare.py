@@ -25,7 +25,7 @@ from poeval.poetry.style import STYLE_TOKENS  # noqa: E402
 from poeval.generators.decoding import parse_decoding  # noqa: E402
 from poeval.generators.poetic import common, deepspeare as ds  # noqa: E402
 from poeval.io import read_json, read_jsonl, write_jsonl  # noqa: E402
-from conftest import Interrupted, assert_stamped, sampling  # noqa: E402
+from helpers import Interrupted, assert_stamped, sampling  # noqa: E402
 
 # rhyme families: the end words of rhyming verses share an ending; some families end in the same letter
 # as another (ight/oat, ore/ate, ain/een), so the rhyme model must learn more than the last letter

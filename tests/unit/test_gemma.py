@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 pytest.importorskip("peft")
 
-from conftest import sampling  # noqa: E402
+from helpers import sampling  # noqa: E402
 from helpers import fake_distributions, reference_dev_loss, sample_stats, split_folder  # noqa: E402
 import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402

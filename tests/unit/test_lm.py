@@ -25,7 +25,7 @@ from poeval.generators.lm.generation import generate_batch, generate_kwargs, new
 from poeval.generators.lm.training import encode_quatrains, train  # noqa: E402
 from poeval.poetry.style import METERS, SCHEMES, STYLE_TOKENS, strip_style, style_tokens  # noqa: E402
 from poeval.generators import engine  # noqa: E402
-from conftest import assert_stamped, sampling  # noqa: E402
+from helpers import assert_stamped, sampling  # noqa: E402
 from helpers import (ADJ, DEV_ONLY, NOUN, PREP, TINY, TRAIN_CFG, TRAIN_ONLY, VANILLA, VERB, _quatrains, _state,  # noqa: E402
                      _styled, reference_dev_loss, sample_stats)
 from poeval.errors import PoevalError  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from conftest import sampling  # noqa: E402
+from helpers import sampling  # noqa: E402
 from poeval.generators import lm  # noqa: E402
 from poeval.generators.checkpoint import load  # noqa: E402
 from poeval.generators.lm.build import has_style_tokens  # noqa: E402

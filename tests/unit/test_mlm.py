@@ -14,7 +14,7 @@ from poeval.bpomp import scoring  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402
 from poeval.generators import mlm  # noqa: E402
 from poeval.io import read_json, write_jsonl  # noqa: E402
-from conftest import Interrupted, assert_stamped  # noqa: E402
+from helpers import Interrupted, assert_stamped  # noqa: E402
 
 ADJ = "silver quiet golden broken gentle hollow bitter tender".split()
 NOUN = "river candle meadow harbor shadow lantern orchard sparrow".split()

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import sampling  # noqa: E402
+from helpers import sampling  # noqa: E402
 from helpers import VANILLA, _workdir, snakemake  # noqa: E402
 import gguf_tiny  # noqa: E402
 from poeval.errors import PoevalError  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
-from conftest import sampling  # noqa: E402
+from helpers import sampling  # noqa: E402
 from helpers import fake_distributions, sample_stats, split_folder  # noqa: E402
 from poeval import paths  # noqa: E402
 import gguf_tiny  # noqa: E402

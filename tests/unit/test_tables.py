@@ -259,7 +259,7 @@ def test_a_tables_rule_params_hold_its_own_families_only(root):
 
     from poeval import config, params
     from poeval.report.table_jobs import caption_metrics
-    from poeval.report.tables import FAMILY_OF_TABLE, table_families
+    from poeval.report.tables import FAMILY_OF_TABLE, caption_params, table_families
 
     resolved = params.resolve(config.read(root / "params.yaml"))
     changed = copy.deepcopy(resolved)
@@ -270,7 +270,8 @@ def test_a_tables_rule_params_hold_its_own_families_only(root):
     for table in FAMILY_OF_TABLE:
         given = caption_metrics(resolved, table)
         assert set(given) == {*table_families(table), "tests"}
-        for caption in (f"{table}.rst", "tests.rst"):
+        own = "family.rst" if caption_params(table) else f"{table}.rst"   # as rule <table> picks its caption
+        for caption in (own, "tests.rst"):
             text = (root / "workflow" / "report" / caption).read_text()
             assert set(re.findall(r'snakemake\.params\.metrics\["(\w+)"\]', text)) <= set(given), (table, caption)
 
@@ -327,3 +328,13 @@ def test_a_caption_says_when_a_table_holds_less_than_its_title(root):
     assert tables.scope_note("table5", decodings, systems) == tables.scope_note("table11", decodings, systems) == ""
     for table in ("table7", "table9", "table10", "table12", "diversity_decodings"):   # the captions print it
         assert "{{ snakemake.params.scope }}" in (root / "workflow" / "report" / f"{table}.rst").read_text()
+
+
+def test_every_family_table_has_a_caption(root):
+    """A family table's rule names a caption file that exists: its own, or the generic one with its record's
+    text (a family that brings neither would break the Snakemake report)."""
+    from poeval.report.tables import FAMILY_OF_TABLE, caption_params
+
+    missing = [t for t in FAMILY_OF_TABLE
+               if not caption_params(t) and not (root / "workflow" / "report" / f"{t}.rst").is_file()]
+    assert missing == []

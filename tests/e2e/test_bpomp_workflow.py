@@ -8,7 +8,8 @@ import pytest
 from poeval import paths
 from helpers import ROOT, _rows, _workdir, snakemake
 
-TARGETS = (paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors"))
+TARGETS = (paths.table("bpomp_accuracy"), paths.table("bpomp_errors"), paths.figure("bpomp_errors"),
+           paths.table("bpomp_by_size"))
 CONFIGS = ("config/scale/tiny.yaml", "config/bpomp/tiny.yaml", "config/limericks.yaml")
 
 
@@ -40,13 +41,19 @@ def test_bpomp_targets_on_tiny_overlay(tmp_path, shared_data):
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     acc = _rows(work / paths.table("bpomp_accuracy"))
-    assert acc[0] == ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties"]
+    assert acc[0] == ["task", "scorer", "kind", "model", "variant", "pairs", "accuracy", "ci_low", "ci_high", "ties",
+                      "acc_per_token", "ci_low_per_token", "ci_high_per_token",
+                      "acc_per_byte", "ci_low_per_byte", "ci_high_per_byte"]
     assert [r[:3] for r in acc[1:]] == [[t, s, k] for t in ("word_swap", "line_swap", "synonym")
                                         for s, k in (("gpt2-s", "causal"), ("bert-s", "masked"))]
     for row in acc[1:]:
         assert row[5] == "30"
-        low, value, high = float(row[7]), float(row[6]), float(row[8])
-        assert 0 <= low <= value <= high <= 1
+        for value, low, high in ((6, 7, 8), (10, 11, 12), (13, 14, 15)):   # raw, per token, per byte
+            assert 0 <= float(row[low]) <= float(row[value]) <= float(row[high]) <= 1
+    by_size = _rows(work / paths.table("bpomp_by_size"))
+    assert {(r[0], r[4]) for r in by_size[1:]} == {(s, t) for s in ("gpt2-s", "bert-s")
+                                                   for t in ("word_swap", "line_swap", "synonym")}
+    assert all(int(r[3]) > 0 for r in by_size[1:])   # each scorer's parameter count, from its checkpoint
     assert acc[2][4] == "within_word_l2r"
 
     err = _rows(work / paths.table("bpomp_errors"))

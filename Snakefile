@@ -28,6 +28,7 @@ if BPOMP_ENABLED:   # the BPoMP rules exist only when bpomp.enabled
 
 
 include: "workflow/rules/adherence.smk"
+include: "workflow/rules/similarity.smk"
 
 
 rule all:
@@ -35,3 +36,4 @@ rule all:
         all_targets(),
         bpomp_targets(),
         adherence_targets(),
+        similarity_targets(),

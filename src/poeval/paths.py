@@ -22,6 +22,7 @@ INDEX = f"{RESULTS}/index"
 TOPICS = f"{RESULTS}/topics"
 TABLES, FIGURES, CURVES = f"{RESULTS}/tables", f"{RESULTS}/figures", f"{RESULTS}/curves"
 ADHERENCE, BPOMP = f"{RESULTS}/adherence", f"{RESULTS}/bpomp"
+SIMILARITY = f"{RESULTS}/similarity"
 
 
 def pattern(path: Callable[..., str]) -> str:
@@ -190,6 +191,13 @@ def figure(name: str) -> str:
 def curve(lang: str, system: str) -> str:
     """A checkpoint's training curve as a flat TSV (dvc.yaml ``plots``)."""
     return f"{CURVES}/{lang}/{system}.tsv"
+
+
+# --- similarity between rows (rules/similarity.smk) ---------------------------------------------
+
+def similarity_cell(lang: str, row_a: str, row_b: str) -> str:
+    """The similarity of two rows of ``lang`` (HUMAN or a system), ``row_a`` first in table order."""
+    return f"{SIMILARITY}/{lang}/{row_a}~{row_b}.json"
 
 
 # --- style adherence (rules/adherence.smk) -------------------------------------------------------

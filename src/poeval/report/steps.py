@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import functools
 
-from poeval.jobs import adherence, bpomp, caches, cell, data, sample, train
+from poeval.jobs import adherence, bpomp, caches, cell, data, sample, similarity, train
 from poeval.report import table_jobs
 from poeval.jobs.base import Step
 
 
 @functools.cache
 def steps() -> tuple[Step, ...]:
-    """The steps in DAG order: data, checkpoints, samples, caches, cells, BPoMP, style adherence, tables and figures
-    (`poeval stale` relies on it: a step's stale inputs are found before it)."""
+    """The steps in DAG order: data, checkpoints, samples, caches, cells, similarity cells, BPoMP, style
+    adherence, tables and figures, the similarity table and figure (`poeval stale` relies on it: a step's
+    stale inputs are found before it)."""
     return (*data.STEPS, *train.STEPS, *sample.STEPS, *data.SUPPLIED_STEPS, *caches.STEPS,
-            *cell.STEPS, *bpomp.STEPS, *adherence.STEPS, *table_jobs.STEPS)
+            *cell.STEPS, *similarity.CELL_STEPS, *bpomp.STEPS, *adherence.STEPS, *table_jobs.STEPS,
+            *similarity.REPORT_STEPS)
 
 
 def by_rule() -> dict[str, Step]:

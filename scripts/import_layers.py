@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 STAGES = ("base", "poetry", "data", "generators", "metrics", "bpomp", "jobs", "report", "entry")
-ENTRY = {"params", "cli", "cli_args", "cli_bpomp", "cli_data", "cli_evaluate", "cli_provenance", "cli_report", "api", "docs",
+ENTRY = {"params", "cli", "cli_args", "cli_bpomp", "cli_data", "cli_evaluate", "cli_provenance", "cli_report", "cli_similarity", "api", "docs",
          "__main__"}
 
 

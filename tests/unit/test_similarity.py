@@ -149,3 +149,27 @@ def test_cli_cells_table_and_figure(tmp_path, fake):
     assert main(["similarity", "table", *cells, "--job", jobs.SimilarityTableJob({"en": ["HUMAN"]}).to_json(),
                  "--out", table]) == 2
     assert list(csv.DictReader(open(table), delimiter="\t")) == got
+
+
+def test_stale_sees_a_similarity_cell_and_table_by_their_steps(tmp_path, root):
+    import yaml
+
+    from poeval.params import resolve
+    from poeval.report.stale import stale_outputs
+    from poeval.stamps import stamp, write_stamp_file
+
+    config = yaml.safe_load((root / "params.yaml").read_text())
+    params = resolve(config)
+    cell = tmp_path / "results/similarity/en/HUMAN~gpt2-s.json"
+    cell.parent.mkdir(parents=True)
+    recorded = jobs.similarity_cell_job(params, "en", "HUMAN", "gpt2-s").recorded()
+    cell.write_text(json.dumps({"provenance": stamp({}, recorded | {"ngram": 2})}))
+    table = tmp_path / "results/tables/similarity.tsv"
+    table.parent.mkdir(parents=True)
+    table.write_text("lang\n")
+    write_stamp_file(str(table), {}, jobs.similarity_table_job(params).recorded())
+    found = stale_outputs(config, tmp_path)
+    assert [(s.rule, s.stamped) for s in found] == [("similarity_cell", "results/similarity/en/HUMAN~gpt2-s.json")]
+    assert "ngram" in found[0].reasons[0]
+    config["metrics"]["similarity"]["enabled"] = False   # off: not this run's to rebuild
+    assert stale_outputs(config, tmp_path) == []

@@ -70,9 +70,11 @@ def rows(params: dict, lang: str) -> list[Row]:
 
 
 def _has_lang(params: dict, system: str, lang: str) -> bool:
-    from poeval.report.table_jobs import has_lang
+    """As the tables' rows (poeval.report.table_jobs.has_lang): a samples system only where it supplies files."""
+    from poeval.generators.supplied import sample_files
 
-    return has_lang(params, system, lang)
+    model = params["models"][system]
+    return not registry.is_supplied(model) or bool(sample_files(model, lang))
 
 
 def pairs(params: dict, lang: str) -> list[tuple[str, str]]:

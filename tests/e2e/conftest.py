@@ -26,12 +26,13 @@ def dvc_run(tmp_path_factory) -> Path:
     for f in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
         shutil.copy(ROOT / f, repo / f)
     shutil.copytree(ROOT / "examples", repo / "examples")
-    # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family
+    # DVC reads params.yaml alone: the tiny overlay, one system, one decoding, one cheap family, no similarity
+    # between rows (an encoder run per pair; the tiny DAG of test_workflow builds it)
     params = poeval_config.merge(load("params.yaml"), load("config/scale/tiny.yaml"))
     params = poeval_config.merge(params, {"models": load("examples/my-generator.yaml")["models"]})
     params = poeval_config.merge(params, {
         "systems": ["gpt2-s", "my-generator"], "decodings": ["vanilla"], "style_adherence": {"pairs": None},
-        "metrics": {"families": ["lexical"]}, "training": {"max_steps": 80, "eval_every": 20},
+        "metrics": {"families": ["lexical"], "similarity": {"enabled": False}}, "training": {"max_steps": 80, "eval_every": 20},
         "figures": {f"figure{i}": {"system": "gpt2-s"} for i in range(10, 16)}})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"   # poeval, snakemake

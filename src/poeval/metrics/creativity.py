@@ -1,9 +1,9 @@
 """Originality against the public corpus: the Creativity Index of Lu et al. (2024), "AI as Humanity's
 Salieri: Quantifying Linguistic Creativity of Language Models via Systematic Attribution of Machine Text
 against Web Text" (arXiv:2410.04265; https://github.com/GXimingLu/creativity_index, commit
-4af871e1260467b267f9e7c2e92abe06a57750d6). Not in the poetry paper (docs/beyond-the-paper.md "Creativity
-Index"): the paper's memorization compares samples with the fine-tuning split only, while a pretrained model
-has read the whole Gutenberg Poetry Corpus.
+4af871e1260467b267f9e7c2e92abe06a57750d6). Not in the poetry paper
+(docs/beyond-the-paper.md "Creativity Index"): the paper's memorization compares samples with the
+fine-tuning split only, while a pretrained model has read the whole Gutenberg Poetry Corpus.
 
 Definitions (the paper's section 2, exact matches only: its DJ Search also counts near-verbatim matches by
 embeddings, which poeval does not). A text x is a sequence of words; a word is *covered at n* when it lies in

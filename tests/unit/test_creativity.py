@@ -117,6 +117,8 @@ def test_words_are_the_papers_casual_tokens_german_words_whole():
                                                                       "Straße", ",", "Maß", "."]
     assert creativity.words(VERSE[4])[2] == "zusam̃en"
     assert creativity.words("Die Nacht", lowercase=True) == ["die", "nacht"]
+    # spaces inside a run of dots count once, so a sample's spacing does not hide a corpus match
+    assert creativity.words("so .   .\t. fort") == creativity.words("so . . . fort") == ["so", ". . .", "fort"]
     # casual_tokenize's emoticon rule, which poeval leaves out, would take "do;" for one token
     assert creativity.words("as we do;") == ["as", "we", "do", ";"]
 

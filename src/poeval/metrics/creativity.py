@@ -18,13 +18,13 @@ Words (:func:`words`): the paper splits a text with NLTK's casual tokenizer afte
 (``nltk.tokenize.casual.casual_tokenize(unidecode(text))`` in its DJ Search code); poeval keeps that
 tokenizer's word rules (:data:`WORD`: a word with inner apostrophes or hyphens is one token, "sun-bright",
 "o'er"; a number with its inner comma or point; a run of dots; every other mark alone; runs of 4 or more of
-one mark cut to 3; HTML entities decoded), so the n of an n-gram counts the paper's tokens. It leaves out
-the rules for tweets (emoticons, which in verse catch "do;" and "):", URLs, handles, hashtags) and
-``unidecode``, which folds "schön" into "schon": letters keep their accents and combining marks on both
-sides of the comparison; only the single quotation marks become the apostrophe unidecode makes of
-them, so "o’er" is one token as "o'er" is. Case is kept unless ``lowercase``. A quatrain is its lines
-joined; the corpus is its lines in file order, one stream, so an n-gram may run across a line break in
-both. As DJ Search skips a text of at most ``min_n`` tokens, such a text gets no index (None).
+one mark cut to 3; HTML entities decoded; spaces in a run of dots made one each), so the n of an n-gram counts
+the paper's tokens. It leaves out the rules for tweets (emoticons, which in verse catch "do;" and "):", URLs,
+handles, hashtags) and ``unidecode``, which folds "schön" into "schon": letters keep their accents and
+combining marks on both sides of the comparison; only the single quotation marks become the apostrophe
+unidecode makes of them, so "o’er" is one token as "o'er" is. Case is kept unless ``lowercase``. A quatrain is
+its lines joined; the corpus is its lines in file order, one stream, so an n-gram may run across a line break
+in both. As DJ Search skips a text of at most ``min_n`` tokens, such a text gets no index (None).
 
 The index (:func:`build_index`, rule ``creativity_index``): the corpus as integer word ids and its
 positions sorted by the ``max_n`` words that follow them (a suffix array cut at ``max_n`` words). A text's
@@ -56,6 +56,7 @@ WORD = re.compile(rf"{_LETTER}(?:{_LETTER}|['\-_])+{_LETTER}|[+\-]?\d+[,/.:-]\d+
                   r"|\.(?:[^\S\r\n]*\.)+|\S")
 _HANG = re.compile(r"([\W_])\1{3,}")   # casual_tokenize's HANG_RE: a run of one mark cut to 3
 _QUOTES = str.maketrans("‘’", "''")     # what unidecode makes of them
+_SPACES = re.compile(r"[^\S\r\n]{2,}|[^\S \r\n]")   # an ellipsis token ". . ." holds its spaces: one each
 INDEX_META, INDEX_FORMAT = "creativity.json", "poeval-creativity-index-2"
 _BITS = 21                       # bits per word id in the sort keys: at most 2**21 - 2 distinct words
 _PER_KEY = 64 // _BITS           # word ids packed per uint64 sort key
@@ -65,7 +66,7 @@ def words(text: str, lowercase: bool = False) -> list[str]:
     """The paper's tokens of ``text`` (see the module doc), case-folded if ``lowercase``."""
     if "&" in text:
         text = html.unescape(text)
-    text = _HANG.sub(r"\1\1\1", text.translate(_QUOTES))
+    text = _HANG.sub(r"\1\1\1", _SPACES.sub(" ", text.translate(_QUOTES)))
     return WORD.findall(text.lower() if lowercase else text)
 
 

@@ -2,8 +2,8 @@
 Salieri: Quantifying Linguistic Creativity of Language Models via Systematic Attribution of Machine Text
 against Web Text" (arXiv:2410.04265; https://github.com/GXimingLu/creativity_index, commit
 4af871e1260467b267f9e7c2e92abe06a57750d6). Not in the poetry paper
-(docs/beyond-the-paper.md "Creativity Index"): the paper's memorization compares samples with the fine-tuning split only, while a pretrained
-model has read the whole Gutenberg Poetry Corpus.
+(docs/beyond-the-paper.md "Creativity Index"): the paper's memorization compares samples with the
+fine-tuning split only, while a pretrained model has read the whole Gutenberg Poetry Corpus.
 
 Definitions (the paper's section 2, exact matches only: its DJ Search also counts near-verbatim matches by
 embeddings, which poeval does not). A text x is a sequence of words; a word is *covered at n* when it lies in
@@ -14,10 +14,17 @@ under the uniqueness curve) over n = ``min_n`` .. ``max_n`` (the paper: 5 .. 12)
 [0, max_n - min_n + 1]: 0 when every word lies in a corpus ``max_n``-gram, the maximum for a text with no
 corpus ``min_n``-gram.
 
-Words: the paper splits text with NLTK's casual tokenizer after unidecode; poeval splits words and
-punctuation marks with :data:`WORD` (the same tokens for verse without emoticons or URLs), case kept
-unless ``lowercase``. A quatrain is its lines joined; the corpus is its lines in file order, one stream,
-so an n-gram may run across a line break in both.
+Words (:func:`words`): the paper splits a text with NLTK's casual tokenizer after ``unidecode``
+(``nltk.tokenize.casual.casual_tokenize(unidecode(text))`` in its DJ Search code); poeval keeps that
+tokenizer's word rules (:data:`WORD`: a word with inner apostrophes or hyphens is one token, "sun-bright",
+"o'er"; a number with its inner comma or point; a run of dots; every other mark alone; runs of 4 or more of
+one mark cut to 3; HTML entities decoded; spaces in a run of dots made one each), so the n of an n-gram counts
+the paper's tokens. It leaves out the rules for tweets (emoticons, which in verse catch "do;" and "):", URLs,
+handles, hashtags) and ``unidecode``, which folds "schön" into "schon": letters keep their accents and
+combining marks on both sides of the comparison; only the single quotation marks become the apostrophe
+unidecode makes of them, so "o’er" is one token as "o'er" is. Case is kept unless ``lowercase``. A quatrain is
+its lines joined; the corpus is its lines in file order, one stream, so an n-gram may run across a line break
+in both. As DJ Search skips a text of at most ``min_n`` tokens, such a text gets no index (None).
 
 The index (:func:`build_index`, rule ``creativity_index``): the corpus as integer word ids and its
 positions sorted by the ``max_n`` words that follow them (a suffix array cut at ``max_n`` words). A text's
@@ -27,6 +34,7 @@ longest corpus match at each position is found by one vectorised binary search p
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -40,13 +48,25 @@ from poeval.files import atomic_dir, dir_files_sha256
 from poeval.io import cache_meta, write_json
 from poeval.stamps import stamp
 
-WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
-INDEX_META, INDEX_FORMAT = "creativity.json", "poeval-creativity-index-1"
+_MARK = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"   # combining marks ("zusam̃en")
+_LETTER = rf"(?:[^\W\d_]|[{_MARK}])"
+# NLTK casual_tokenize's "remaining word types", in its order: words with inner apostrophes or hyphens,
+# numbers, other words, ellipsis dots, any other non-space character
+WORD = re.compile(rf"{_LETTER}(?:{_LETTER}|['\-_])+{_LETTER}|[+\-]?\d+[,/.:-]\d+[+\-]?|(?:\w|[{_MARK}])+"
+                  r"|\.(?:[^\S\r\n]*\.)+|\S")
+_HANG = re.compile(r"([\W_])\1{3,}")   # casual_tokenize's HANG_RE: a run of one mark cut to 3
+_QUOTES = str.maketrans("‘’", "''")     # what unidecode makes of them
+_SPACES = re.compile(r"[^\S\r\n]{2,}|[^\S \r\n]")   # an ellipsis token ". . ." holds its spaces: one each
+INDEX_META, INDEX_FORMAT = "creativity.json", "poeval-creativity-index-2"
 _BITS = 21                       # bits per word id in the sort keys: at most 2**21 - 2 distinct words
 _PER_KEY = 64 // _BITS           # word ids packed per uint64 sort key
 
 
 def words(text: str, lowercase: bool = False) -> list[str]:
+    """The paper's tokens of ``text`` (see the module doc), case-folded if ``lowercase``."""
+    if "&" in text:
+        text = html.unescape(text)
+    text = _HANG.sub(r"\1\1\1", _SPACES.sub(" ", text.translate(_QUOTES)))
     return WORD.findall(text.lower() if lowercase else text)
 
 
@@ -152,20 +172,21 @@ def uniqueness(matches: np.ndarray, min_n: int, max_n: int) -> np.ndarray:
 
 
 def score_texts(index: Index, texts: Sequence[str], min_n: int, max_n: int) -> list[np.ndarray | None]:
-    """Each text's n-uniqueness curve (n = min_n .. max_n), None for a text without words."""
+    """Each text's n-uniqueness curve (n = min_n .. max_n); None for a text of at most ``min_n`` words, which
+    the paper's DJ Search skips (``if len(tgt_doc.tokens) <= min_ngram: continue``)."""
     if not min_n <= max_n <= index.max_n:
         raise PoevalError(f"creativity: n range {min_n}..{max_n} outside the index's 1..{index.max_n}; "
                           "rebuild the index with this max_n")
     out = []
     for text in texts:
         ids = index.ids(text)
-        out.append(uniqueness(longest_matches(index, ids), min_n, max_n) if len(ids) else None)
+        out.append(uniqueness(longest_matches(index, ids), min_n, max_n) if len(ids) > min_n else None)
     return out
 
 
 def compute(index: Index, poems: Sequence[Sequence[str]], min_n: int, max_n: int) -> tuple[dict, np.ndarray]:
     """The sample's mean Creativity Index and mean n-uniqueness per n, and the per-poem indexes (NaN for a
-    poem without words)."""
+    poem of at most ``min_n`` words)."""
     curves = score_texts(index, ["\n".join(lines) for lines in poems], min_n, max_n)
     ci = np.array([np.nan if c is None else float(c.sum()) for c in curves])
     scored = np.array([c for c in curves if c is not None]).reshape(-1, max_n - min_n + 1)

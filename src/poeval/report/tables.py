@@ -415,7 +415,8 @@ PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "tab
                 "table11", "table12", "memorization")
 
 
-OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence", "n_sensitivity": "Sample size"}
+OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence", "n_sensitivity": "Sample size",
+                       "quality_frontier": "Quality"}
 
 
 def numbered_label(name: str) -> str:

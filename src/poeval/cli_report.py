@@ -50,6 +50,11 @@ def cmd_n_sensitivity(args) -> None:
 
     job = args.job or NSensitivityJob()
     sample_size.n_sensitivity(args.inputs, args.out, args.figure)
+    _stamp_table_and_figure(args, job)
+
+
+def _stamp_table_and_figure(args, job) -> None:
+    """The stamp beside ``--out`` and ``--figure`` (where given): the inputs and the job's params."""
     for out in (args.out, args.figure):
         if out:
             write_stamp_file(out, numbered(args.inputs), job.recorded())
@@ -67,17 +72,14 @@ def _parser_n_sensitivity(sub) -> None:
 
 
 def cmd_frontier(args) -> None:
+    from poeval import config
     from poeval.report import frontier
     from poeval.report.table_jobs import FrontierJob
-
-    from poeval import config
 
     default = config.defaults("#/properties/metrics/properties/quality")["frontier_diversity"]
     job = args.job or FrontierJob(args.measure or default)
     frontier.frontier(args.inputs, job.measure, args.out, args.figure)
-    for out in (args.out, args.figure):
-        if out:
-            write_stamp_file(out, numbered(args.inputs), job.recorded())
+    _stamp_table_and_figure(args, job)
 
 
 def _parser_frontier(sub) -> None:

@@ -24,7 +24,8 @@ from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.metrics import creativity, diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
-from poeval.metrics import quality, topics
+from poeval.metrics import quality
+from poeval.metrics import topics
 from poeval.metrics.present import Column, Present, Test
 from poeval.poetry import espeak
 from poeval.poetry import schemes as detector

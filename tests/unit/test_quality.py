@@ -11,13 +11,16 @@ import torch
 from poeval import api, config
 from poeval.io import write_jsonl
 
-QUATRAINS = [["The sun is warm upon the hill", "And all the birds are singing still", "The river runs",
-              "A cat"],
-             ["A cat sat on a mat", "The dog", "and the bird", "flew away into the night"],
-             ["The sun is warm upon the hill", "And all the birds are singing still", "The river runs", "A cat"],
-             ["Night", "falls on the town", "where the old men sleep", "and dream of the sea"]]
-# hand labels: the records carry the detector's scheme and the labeller's metre, as the corpus files do
-LABELS = [("aabb", "iambic"), ("abcd", "iambic"), ("abab", "other"), ("abcd", "other")]
+FROST = ["Whose woods these are I think I know.", "His house is in the village though;",
+         "He will not see me stopping here", "To watch his woods fill up with snow."]
+QUATRAINS = [FROST,   # iambic tetrameter, every verse: it rhymes and scans
+             ["I saw a cat upon a mat", "and it was very very fat",   # rhymes; its last verses are prose
+              "Yesterday the committee approved the municipal budget", "Representatives discussed infrastructure"],
+             [v.lower().replace(",", "").replace(";", "") for v in FROST],   # the same class as FROST
+             ["Yesterday the committee approved the budget", "Representatives discussed infrastructure",
+              "Nevertheless", "Several amendments were postponed indefinitely"]]   # neither
+# hand labels of the rhyme schemes (the records carry them, as the corpus files do); the metre labeller runs
+SCHEMES = ["aaba", "aabc", "aaba", "abcd"]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,7 @@ def reference_lm(tmp_path_factory):
 
     tok = train_tokenizer(["\n".join(q) for q in QUATRAINS] * 3, vocab_size=200)
     torch.manual_seed(0)
-    model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=1, n_head=2, n_positions=128,
+    model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=1, n_head=2, n_positions=256,
                                              bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id))
     out = tmp_path_factory.mktemp("reference_lm") / "lm"
     model.save_pretrained(out)
@@ -38,7 +41,7 @@ def reference_lm(tmp_path_factory):
 
 
 def _files(tmp_path):
-    samples = [{"id": f"s{i}", "lines": q, "scheme": s, "meter": m} for i, (q, (s, m)) in enumerate(zip(QUATRAINS, LABELS))]
+    samples = [{"id": f"s{i}", "lines": q, "scheme": s} for i, (q, s) in enumerate(zip(QUATRAINS, SCHEMES))]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     write_jsonl(tmp_path / "ref.jsonl", [r | {"id": f"r{r['id']}"} for r in samples])
     return tmp_path / "samples.jsonl", tmp_path / "ref.jsonl"
@@ -61,10 +64,10 @@ def test_fluency_form_and_utility_against_hand_computations(tmp_path, reference_
     want = [_by_hand(model, tok, q) for q in QUATRAINS]
     assert result["per_poem"]["fluency"] == pytest.approx(want, abs=1e-5)   # padded batches of unequal lengths
     assert result["fluency"] == pytest.approx(sum(want) / 4, abs=1e-5)
-    assert (result["rhymes"], result["scans"], result["rhymes_and_scans"]) == (0.5, 0.5, 0.25)
-    # blocks (q0, q1) and (q2, q3): quality 1 + 9 * mean(rhymes, scans) = 10, 5.5 | 5.5, 1; q2 repeats q0 but
+    assert (result["rhymes"], result["scans"], result["rhymes_and_scans"]) == (0.75, 0.5, 0.5)
+    # blocks (q0, q1) and (q2, q3): quality 1 + 9 * mean(rhymes, scans) = 10, 5.5 | 10, 1; q2 repeats q0 but
     # not within its block; weights (1 - p) / (1 - p^2) * p^(i-1) = 2/3, 1/3
-    assert result["utility"] == pytest.approx(((2 / 3) * 10 + (1 / 3) * 5.5 + (2 / 3) * 5.5 + (1 / 3) * 1) / 2)
+    assert result["utility"] == pytest.approx(((2 / 3) * 10 + (1 / 3) * 5.5 + (2 / 3) * 10 + (1 / 3) * 1) / 2)
     assert result["own_model"] == 0.0 and "note" not in result
     low, high = result["ci"]["fluency"]
     assert low <= result["fluency"] <= high

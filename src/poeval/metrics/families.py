@@ -241,8 +241,8 @@ def _quality(poems, ref, opts):
     model, tok = quality.load_reference(path)
     quatrains = _lines(poems)
     fluency = quality.fluency(model, tok, quatrains, opts["batch_size"], opts.get("progress", False))
-    rhymes, scans = quality.form_flags(_schemes(poems, opts["lang"], opts.get("progress", False)),
-                                       metres.labels(poems, opts["lang"], opts.get("progress", False)))
+    rhymes, scans = quality.form_flags(quatrains, _schemes(poems, opts["lang"], opts.get("progress", False)),
+                                       metres.labels(poems, opts["lang"], opts.get("progress", False)), opts["lang"])
     cls, k, p = quality.classes(quatrains), opts["utility_k"], opts["utility_patience"]
     note = {"note": opts["note"]} if opts.get("note") else {}
     result = quality.numbers(fluency, rhymes, scans, cls, np.arange(len(poems)), k, p) | {
@@ -441,7 +441,7 @@ _SHOW_QUALITY = Present(
     tests=(Test("fluency", "per_poem", "per_poem.fluency"),),
     caption="Quality beside diversity: fluency, the mean natural-log probability per token of each quatrain under "
             "the reference LM (params metrics.quality.reference_lm), averaged; the shares that rhyme (scheme not "
-            "abcd), scan (a metre family, not other) and both (percent); NoveltyBench's utility over blocks of k "
+            "abcd), scan (every verse fits the stanza's metre family best) and both (percent); NoveltyBench's utility over blocks of k "
             "quatrains (equal verses up to case and punctuation are one class; a quatrain's quality 1 + 9 x the "
             "mean of its rhymes and scans flags). own_model 1: the reference LM is that row's own model, which "
             "it scores on itself.",

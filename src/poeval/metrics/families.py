@@ -429,8 +429,6 @@ _SHOW_DIVERSITY = Present(
     decodings_table=True)
 
 
-# Not in the paper: the Creativity Index of Lu et al. (2024), the sum over n of the share of words in no
-# corpus n-gram; a mean of per-quatrain values, so not pooled
 # Not in the paper: quality beside diversity; means of per-quatrain values (utility: of its blocks of k)
 _SHOW_QUALITY = Present(
     "Quality", (Column("fluency", "fluency", 3), Column("rhymes", "rhymes_pct", 1, True), Column("scans", "scans_pct", 1, True),
@@ -446,6 +444,8 @@ _SHOW_QUALITY = Present(
             "mean of its rhymes and scans flags). own_model 1: the reference LM is that row's own model, which "
             "it scores on itself.",
     decodings_table=True)
+# Not in the paper: the Creativity Index of Lu et al. (2024), the sum over n of the share of words in no
+# corpus n-gram; a mean of per-quatrain values, so not pooled
 _SHOW_CREATIVITY = Present(
     "Creativity Index", (Column("creativity_index", "creativity_index", 3),)
     + tuple(Column(f"uniqueness.{n}", f"uniq_{n}_pct", 2, True) for n in (5, 8, 12)),

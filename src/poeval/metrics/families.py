@@ -471,7 +471,8 @@ FAMILIES = {
     "diversity": Family(_diversity, shares=("semantic",), threads=_diversity_threads, present=_SHOW_DIVERSITY),
     # reads an index of the whole corpus (rule creativity_index), not of the training split
     # reads the reference LM that rule import_pretrained imports (params metrics.quality.reference_lm)
-    "quality": Family(_quality, (Cached("reference_lm", "reference_lm_path", "import_pretrained", at=_reference_lm),),
+    "quality": Family(_quality, (Cached("reference_lm", "reference_lm_path", "import_pretrained", stamped=True,
+                                                     at=_reference_lm),),
                       threads=_torch_threads, runtime=("note",), present=_SHOW_QUALITY, cell_labels=quality.own_model_note),
     "creativity": Family(_creativity, (Cached("creativity_index", "index", "creativity_index", fits=_creativity_fit),),
                          present=_SHOW_CREATIVITY),

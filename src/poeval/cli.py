@@ -17,7 +17,7 @@ from poeval.cli_data import (parser_creativity_index, parser_curve, parser_embed
                              parser_word2vec)
 from poeval.cli_evaluate import parser_evaluate
 from poeval.cli_provenance import parser_provenance, parser_repro, parser_stale
-from poeval.cli_report import _parser_adherence, _parser_figure, _parser_n_sensitivity, _parser_table
+from poeval.cli_report import _parser_adherence, _parser_figure, _parser_frontier, _parser_n_sensitivity, _parser_table
 from poeval.cli_similarity import parser_similarity
 from poeval.errors import PoevalError
 
@@ -199,7 +199,7 @@ def _parser_validate(sub) -> None:
 SUBCOMMANDS = (_parser_prepare, parser_quatrains, parser_split, parser_rhyme, parser_import, _parser_train,
                parser_sonnets, parser_word2vec, _parser_sample, parser_import_samples, _parser_adherence,
                parser_evaluate, parser_embed, parser_index, parser_topics, parser_creativity_index,
-               _parser_table, _parser_n_sensitivity, parser_similarity,
+               _parser_table, _parser_n_sensitivity, _parser_frontier, parser_similarity,
                _parser_figure, parser_curve, _parser_static_report, _parser_dvc_commit, parser_provenance, parser_stale, parser_repro,
                _parser_validate, parser_bpomp, _parser_export_dataset)
 

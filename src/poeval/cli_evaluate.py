@@ -106,11 +106,12 @@ def workflow_caches(job, reference: str, given: dict) -> dict[str, str]:
 
     found = {}
     for name, (owner, cached) in cached_inputs(job.families).items():
-        path = cached.path(job.lang)
+        options = family_options(owner, job.options.get(owner) or {})
+        path = cached.path(job.lang, options)
         if name in given or cached.fits is None or not Path(path).exists():
             continue
         try:
-            cached.fits(path, reference, family_options(owner, job.options.get(owner) or {}) | {"lang": job.lang})
+            cached.fits(path, reference, options | {"lang": job.lang})
         except PoevalError:   # another reference, encoder or params: this run builds its own
             continue
         found[name] = path

@@ -50,6 +50,11 @@ def cmd_n_sensitivity(args) -> None:
 
     job = args.job or NSensitivityJob()
     sample_size.n_sensitivity(args.inputs, args.out, args.figure)
+    _stamp_table_and_figure(args, job)
+
+
+def _stamp_table_and_figure(args, job) -> None:
+    """The stamp beside ``--out`` and ``--figure`` (where given): the inputs and the job's params."""
     for out in (args.out, args.figure):
         if out:
             write_stamp_file(out, numbered(args.inputs), job.recorded())
@@ -64,6 +69,32 @@ def _parser_n_sensitivity(sub) -> None:
     p.add_argument("--figure", help="PNG: one panel per pooled measure against n")
     io_paths(p, ("--out", "--figure"), ("inputs:",))
     p.set_defaults(func=cmd_n_sensitivity)
+
+
+def cmd_frontier(args) -> None:
+    from poeval import config
+    from poeval.report import frontier
+    from poeval.report.table_jobs import FrontierJob
+
+    default = config.defaults("#/properties/metrics/properties/quality")["frontier_diversity"]
+    job = args.job or FrontierJob(args.measure or default)
+    frontier.frontier(args.inputs, job.measure, args.out, args.figure)
+    _stamp_table_and_figure(args, job)
+
+
+def _parser_frontier(sub) -> None:
+    from poeval.report.frontier import MEASURES
+
+    p = sub.add_parser("frontier", help="(workflow) the quality frontier of each system's decoding configs: "
+                                        "diversity against quality, from quality and diversity cells")
+    p.add_argument("inputs", nargs="+", help="the quality and diversity cells of every row")
+    job_option(p, "poeval.report.table_jobs.FrontierJob (measure: the diversity measure on the x axis)")
+    p.add_argument("--measure", choices=sorted(MEASURES), help="by hand, without --job: the diversity measure "
+                                                              "(params metrics.quality.frontier_diversity)")
+    p.add_argument("--out", required=True, help="TSV: each row's point and whether it is on its system's frontier")
+    p.add_argument("--figure", help="PNG: fluency and the share that rhymes and scans against diversity")
+    io_paths(p, ("--out", "--figure"), ("inputs:",))
+    p.set_defaults(func=cmd_frontier)
 
 
 def cmd_figure(args) -> None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from poeval import config as poeval_config, paths
 from poeval.cli import build_parser, main
@@ -197,15 +198,19 @@ def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp
     shutil.copy(ROOT / "params.yaml", work)
     shutil.copy(ROOT / "config" / "scale" / "tiny.yaml", work / "config" / "scale")
     (work / "config" / "bpomp.yaml").write_text("bpomp: {enabled: true}\n")   # every rule: BPoMP's too
-    (work / "config" / "metrics").mkdir()   # and the creativity family's, which the main job leaves out
+    (work / "config" / "metrics").mkdir()   # and the creativity and quality families', which the main job leaves out
     shutil.copy(ROOT / "config" / "metrics" / "creativity.yaml", work / "config" / "metrics")
+    grid = yaml.safe_load((ROOT / "config" / "systems" / "grid.yaml").read_text())   # its families add quality
+    (work / "config" / "quality.yaml").write_text(
+        json.dumps({"metrics": {"families": [*grid["metrics"]["families"], "creativity"]}}))
     out = _snakemake(work, "-n", "-p", "--forceall",
-                     configs=("config/scale/tiny.yaml", "config/bpomp.yaml", "config/metrics/creativity.yaml"))
+                     configs=("config/scale/tiny.yaml", "config/bpomp.yaml", "config/metrics/creativity.yaml",
+                              "config/quality.yaml"))
     assert poeval_without_job(out) == []
     rules = set(re.findall(r"^(?:local)?rule (\S+):", out, re.M))
     assert {"quatrains", "split", "train", "sample", "metric_cell", "table2", "figure1", "bpomp_score",
-            "adherence_cell", "distinct_k", "distinct_k_figure",
-            "similarity_cell", "similarity_table", "similarity_figure"} <= rules, sorted(rules)
+            "adherence_cell", "quality_frontier", "creativity_index", "import_pretrained", "distinct_k",
+            "distinct_k_figure", "similarity_cell", "similarity_table", "similarity_figure"} <= rules, sorted(rules)
     # the distinct_k family's cells run with their jobs like every family's
     assert re.search(r"^rule metric_cell:\n(?:    .*\n)*?    output: \S+/distinct_k\.json", out, re.M)
     # the check can fail: a rule whose command has no job is named
@@ -220,7 +225,9 @@ def test_every_rule_passes_its_command_nothing_but_its_job_paths_and_threads(tmp
     with pytest.raises(SystemExit):   # a job the command cannot parse
         stray_values(cell.replace('"seed": 1', '"sede": 1'))
     # each cache a record names is built by the rule it names, at the path it names
-    outputs = {rule: set(re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    output: (.*)$", out, re.M)[0].split(", "))
+    # (every job of the rule: import_pretrained imports the BPoMP scorer's release and the reference LM)
+    outputs = {rule: {o for found in re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    output: (.*)$", out, re.M)
+                      for o in found.split(", ")}
                for rule in {c.rule for f in families.FAMILIES.values() for c in f.cached}}
     for f in families.FAMILIES.values():
         for c in f.cached:

@@ -76,7 +76,7 @@ def cell_inputs(wildcards):
 
 def inputs_of_cell(lang, system, decoding, family):
     inputs = {"samples": paths.cell_samples(lang, system, decoding), "reference": paths.train(lang)}
-    return inputs | {name: c.path(lang) for name, (_, c) in cached_inputs([family]).items()}
+    return inputs | {name: c.path(lang, P["metrics"].get(owner)) for name, (owner, c) in cached_inputs([family]).items()}
 
 
 def curve_inputs(wildcards):
@@ -315,6 +315,7 @@ def all_targets():
     return ([paths.table(name) for name in ["table1", "table4", "sampling", *tables]]
             + [paths.table(common_n_name(name)) for name in tables if name in COMMON_N_TABLES]
             + n_sensitivity_targets()
+            + ([paths.table("quality_frontier"), paths.figure("quality_frontier")] if table_jobs.has_frontier(P) else [])
             + [paths.figure(name) for name in figures]
             + [paths.curve(lang, system) for lang in LANGS for system in SYSTEMS if not is_supplied(system)])
 

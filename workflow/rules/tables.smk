@@ -127,6 +127,27 @@ rule n_sensitivity:
         " > {log:q} 2>&1"
 
 
+# The quality frontier (not in the paper; when the quality and diversity families both run): per system, each
+# decoding config's diversity against its quality, the configs on the frontier flagged (poeval.report.frontier).
+rule quality_frontier:
+    input:
+        table_cells("quality_decodings") + table_cells("diversity_decodings"),
+    output:
+        table=report(paths.table("quality_frontier"), caption="../report/quality_frontier.rst",
+                     **report_place("quality_frontier")),
+        figure=report(paths.figure("quality_frontier"), caption="../report/quality_frontier.rst",
+                      **figure_place("quality_frontier")),
+    log:
+        paths.log("tables", "quality_frontier"),
+    params:
+        job=job_of("quality_frontier_table"),
+        quality=P["metrics"]["quality"],  # for the caption
+    threads: 1
+    shell:
+        "poeval frontier {input:q} --job {params.job:q} --out {output.table:q} --figure {output.figure:q}"
+        " > {log:q} 2>&1"
+
+
 # Figures (poeval.report.figures.FIGURES has the numbering): one rule per figure, for the same reason.
 # `rule all` makes only the figures with something to draw in this run (poeval.report.figures.has_panels); one
 # of a language or system that is not configured, asked for by name, draws a "not in this run" panel.

@@ -1,12 +1,8 @@
 """Sentence scores for minimal pairs: causal log-likelihood and masked pseudo-log-likelihood (PLL).
 
 * Causal: the sum of the token log-probabilities of the whole text (lines joined with ``"\\n"``), framed
-  as the generators frame a quatrain (:func:`poeval.generators.checkpoint.text_bounds`): the tokenizer's BOS
-  (else EOS) before it, so that the first real token is scored too, and its EOS after it, so that the
-  score is that of the complete text (the chance that it ends there included). Texts are
-  batched with right padding; padded positions are masked out of attention and never reach the output
-  layer (:func:`poeval.generators.lm.logits.next_token_logprobs`: no batch x length x vocabulary tensor). A model
-  trained with reversed verses (``verse_order: reversed``) scores each line reversed, as it learnt them.
+  as the generators frame a quatrain (BOS, the text, EOS; :mod:`poeval.generators.text_scores`, which the
+  quality family's fluency shares).
 * Masked (Salazar et al. 2020, "Masked Language Model Scoring"): every non-special token is masked in
   turn and ``log P(token | rest)`` is summed. Variant ``within_word_l2r`` (Kauf & Ivanova 2023, "A Better
   Way to Do Masked Language Model Scoring") also masks the tokens of the same word to the right of the
@@ -21,8 +17,9 @@ from typing import Sequence
 
 from poeval import hub, io
 from poeval.errors import PoevalError
-from poeval.generators.checkpoint import load, max_positions, orient, text_bounds, verse_order
-from poeval.generators.lm.logits import logits_at, next_token_logprobs
+from poeval.generators.checkpoint import load, orient, verse_order
+from poeval.generators.lm.logits import logits_at
+from poeval.generators.text_scores import causal_ids, check_len, token_logprobs
 
 KINDS = ("causal", "masked")
 VARIANTS = ("original", "within_word_l2r")
@@ -60,12 +57,6 @@ def resolve_model(model, kind: str, key: str = "model"):
     return m.to(device.resolve()).eval(), tok
 
 
-def check_len(model, lengths: Sequence[int]) -> None:
-    limit = max_positions(model)
-    if limit and lengths and max(lengths) > limit:
-        raise PoevalError(f"a text has {max(lengths)} tokens, more than the model's {limit} positions")
-
-
 def _progress(total: int, progress: bool, desc: str):
     from poeval.progress import progress_bar
 
@@ -74,45 +65,9 @@ def _progress(total: int, progress: bool, desc: str):
 
 # --- causal --------------------------------------------------------------------------------------
 
-def causal_ids(tokenizer, text: str) -> list[int]:
-    """``text`` framed as training frames a quatrain: BOS, the text, EOS (every id after the first is scored)."""
-    try:
-        bos, eos = text_bounds(tokenizer)
-    except PoevalError:
-        raise PoevalError("causal scoring needs a tokenizer with an EOS token") from None
-    return tokenizer(bos + text + eos, add_special_tokens=False)["input_ids"]
-
-
 def causal_scores(model, tokenizer, texts: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:
-    """Summed log-probability (natural log) of each text under a causal LM."""
-    import torch
-
-    order = verse_order(model)
-    seqs = [causal_ids(tokenizer, "\n".join(orient(t.split("\n"), order))) for t in texts]
-    check_len(model, [len(s) for s in seqs])
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    device = next(model.parameters()).device
-    order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))
-    out = [0.0] * len(seqs)
-    bar = _progress(len(seqs), progress, "causal")
-    with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
-            idx = order[b:b + batch_size]
-            width = len(seqs[idx[0]])
-            ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            att = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, k in enumerate(idx):
-                ids[r, : len(seqs[k])] = torch.tensor(seqs[k])
-                att[r, : len(seqs[k])] = 1
-            ids, att = ids.to(device), att.to(device)
-            targets = ids[:, 1:].masked_fill(att[:, 1:] == 0, -100)
-            rows, lp = next_token_logprobs(model, ids, att, targets)
-            sums = torch.zeros(len(idx), device=lp.device).index_add_(0, rows, lp)
-            for r, k in enumerate(idx):
-                out[k] = float(sums[r])
-            bar.update(len(idx))
-    bar.close()
-    return out
+    """Summed log-probability (natural log) of each text under a causal LM (:mod:`poeval.generators.text_scores`)."""
+    return [total for total, _ in token_logprobs(model, tokenizer, texts, batch_size, progress)]
 
 
 # --- masked --------------------------------------------------------------------------------------

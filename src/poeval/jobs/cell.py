@@ -118,10 +118,12 @@ def cell_job(params: dict, lang: str, system: str, decoding: str, family: str, n
     metrics = params.get("metrics") or {}
     bootstrap = metrics.get("bootstrap") or {}   # reps and seed: required params, no defaults
     common = resolve_tables_section(params, "common_n")
+    hook = FAMILIES[family].cell_labels if family in FAMILIES else None   # the quality family's note
+    labels = hook(params, lang, system) if hook else {}
     return given_job([family], lang, {f: metrics.get(f) or {} for f in read_sections([family])},
                      0 if system == HUMAN else bootstrap.get("reps"), bootstrap.get("seed"),
                      exclude_sample_from_reference=system == HUMAN and decoding != TRAIN, allow_empty=True,
-                     cell={"lang": lang, "system": system, "decoding": decoding}, subsample=n, subsample_seed=common["seed"])
+                     cell={"lang": lang, "system": system, "decoding": decoding} | labels, subsample=n, subsample_seed=common["seed"])
 
 
 def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dict[str, str] | None = None,
@@ -132,7 +134,7 @@ def run(job: CellJob, samples: str, reference: str, out: str | None, cached: dic
     if job.n_curve is not None:
         return run_curve(job, samples, reference, out, cached, threads, progress)
     return runner.write_evaluation(samples, reference, job.lang, job.families, out, job.cell, recorded=job.recorded(),
-                                   options=job.options, runtime=runtime_options(job.families, cached or {}, threads),
+                                   options=job.options, runtime=runtime_options(job.families, cached or {}, threads, job.cell),
                                    bootstrap_reps=job.bootstrap_reps, seed=job.seed, progress=progress,
                                    exclude_sample_from_reference=job.exclude_sample_from_reference,
                                    allow_empty=job.allow_empty, subsample=job.subsample,

@@ -24,6 +24,7 @@ from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.metrics import creativity, distinct, diversity, length, lexical, memorization, schemes, semantic, significance
 from poeval.metrics import metre as metres
+from poeval.metrics import quality
 from poeval.metrics import topics
 from poeval.metrics.present import Column, Present, Test
 from poeval.poetry import espeak
@@ -249,6 +250,22 @@ def _distinct_k(poems, ref, opts):
     return result | {"encoder": semantic.canonical_encoder_name(sem["encoder"]), "backend": sem["backend"]}, resample
 
 
+def _quality(poems, ref, opts):
+    """Fluency under the reference LM and form (poeval.metrics.quality): not in the paper."""
+    path = opts.get("reference_lm_path") or opts["reference_lm"]
+    model, tok = quality.load_reference(path)
+    quatrains = _lines(poems)
+    fluency = quality.fluency(model, tok, quatrains, opts["batch_size"], opts.get("progress", False))
+    rhymes, scans = quality.form_flags(quatrains, _schemes(poems, opts["lang"], opts.get("progress", False)),
+                                       metres.labels(poems, opts["lang"], opts.get("progress", False)), opts["lang"])
+    cls, k, p = quality.classes(quatrains), opts["utility_k"], opts["utility_patience"]
+    note = {"note": opts["note"]} if opts.get("note") else {}
+    result = quality.numbers(fluency, rhymes, scans, cls, np.arange(len(poems)), k, p) | {
+        "own_model": float(bool(note)), "reference_lm": opts["reference_lm"], **quality.reference_identity(path),
+        **note, "per_poem": {"fluency": [round(float(v), 6) for v in fluency]}}
+    return result, lambda idx: quality.numbers(fluency, rhymes, scans, cls, idx, k, p)
+
+
 def _chi2_reference(index: np.ndarray, human: np.ndarray) -> dict | None:
     """The sample's scheme counts against the reference's, tested as they should be (the paper's
     ``chi2_test`` shuffles the training counts across schemes first: docs/paper-vs-poeval.md "poeval vs the paper's code");
@@ -276,9 +293,11 @@ class Cached:
     # (path, reference, the owner's resolved options with "lang") -> None, or the PoevalError of its loader:
     # whether the cache at path can stand in for the one this run would build (`poeval evaluate` reuses it)
     fits: Callable[[str, str, dict], None] | None = None
+    # the owner's params section -> the cache's path, for a cache that params name rather than the language
+    at: Callable[[dict], str] | None = None
 
-    def path(self, lang: str) -> str:
-        return getattr(paths, self.name)(lang)
+    def path(self, lang: str, options: dict | None = None) -> str:
+        return self.at(options or {}) if self.at else getattr(paths, self.name)(lang)
 
 
 def _torch_threads(n: int) -> dict:
@@ -303,7 +322,8 @@ class Family:
     command's ``--threads`` (sets its libraries up and returns the runtime options it adds), None for one
     thread (the rule then asks for one); ``runtime``: those option keys, which are not params; ``present``:
     its table's columns, its tests and its summary lines (:class:`poeval.metrics.present.Present`), None for a
-    family that no table or summary shows."""
+    family that no table or summary shows; ``cell_labels(params, lang, system)``: labels its cells' jobs add
+    beside lang/system/decoding (each also a runtime option of the family), None for none."""
 
     compute: Callable
     cached: tuple[Cached, ...] = ()
@@ -311,6 +331,7 @@ class Family:
     threads: Callable[[int], dict] | None = None
     runtime: tuple[str, ...] = ()
     present: Present | None = None
+    cell_labels: Callable[[dict, str, str], dict[str, str]] | None = None
 
     def runtime_keys(self) -> set[str]:
         """Option keys the command sets besides params ``metrics.<family>``: caches and threads."""
@@ -328,6 +349,14 @@ def _index_fit(path: str, reference: str, opts: dict) -> None:
 
 def _creativity_fit(path: str, reference: str, opts: dict) -> None:
     creativity.load_index(path, opts["max_n"], opts["lowercase"])
+
+
+def _reference_lm(opts: dict) -> str:
+    """The reference LM's folder: a release's import (paths.pretrained), else the folder params name."""
+    from poeval.generators.pretrained import is_release
+
+    name = opts.get("reference_lm") or config.defaults("#/properties/metrics/properties/quality")["reference_lm"]
+    return paths.pretrained(name) if is_release(name) else name
 
 
 def _topic_model_fit(path: str, reference: str, opts: dict) -> None:
@@ -415,6 +444,21 @@ _SHOW_DIVERSITY = Present(
     decodings_table=True)
 
 
+# Not in the paper: quality beside diversity; means of per-quatrain values (utility: of its blocks of k)
+_SHOW_QUALITY = Present(
+    "Quality", (Column("fluency", "fluency", 3), Column("rhymes", "rhymes_pct", 1, True), Column("scans", "scans_pct", 1, True),
+                Column("rhymes_and_scans", "rhymes_and_scans_pct", 1, True), Column("utility", "utility", 2),
+                Column("own_model", "own_model", 0)),
+    summary=(Column("fluency", "fluency (mean log-prob per token)", 3), Column("rhymes", "rhymes", 1, True),
+             Column("scans", "scans", 1, True)),
+    tests=(Test("fluency", "per_poem", "per_poem.fluency"),),
+    caption="Quality beside diversity: fluency, the mean natural-log probability per token of each quatrain under "
+            "the reference LM (params metrics.quality.reference_lm), averaged; the shares that rhyme (scheme not "
+            "abcd), scan (every verse fits the stanza's metre family best) and both (percent); NoveltyBench's utility over blocks of k "
+            "quatrains (equal verses up to case and punctuation are one class; a quatrain's quality 1 + 9 x the "
+            "mean of its rhymes and scans flags). own_model 1: the reference LM is that row's own model, which "
+            "it scores on itself.",
+    decodings_table=True)
 # Not in the paper: the Creativity Index of Lu et al. (2024), the sum over n of the share of words in no
 # corpus n-gram; a mean of per-quatrain values, so not pooled
 _SHOW_CREATIVITY = Present(
@@ -457,6 +501,10 @@ FAMILIES = {
     # embeds with the semantic family's encoder and reuses its cached reference embeddings
     "diversity": Family(_diversity, shares=("semantic",), threads=_diversity_threads, present=_SHOW_DIVERSITY),
     # reads an index of the whole corpus (rule creativity_index), not of the training split
+    # reads the reference LM that rule import_pretrained imports (params metrics.quality.reference_lm)
+    "quality": Family(_quality, (Cached("reference_lm", "reference_lm_path", "import_pretrained", stamped=True,
+                                                     at=_reference_lm),),
+                      threads=_torch_threads, runtime=("note",), present=_SHOW_QUALITY, cell_labels=quality.own_model_note),
     "creativity": Family(_creativity, (Cached("creativity_index", "index", "creativity_index", fits=_creativity_fit),),
                          present=_SHOW_CREATIVITY),
     # a partition of the sample by the semantic family's encoder (its cached reference embeddings give HUMAN's)
@@ -483,9 +531,11 @@ def cached_inputs(families: list[str]) -> dict[str, tuple[str, Cached]]:
     return {c.name: (owner, c) for owner in read_sections(families) for c in family(owner).cached}
 
 
-def runtime_options(families: list[str], cached: dict[str, str], threads: int | None) -> dict[str, dict]:
+def runtime_options(families: list[str], cached: dict[str, str], threads: int | None,
+                    cell: dict | None = None) -> dict[str, dict]:
     """The options `poeval evaluate` adds to the params sections of ``families``: each cache of ``cached``
-    (name -> path) under its option, and what ``threads`` gives each family that uses threads."""
+    (name -> path) under its option, what ``threads`` gives each family that uses threads, and the labels
+    its record adds to a workflow cell (``cell``, :attr:`Family.cell_labels`)."""
     known = {c.name for f in FAMILIES.values() for c in f.cached}
     unknown = sorted(set(cached) - known)
     if unknown:
@@ -498,4 +548,7 @@ def runtime_options(families: list[str], cached: dict[str, str], threads: int | 
     for f in families:
         if threads and family(f).threads:
             out[f] = out.get(f, {}) | family(f).threads(threads)
+        labels = {k: v for k, v in (cell or {}).items() if k in family(f).runtime} if family(f).cell_labels else {}
+        if labels:
+            out[f] = out.get(f, {}) | labels
     return out

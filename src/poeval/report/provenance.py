@@ -81,9 +81,9 @@ def _cell_links(t: _Tracer, cell: TableCell, table_stamp: dict | None = None) ->
         t.check_params(params, (st or {}).get("params"), job.recorded(), path)
         if st is not None:
             t.check_input(cells, st, "reference", reference, path)
-            for name, (_, cache) in cached_inputs([cell.family]).items():
+            for name, (owner, cache) in cached_inputs([cell.family]).items():
                 if name in st.get("inputs", {}):   # the caches the stamp records (the reference embeddings)
-                    t.check_input(cells, st, name, cache.path(cell.lang), path)
+                    t.check_input(cells, st, name, cache.path(cell.lang, t.params["metrics"].get(owner)), path)
         t.file_entry(samples, sample)
         t.check_input(samples, st, "samples", sample, path)
     params.stale = list(dict.fromkeys(params.stale))   # the HUMAN cells repeat the same differences

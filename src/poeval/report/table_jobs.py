@@ -117,6 +117,21 @@ class NSensitivityJob(Job):
     KIND = "n-sensitivity"
 
 
+@dataclasses.dataclass(frozen=True)
+class FrontierJob(Job):
+    """The quality frontier's table and figure (:mod:`poeval.report.frontier`): ``measure``, the diversity
+    family's measure on its x axis (params ``metrics.quality.frontier_diversity``)."""
+
+    KIND = "quality-frontier"
+    measure: str
+
+    def __post_init__(self):
+        from poeval.report.frontier import MEASURES
+
+        if self.measure not in MEASURES:
+            raise PoevalError(f"{self.KIND} job: unknown measure {self.measure!r} (known: {', '.join(MEASURES)})")
+
+
 TABLE_JOBS: dict[str, type[Job]] = {"table1": SizesTableJob, "table4": ModelsTableJob, "sampling": SamplingTableJob}
 
 
@@ -332,6 +347,15 @@ def n_sensitivity_job(params: dict) -> NSensitivityJob:
     return NSensitivityJob()
 
 
+def frontier_job(params: dict) -> FrontierJob:
+    return FrontierJob(params["metrics"]["quality"]["frontier_diversity"])
+
+
+def has_frontier(params: dict) -> bool:
+    """Whether the run draws the quality frontier: the quality and diversity families both computed."""
+    return {"quality", "diversity"} <= _families(params)
+
+
 def caption_metrics(params: dict, table: str) -> dict:
     """The ``metrics`` sections a family table's caption names switches of (its rule's caption params): those of
     the families it reads and of its tests, so that a param of another family does not rerun it."""
@@ -371,9 +395,15 @@ def _n_sensitivity_steps() -> list[Step]:
             for kind, path in (("table", paths.table), ("figure", paths.figure))]
 
 
+def _frontier_steps() -> list[Step]:
+    return [Step(f"quality_frontier_{kind}", frontier_job, stamp_beside(functools.partial(path, "quality_frontier")),
+                 functools.partial(path, "quality_frontier"), applies=lambda p, w: has_frontier(p))
+            for kind, path in (("table", paths.table), ("figure", paths.figure))]
+
+
 def _figure_steps() -> list[Step]:
     return [_step(name, functools.partial(figure_job, name=name), paths.figure,
                   applies=lambda p, w, n=name: figures.FIGURES[n].family in _families(p)) for name in figures.FIGURES]
 
 
-STEPS = (*_table_steps(), *_n_sensitivity_steps(), *_figure_steps())
+STEPS = (*_table_steps(), *_n_sensitivity_steps(), *_frontier_steps(), *_figure_steps())

@@ -416,7 +416,7 @@ PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "tab
 
 
 OTHER_SUBCATEGORIES = {"sampling": "Samples", "style_adherence": "Style adherence", "n_sensitivity": "Sample size",
-                       "similarity": "Similarity between rows"}
+                       "similarity": "Similarity between rows", "quality_frontier": "Quality"}
 
 
 def numbered_label(name: str) -> str:

@@ -244,11 +244,11 @@ def test_same_params_and_seed_give_byte_identical_tables(tiny_run, tmp_path):
     outputs = sorted(str(p.relative_to(tiny_run)) for p in (tiny_run / paths.RESULTS).glob("*/*.*")
                      if p.parent.as_posix().endswith((paths.TABLES, paths.FIGURES)) and not p.name.endswith(".stamp.json"))
     # table1, table4, sampling, style_adherence; 11 family tables with intervals and tests and, not in the paper,
-    # metre, topics, diversity, diversity_decodings, distinct_k (also with both), each with its common-n companion
-    # and its intervals; n_sensitivity; 10 of the 15 figures (not 2, 6 and 8: no German; not 13 and 15: their
-    # system, smollm2, is not in this run), style_adherence, metre_figure, distinct_k_figure and n_sensitivity;
-    # the similarity table between rows with its intervals, and its heatmap
-    assert len(outputs) == 4 + (11 + 5) * (3 + 2) + 1 + 14 + 3
+    # metre, topics, diversity, diversity_decodings (also with both), each with its common-n companion and its
+    # intervals; n_sensitivity; 10 of the 15 figures (not 2, 6 and 8: no German; not 13 and 15: their system,
+    # smollm2, is not in this run), style_adherence, metre_figure and n_sensitivity (the tiny scale leaves
+    # distinct_k out); the similarity table between rows with its intervals, and its heatmap
+    assert len(outputs) == 4 + (11 + 4) * (3 + 2) + 1 + 13 + 3
     for name in outputs:
         assert (work / name).read_bytes() == (tiny_run / name).read_bytes(), name
 
@@ -462,10 +462,10 @@ def test_report_holds_every_table_and_figure(tiny_run):
     names = [p.name for p in sorted((work / paths.TABLES).glob("*.tsv"))
              + sorted((work / paths.FIGURES).glob("*.png"))]
     # tables 1, 4, sampling, style adherence; 11 family tables and, not in the paper, metre, topics, diversity,
-    # diversity_decodings, distinct_k with their .ci.tsv, _tests.tsv, _common_n.tsv and _common_n.ci.tsv;
-    # n_sensitivity; the 10 figures of 1-15 with something to draw here, style adherence, metre_figure,
-    # distinct_k_figure and n_sensitivity; the similarity table between rows, its intervals and its heatmap
-    assert len(names) == 4 + (11 + 5) * 5 + 1 + 14 + 3
+    # diversity_decodings with their .ci.tsv, _tests.tsv, _common_n.tsv and _common_n.ci.tsv; n_sensitivity;
+    # the 10 figures of 1-15 with something to draw here, style adherence, metre_figure and n_sensitivity; the
+    # similarity table between rows, its intervals and its heatmap
+    assert len(names) == 4 + (11 + 4) * 5 + 1 + 13 + 3
     assert [name for name in names if name not in html] == []
     assert "Figure 3: rhyme schemes" in html and "{{" not in html.split("Figure 3: rhyme schemes")[1][:2000]
     # the same report as one static page (issue 44, item 6): no script, every entry, the tables as HTML tables
@@ -475,7 +475,7 @@ def test_report_holds_every_table_and_figure(tiny_run):
     static = (work / "results" / "static.html").read_text()
     assert "<script" not in static and [name for name in names if name not in static] == []
     assert static.index("<h4>Table 02</h4>") < static.index("<h4>Table 12</h4>") < static.index("<h4>Figure 01</h4>")
-    assert "<th>mattr_pct</th>" in static and static.count('<img src="data:image/png') == 15
+    assert "<th>mattr_pct</th>" in static and static.count('<img src="data:image/png') == 14
     assert "<h2>6 · Training curves</h2>" in static and "<th>dev_loss</th>" in static
     curves = sorted((work / paths.CURVES / "en").glob("*.tsv"))
     assert [c.name for c in curves] == ["bygpt5-s-cond.tsv", "deepspeare-s.tsv", "gpt2-s.tsv", "sa-s-cond.tsv"]

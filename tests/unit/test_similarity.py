@@ -173,3 +173,24 @@ def test_stale_sees_a_similarity_cell_and_table_by_their_steps(tmp_path, root):
     assert "ngram" in found[0].reasons[0]
     config["metrics"]["similarity"]["enabled"] = False   # off: not this run's to rebuild
     assert stale_outputs(config, tmp_path) == []
+
+
+def test_the_rows_are_humans_and_the_systems_params_name(root):
+    import yaml
+
+    from poeval.errors import PoevalError
+    from poeval.params import resolve
+
+    config = yaml.safe_load((root / "params.yaml").read_text())
+    config["systems"] = ["gpt2-s", "llama-s", "smollm2"]
+    every = resolve(config)
+    assert jobs.pairs(every, "en") == [("HUMAN", "HUMAN"), ("HUMAN", "gpt2-s"), ("HUMAN", "llama-s"),
+                                       ("HUMAN", "smollm2"), ("gpt2-s", "llama-s"), ("gpt2-s", "smollm2"),
+                                       ("llama-s", "smollm2")]
+    # named in another order, and one that is a model but not in this run: the run's systems, in their order
+    config["metrics"]["similarity"]["systems"] = ["smollm2", "gpt2-s", "bygpt5-s"]
+    assert jobs.pairs(resolve(config), "en") == [("HUMAN", "HUMAN"), ("HUMAN", "gpt2-s"), ("HUMAN", "smollm2"),
+                                                 ("gpt2-s", "smollm2")]
+    config["metrics"]["similarity"]["systems"] = ["gtp2-s"]
+    with pytest.raises(PoevalError, match="'gtp2-s' is no system of `models`"):
+        jobs.pairs(resolve(config), "en")

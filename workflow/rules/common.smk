@@ -142,7 +142,7 @@ def system_decodings(system, decodings, lang, every=False):
 
 def system_langs(system):
     """The languages a system has: all, but for a samples system those it supplies files for."""
-    return [lang for lang in LANGS if table_jobs.has_lang(P, system, lang)]
+    return [lang for lang in LANGS if registry.has_lang(P, system, lang)]
 
 
 def supplied_source(wildcards):

@@ -168,6 +168,15 @@ def sampling_params(model_cfg: dict, shared: dict) -> dict:
     return {**shared, **(model_cfg.get("sampling") or {})}
 
 
+def has_lang(params: dict, system: str, lang: str) -> bool:
+    """Whether ``system`` has rows in ``lang``: a system runs in every language but a samples system, in those
+    it supplies files for (the tables' rows and the similarity cells read this one rule)."""
+    from poeval.generators.supplied import sample_files
+
+    model = params["models"][system]
+    return not is_supplied(model) or bool(sample_files(model, lang))
+
+
 def system_decodings(params: dict, system: str, decodings: list[str], lang: str, every: bool = False) -> list[str]:
     """The decoding configs ``system`` runs in ``lang`` (``params``: resolved): the poetry-specific ports
     sample ancestrally only (contrastive search is defined for the transformer generators); a samples

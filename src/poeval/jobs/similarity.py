@@ -57,11 +57,12 @@ class SimilarityCellJob(Job):
 
 
 def rows(params: dict, lang: str) -> list[Row]:
-    """The rows of ``lang`` in table order: HUMAN's first sample, then each system that runs the first
-    decoding config there (a samples system: its first file of that name, or its first file)."""
+    """The rows of ``lang`` in table order: HUMAN's first sample, then each system (of params
+    ``metrics.similarity.systems`` where it names some) that runs the first decoding config there (a samples
+    system: its first file of that name, or its first file)."""
     out = [Row(HUMAN, human_id(0))]
-    for system in params["systems"]:
-        if not _has_lang(params, system, lang):
+    for system in _systems(params):
+        if not registry.has_lang(params, system, lang):
             continue
         decodings = registry.system_decodings(params, system, params["decodings"][:1], lang)
         if decodings:
@@ -69,12 +70,17 @@ def rows(params: dict, lang: str) -> list[Row]:
     return out
 
 
-def _has_lang(params: dict, system: str, lang: str) -> bool:
-    """As the tables' rows (poeval.report.table_jobs.has_lang): a samples system only where it supplies files."""
-    from poeval.generators.supplied import sample_files
-
-    model = params["models"][system]
-    return not registry.is_supplied(model) or bool(sample_files(model, lang))
+def _systems(params: dict) -> list[str]:
+    """The run's systems that get a row: all of them, or those params ``metrics.similarity.systems`` names (a
+    grid's 136 pairs of 17 rows cost an encoder run each); a name that is no system of ``models`` is refused."""
+    chosen = params["metrics"]["similarity"]["systems"]
+    if chosen is None:
+        return list(params["systems"])
+    unknown = [name for name in chosen if name not in params["models"]]
+    if unknown:
+        raise PoevalError(f"metrics.similarity.systems: {', '.join(map(repr, unknown))} is no system of `models` "
+                          f"(systems of this run: {', '.join(params['systems'])})")
+    return [system for system in params["systems"] if system in chosen]
 
 
 def pairs(params: dict, lang: str) -> list[tuple[str, str]]:

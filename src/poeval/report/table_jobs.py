@@ -286,12 +286,6 @@ def table1_items(params: dict) -> list[tuple[SplitRow, str]]:
     return items
 
 
-def has_lang(params: dict, system: str, lang: str) -> bool:
-    """A system runs in every language but a samples system, in those it supplies files for."""
-    model = params["models"][system]
-    return not registry.is_supplied(model) or bool(sample_files(model, lang))
-
-
 def model_items(params: dict) -> list[tuple[SystemRow, str]]:
     """Table 4's rows and files: each checkpoint directory, or each imported file's stats of a samples system."""
     items = []
@@ -308,7 +302,7 @@ def model_items(params: dict) -> list[tuple[SystemRow, str]]:
 def sample_items(params: dict) -> list[tuple[SampleRow, str]]:
     """The sampling table's rows and files: every sample's stats of the run."""
     return [(SampleRow(lang, system, decoding), paths.stats(lang, system, decoding))
-            for lang in params["languages"] for system in params["systems"] if has_lang(params, system, lang)
+            for lang in params["languages"] for system in params["systems"] if registry.has_lang(params, system, lang)
             for decoding in registry.system_decodings(params, system, params["decodings"], lang, every=True)]
 
 

@@ -31,7 +31,8 @@ def evaluate(poems: PoemSource, *, reference: PoemSource, lang: str = "en",
         reference: the reference quatrains, a path or a list as ``poems``.
         lang: the language of both (``en``, ``de``).
         metrics: the metric families: ``length``, ``lexical``, ``memorization``, ``rhyme``, ``semantic``
-            and, not in the paper, ``metre``, ``topics``, ``diversity``; by default those that need no model
+            and, not in the paper, ``metre``, ``topics``, ``diversity``, ``distinct_k``, ``creativity`` and
+            ``quality`` (:data:`poeval.metrics.families.FAMILIES`); by default those that need no model
             (:data:`poeval.metrics.families.DEFAULT_FAMILIES`, the default of ``poeval evaluate --metrics`` too).
         options: per-family options, the keys of params ``metrics.<family>`` (``poeval evaluate
             --options``); a cache of the reference (``memorization.index``, ``semantic.reference_embeddings``,

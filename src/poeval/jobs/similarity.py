@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from poeval import paths
+from poeval.config import for_lang
 from poeval.errors import PoevalError
 from poeval.generators import registry
 from poeval.jobs.base import Job, Step, stamp_beside
@@ -110,8 +111,6 @@ def similarity_cell_job(params: dict, lang: str, row_a: str, row_b: str) -> Simi
     a, b = cell_rows(params, lang, row_a, row_b)
     metrics = params["metrics"]
     semantic, memorization = metrics["semantic"], metrics["memorization"]
-    from poeval.config import for_lang
-
     return SimilarityCellJob(lang, a, b, row_a == row_b, metrics["similarity"]["ngram"], metrics["similarity"]["seed"],
                              metrics["lexical"]["tokens"], memorization["quatrain"], memorization["autojunk"],
                              for_lang(semantic["encoder"], lang), semantic["backend"], semantic["batch_size"],
@@ -166,7 +165,6 @@ def run(job: SimilarityCellJob, a_path: str, b_path: str, reference: str | None,
         usable, _ = read_poems(reference, name="reference")
         cached = semantic.load_embeddings(embeddings, encoder=job.encoder, backend=job.backend, input_path=reference)
         semantic.check_rows(cached, embeddings, [p["lines"] for p in usable], model(), backend=job.backend)
-        train_rows = {}
         for i, p in enumerate(usable):
             train_rows.setdefault(tuple(p["lines"]), i)
     emb_a, emb_b = (_embeddings(side, job, cached, train_rows, model) for side in (a, b))

@@ -39,11 +39,13 @@ KEY = "metrics.quality.reference_lm"
 # --- fluency -------------------------------------------------------------------------------------------
 
 def load_reference(path: str):
-    """``(model, tokenizer)`` of the reference LM (a folder, a release's short id or a hub id), in eval mode."""
+    """``(model, tokenizer)`` of the reference LM (a folder, a release's short id or a hub id), in eval mode on
+    the device poeval picks (:func:`poeval.device.resolve`: a GPU where there is one), as BPoMP's scorers."""
+    from poeval import device
     from poeval.generators.checkpoint import load
 
     model, tok = load(path, key=KEY)
-    return model.eval(), tok
+    return model.to(device.resolve()).eval(), tok
 
 
 def fluency(model, tokenizer, quatrains: Sequence[Sequence[str]], batch_size: int, progress: bool = False) -> np.ndarray:
